@@ -1,0 +1,4 @@
+fn main() {
+    println!("cargo:rerun-if-changed=src/xenstore.d");
+    usdt::Builder::new("src/xenstore.d").build().unwrap();
+}

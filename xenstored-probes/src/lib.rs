@@ -1,0 +1,5 @@
+//! xenstored-probes: a complete xenstore daemon with a USDT provider
+//! (`xenstore`, declared in `xenstore.d`) in its request/response path.
+
+pub mod probes;
+pub mod wire;
