@@ -11,11 +11,15 @@ fn every_declared_probe_is_in_the_binary() {
         .collect();
     assert!(declared.len() >= 6, "{declared:?}");
     let out = Command::new("readelf")
-        .args(["-n", common::bin("xenstored-shim")])
+        .arg("-n")
+        .arg(common::bin("xenstored-shim"))
         .output()
         .expect("readelf (binutils) must be installed");
     let notes = String::from_utf8_lossy(&out.stdout);
     for name in &declared {
-        assert!(notes.contains(&format!("Name: {name}\n")), "probe {name} missing:\n{notes}");
+        assert!(
+            notes.contains(&format!("Name: {name}\n")),
+            "probe {name} missing:\n{notes}"
+        );
     }
 }

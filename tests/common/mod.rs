@@ -26,7 +26,11 @@ pub fn need_root(test: &str) -> bool {
     if root && tracefs {
         return true;
     }
-    let why = if !root { "not root" } else { "no tracefs at /sys/kernel/tracing" };
+    let why = if !root {
+        "not root"
+    } else {
+        "no tracefs at /sys/kernel/tracing"
+    };
     if std::env::var_os("CI").is_some() {
         panic!("{test}: {why}, and CI is set: this test must run");
     }

@@ -103,7 +103,14 @@ pub fn request(serial: u64, who: &Who, op: u32, tx_id: u32, req_id: u32, payload
         let (ident, pid, _) = pack_ident(who, op);
         let (path, rest) = split_first(payload);
         let (s1, s2, flags) = render_pair(path, rest);
-        (serial, ident, (tx_id as u64) << 32 | pid, flags << 32 | req_id as u64, s1, s2)
+        (
+            serial,
+            ident,
+            (tx_id as u64) << 32 | pid,
+            flags << 32 | req_id as u64,
+            s1,
+            s2,
+        )
     });
 }
 
@@ -127,7 +134,12 @@ pub fn response(
             }
             Err((e, reason)) => {
                 let (s2, t2) = render(reason.as_bytes(), STRINGS_MAX - 16);
-                (e.errno() as u64, e.name().to_string(), s2, (t2 as u64) * FLAG_STR2_TRUNCATED)
+                (
+                    e.errno() as u64,
+                    e.name().to_string(),
+                    s2,
+                    (t2 as u64) * FLAG_STR2_TRUNCATED,
+                )
             }
         };
         let extra = flags << 48 | errno << 32 | req_id as u64;
@@ -150,7 +162,14 @@ pub fn watch_event(serial: u64, who: &Who, firer: u32, path: &[u8], token: &[u8]
 pub fn conn_open(who: &Who, transport: &str, peer: &str) {
     fire!(conn_open, {
         let (ident, pid, _) = pack_ident(who, 0);
-        (0u64, ident, pid, 0u64, transport.to_string(), peer.to_string())
+        (
+            0u64,
+            ident,
+            pid,
+            0u64,
+            transport.to_string(),
+            peer.to_string(),
+        )
     });
 }
 
@@ -168,7 +187,14 @@ pub fn tx_end(serial: u64, who: &Who, tx_id: u32, outcome: TxOutcome, reason: &s
         let op = crate::wire::MsgType::TransactionEnd as u32;
         let (ident, pid, _) = pack_ident(who, op);
         let client = (tx_id as u64) << 32 | pid;
-        (serial, ident, client, outcome as u64, outcome.name().to_string(), reason.to_string())
+        (
+            serial,
+            ident,
+            client,
+            outcome as u64,
+            outcome.name().to_string(),
+            reason.to_string(),
+        )
     });
 }
 

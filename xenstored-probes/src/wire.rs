@@ -78,7 +78,11 @@ pub fn msg_name(ty: u32) -> Option<&'static str> {
 /// The type number of a name, with or without the `XS_` prefix, any case.
 pub fn msg_type_by_name(name: &str) -> Option<u32> {
     let upper = name.to_ascii_uppercase();
-    let full = if upper.starts_with("XS_") { upper } else { format!("XS_{upper}") };
+    let full = if upper.starts_with("XS_") {
+        upper
+    } else {
+        format!("XS_{upper}")
+    };
     MSG_NAMES.iter().position(|n| *n == full).map(|i| i as u32)
 }
 
@@ -195,12 +199,20 @@ pub struct Header {
 impl Header {
     pub fn decode(b: &[u8; HEADER_LEN]) -> Header {
         let word = |i: usize| u32::from_ne_bytes(b[i * 4..i * 4 + 4].try_into().unwrap());
-        Header { ty: word(0), req_id: word(1), tx_id: word(2), len: word(3) }
+        Header {
+            ty: word(0),
+            req_id: word(1),
+            tx_id: word(2),
+            len: word(3),
+        }
     }
 
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
-        for (i, w) in [self.ty, self.req_id, self.tx_id, self.len].iter().enumerate() {
+        for (i, w) in [self.ty, self.req_id, self.tx_id, self.len]
+            .iter()
+            .enumerate()
+        {
             b[i * 4..i * 4 + 4].copy_from_slice(&w.to_ne_bytes());
         }
         b
@@ -228,7 +240,12 @@ mod tests {
 
     #[test]
     fn header_round_trip() {
-        let h = Header { ty: 2, req_id: 7, tx_id: 9, len: 4096 };
+        let h = Header {
+            ty: 2,
+            req_id: 7,
+            tx_id: 9,
+            len: 4096,
+        };
         assert_eq!(Header::decode(&h.encode()), h);
     }
 }
