@@ -2,6 +2,8 @@
 //! deciding whether a root-only test may skip.
 #![allow(dead_code)]
 
+pub mod shim;
+
 use std::path::PathBuf;
 
 /// A binary of this workspace, built by `cargo build --workspace` into the
