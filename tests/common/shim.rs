@@ -1,7 +1,7 @@
 //! A real xenstored-shim on a private socket, killed when dropped.
 
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
