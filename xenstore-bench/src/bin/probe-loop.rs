@@ -1,0 +1,73 @@
+//! A tight loop over the shim's probes, for the per-firing cost and the
+//! zero-loss event rate. Commands on stdin, one a line, answers on stdout:
+//!   mark                 fires one request/response pair on path
+//!                        /bench/attach-marker (tells a tracer is attached)
+//!   run SECONDS RATE     fires request/response pairs for SECONDS at RATE
+//!                        events/s (0 = as fast as possible), then answers
+//!                        `done EVENTS ELAPSED_NS`
+use std::io::{BufRead, Write};
+use std::time::{Duration, Instant};
+use xenstored_probes::probes::{self, Who};
+
+const READ: u32 = 2;
+
+fn pair(serial: u64, who: &Who, path: &[u8]) {
+    probes::request(serial, who, READ, 0, serial as u32, path);
+    probes::response(serial, who, READ, 0, serial as u32, Ok(b"3\0"));
+}
+
+/// Fires pairs for `secs` at `rate` events/s (0: unpaced); events fired and ns taken.
+fn run(who: &Who, serial: &mut u64, secs: f64, rate: f64) -> (u64, u128) {
+    let path = b"/local/domain/7/device/vbd/51712/state\0";
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(secs);
+    let mut events = 0u64;
+    loop {
+        for _ in 0..32 {
+            *serial += 1;
+            pair(*serial, who, path);
+        }
+        events += 64;
+        let now = Instant::now();
+        if now >= end {
+            return (events, (now - start).as_nanos());
+        }
+        if rate > 0.0 {
+            // Pace: wait until the clock catches up with the events fired.
+            let due = start + Duration::from_secs_f64(events as f64 / rate);
+            while Instant::now() < due.min(end) {
+                std::hint::spin_loop();
+            }
+        }
+    }
+}
+
+fn main() {
+    let who = Who {
+        conn: 1,
+        domid: 7,
+        pid: std::process::id(),
+    };
+    let mut serial = 0u64;
+    let stdout = std::io::stdout();
+    for line in std::io::stdin().lock().lines() {
+        let line = line.expect("read stdin");
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let mut out = stdout.lock();
+        match words.as_slice() {
+            ["mark"] => {
+                serial += 1;
+                pair(serial, &who, b"/bench/attach-marker\0");
+                writeln!(out, "ok").unwrap();
+            }
+            ["run", secs, rate] => {
+                let secs: f64 = secs.parse().expect("SECONDS");
+                let rate: f64 = rate.parse().expect("RATE");
+                let (events, ns) = run(&who, &mut serial, secs, rate);
+                writeln!(out, "done {events} {ns}").unwrap();
+            }
+            _ => writeln!(out, "error: unknown command {line:?}").unwrap(),
+        }
+        out.flush().unwrap();
+    }
+}

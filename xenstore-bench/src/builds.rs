@@ -1,0 +1,73 @@
+//! The binaries under test, built release into the bench's own target
+//! directories: the shim with probes (and the snooper, probe loop), and the
+//! shim with every probe compiled out (`--no-default-features`).
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct Builds {
+    pub shim: PathBuf,
+    pub shim_noprobes: PathBuf,
+    pub snoop: PathBuf,
+    pub probe_loop: PathBuf,
+    /// Where generated files (the C client) go.
+    pub work: PathBuf,
+}
+
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xenstore-bench lives in the workspace")
+        .to_path_buf()
+}
+
+fn cargo_build(target_dir: &Path, args: &[&str]) -> Result<()> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("bench: cargo build --release {}", args.join(" "));
+    let status = Command::new(cargo)
+        .current_dir(workspace_root())
+        .args(["build", "--release", "--quiet", "--target-dir"])
+        .arg(target_dir)
+        .args(args)
+        .status()
+        .context("run cargo")?;
+    if !status.success() {
+        bail!("cargo build {args:?} failed");
+    }
+    Ok(())
+}
+
+pub fn build_all() -> Result<Builds> {
+    let base = workspace_root().join("target/bench");
+    let probes = base.join("probes");
+    let noprobes = base.join("noprobes");
+    cargo_build(
+        &probes,
+        &[
+            "-p",
+            "xenstored-probes",
+            "-p",
+            "xenstore-snoop",
+            "-p",
+            "xenstore-bench",
+        ],
+    )?;
+    cargo_build(
+        &noprobes,
+        &[
+            "-p",
+            "xenstored-probes",
+            "--no-default-features",
+            "--bin",
+            "xenstored-shim",
+        ],
+    )?;
+    Ok(Builds {
+        shim: probes.join("release/xenstored-shim"),
+        shim_noprobes: noprobes.join("release/xenstored-shim"),
+        snoop: probes.join("release/xenstore-snoop"),
+        probe_loop: probes.join("release/xsbench-probe-loop"),
+        work: base.join("work"),
+    })
+}

@@ -1,0 +1,80 @@
+//! Every flag of xenstore-bench, in one place.
+
+use crate::workload::Workload;
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "xenstore-bench",
+    about = "Benchmarks: xenstored-shim and xenstore-snoop against upstream daemons and bpftrace",
+    after_help = "Examples:\n  \
+        cargo run --release -p xenstore-bench -- all            # full run (<= ~10 min), writes BENCHMARKS.md\n  \
+        cargo run --release -p xenstore-bench -- all --quick    # a minute or so\n  \
+        cargo run --release -p xenstore-bench -- load --socket /run/xenstored/socket -w read -c 8"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Every section, interleaved; writes the report (needs root, tracefs).
+    All(AllArgs),
+    /// One load run against a running daemon (for profiling).
+    Load(LoadArgs),
+    /// Seconds-long check of the client and workloads against a shim (CI).
+    Smoke {
+        /// The xenstored-shim binary to start.
+        #[arg(long)]
+        shim: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Section {
+    Throughput,
+    Idle,
+    Snoop,
+    Firing,
+    Loss,
+    Memory,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct AllArgs {
+    /// Short runs, one round, fewer cases.
+    #[arg(long)]
+    pub quick: bool,
+    /// Only these sections (comma-separated); default all.
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub only: Vec<Section>,
+    /// Where to write the report.
+    #[arg(long, default_value = "BENCHMARKS.md")]
+    pub out: PathBuf,
+    /// Seconds per measured run (default 1.0, quick 0.25).
+    #[arg(long)]
+    pub seconds: Option<f64>,
+    /// Interleaved rounds (default 3, quick 1).
+    #[arg(long)]
+    pub rounds: Option<usize>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct LoadArgs {
+    #[arg(long)]
+    pub socket: PathBuf,
+    #[arg(short, long, value_enum, default_value = "read")]
+    pub workload: Workload,
+    #[arg(short, long, default_value_t = 1)]
+    pub conns: usize,
+    #[arg(short, long, default_value_t = 5.0)]
+    pub seconds: f64,
+    /// Pin the client threads to CPU 0 (pin the daemon yourself: taskset).
+    #[arg(long)]
+    pub pinned: bool,
+    /// Seed the keys first.
+    #[arg(long)]
+    pub seed: bool,
+}

@@ -1,0 +1,152 @@
+//! A raw-socket xenstore client: one outstanding request at a time, as
+//! libxenstore and every real client do, with as few syscalls as possible
+//! (one write per request, usually one read per reply).
+
+use anyhow::{bail, Context, Result};
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use xenstored_probes::wire::{Header, MsgType, HEADER_LEN, PAYLOAD_MAX};
+
+const MSG_MAX: usize = HEADER_LEN + PAYLOAD_MAX;
+
+pub struct Conn {
+    stream: UnixStream,
+    req_id: u32,
+    out: Vec<u8>,
+    inbuf: Vec<u8>,
+    /// Bytes received into `inbuf` so far.
+    have: usize,
+    /// Bytes at the front of `inbuf` holding the last reply handed out.
+    used: usize,
+}
+
+/// A reply: its type (XS_ERROR included) and payload.
+pub struct Reply<'a> {
+    pub ty: u32,
+    pub payload: &'a [u8],
+}
+
+impl Reply<'_> {
+    /// The payload, or the error name as an error.
+    pub fn ok(&self) -> Result<&[u8]> {
+        if self.ty == MsgType::Error as u32 {
+            let name = self.payload.strip_suffix(&[0]).unwrap_or(self.payload);
+            bail!("daemon replied {}", String::from_utf8_lossy(name));
+        }
+        Ok(self.payload)
+    }
+}
+
+impl Conn {
+    pub fn connect(socket: &Path) -> Result<Conn> {
+        let stream = UnixStream::connect(socket)
+            .with_context(|| format!("connect to {}", socket.display()))?;
+        Ok(Conn {
+            stream,
+            req_id: 0,
+            out: Vec::with_capacity(MSG_MAX),
+            inbuf: vec![0; 2 * MSG_MAX],
+            have: 0,
+            used: 0,
+        })
+    }
+
+    /// Sends one request (payload = the concatenated parts) and waits for
+    /// its reply, skipping any watch events.
+    pub fn call(&mut self, ty: MsgType, tx_id: u32, parts: &[&[u8]]) -> Result<Reply<'_>> {
+        self.req_id = self.req_id.wrapping_add(1);
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > PAYLOAD_MAX {
+            bail!("payload of {len} bytes is over {PAYLOAD_MAX}");
+        }
+        let header = Header {
+            ty: ty as u32,
+            req_id: self.req_id,
+            tx_id,
+            len: len as u32,
+        };
+        self.out.clear();
+        self.out.extend_from_slice(&header.encode());
+        for p in parts {
+            self.out.extend_from_slice(p);
+        }
+        self.stream.write_all(&self.out).context("send request")?;
+        loop {
+            self.drop_used();
+            let (reply_ty, total) = self.next_message()?;
+            self.used = total;
+            if reply_ty != MsgType::WatchEvent as u32 {
+                return Ok(Reply {
+                    ty: reply_ty,
+                    payload: &self.inbuf[HEADER_LEN..total],
+                });
+            }
+        }
+    }
+
+    fn drop_used(&mut self) {
+        if self.used > 0 {
+            self.inbuf.copy_within(self.used..self.have, 0);
+            self.have -= self.used;
+            self.used = 0;
+        }
+    }
+
+    /// Reads until one whole message is at the front of `inbuf`.
+    fn next_message(&mut self) -> Result<(u32, usize)> {
+        loop {
+            if self.have >= HEADER_LEN {
+                let header = Header::decode(self.inbuf[..HEADER_LEN].try_into().unwrap());
+                let total = HEADER_LEN + header.len as usize;
+                if total > MSG_MAX {
+                    bail!("daemon sent a {}-byte payload", header.len);
+                }
+                if self.have >= total {
+                    return Ok((header.ty, total));
+                }
+            }
+            let n = self
+                .stream
+                .read(&mut self.inbuf[self.have..])
+                .context("read reply")?;
+            if n == 0 {
+                bail!("daemon closed the connection");
+            }
+            self.have += n;
+        }
+    }
+
+    pub fn read(&mut self, path: &[u8]) -> Result<Reply<'_>> {
+        self.call(MsgType::Read, 0, &[path, b"\0"])
+    }
+
+    pub fn write(&mut self, tx_id: u32, path: &[u8], value: &[u8]) -> Result<Reply<'_>> {
+        self.call(MsgType::Write, tx_id, &[path, b"\0", value])
+    }
+
+    pub fn directory(&mut self, path: &[u8]) -> Result<Reply<'_>> {
+        self.call(MsgType::Directory, 0, &[path, b"\0"])
+    }
+
+    /// Starts a transaction; its id.
+    pub fn tx_start(&mut self) -> Result<u32> {
+        let reply = self.call(MsgType::TransactionStart, 0, &[b"\0"])?;
+        let id = reply.ok()?;
+        let id = id.strip_suffix(&[0]).unwrap_or(id);
+        std::str::from_utf8(id)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .with_context(|| format!("bad transaction id {:?}", String::from_utf8_lossy(id)))
+    }
+
+    /// Ends a transaction; false when the commit conflicted (EAGAIN).
+    pub fn tx_commit(&mut self, tx_id: u32) -> Result<bool> {
+        let reply = self.call(MsgType::TransactionEnd, tx_id, &[b"T\0"])?;
+        if reply.ty == MsgType::Error as u32 && reply.payload.starts_with(b"EAGAIN") {
+            return Ok(false);
+        }
+        reply.ok()?;
+        Ok(true)
+    }
+}

@@ -1,0 +1,120 @@
+//! Interleaved comparisons: every round runs each case on every
+//! configuration back to back (A B C A B C ...), so a ratio is taken
+//! between runs seconds apart and the machine's drift mostly cancels.
+
+use crate::affinity::Pin;
+use crate::stats::{median_sample, paired_ratio, Sample};
+use crate::workload::Workload;
+use anyhow::Result;
+
+/// Which client drives a case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Client {
+    /// The raw-socket Rust client (client.rs).
+    Raw,
+    /// libxenstore via c/xs_load.c.
+    Libxenstore,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Case {
+    pub workload: Workload,
+    pub conns: usize,
+    pub pin: Pin,
+    pub client: Client,
+}
+
+impl Case {
+    pub fn raw(workload: Workload, conns: usize, pin: Pin) -> Case {
+        Case {
+            workload,
+            conns,
+            pin,
+            client: Client::Raw,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        let client = match self.client {
+            Client::Raw => "",
+            Client::Libxenstore => " (libxenstore)",
+        };
+        format!(
+            "{}{client} | {} | {}",
+            self.workload.name(),
+            self.conns,
+            self.pin.name()
+        )
+    }
+}
+
+pub struct Comparison {
+    pub title: String,
+    pub configs: Vec<String>,
+    pub cases: Vec<Case>,
+    /// samples[case][config], one per round that succeeded.
+    pub samples: Vec<Vec<Vec<Sample>>>,
+    pub failures: Vec<String>,
+}
+
+impl Comparison {
+    /// Runs `rounds` interleaved rounds; `measure(case, config)` does one run.
+    /// A configuration that fails on a case is dropped for that case and the
+    /// failure is reported, never hidden.
+    pub fn run(
+        title: &str,
+        configs: &[&str],
+        cases: Vec<Case>,
+        rounds: usize,
+        mut measure: impl FnMut(&Case, usize) -> Result<Sample>,
+    ) -> Comparison {
+        let mut samples = vec![vec![Vec::new(); configs.len()]; cases.len()];
+        let mut broken = vec![vec![false; configs.len()]; cases.len()];
+        let mut failures = Vec::new();
+        for round in 0..rounds {
+            for (ci, case) in cases.iter().enumerate() {
+                for (k, config) in configs.iter().enumerate() {
+                    if broken[ci][k] {
+                        continue;
+                    }
+                    match measure(case, k) {
+                        Ok(s) => {
+                            eprintln!(
+                                "bench: {title} r{round} {} {config}: {:.0} ops/s p50 {:.1} µs p99 {:.1} µs",
+                                case.describe(),
+                                s.ops_per_s,
+                                s.p50_us,
+                                s.p99_us
+                            );
+                            samples[ci][k].push(s);
+                        }
+                        Err(e) => {
+                            eprintln!("bench: {title} {} {config}: FAILED: {e:#}", case.describe());
+                            failures.push(format!("{} on {config}: {e:#}", case.describe()));
+                            broken[ci][k] = true;
+                            samples[ci][k].clear();
+                        }
+                    }
+                }
+            }
+        }
+        Comparison {
+            title: title.to_string(),
+            configs: configs.iter().map(|c| c.to_string()).collect(),
+            cases,
+            samples,
+            failures,
+        }
+    }
+
+    pub fn median(&self, case: usize, config: usize) -> Option<Sample> {
+        let s = &self.samples[case][config];
+        (!s.is_empty()).then(|| median_sample(s))
+    }
+
+    /// Median over rounds of config a ÷ config b on one case.
+    pub fn ratio(&self, case: usize, a: usize, b: usize) -> Option<f64> {
+        let (sa, sb) = (&self.samples[case][a], &self.samples[case][b]);
+        (!sa.is_empty() && sa.len() == sb.len()).then(|| paired_ratio(sa, sb))
+    }
+}

@@ -1,0 +1,22 @@
+//! xenstore-bench: the shim and the snooper measured against upstream
+//! daemons and bpftrace, as ratios between interleaved runs.
+
+pub mod affinity;
+pub mod builds;
+pub mod cli;
+pub mod client;
+pub mod compare;
+pub mod daemons;
+pub mod libxs;
+pub mod load;
+pub mod machine;
+pub mod memory;
+pub mod plan;
+pub mod probe_loop;
+pub mod report;
+pub mod run;
+pub mod stats;
+pub mod tracers;
+pub mod uprobe;
+pub mod upstream;
+pub mod workload;

@@ -1,0 +1,11 @@
+use clap::Parser;
+use xenstore_bench::cli::{Cli, Command};
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match &cli.command {
+        Command::All(args) => xenstore_bench::run::all(args),
+        Command::Load(args) => xenstore_bench::run::load(args),
+        Command::Smoke { shim } => xenstore_bench::run::smoke(shim),
+    }
+}

@@ -1,0 +1,348 @@
+//! The benchmark sections, each an interleaved comparison or a sweep.
+
+use crate::affinity::Pin;
+use crate::builds::Builds;
+use crate::client::Conn;
+use crate::compare::{Case, Client, Comparison};
+use crate::daemons::Daemon;
+use crate::memory::{self, Rss};
+use crate::probe_loop::ProbeLoop;
+use crate::stats::Sample;
+use crate::tracers::{Counts, Tracer, TracerKind, MARKER};
+use crate::uprobe::BareUprobes;
+use crate::workload::{self, Workload};
+use crate::{libxs, load, upstream};
+use anyhow::{anyhow, Context, Result};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long and how often.
+#[derive(Clone, Copy, Debug)]
+pub struct Budget {
+    pub run: Duration,
+    pub rounds: usize,
+    /// Rounds for the idle-probe comparison, which looks for a 1% effect.
+    pub idle_rounds: usize,
+    pub memory_nodes: usize,
+    pub quick: bool,
+}
+
+pub const MAX_CONNS: usize = 8;
+
+/// A daemon that started (seeded for the workloads) or why it did not.
+pub type Started = Result<Daemon>;
+
+fn seeded(d: Result<Daemon>) -> Started {
+    let d = d?;
+    workload::seed(&d.socket, MAX_CONNS).with_context(|| format!("seed {}", d.label))?;
+    Ok(d)
+}
+
+fn get(d: &Started) -> Result<&Daemon> {
+    d.as_ref().map_err(|e| anyhow!("did not start: {e:#}"))
+}
+
+/// A tracer to attach around a run: its kind and the traced binary.
+pub type TraceWith<'a> = Option<(&'a TracerKind, &'a Path)>;
+
+/// One run of `case` against `daemon`, with `tracer` attached if any.
+pub fn run_case(
+    daemon: &Daemon,
+    case: &Case,
+    run: Duration,
+    xs_load: Option<&Path>,
+    tracer: TraceWith,
+    counts: &mut Vec<Counts>,
+) -> Result<Sample> {
+    case.pin.apply_to_process(daemon.pid())?;
+    let attached = match tracer {
+        Some((kind, binary)) => {
+            let mut marker = Conn::connect(&daemon.socket)?;
+            Some(Tracer::attach(kind, daemon.pid(), binary, || {
+                marker.read(MARKER.as_bytes()).map(|_| ())
+            })?)
+        }
+        None => None,
+    };
+    let sample = match case.client {
+        Client::Raw => load::run(&daemon.socket, case.workload, case.conns, run, case.pin),
+        Client::Libxenstore => {
+            let exe = xs_load.context("libxenstore client not built")?;
+            libxs::run(
+                exe,
+                &daemon.socket,
+                case.workload == Workload::Write,
+                run,
+                case.pin,
+            )
+        }
+    };
+    if let Some(t) = attached {
+        counts.push(t.detach()?);
+    }
+    Pin::Free.apply_to_process(daemon.pid())?;
+    sample
+}
+
+/// Section 1: The shim against C xenstored and oxenstored, raw and libxenstore clients.
+pub fn throughput(b: &Builds, budget: &Budget, xs_load: Option<&Path>) -> Comparison {
+    let daemons = [
+        seeded(Daemon::shim("shim", &b.shim)),
+        seeded(upstream::c_xenstored("C xenstored", None)),
+        seeded(upstream::oxenstored("oxenstored")),
+    ];
+    let mut cases = Vec::new();
+    let workloads: &[Workload] = if budget.quick {
+        &[Workload::Read, Workload::Write]
+    } else {
+        &Workload::ALL
+    };
+    for &w in workloads {
+        cases.push(Case::raw(w, 1, Pin::Cpu0));
+        cases.push(Case::raw(w, 1, Pin::Free));
+        cases.push(Case::raw(w, MAX_CONNS, Pin::Free));
+    }
+    for w in [Workload::Read, Workload::Write] {
+        cases.push(Case {
+            client: Client::Libxenstore,
+            ..Case::raw(w, 1, Pin::Cpu0)
+        });
+    }
+    let mut counts = Vec::new();
+    Comparison::run(
+        "throughput",
+        &["shim", "C xenstored", "oxenstored"],
+        cases,
+        budget.rounds,
+        |case, k| {
+            run_case(
+                get(&daemons[k])?,
+                case,
+                budget.run,
+                xs_load,
+                None,
+                &mut counts,
+            )
+        },
+    )
+}
+
+/// Section 2: The shim with its probes compiled in (idle) and compiled out.
+pub fn idle_probes(b: &Builds, budget: &Budget) -> Comparison {
+    let daemons = [
+        seeded(Daemon::shim("shim probes", &b.shim)),
+        seeded(Daemon::shim("shim no probes", &b.shim_noprobes)),
+    ];
+    let mut cases = Vec::new();
+    for w in [Workload::Read, Workload::Write] {
+        cases.push(Case::raw(w, 1, Pin::Cpu0));
+        cases.push(Case::raw(w, MAX_CONNS, Pin::Free));
+    }
+    let mut counts = Vec::new();
+    Comparison::run(
+        "idle probes",
+        &["probes compiled in, idle", "probes compiled out"],
+        cases,
+        budget.idle_rounds,
+        |case, k| run_case(get(&daemons[k])?, case, budget.run, None, None, &mut counts),
+    )
+}
+
+pub struct SnoopResult {
+    pub comparison: Comparison,
+    /// The snooper's own seen/lost reports from its runs.
+    pub snoop_counts: Vec<Counts>,
+}
+
+/// Section 3: The shim unsnooped, under xenstore-snoop, under bpftrace; C
+/// xenstored without and with its own -T trace file.
+pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopResult {
+    let shim = seeded(Daemon::shim("shim", &b.shim));
+    let c = seeded(upstream::c_xenstored("C xenstored", None));
+    let c_trace = (|| {
+        let trace = crate::daemons::scratch_dir("c-trace")?.join("trace");
+        seeded(upstream::c_xenstored("C xenstored -T", Some(&trace)))
+    })();
+    let snoop = TracerKind::Snoop {
+        binary: b.snoop.clone(),
+    };
+    let bpftrace = TracerKind::Bpftrace {
+        script: bpftrace_script.to_path_buf(),
+    };
+    let cases = vec![
+        Case::raw(Workload::Read, 1, Pin::Cpu0),
+        Case::raw(Workload::Read, MAX_CONNS, Pin::Free),
+        Case::raw(Workload::Write, MAX_CONNS, Pin::Free),
+    ];
+    let mut snoop_counts = Vec::new();
+    let mut other_counts = Vec::new();
+    let comparison = Comparison::run(
+        "snooping",
+        &[
+            "shim",
+            "shim + xenstore-snoop",
+            "shim + bpftrace",
+            "C xenstored",
+            "C xenstored -T",
+        ],
+        cases,
+        budget.rounds,
+        |case, k| {
+            let run = |d: &Started, t: TraceWith, counts: &mut Vec<Counts>| {
+                run_case(get(d)?, case, budget.run, None, t, counts)
+            };
+            match k {
+                0 => run(&shim, None, &mut other_counts),
+                1 => run(&shim, Some((&snoop, &b.shim)), &mut snoop_counts),
+                2 => run(&shim, Some((&bpftrace, &b.shim)), &mut other_counts),
+                3 => run(&c, None, &mut other_counts),
+                _ => run(&c_trace, None, &mut other_counts),
+            }
+        },
+    );
+    SnoopResult {
+        comparison,
+        snoop_counts,
+    }
+}
+
+/// Section 4: Per-firing cost on the probe loop: no tracer, a bare uprobe with
+/// no reader, xenstore-snoop, bpftrace. Samples' ops_per_s are events/s.
+pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Comparison {
+    let mut lp = ProbeLoop::start(&b.probe_loop);
+    let snoop = TracerKind::Snoop {
+        binary: b.snoop.clone(),
+    };
+    let bpftrace = TracerKind::Bpftrace {
+        script: bpftrace_script.to_path_buf(),
+    };
+    let secs = budget.run.as_secs_f64() / 2.0;
+    let case = Case::raw(Workload::Read, 1, Pin::Free);
+    Comparison::run(
+        "per firing",
+        &[
+            "no tracer",
+            "bare uprobe, no reader",
+            "xenstore-snoop",
+            "bpftrace",
+        ],
+        vec![case],
+        budget.rounds,
+        |_, k| {
+            let lp = lp.as_mut().map_err(|e| anyhow!("{e:#}"))?;
+            let fire = |lp: &mut ProbeLoop| -> Result<Sample> {
+                let (events, ns) = lp.run(secs, 0.0)?;
+                Ok(Sample {
+                    ops: events,
+                    ops_per_s: events as f64 * 1e9 / ns as f64,
+                    p50_us: f64::NAN,
+                    p99_us: f64::NAN,
+                })
+            };
+            match k {
+                0 => fire(lp),
+                1 => {
+                    let _probes = BareUprobes::enable(&lp.binary)?;
+                    fire(lp)
+                }
+                _ => {
+                    let kind = if k == 2 { &snoop } else { &bpftrace };
+                    let binary = lp.binary.clone();
+                    let pid = lp.pid();
+                    let t = Tracer::attach(kind, pid, &binary, || lp.mark())?;
+                    let s = fire(lp);
+                    t.detach()?;
+                    s
+                }
+            }
+        },
+    )
+}
+
+pub struct LossStep {
+    pub target_rate: f64,
+    pub achieved_rate: f64,
+    pub fired: u64,
+    pub counts: Counts,
+}
+
+/// Section 5: The snooper against the probe loop at rising event rates.
+pub fn loss_sweep(b: &Builds, budget: &Budget) -> Result<Vec<LossStep>> {
+    let mut lp = ProbeLoop::start(&b.probe_loop)?;
+    let snoop = TracerKind::Snoop {
+        binary: b.snoop.clone(),
+    };
+    let rates: &[f64] = if budget.quick {
+        &[500e3, 0.0]
+    } else {
+        &[250e3, 500e3, 1e6, 2e6, 0.0]
+    };
+    let mut steps = Vec::new();
+    for &rate in rates {
+        let binary = lp.binary.clone();
+        let pid = lp.pid();
+        let t = Tracer::attach(&snoop, pid, &binary, || lp.mark())?;
+        let (fired, ns) = lp.run(budget.run.as_secs_f64(), rate)?;
+        let counts = t.detach()?;
+        let achieved_rate = fired as f64 * 1e9 / ns as f64;
+        eprintln!(
+            "bench: loss target {rate:.0}/s achieved {achieved_rate:.0}/s fired {fired} {counts:?}"
+        );
+        steps.push(LossStep {
+            target_rate: rate,
+            achieved_rate,
+            fired,
+            counts,
+        });
+    }
+    Ok(steps)
+}
+
+/// Section 6: RSS with `nodes` nodes in each daemon.
+pub fn memory(b: &Builds, budget: &Budget) -> Vec<(String, Result<Rss>)> {
+    let daemons = [
+        Daemon::shim("shim", &b.shim),
+        upstream::c_xenstored("C xenstored", None),
+        upstream::oxenstored("oxenstored"),
+    ];
+    let labels = ["shim", "C xenstored", "oxenstored"];
+    daemons
+        .into_iter()
+        .zip(labels)
+        .map(|(d, label)| {
+            let rss = d.and_then(|d| memory::fill_and_measure(&d, budget.memory_nodes));
+            if let Err(e) = &rss {
+                eprintln!("bench: memory {label}: FAILED: {e:#}");
+            }
+            (label.to_string(), rss)
+        })
+        .collect()
+}
+
+/// The bpftrace script: the project's own if present.
+pub fn bpftrace_script(work: &Path) -> Result<PathBuf> {
+    let ours = crate::builds::workspace_root().join("scripts/xenstore-snoop.bt");
+    if ours.exists() {
+        return Ok(ours);
+    }
+    std::fs::create_dir_all(work)?;
+    let fallback = work.join("xenstore-snoop-fallback.bt");
+    std::fs::write(&fallback, FALLBACK_BT)?;
+    Ok(fallback)
+}
+
+/// The same fields as scripts/xenstore-snoop.bt, used until that lands.
+const FALLBACK_BT: &str = r#"
+usdt:$1:xenstore:request
+{
+	@path[arg0] = str(arg4);
+	@rest[arg0] = str(arg5);
+}
+usdt:$1:xenstore:response
+{
+	printf("%-3d %-6d %-3d %d: %s %s -> %s\n", arg1 & 0xffff, arg2 & 0xffffffff,
+	       arg2 >> 32, (arg1 >> 16) & 0xffff, @path[arg0], @rest[arg0], str(arg4));
+	delete(@path[arg0]);
+	delete(@rest[arg0]);
+}
+"#;

@@ -1,0 +1,435 @@
+//! BENCHMARKS.md: goals first, then each section's table with absolute
+//! figures beside the ratios.
+
+use crate::compare::Comparison;
+use crate::machine::Machine;
+use crate::memory::Rss;
+use crate::plan::{Budget, LossStep, SnoopResult};
+use anyhow::Result;
+use std::fmt::Write;
+use std::time::Duration;
+
+pub struct Results {
+    pub machine: Machine,
+    pub load_after: String,
+    pub budget: Budget,
+    pub elapsed: Duration,
+    pub throughput: Option<Comparison>,
+    pub idle: Option<Comparison>,
+    pub snoop: Option<SnoopResult>,
+    pub firing: Option<Comparison>,
+    pub loss: Option<Result<Vec<LossStep>>>,
+    pub memory: Option<Vec<(String, Result<Rss>)>>,
+}
+
+fn ops(x: f64) -> String {
+    if x.is_nan() {
+        return "–".into();
+    }
+    let n = x.round() as u64;
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push('\u{202f}');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn ratio(r: Option<f64>) -> String {
+    r.map_or("–".into(), |r| format!("**{r:.2}**"))
+}
+
+/// Rows of a comparison: a case per row, each config's median ops/s with
+/// p50/p99, then the named ratios (config a ÷ config b).
+fn table(c: &Comparison, ratios: &[(&str, usize, usize)]) -> String {
+    let mut s = String::from("| workload | conns | CPUs |");
+    for cfg in &c.configs {
+        let _ = write!(s, " {cfg} ops/s (p50/p99 µs) |");
+    }
+    for (name, _, _) in ratios {
+        let _ = write!(s, " {name} |");
+    }
+    s.push_str("\n|---|---|---|");
+    for _ in c.configs.iter().chain(ratios.iter().map(|_| &c.title)) {
+        s.push_str("---|");
+    }
+    s.push('\n');
+    for (ci, case) in c.cases.iter().enumerate() {
+        let _ = write!(s, "| {} |", case.describe());
+        for k in 0..c.configs.len() {
+            match c.median(ci, k) {
+                Some(m) => {
+                    let _ = write!(
+                        s,
+                        " {} ({:.1}/{:.1}) |",
+                        ops(m.ops_per_s),
+                        m.p50_us,
+                        m.p99_us
+                    );
+                }
+                None => s.push_str(" not measured |"),
+            }
+        }
+        for &(_, a, b) in ratios {
+            let _ = write!(s, " {} |", ratio(c.ratio(ci, a, b)));
+        }
+        s.push('\n');
+    }
+    s + &failures(c)
+}
+
+fn failures(c: &Comparison) -> String {
+    let mut s = String::new();
+    for f in &c.failures {
+        let _ = writeln!(s, "\n- not measured: {f}");
+    }
+    s
+}
+
+/// Ratios a÷b over the cases `pick` selects, as "case ratio, ..." and the minimum.
+fn ratios_where(
+    c: &Comparison,
+    a: usize,
+    b: usize,
+    pick: impl Fn(&crate::compare::Case) -> bool,
+) -> (String, Option<f64>) {
+    let mut parts = Vec::new();
+    let mut min: Option<f64> = None;
+    for (ci, case) in c.cases.iter().enumerate() {
+        if !pick(case) {
+            continue;
+        }
+        if let Some(r) = c.ratio(ci, a, b) {
+            parts.push(format!("{} {r:.2}", case.workload.name()));
+            min = Some(min.map_or(r, |m: f64| m.min(r)));
+        }
+    }
+    (parts.join(", "), min)
+}
+
+struct Goal {
+    what: &'static str,
+    target: &'static str,
+    measured: String,
+    met: Option<bool>,
+}
+
+fn verdict(met: Option<bool>) -> &'static str {
+    match met {
+        Some(true) => "met",
+        Some(false) => "**missed**",
+        None => "not measured",
+    }
+}
+
+/// ns per event from a per-firing sample (ops_per_s = events/s).
+fn ns_per_event(c: &Comparison, k: usize) -> Option<f64> {
+    c.median(0, k).map(|m| 1e9 / m.ops_per_s)
+}
+
+fn firing_costs(c: &Comparison) -> Vec<Option<f64>> {
+    let idle = ns_per_event(c, 0);
+    (0..c.configs.len())
+        .map(|k| Some(ns_per_event(c, k)? - idle?))
+        .collect()
+}
+
+fn zero_loss_rate(steps: &[LossStep]) -> Option<f64> {
+    steps
+        .iter()
+        .filter(|s| s.counts.lost == Some(0))
+        .map(|s| s.achieved_rate)
+        .fold(None, |m, r| Some(m.map_or(r, |m: f64| m.max(r))))
+}
+
+fn goals(r: &Results) -> Vec<Goal> {
+    use crate::affinity::Pin;
+    use crate::compare::Client;
+    let mut g = Vec::new();
+    if let Some(t) = &r.throughput {
+        for (what, target, conns, want) in [
+            (
+                "shim ÷ C xenstored ops/s, 1 connection (pinned)",
+                "≥ 1.2",
+                1,
+                1.2,
+            ),
+            ("shim ÷ C xenstored ops/s, 8 connections", "≥ 1.5", 8, 1.5),
+        ] {
+            let (measured, min) = ratios_where(t, 0, 1, |c| {
+                c.conns == conns && c.client == Client::Raw && (conns > 1 || c.pin == Pin::Cpu0)
+            });
+            g.push(Goal {
+                what,
+                target,
+                measured,
+                met: min.map(|m| m >= want),
+            });
+        }
+    }
+    if let Some(c) = &r.idle {
+        let mut worst: Option<f64> = None;
+        let mut parts = Vec::new();
+        for (ci, case) in c.cases.iter().enumerate() {
+            if let Some(x) = c.ratio(ci, 0, 1) {
+                let cost = (1.0 - x) * 100.0;
+                parts.push(format!(
+                    "{} {}: {cost:+.1}%",
+                    case.workload.name(),
+                    case.conns
+                ));
+                worst = Some(worst.map_or(cost, |w: f64| w.max(cost)));
+            }
+        }
+        g.push(Goal {
+            what: "idle probes: throughput cost",
+            target: "≤ 1%",
+            measured: parts.join(", "),
+            met: worst.map(|w| w <= 1.0),
+        });
+    }
+    if let Some(s) = &r.snoop {
+        let c = &s.comparison;
+        let (m, min) = ratios_where(c, 1, 0, |_| true);
+        g.push(Goal {
+            what: "snooped by xenstore-snoop ÷ unsnooped ops/s",
+            target: "≥ 0.85",
+            measured: m,
+            met: min.map(|x| x >= 0.85),
+        });
+        let (m, min) = ratios_where(c, 1, 2, |_| true);
+        g.push(Goal {
+            what: "snooped by xenstore-snoop ÷ snooped by bpftrace ops/s",
+            target: "≥ 2.5",
+            measured: m,
+            met: min.map(|x| x >= 2.5),
+        });
+    }
+    if let Some(c) = &r.firing {
+        let costs = firing_costs(c);
+        let (bare, snoop) = (costs[1], costs[2]);
+        let ratio = bare.zip(snoop).map(|(b, s)| s / b);
+        g.push(Goal {
+            what: "xenstore-snoop ÷ bare uprobe, ns per firing",
+            target: "≤ 1.3",
+            measured: match (bare, snoop, ratio) {
+                (Some(b), Some(s), Some(x)) => format!("{s:.0} ns ÷ {b:.0} ns = {x:.2}"),
+                _ => String::new(),
+            },
+            met: ratio.map(|x| x <= 1.3),
+        });
+    }
+    if let Some(Ok(steps)) = &r.loss {
+        let best = zero_loss_rate(steps);
+        g.push(Goal {
+            what: "highest event rate with zero loss",
+            target: "≥ 500k events/s",
+            measured: best.map_or("none without loss".into(), |b| {
+                format!("{} events/s", ops(b))
+            }),
+            met: Some(best.is_some_and(|b| b >= 500e3)),
+        });
+    }
+    if let Some(m) = &r.memory {
+        let rss = |label: &str| {
+            m.iter()
+                .find(|(l, _)| l == label)
+                .and_then(|(_, r)| r.as_ref().ok())
+                .map(|r| r.after_kib as f64)
+        };
+        let ratio = rss("shim").zip(rss("C xenstored")).map(|(a, b)| a / b);
+        g.push(Goal {
+            what: "shim RSS ÷ C xenstored RSS, 100k nodes",
+            target: "≤ 1.0",
+            measured: ratio.map_or(String::new(), |x| format!("{x:.2}")),
+            met: ratio.map(|x| x <= 1.0),
+        });
+    }
+    g
+}
+
+pub fn render(r: &Results) -> String {
+    let m = &r.machine;
+    let b = &r.budget;
+    let mut s = String::new();
+    let _ = writeln!(s, "# Benchmarks\n");
+    let _ = writeln!(
+        s,
+        "Generated by `cargo run --release -p xenstore-bench -- all{}` on {}: {} CPUs ({}), \
+         kernel {}; 1-min load {} before, {} after; {:.0} s in all. Every run lasts {:.2} s; \
+         configurations are interleaved (A B C A B C …) over {} rounds ({} for idle probes) and \
+         each figure is the median over rounds; each ratio is the median of the per-round ratios. \
+         Cells are ops/s with p50/p99 latency in µs. Debug builds are never measured: the \
+         command builds release binaries into `target/bench/`.\n",
+        if b.quick { " --quick" } else { "" },
+        m.date,
+        m.cpus,
+        m.cpu_model,
+        m.kernel,
+        m.load,
+        r.load_after,
+        r.elapsed.as_secs_f64(),
+        b.run.as_secs_f64(),
+        b.rounds,
+        b.idle_rounds
+    );
+    let _ = writeln!(
+        s,
+        "## Goals\n\n| goal | target | measured | verdict |\n|---|---|---|---|"
+    );
+    for goal in goals(r) {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} |",
+            goal.what,
+            goal.target,
+            goal.measured,
+            verdict(goal.met)
+        );
+    }
+    if let Some(t) = &r.throughput {
+        let _ = writeln!(
+            s,
+            "\n## 1. Throughput and latency\n\nThe same client workload against each daemon. \
+             Raw client: one outstanding request per connection, one thread per connection. \
+             `pinned`: client and daemon threads on CPU 0 (`sched_setaffinity`); `unpinned`: \
+             anywhere (on this VM a cross-CPU wake-up costs tens of µs). `txn`: START, READ, \
+             WRITE, END on the connection's own counter, counted as one op. libxenstore rows \
+             use `xs_read`/`xs_write` from a small C program (c/xs_load.c).\n"
+        );
+        s += &table(t, &[("shim ÷ C", 0, 1), ("shim ÷ oxenstored", 0, 2)]);
+    }
+    if let Some(c) = &r.idle {
+        let _ = writeln!(
+            s,
+            "\n## 2. Idle probes\n\nThe shim built with its probes (no tracer attached) against \
+             the shim built with `--no-default-features` (every probe compiled out).\n"
+        );
+        s += &table(c, &[("in ÷ out", 0, 1)]);
+    }
+    if let Some(sn) = &r.snoop {
+        let c = &sn.comparison;
+        let _ = writeln!(
+            s,
+            "\n## 3. Snooping cost\n\nxenstore-snoop: full capture to a file (`xenstore-snoop \
+             --daemon-pid PID > file`); bpftrace: `bpftrace -B full scripts/xenstore-snoop.bt \
+             SHIM > file` (same fields); C xenstored's own `-T` trace file as the upstream \
+             anchor. Tracers attach before and detach after each run, outside the measured \
+             window; they run unpinned.\n"
+        );
+        s += &table(
+            c,
+            &[
+                ("snoop ÷ none", 1, 0),
+                ("snoop ÷ bpftrace", 1, 2),
+                ("bpftrace ÷ none", 2, 0),
+                ("C -T ÷ C", 4, 3),
+            ],
+        );
+        let seen: u64 = sn.snoop_counts.iter().filter_map(|c| c.seen).sum();
+        let lost: u64 = sn.snoop_counts.iter().filter_map(|c| c.lost).sum();
+        let _ = writeln!(
+            s,
+            "\nxenstore-snoop over these runs reported {seen} events seen, {lost} lost."
+        );
+    }
+    if let Some(c) = &r.firing {
+        let _ = writeln!(
+            s,
+            "\n## 4. Per-firing cost\n\n`xsbench-probe-loop` fires request/response probe \
+             pairs in a tight loop through `xenstored_probes::probes` (strings built as the \
+             shim builds them). Bare uprobe: the same probe sites and fetch args defined in \
+             tracefs and enabled into a private trace instance, no reader. Cost per firing = \
+             ns per event with the tracer − ns per event with none.\n\n\
+             | tracer | events/s | ns per event | cost per firing (ns) | ÷ bare uprobe |\n\
+             |---|---|---|---|---|"
+        );
+        let costs = firing_costs(c);
+        for (k, cfg) in c.configs.iter().enumerate() {
+            let m = c.median(0, k);
+            let per = |x: Option<f64>| x.map_or("–".into(), |v| format!("{v:.0}"));
+            let vs_bare = match (costs[k], costs[1]) {
+                (Some(x), Some(b)) if k > 0 => format!("**{:.2}**", x / b),
+                _ => "–".into(),
+            };
+            let _ = writeln!(
+                s,
+                "| {cfg} | {} | {} | {} | {vs_bare} |",
+                m.map_or("not measured".into(), |m| ops(m.ops_per_s)),
+                per(ns_per_event(c, k)),
+                if k == 0 { "–".into() } else { per(costs[k]) },
+            );
+        }
+        s += &failures(c);
+    }
+    if let Some(loss) = &r.loss {
+        let _ = writeln!(
+            s,
+            "\n## 5. Event rate without loss\n\nThe probe loop paced at each target rate for \
+             {:.2} s with xenstore-snoop attached (full capture to a file); seen and lost as \
+             the snooper reports them on exit.\n",
+            b.run.as_secs_f64()
+        );
+        match loss {
+            Ok(steps) => {
+                let _ = writeln!(
+                    s,
+                    "| target events/s | achieved events/s | fired | seen | lost |\n|---|---|---|---|---|"
+                );
+                for st in steps {
+                    let opt = |x: Option<u64>| x.map_or("?".into(), |v| v.to_string());
+                    let _ = writeln!(
+                        s,
+                        "| {} | {} | {} | {} | {} |",
+                        if st.target_rate == 0.0 {
+                            "unpaced".into()
+                        } else {
+                            ops(st.target_rate)
+                        },
+                        ops(st.achieved_rate),
+                        st.fired,
+                        opt(st.counts.seen),
+                        opt(st.counts.lost)
+                    );
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(s, "not measured: {e:#}");
+            }
+        }
+    }
+    if let Some(mem) = &r.memory {
+        let _ = writeln!(
+            s,
+            "\n## 6. Memory\n\nVmRSS after writing {} nodes (`/mem/dN/nM`, values 8 B 40%, 32 B \
+             30%, 128 B 20%, 1 KiB 10%) over one connection.\n\n\
+             | daemon | RSS before (KiB) | RSS after (KiB) | ÷ C xenstored |\n|---|---|---|---|",
+            b.memory_nodes
+        );
+        let c_after = mem
+            .iter()
+            .find(|(l, _)| l == "C xenstored")
+            .and_then(|(_, r)| r.as_ref().ok())
+            .map(|r| r.after_kib as f64);
+        for (label, rss) in mem {
+            match rss {
+                Ok(x) => {
+                    let _ = writeln!(
+                        s,
+                        "| {label} | {} | {} | {} |",
+                        x.before_kib,
+                        x.after_kib,
+                        ratio(c_after.map(|c| x.after_kib as f64 / c))
+                    );
+                }
+                Err(e) => {
+                    let _ = writeln!(s, "| {label} | not measured: {e:#} | | |");
+                }
+            }
+        }
+    }
+    s
+}

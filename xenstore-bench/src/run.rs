@@ -1,0 +1,124 @@
+//! The commands: `all` (every section, then the report), `load`, `smoke`.
+
+use crate::affinity::Pin;
+use crate::cli::{AllArgs, LoadArgs, Section};
+use crate::client::Conn;
+use crate::daemons::Daemon;
+use crate::machine::{self, Machine};
+use crate::plan::{self, Budget, MAX_CONNS};
+use crate::report::{self, Results};
+use crate::workload::{self, Workload};
+use crate::{builds, libxs, load};
+use anyhow::{bail, Context, Result};
+use std::time::{Duration, Instant};
+
+pub fn all(args: &AllArgs) -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("run as root: the snooping sections use tracefs and uprobes");
+    }
+    let started = Instant::now();
+    let quick = args.quick;
+    let budget = Budget {
+        run: Duration::from_secs_f64(args.seconds.unwrap_or(if quick { 0.25 } else { 1.0 })),
+        rounds: args.rounds.unwrap_or(if quick { 1 } else { 3 }),
+        idle_rounds: args.rounds.unwrap_or(if quick { 1 } else { 5 }),
+        memory_nodes: if quick { 20_000 } else { 100_000 },
+        quick,
+    };
+    let wanted = |s: Section| args.only.is_empty() || args.only.contains(&s);
+    let machine = Machine::describe();
+    let b = builds::build_all()?;
+    let xs_load = libxs::build(&b.work)
+        .map_err(|e| eprintln!("bench: libxenstore client: {e:#}"))
+        .ok();
+    let script = plan::bpftrace_script(&b.work)?;
+    let mut r = Results {
+        machine,
+        load_after: String::new(),
+        budget,
+        elapsed: Duration::ZERO,
+        throughput: None,
+        idle: None,
+        snoop: None,
+        firing: None,
+        loss: None,
+        memory: None,
+    };
+    if wanted(Section::Throughput) {
+        r.throughput = Some(plan::throughput(&b, &budget, xs_load.as_deref()));
+    }
+    if wanted(Section::Idle) {
+        r.idle = Some(plan::idle_probes(&b, &budget));
+    }
+    if wanted(Section::Snoop) {
+        r.snoop = Some(plan::snooping(&b, &budget, &script));
+    }
+    if wanted(Section::Firing) {
+        r.firing = Some(plan::per_firing(&b, &budget, &script));
+    }
+    if wanted(Section::Loss) {
+        r.loss = Some(plan::loss_sweep(&b, &budget));
+    }
+    if wanted(Section::Memory) {
+        r.memory = Some(plan::memory(&b, &budget));
+    }
+    r.elapsed = started.elapsed();
+    r.load_after = machine::load();
+    let text = report::render(&r);
+    std::fs::write(&args.out, &text).with_context(|| format!("write {}", args.out.display()))?;
+    println!("{text}");
+    eprintln!("bench: wrote {}", args.out.display());
+    Ok(())
+}
+
+pub fn load(args: &LoadArgs) -> Result<()> {
+    if args.seed {
+        workload::seed(&args.socket, args.conns.max(MAX_CONNS))?;
+    }
+    let pin = if args.pinned { Pin::Cpu0 } else { Pin::Free };
+    let s = load::run(
+        &args.socket,
+        args.workload,
+        args.conns,
+        Duration::from_secs_f64(args.seconds),
+        pin,
+    )?;
+    println!(
+        "{:?} conns {}: {:.0} ops/s p50 {:.1} µs p99 {:.1} µs ({} ops)",
+        args.workload, args.conns, s.ops_per_s, s.p50_us, s.p99_us, s.ops
+    );
+    Ok(())
+}
+
+/// Every workload briefly at 1 and 2 connections; checks that transactions
+/// really committed by reading the counter back.
+pub fn smoke(shim: &std::path::Path) -> Result<()> {
+    let d = Daemon::shim("smoke shim", shim)?;
+    workload::seed(&d.socket, 2)?;
+    let run = Duration::from_millis(200);
+    for w in Workload::ALL {
+        for conns in [1, 2] {
+            let s = load::run(&d.socket, w, conns, run, Pin::Free)?;
+            println!(
+                "smoke: {} x{conns}: {} ops, {:.0} ops/s, p50 {:.1} µs",
+                w.name(),
+                s.ops,
+                s.ops_per_s,
+                s.p50_us
+            );
+            if s.ops == 0 {
+                bail!("{} x{conns}: no operation completed", w.name());
+            }
+        }
+    }
+    let mut c = Conn::connect(&d.socket)?;
+    let counter = c.read(b"/bench/c0/counter")?.ok()?.to_vec();
+    let counter: u64 = String::from_utf8_lossy(&counter).parse()?;
+    // Two txn runs used connection 0, plus one warm-up op each.
+    println!("smoke: /bench/c0/counter = {counter}");
+    if counter < 4 {
+        bail!("transactions did not commit: counter {counter}");
+    }
+    Ok(())
+}

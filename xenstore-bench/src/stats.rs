@@ -1,0 +1,93 @@
+//! One measured run, and the medians and ratios over interleaved rounds.
+
+/// What one client run measured.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sample {
+    pub ops: u64,
+    pub ops_per_s: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+}
+
+impl Sample {
+    /// From per-op latencies in ns over `secs` of wall time.
+    pub fn from_latencies(mut lat_ns: Vec<u32>, secs: f64) -> Sample {
+        let ops = lat_ns.len() as u64;
+        let p50_us = percentile(&mut lat_ns, 0.50) / 1000.0;
+        let p99_us = percentile(&mut lat_ns, 0.99) / 1000.0;
+        Sample {
+            ops,
+            ops_per_s: ops as f64 / secs,
+            p50_us,
+            p99_us,
+        }
+    }
+}
+
+fn percentile(v: &mut [u32], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((v.len() - 1) as f64 * q).round() as usize;
+    *v.select_nth_unstable(i).1 as f64
+}
+
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.retain(|x| !x.is_nan());
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Samples of one configuration across rounds, summarised by medians.
+pub fn median_sample(samples: &[Sample]) -> Sample {
+    Sample {
+        ops: samples.iter().map(|s| s.ops).sum(),
+        ops_per_s: median(samples.iter().map(|s| s.ops_per_s).collect()),
+        p50_us: median(samples.iter().map(|s| s.p50_us).collect()),
+        p99_us: median(samples.iter().map(|s| s.p99_us).collect()),
+    }
+}
+
+/// The median of the per-round ratios a/b (runs of one round ran side by
+/// side, so their ratio cancels most of the machine's drift).
+pub fn paired_ratio(a: &[Sample], b: &[Sample]) -> f64 {
+    median(
+        a.iter()
+            .zip(b)
+            .map(|(a, b)| a.ops_per_s / b.ops_per_s)
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_and_medians() {
+        let s = Sample::from_latencies((1..=100).map(|i| i * 1000).collect(), 2.0);
+        assert_eq!(s.ops, 100);
+        assert_eq!(s.ops_per_s, 50.0);
+        assert_eq!(s.p50_us, 51.0);
+        assert_eq!(s.p99_us, 99.0);
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+        let a = [Sample {
+            ops_per_s: 20.0,
+            ..Sample::default()
+        }];
+        let b = [Sample {
+            ops_per_s: 10.0,
+            ..Sample::default()
+        }];
+        assert_eq!(paired_ratio(&a, &b), 2.0);
+    }
+}

@@ -1,0 +1,156 @@
+//! Tracers attached around a measured run: xenstore-snoop (full capture to
+//! a file) and bpftrace running the snoop script, both started before the
+//! run and stopped after it, outside the measured window.
+
+use crate::daemons::scratch_dir;
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The path every attach check asks for: it shows up in the tracer's output
+/// once the tracer sees events.
+pub const MARKER: &str = "/bench/attach-marker";
+
+#[derive(Clone, Debug)]
+pub enum TracerKind {
+    /// `xenstore-snoop --daemon-pid PID` writing to a file.
+    Snoop { binary: PathBuf },
+    /// `bpftrace SCRIPT TARGET_BINARY` writing to a file.
+    Bpftrace { script: PathBuf },
+}
+
+pub struct Tracer {
+    child: Option<Child>,
+    pub output: PathBuf,
+    stderr: PathBuf,
+    dir: PathBuf,
+}
+
+/// What a tracer said about itself when it stopped.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Counts {
+    pub seen: Option<u64>,
+    pub lost: Option<u64>,
+}
+
+impl Tracer {
+    /// Starts tracing `pid` (running `binary`) and returns once the tracer's
+    /// output shows the marker that `mark` makes the target fire.
+    pub fn attach(
+        kind: &TracerKind,
+        pid: u32,
+        binary: &Path,
+        mut mark: impl FnMut() -> Result<()>,
+    ) -> Result<Tracer> {
+        let dir = scratch_dir("tracer")?;
+        let output = dir.join("trace.out");
+        let stderr = dir.join("trace.err");
+        let mut cmd = match kind {
+            TracerKind::Snoop { binary: snoop } => {
+                let mut c = Command::new(snoop);
+                c.arg("--daemon-pid").arg(pid.to_string());
+                c
+            }
+            TracerKind::Bpftrace { script } => {
+                let mut c = Command::new("bpftrace");
+                // Full buffering: what a production capture to a file uses.
+                c.args(["-B", "full"]).arg(script).arg(binary);
+                c
+            }
+        };
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&output)?)
+            .stderr(std::fs::File::create(&stderr)?)
+            .spawn()
+            .with_context(|| format!("start {cmd:?}"))?;
+        let mut tracer = Tracer {
+            child: Some(child),
+            output,
+            stderr,
+            dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            mark()?;
+            if tracer.output_contains(MARKER)? {
+                return Ok(tracer);
+            }
+            if let Some(status) = tracer.child.as_mut().unwrap().try_wait()? {
+                bail!("{cmd:?} exited ({status}): {}", tracer.stderr_text());
+            }
+            if Instant::now() > deadline {
+                bail!("{cmd:?} never showed an event: {}", tracer.stderr_text());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn output_contains(&self, needle: &str) -> Result<bool> {
+        let text = std::fs::read(&self.output)?;
+        Ok(text.windows(needle.len()).any(|w| w == needle.as_bytes()))
+    }
+
+    fn stderr_text(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Stops the tracer (SIGINT, as Ctrl-C) and reads its seen/lost report.
+    pub fn detach(mut self) -> Result<Counts> {
+        let mut child = self.child.take().unwrap();
+        // SAFETY: signalling our own child by its pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while child.try_wait()?.is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("tracer ignored SIGINT for 20 s");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(parse_counts(&self.stderr_text()))
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The counts in xenstore-snoop's exit line
+/// "xenstore-snoop: N events seen, M lost".
+pub fn parse_counts(text: &str) -> Counts {
+    let line = text.lines().rev().find(|l| l.contains("events seen"));
+    let number_before = |key: &str| -> Option<u64> {
+        let line = line?;
+        let head = &line[..line.find(key)?];
+        head.split(|c: char| !c.is_ascii_digit())
+            .rfind(|w| !w.is_empty())?
+            .parse()
+            .ok()
+    };
+    Counts {
+        seen: number_before("events seen"),
+        lost: number_before(" lost"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_from_exit_line() {
+        let c = parse_counts("xenstore-snoop: 1234 events seen, 7 lost\n");
+        assert_eq!((c.seen, c.lost), (Some(1234), Some(7)));
+        let c = parse_counts("nothing here");
+        assert_eq!((c.seen, c.lost), (None, None));
+    }
+}
