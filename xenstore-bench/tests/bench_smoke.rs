@@ -1,0 +1,28 @@
+//! CI's only benchmark run: seconds long, against the debug shim. It checks
+//! that the bench client speaks the protocol (every workload completes ops,
+//! transactions really commit), not how fast anything is.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+#[test]
+fn bench_client_drives_every_workload() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_xenstore-bench"))
+        .arg("smoke")
+        .arg("--shim")
+        .arg(common::bin("xenstored-shim"))
+        .output()
+        .expect("run xenstore-bench smoke");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "smoke failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in ["read x1", "write x2", "directory x1", "txn (r-m-w) x2"] {
+        assert!(
+            stdout.contains(&format!("smoke: {line}:")),
+            "no {line} in:\n{stdout}"
+        );
+    }
+}
