@@ -59,6 +59,9 @@ pub struct AllArgs {
     /// Interleaved rounds (default 3, quick 1).
     #[arg(long)]
     pub rounds: Option<usize>,
+    /// Measure this xenstore-snoop binary instead of the workspace's.
+    #[arg(long)]
+    pub snoop: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]

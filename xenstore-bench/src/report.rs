@@ -140,7 +140,7 @@ fn firing_costs(c: &Comparison) -> Vec<Option<f64>> {
 fn zero_loss_rate(steps: &[LossStep]) -> Option<f64> {
     steps
         .iter()
-        .filter(|s| s.counts.lost == Some(0))
+        .filter(|s| s.counts.lost == Some(0) && s.counts.seen.is_some_and(|n| n >= s.fired))
         .map(|s| s.achieved_rate)
         .fold(None, |m, r| Some(m.map_or(r, |m: f64| m.max(r))))
 }
@@ -370,7 +370,8 @@ pub fn render(r: &Results) -> String {
             s,
             "\n## 5. Event rate without loss\n\nThe probe loop paced at each target rate for \
              {:.2} s with xenstore-snoop attached (full capture to a file); seen and lost as \
-             the snooper reports them on exit.\n",
+             the snooper reports them on exit (seen includes the attach markers). A rate \
+             counts as loss-free only with 0 lost and seen ≥ fired.\n",
             b.run.as_secs_f64()
         );
         match loss {

@@ -28,7 +28,10 @@ pub fn all(args: &AllArgs) -> Result<()> {
     };
     let wanted = |s: Section| args.only.is_empty() || args.only.contains(&s);
     let machine = Machine::describe();
-    let b = builds::build_all()?;
+    let mut b = builds::build_all()?;
+    if let Some(snoop) = &args.snoop {
+        b.snoop = snoop.clone();
+    }
     let xs_load = libxs::build(&b.work)
         .map_err(|e| eprintln!("bench: libxenstore client: {e:#}"))
         .ok();
