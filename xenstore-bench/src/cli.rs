@@ -59,6 +59,12 @@ pub struct AllArgs {
     /// Interleaved rounds (default 3, quick 1).
     #[arg(long)]
     pub rounds: Option<usize>,
+    /// Measure this xenstored-shim (with probes) instead of the workspace's.
+    #[arg(long)]
+    pub shim: Option<PathBuf>,
+    /// Measure this probe-less xenstored-shim instead of the workspace's.
+    #[arg(long)]
+    pub shim_noprobes: Option<PathBuf>,
     /// Measure this xenstore-snoop binary instead of the workspace's.
     #[arg(long)]
     pub snoop: Option<PathBuf>,

@@ -89,8 +89,13 @@ impl Comparison {
                             samples[ci][k].push(s);
                         }
                         Err(e) => {
-                            eprintln!("bench: {title} {} {config}: FAILED: {e:#}", case.describe());
-                            failures.push(format!("{} on {config}: {e:#}", case.describe()));
+                            let e = format!("{e:#}");
+                            eprintln!("bench: {title} {} {config}: FAILED: {e}", case.describe());
+                            // A daemon that did not start fails every case alike: say it once.
+                            let line = format!("{config}: {e}");
+                            if !failures.contains(&line) {
+                                failures.push(line);
+                            }
                             broken[ci][k] = true;
                             samples[ci][k].clear();
                         }

@@ -29,8 +29,14 @@ pub fn all(args: &AllArgs) -> Result<()> {
     let wanted = |s: Section| args.only.is_empty() || args.only.contains(&s);
     let machine = Machine::describe();
     let mut b = builds::build_all()?;
-    if let Some(snoop) = &args.snoop {
-        b.snoop = snoop.clone();
+    for (over, built) in [
+        (&args.shim, &mut b.shim),
+        (&args.shim_noprobes, &mut b.shim_noprobes),
+        (&args.snoop, &mut b.snoop),
+    ] {
+        if let Some(path) = over {
+            *built = path.clone();
+        }
     }
     let xs_load = libxs::build(&b.work)
         .map_err(|e| eprintln!("bench: libxenstore client: {e:#}"))
