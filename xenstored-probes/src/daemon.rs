@@ -7,7 +7,7 @@
 use crate::connection::Connection;
 use crate::control;
 use crate::domain::{Domain, Domains, DOMID_FIRST_RESERVED};
-use crate::path::{self, Special};
+use crate::path;
 use crate::perms::{Identity, Perms, READ};
 use crate::probes::{self, TxOutcome};
 use crate::quota::{Kind, Quotas};
@@ -311,9 +311,8 @@ impl Daemon {
             return Err(Fail(XsError::Enoent, "tx:unknown"));
         };
         let req = request::parse(ty, payload).map_err(|b| Fail(b.0, b.1))?;
-        let resolve = |raw: &[u8]| {
-            path::resolve(raw, domid, Special::No, limited).map_err(|e| Fail(e, "path"))
-        };
+        let path_max = self.quotas.get(Kind::PathMax, domid) as usize;
+        let resolve = |raw: &[u8]| path::resolve(raw, domid, path_max).map_err(|e| Fail(e, "path"));
         match req {
             Request::Read(p) => {
                 let p = resolve(p)?;
@@ -325,7 +324,13 @@ impl Daemon {
             Request::Directory(p) => {
                 let p = resolve(p)?;
                 self.tree(id, tx, |t| {
-                    store::read(t, &p, &who).map(|n| reply.extend_from_slice(&n.children))
+                    store::read(t, &p, &who).and_then(|n| {
+                        if n.children.len() > crate::wire::PAYLOAD_MAX {
+                            return Err(Fail(XsError::E2big, "reply too long"));
+                        }
+                        reply.extend_from_slice(&n.children);
+                        Ok(())
+                    })
                 })?;
                 Ok(Done::Reply)
             }
@@ -337,8 +342,7 @@ impl Daemon {
                 Ok(Done::Reply)
             }
             Request::GetPerms(p) => {
-                let p = path::resolve(p, domid, Special::Nodes, limited)
-                    .map_err(|e| Fail(e, "path"))?;
+                let p = resolve(p)?;
                 self.tree(id, tx, |t| {
                     store::read(t, &p, &who).map(|n| n.perms.write_to(reply))
                 })?;
@@ -374,15 +378,22 @@ impl Daemon {
                     return Err(Fail(XsError::Enospc, "quota:permissions"));
                 }
                 let perms = Perms::parse(perms, count).map_err(|e| Fail(e, "perms"))?;
-                let p = path::resolve(p, domid, Special::Nodes, limited)
-                    .map_err(|e| Fail(e, "path"))?;
+                if p.first() == Some(&b'@') {
+                    self.set_special_perms(p, perms, &who)?;
+                    return Ok(Done::Ack);
+                }
+                let p = resolve(p)?;
+                // Xen has no such domain (we cannot ask it about others).
+                if perms.0.iter().any(|e| e.domid >= DOMID_FIRST_RESERVED) {
+                    return Err(Fail(XsError::Enoent, "perms:no such domain"));
+                }
                 let change = self.tree(id, tx, |t| store::set_perms(t, &p, perms, &who))?;
                 self.changed(id, tx, serial, vec![change]);
                 Ok(Done::Ack)
             }
             Request::Watch { path: p, token } => {
                 let (abs, relative) =
-                    path::resolve_watch(p, domid, limited).map_err(|e| Fail(e, "path"))?;
+                    path::resolve_watch(p, domid, path_max).map_err(|e| Fail(e, "path"))?;
                 if limited {
                     let used: usize = self
                         .conns
@@ -412,8 +423,7 @@ impl Daemon {
                 Ok(Done::Replied)
             }
             Request::Unwatch { path: p, token } => {
-                let (abs, _) =
-                    path::resolve_watch(p, domid, limited).map_err(|e| Fail(e, "path"))?;
+                let abs = path::canonical(p, domid);
                 let conn = self.conns.get_mut(&id).unwrap();
                 if !conn.watches.remove(&abs, token) {
                     return Err(Fail(XsError::Enoent, "no such watch"));
@@ -474,9 +484,6 @@ impl Daemon {
                 gfn,
                 port,
             } => {
-                if d >= DOMID_FIRST_RESERVED {
-                    return Err(Fail(XsError::Einval, "domid"));
-                }
                 if self.domains.get(d).is_some() {
                     return Ok(Done::Ack);
                 }
@@ -613,6 +620,22 @@ impl Daemon {
                 Ok(Done::Ack)
             }
         }
+    }
+
+    /// SET_PERMS on @introduceDomain/@releaseDomain: not nodes of the tree
+    /// (GET_PERMS cannot read them), outside transactions, no watch fires.
+    fn set_special_perms(&mut self, name: &[u8], perms: Perms, who: &Identity) -> Result<(), Fail> {
+        let name = std::str::from_utf8(name).map_err(|_| Fail(XsError::Enoent, "special"))?;
+        let node = self
+            .store
+            .special(name)
+            .ok_or(Fail(XsError::Enoent, "special"))?;
+        let need = crate::perms::WRITE | crate::perms::OWNER;
+        if node.perms.for_identity(who) & need != need {
+            return Err(Fail(XsError::Eacces, "perm"));
+        }
+        self.store.set_special_perms(name, perms);
+        Ok(())
     }
 
     /// RELEASE: the domain's connections close (their transactions dropped,

@@ -1,19 +1,12 @@
 //! Node names: validation as C xenstored's is_valid_nodename, relative
 //! names resolved under /local/domain/<domid>, and the `@` special names.
 
-use crate::wire::{XsError, ABS_PATH_MAX, REL_PATH_MAX};
+#[cfg(test)]
+use crate::wire::REL_PATH_MAX;
+use crate::wire::{XsError, ABS_PATH_MAX};
 
 pub const INTRODUCE_DOMAIN: &str = "@introduceDomain";
 pub const RELEASE_DOMAIN: &str = "@releaseDomain";
-
-/// What a request may name besides ordinary absolute or relative paths.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Special {
-    /// Only `/...` or relative names.
-    No,
-    /// GET_PERMS/SET_PERMS: valid `@` names too.
-    Nodes,
-}
 
 pub fn domain_path(domid: u32) -> String {
     format!("/local/domain/{domid}")
@@ -42,13 +35,12 @@ fn local_prefix_len(p: &[u8]) -> usize {
 }
 
 /// Resolves a request's path argument for a connection of `domid`.
-/// `limited` applies the per-domain path-length quota (unprivileged
-/// connections), measured as upstream after any /local/domain/<n>/ prefix.
-pub fn resolve(raw: &[u8], domid: u32, special: Special, limited: bool) -> Result<String, XsError> {
+/// `path_max` is the path-length quota, which upstream measures after any
+/// /local/domain/<n>/ prefix and applies to dom0 as well.
+pub fn resolve(raw: &[u8], domid: u32, path_max: usize) -> Result<String, XsError> {
     let mut path = Vec::with_capacity(raw.len() + 20);
     match raw.first() {
         Some(b'/') => path.extend_from_slice(raw),
-        Some(b'@') if special == Special::Nodes => path.extend_from_slice(raw),
         Some(b'@') => return Err(XsError::Einval),
         _ => {
             path.extend_from_slice(domain_path(domid).as_bytes());
@@ -56,12 +48,12 @@ pub fn resolve(raw: &[u8], domid: u32, special: Special, limited: bool) -> Resul
             path.extend_from_slice(raw);
         }
     }
-    check(&path, limited)?;
+    check(&path, path_max)?;
     // valid_chars made it ASCII
     Ok(String::from_utf8(path).unwrap())
 }
 
-fn check(p: &[u8], limited: bool) -> Result<(), XsError> {
+fn check(p: &[u8], path_max: usize) -> Result<(), XsError> {
     if p.len() > 1 && p.ends_with(b"/") {
         return Err(XsError::Einval);
     }
@@ -71,7 +63,7 @@ fn check(p: &[u8], limited: bool) -> Result<(), XsError> {
     if p.len() > ABS_PATH_MAX {
         return Err(XsError::Einval);
     }
-    if limited && p.len() - local_prefix_len(p) > REL_PATH_MAX {
+    if p.len() - local_prefix_len(p) > path_max {
         return Err(XsError::Einval);
     }
     if !valid_chars(p) {
@@ -82,16 +74,27 @@ fn check(p: &[u8], limited: bool) -> Result<(), XsError> {
 
 /// A watch path: any `@` name (not validated, as upstream), or a node name.
 /// Returns the absolute name and whether events must be made relative.
-pub fn resolve_watch(raw: &[u8], domid: u32, limited: bool) -> Result<(String, bool), XsError> {
+pub fn resolve_watch(raw: &[u8], domid: u32, path_max: usize) -> Result<(String, bool), XsError> {
     if raw.first() == Some(&b'@') {
-        if raw.len() > REL_PATH_MAX {
+        if raw.len() > path_max {
             return Err(XsError::Einval);
         }
         let s = std::str::from_utf8(raw).map_err(|_| XsError::Einval)?;
         return Ok((s.to_string(), false));
     }
     let relative = raw.first() != Some(&b'/');
-    Ok((resolve(raw, domid, Special::No, limited)?, relative))
+    Ok((resolve(raw, domid, path_max)?, relative))
+}
+
+/// UNWATCH's path: made absolute like the WATCH's, never validated (an
+/// invalid one simply matches no watch).
+pub fn canonical(raw: &[u8], domid: u32) -> String {
+    let raw = String::from_utf8_lossy(raw);
+    if raw.starts_with('/') || raw.starts_with('@') {
+        raw.into_owned()
+    } else {
+        format!("{}/{raw}", domain_path(domid))
+    }
 }
 
 /// The parent of an absolute path ("/" for top-level nodes).
@@ -129,13 +132,14 @@ pub fn child(path: &str, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    const M: usize = REL_PATH_MAX;
 
     #[test]
     fn absolute_and_relative() {
-        assert_eq!(resolve(b"/a/b", 3, Special::No, true).unwrap(), "/a/b");
-        assert_eq!(resolve(b"/", 3, Special::No, true).unwrap(), "/");
+        assert_eq!(resolve(b"/a/b", 3, M).unwrap(), "/a/b");
+        assert_eq!(resolve(b"/", 3, M).unwrap(), "/");
         assert_eq!(
-            resolve(b"device/vbd", 6, Special::No, true).unwrap(),
+            resolve(b"device/vbd", 6, M).unwrap(),
             "/local/domain/6/device/vbd"
         );
     }
@@ -154,36 +158,33 @@ mod tests {
             b"/a\0b",
             b"@x",
         ] {
-            assert_eq!(
-                resolve(bad, 0, Special::No, false),
-                Err(XsError::Einval),
-                "{bad:?}"
-            );
+            assert_eq!(resolve(bad, 0, M), Err(XsError::Einval), "{bad:?}");
         }
-        assert!(resolve(b"@introduceDomain", 0, Special::Nodes, false).is_ok());
         let long = [b"/".as_slice(), &[b'a'; ABS_PATH_MAX]].concat();
-        assert_eq!(resolve(&long, 0, Special::No, false), Err(XsError::Einval));
+        assert_eq!(resolve(&long, 0, usize::MAX), Err(XsError::Einval));
     }
 
     #[test]
     fn path_quota_excludes_the_domain_prefix() {
         let rel = vec![b'a'; REL_PATH_MAX];
-        assert!(resolve(&rel, 6, Special::No, true).is_ok());
+        assert!(resolve(&rel, 6, M).is_ok());
         let rel = vec![b'a'; REL_PATH_MAX + 1];
-        assert!(resolve(&rel, 6, Special::No, true).is_err());
-        assert!(resolve(&rel, 0, Special::No, false).is_ok());
+        assert!(resolve(&rel, 6, M).is_err());
+        assert!(resolve(&rel, 0, M).is_err(), "dom0 too");
+        let abs = [b"/".as_slice(), &[b'a'; REL_PATH_MAX - 1]].concat();
+        assert!(resolve(&abs, 6, M).is_ok());
         let abs = [b"/".as_slice(), &[b'a'; REL_PATH_MAX]].concat();
-        assert!(resolve(&abs, 6, Special::No, true).is_err());
+        assert!(resolve(&abs, 6, M).is_err());
     }
 
     #[test]
     fn watch_paths() {
         assert_eq!(
-            resolve_watch(b"@anything-goes here", 1, true).unwrap(),
+            resolve_watch(b"@anything-goes here", 1, M).unwrap(),
             ("@anything-goes here".to_string(), false)
         );
         assert_eq!(
-            resolve_watch(b"x", 1, true).unwrap(),
+            resolve_watch(b"x", 1, M).unwrap(),
             ("/local/domain/1/x".to_string(), true)
         );
     }

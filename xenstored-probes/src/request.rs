@@ -84,6 +84,12 @@ fn onearg(p: &[u8]) -> Result<&[u8], BadRequest> {
     }
 }
 
+/// A lone path argument. Upstream passes a malformed one on as a NULL
+/// name, which its lookups answer with ENOENT and MKDIR/RM with ENOMEM.
+fn path_arg(p: &[u8], error: XsError) -> Result<&[u8], BadRequest> {
+    onearg(p).map_err(|_| BadRequest(error, "args"))
+}
+
 /// The first `N` NUL-terminated strings and what follows them.
 fn strings<const N: usize>(p: &[u8]) -> Result<([&[u8]; N], &[u8]), BadRequest> {
     let mut out = [&p[..0]; N];
@@ -154,7 +160,7 @@ pub fn parse(ty: MsgType, p: &[u8]) -> Result<Request<'_>, BadRequest> {
             }
             R::Control(args)
         }
-        MsgType::Directory => R::Directory(onearg(p)?),
+        MsgType::Directory => R::Directory(path_arg(p, XsError::Enoent)?),
         MsgType::DirectoryPart => {
             let args = all_strings(p);
             if args.len() != 2 {
@@ -165,8 +171,8 @@ pub fn parse(ty: MsgType, p: &[u8]) -> Result<Request<'_>, BadRequest> {
                 offset: atoi(args[1]) as i32 as isize as usize,
             }
         }
-        MsgType::Read => R::Read(onearg(p)?),
-        MsgType::GetPerms => R::GetPerms(onearg(p)?),
+        MsgType::Read => R::Read(path_arg(p, XsError::Enoent)?),
+        MsgType::GetPerms => R::GetPerms(path_arg(p, XsError::Enoent)?),
         MsgType::Watch => {
             let ([path, token], _) = strings::<2>(p)?;
             R::Watch { path, token }
@@ -203,8 +209,8 @@ pub fn parse(ty: MsgType, p: &[u8]) -> Result<Request<'_>, BadRequest> {
             let ([path], value) = strings::<1>(p)?;
             R::Write { path, value }
         }
-        MsgType::Mkdir => R::Mkdir(onearg(p)?),
-        MsgType::Rm => R::Rm(onearg(p)?),
+        MsgType::Mkdir => R::Mkdir(path_arg(p, XsError::Enomem)?),
+        MsgType::Rm => R::Rm(path_arg(p, XsError::Enomem)?),
         MsgType::SetPerms => {
             let nuls = p.iter().filter(|&&b| b == 0).count();
             if nuls < 2 {
@@ -282,7 +288,11 @@ mod tests {
     fn onearg_needs_exactly_one_terminated_string() {
         assert_eq!(parse(MsgType::Read, b"/a\0"), Ok(Request::Read(b"/a")));
         for bad in [&b""[..], b"/a", b"/a\0\0", b"/a\0b", b"\0/a\0"] {
-            assert!(parse(MsgType::Read, bad).is_err(), "{bad:?}");
+            let e = BadRequest(XsError::Enoent, "args");
+            assert_eq!(parse(MsgType::Read, bad), Err(e), "{bad:?}");
+            let e = BadRequest(XsError::Enomem, "args");
+            assert_eq!(parse(MsgType::Rm, bad), Err(e), "{bad:?}");
+            assert_eq!(parse(MsgType::Release, bad), Err(EINVAL_ARGS), "{bad:?}");
         }
     }
 

@@ -106,9 +106,22 @@ impl Store {
         s.put("/", root);
         s.put("/tool", tool);
         s.put("/tool/xenstored", n0());
-        s.put(path::RELEASE_DOMAIN, n0());
-        s.put(path::INTRODUCE_DOMAIN, n0());
+        // Not part of the tree: no generation, not counted.
+        s.nodes.insert(path::RELEASE_DOMAIN.into(), n0());
+        s.nodes.insert(path::INTRODUCE_DOMAIN.into(), n0());
         s
+    }
+
+    /// @introduceDomain or @releaseDomain (their permissions decide who
+    /// gets those events).
+    pub fn special(&self, name: &str) -> Option<&Node> {
+        self.nodes.get(name).filter(|_| name.starts_with('@'))
+    }
+
+    pub fn set_special_perms(&mut self, name: &str, perms: Perms) {
+        if let Some(n) = self.nodes.get_mut(name).filter(|_| name.starts_with('@')) {
+            n.perms = perms;
+        }
     }
 
     pub fn node(&self, path: &str) -> Option<&Node> {
@@ -144,7 +157,7 @@ impl Store {
     pub fn check(&self) -> Vec<String> {
         let mut problems = Vec::new();
         let mut counts: FxHashMap<u32, usize> = FxHashMap::default();
-        for (p, n) in &self.nodes {
+        for (p, n) in self.nodes.iter().filter(|(p, _)| p.starts_with('/')) {
             *counts.entry(n.perms.owner()).or_default() += 1;
             for c in n.children() {
                 if !self.nodes.contains_key(path::child(p, c).as_str()) {
@@ -202,7 +215,6 @@ impl Tree for Store {
 
     fn delete(&mut self, path: &str) {
         if let Some(old) = self.nodes.remove(path) {
-            self.generation += 1;
             self.account(old.perms.owner(), -1);
         }
     }
@@ -351,22 +363,16 @@ fn create<T: Tree + ?Sized>(
     }
     anchor.add_child(path::basename(missing[missing.len() - 1]));
     check_size(&anchor, who, limits)?;
-    let mut leaf = Node::new(value, perms.clone());
+    let leaf = Node::new(value, perms.clone());
     check_size(&leaf, who, limits)?;
-    // Outermost first, so a parent always exists when a child is stored.
-    t.put(existing, anchor);
-    for (i, p) in missing.iter().enumerate().rev() {
-        if i == 0 {
-            t.put(
-                p,
-                std::mem::replace(&mut leaf, Node::new(b"", Perms::owned_by(0))),
-            );
-        } else {
-            let mut n = Node::new(b"", perms.clone());
-            n.add_child(path::basename(missing[i - 1]));
-            t.put(p, n);
-        }
+    // Bottom up, as upstream writes them: generations come out the same.
+    t.put(path, leaf);
+    for (i, p) in missing.iter().enumerate().skip(1) {
+        let mut n = Node::new(b"", perms.clone());
+        n.add_child(path::basename(missing[i - 1]));
+        t.put(p, n);
     }
+    t.put(existing, anchor);
     Ok(())
 }
 
@@ -477,7 +483,8 @@ mod tests {
         assert_eq!(s.get("/").unwrap().children, b"tool\0");
         assert_eq!(s.get("/tool").unwrap().children, b"xenstored\0");
         assert_eq!(s.get("/tool/xenstored").unwrap().value, b"");
-        assert_eq!(s.owned(0), 5);
+        assert_eq!(s.owned(0), 3);
+        assert_eq!(s.generation(), 3);
         assert!(s.check().is_empty());
     }
 
@@ -592,6 +599,6 @@ mod tests {
             XsError::Einval
         );
         assert!(s.check().is_empty(), "{:?}", s.check());
-        assert_eq!(s.owned(0), 5);
+        assert_eq!(s.owned(0), 3);
     }
 }

@@ -190,9 +190,9 @@ mod tests {
         let mut s = Store::new();
         let mut tx = Transaction::default();
         w(&mut tx.view(&s), "/a/b", "");
-        assert_eq!(tx.view(&s).owned(0), 7);
-        assert_eq!(s.owned(0), 5);
+        assert_eq!(tx.view(&s).owned(0), 5);
+        assert_eq!(s.owned(0), 3);
         tx.commit(&mut s).unwrap();
-        assert_eq!(s.owned(0), 7);
+        assert_eq!(s.owned(0), 5);
     }
 }
