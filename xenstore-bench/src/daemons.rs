@@ -70,6 +70,20 @@ impl Daemon {
         Ok(())
     }
 
+    /// CPU time of all the daemon's threads so far, in ns (schedstat).
+    pub fn cpu_ns(&self) -> Result<u64> {
+        let mut total = 0;
+        for task in std::fs::read_dir(format!("/proc/{}/task", self.pid()))? {
+            let stat = std::fs::read_to_string(task?.path().join("schedstat"))?;
+            total += stat
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .context("bad schedstat")?;
+        }
+        Ok(total)
+    }
+
     /// Resident set size in KiB (VmRSS).
     pub fn rss_kib(&self) -> Result<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))?;

@@ -64,6 +64,7 @@ pub fn run_case(
         }
         None => None,
     };
+    let cpu_before = daemon.cpu_ns()?;
     let sample = match case.client {
         Client::Raw => load::run(&daemon.socket, case.workload, case.conns, run, case.pin),
         Client::Libxenstore => {
@@ -77,11 +78,14 @@ pub fn run_case(
             )
         }
     };
+    let cpu_ns = daemon.cpu_ns()? - cpu_before;
     if let Some(t) = attached {
         counts.push(t.detach()?);
     }
     Pin::Free.apply_to_process(daemon.pid())?;
-    sample
+    let mut sample = sample?;
+    sample.daemon_cpu_us = cpu_ns as f64 / 1000.0 / sample.ops.max(1) as f64;
+    Ok(sample)
 }
 
 /// Section 1: The shim against C xenstored and oxenstored, raw and libxenstore clients.
@@ -237,6 +241,7 @@ pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compar
                     ops_per_s: events as f64 * 1e9 / ns as f64,
                     p50_us: f64::NAN,
                     p99_us: f64::NAN,
+                    daemon_cpu_us: f64::NAN,
                 })
             };
             match k {

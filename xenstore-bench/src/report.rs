@@ -47,7 +47,7 @@ fn ratio(r: Option<f64>) -> String {
 fn table(c: &Comparison, ratios: &[(&str, usize, usize)]) -> String {
     let mut s = String::from("| workload | conns | CPUs |");
     for cfg in &c.configs {
-        let _ = write!(s, " {cfg} ops/s (p50/p99 µs) |");
+        let _ = write!(s, " {cfg}: ops/s (p50/p99 µs) cpu |");
     }
     for (name, _, _) in ratios {
         let _ = write!(s, " {name} |");
@@ -64,10 +64,11 @@ fn table(c: &Comparison, ratios: &[(&str, usize, usize)]) -> String {
                 Some(m) => {
                     let _ = write!(
                         s,
-                        " {} ({:.1}/{:.1}) |",
+                        " {} ({:.1}/{:.1}) {:.1} |",
                         ops(m.ops_per_s),
                         m.p50_us,
-                        m.p99_us
+                        m.p99_us,
+                        m.daemon_cpu_us
                     );
                 }
                 None => s.push_str(" not measured |"),
@@ -262,7 +263,8 @@ pub fn render(r: &Results) -> String {
          kernel {}; 1-min load {} before, {} after; {:.0} s in all. Every run lasts {:.2} s; \
          configurations are interleaved (A B C A B C …) over {} rounds ({} for idle probes) and \
          each figure is the median over rounds; each ratio is the median of the per-round ratios. \
-         Cells are ops/s with p50/p99 latency in µs. Debug builds are never measured: the \
+         Cells are ops/s, (p50/p99 latency in µs), then the daemon's CPU time per op in µs \
+         (all its threads, kernel time included, from schedstat). Debug builds are never measured: the \
          command builds release binaries into `target/bench/`.\n",
         if b.quick { " --quick" } else { "" },
         m.date,

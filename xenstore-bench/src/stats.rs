@@ -7,6 +7,8 @@ pub struct Sample {
     pub ops_per_s: f64,
     pub p50_us: f64,
     pub p99_us: f64,
+    /// CPU time the daemon (all its threads, kernel included) spent per op.
+    pub daemon_cpu_us: f64,
 }
 
 impl Sample {
@@ -20,6 +22,7 @@ impl Sample {
             ops_per_s: ops as f64 / secs,
             p50_us,
             p99_us,
+            daemon_cpu_us: f64::NAN,
         }
     }
 }
@@ -53,6 +56,7 @@ pub fn median_sample(samples: &[Sample]) -> Sample {
         ops_per_s: median(samples.iter().map(|s| s.ops_per_s).collect()),
         p50_us: median(samples.iter().map(|s| s.p50_us).collect()),
         p99_us: median(samples.iter().map(|s| s.p99_us).collect()),
+        daemon_cpu_us: median(samples.iter().map(|s| s.daemon_cpu_us).collect()),
     }
 }
 
