@@ -158,8 +158,9 @@ pub struct SnoopResult {
     pub snoop_counts: Vec<Counts>,
 }
 
-/// Section 3: The shim unsnooped, under xenstore-snoop, under bpftrace; C
-/// xenstored without and with its own -T trace file.
+/// Section 3: The shim unsnooped, with bare uprobes (the kernel's floor),
+/// under xenstore-snoop, under bpftrace; C xenstored without and with its
+/// own -T trace file.
 pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopResult {
     let shim = seeded(Daemon::shim("shim", &b.shim));
     let c = seeded(upstream::c_xenstored("C xenstored", None));
@@ -184,6 +185,7 @@ pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopRes
         "snooping",
         &[
             "shim",
+            "shim + bare uprobes",
             "shim + xenstore-snoop",
             "shim + bpftrace",
             "C xenstored",
@@ -197,9 +199,13 @@ pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopRes
             };
             match k {
                 0 => run(&shim, None, &mut other_counts),
-                1 => run(&shim, Some((&snoop, &b.shim)), &mut snoop_counts),
-                2 => run(&shim, Some((&bpftrace, &b.shim)), &mut other_counts),
-                3 => run(&c, None, &mut other_counts),
+                1 => {
+                    let _floor = BareUprobes::enable(&b.shim)?;
+                    run(&shim, None, &mut other_counts)
+                }
+                2 => run(&shim, Some((&snoop, &b.shim)), &mut snoop_counts),
+                3 => run(&shim, Some((&bpftrace, &b.shim)), &mut other_counts),
+                4 => run(&c, None, &mut other_counts),
                 _ => run(&c_trace, None, &mut other_counts),
             }
         },
