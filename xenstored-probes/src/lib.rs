@@ -2,4 +2,5 @@
 //! (`xenstore`, declared in `xenstore.d`) in its request/response path.
 
 pub mod probes;
+pub mod ring;
 pub mod wire;
