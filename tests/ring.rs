@@ -1,0 +1,282 @@
+//! Guests over the real ring protocol: a real xenstored-shim, simulated
+//! domains (a shared page file and datagram doorbells under its run dir),
+//! dom0 on the daemon's socket.
+
+mod common;
+
+use std::time::Duration;
+
+use common::shim::{wait_for, Shim};
+use xenstored_probes::guest::{Guest, SocketLink, Xs};
+use xenstored_probes::ring::sim::SimGuest;
+use xenstored_probes::ring::{Field, ERROR_NONE, ERROR_PROTO, RING_SIZE};
+use xenstored_probes::wire::{Header, PAYLOAD_MAX};
+
+const GFN: u64 = 0xfeffc;
+const PORT: u32 = 1;
+
+fn dom0(shim: &Shim) -> Xs<SocketLink> {
+    Xs::connect(&shim.socket).expect("dom0 connects")
+}
+
+/// The toolstack's part of a domain start: its home owned by the guest,
+/// its page and port prepared, XS_INTRODUCE; then the guest attaches.
+fn boot(shim: &Shim, dom0: &mut Xs<SocketLink>, domid: u16) -> Guest {
+    let home = format!("/local/domain/{domid}");
+    dom0.mkdir(0, &home).unwrap();
+    dom0.set_perms(0, &home, &[&format!("n{domid}")]).unwrap();
+    SimGuest::prepare(&shim.run_dir, domid, GFN, PORT).unwrap();
+    dom0.introduce(domid, GFN, PORT).unwrap();
+    let mut guest = Guest::open(&shim.run_dir, domid).unwrap();
+    guest.timeout = Duration::from_secs(5);
+    guest
+}
+
+fn xs_error<T: std::fmt::Debug>(r: xenstored_probes::guest::Result<T>) -> String {
+    r.unwrap_err()
+        .xs_error()
+        .expect("an XS_ERROR reply")
+        .to_string()
+}
+
+#[test]
+fn relative_paths_resolve_under_the_domain_home() {
+    let shim = Shim::start();
+    let mut dom0 = dom0(&shim);
+    let mut guest = boot(&shim, &mut dom0, 6);
+    assert!(dom0.is_domain_introduced(6).unwrap());
+    assert_eq!(guest.get_domain_path(6).unwrap(), "/local/domain/6");
+
+    guest.write(0, "data/greeting", "hello").unwrap();
+    assert_eq!(
+        dom0.read(0, "/local/domain/6/data/greeting").unwrap(),
+        "hello"
+    );
+    dom0.write(0, "/local/domain/6/device/vbd/0/state", "3")
+        .unwrap();
+    assert_eq!(guest.read(0, "device/vbd/0/state").unwrap(), "3");
+    assert_eq!(guest.directory(0, "device/vbd").unwrap(), ["0"]);
+    assert_eq!(
+        guest.read(0, "/local/domain/6/data/greeting").unwrap(),
+        "hello"
+    );
+    assert_eq!(xs_error(guest.read(0, "device/vif/0/type")), "ENOENT");
+
+    // A watch on a relative path reports the relative path back.
+    guest.watch("data", "tok").unwrap();
+    let first = guest.next_event(Duration::from_secs(5)).unwrap().unwrap();
+    assert_eq!((first.path.as_str(), first.token.as_str()), ("data", "tok"));
+    dom0.write(0, "/local/domain/6/data/x", "1").unwrap();
+    let ev = guest.next_event(Duration::from_secs(5)).unwrap().unwrap();
+    assert_eq!((ev.path.as_str(), ev.token.as_str()), ("data/x", "tok"));
+}
+
+#[test]
+fn requests_and_replies_split_across_the_ring_wrap() {
+    let shim = Shim::start();
+    let mut dom0 = dom0(&shim);
+    let mut guest = boot(&shim, &mut dom0, 6);
+    // Each message is bigger than the ring, and odd sizes move the wrap
+    // point around: every header lands somewhere new.
+    for i in 0..12usize {
+        let value: String = (0..PAYLOAD_MAX - 100 - i * 37)
+            .map(|k| (b'a' + ((k + i) % 26) as u8) as char)
+            .collect();
+        let path = format!("data/big{i}");
+        guest.write(0, &path, &value).unwrap();
+        assert_eq!(guest.read(0, &path).unwrap(), value);
+        assert_eq!(
+            dom0.read(0, &format!("/local/domain/6/{path}")).unwrap(),
+            value
+        );
+    }
+    let ring = guest.link().ring().interface();
+    let req_prod = ring.load(Field::ReqProd);
+    let rsp_prod = ring.load(Field::RspProd);
+    assert!(req_prod > 20 * RING_SIZE, "requests wrapped: {req_prod}");
+    assert!(rsp_prod > 20 * RING_SIZE, "replies wrapped: {rsp_prod}");
+    assert_eq!(ring.load(Field::ReqCons), req_prod, "all requests consumed");
+    assert_eq!(ring.load(Field::Error), ERROR_NONE);
+}
+
+#[test]
+fn oversized_length_stops_only_that_ring() {
+    let shim = Shim::start();
+    let mut dom0 = dom0(&shim);
+    let mut bad = boot(&shim, &mut dom0, 6);
+    let mut good = boot(&shim, &mut dom0, 7);
+    good.write(0, "data/x", "before").unwrap();
+    good.watch("data", "good").unwrap();
+    good.next_event(Duration::from_secs(5)).unwrap().unwrap();
+
+    let header = Header {
+        ty: 11,
+        req_id: 99,
+        tx_id: 0,
+        len: PAYLOAD_MAX as u32 + 1,
+    };
+    bad.send_raw(&header.encode()).unwrap();
+    wait_for("the error field", Duration::from_secs(5), || {
+        bad.link().ring().error() == ERROR_PROTO
+    });
+    let err = bad.read(0, "data").unwrap_err();
+    assert_eq!(err.ring_error(), Some(ERROR_PROTO), "{err}");
+
+    // Everyone else carries on: the other guest, its watch, and dom0.
+    good.write(0, "data/x", "after").unwrap();
+    let ev = good.next_event(Duration::from_secs(5)).unwrap().unwrap();
+    assert_eq!(ev.path, "data/x");
+    assert_eq!(dom0.read(0, "/local/domain/7/data/x").unwrap(), "after");
+    dom0.write(0, "/local/domain/6/data/y", "dom0 still writes")
+        .unwrap();
+
+    // The reconnect handshake revives the stopped ring on a packet boundary.
+    bad.reconnect().unwrap();
+    assert_eq!(bad.link().ring().error(), ERROR_NONE);
+    assert_eq!(bad.read(0, "data/y").unwrap(), "dom0 still writes");
+}
+
+#[test]
+fn reconnect_discards_watches_and_transactions() {
+    let shim = Shim::start();
+    let mut dom0 = dom0(&shim);
+    let mut guest = boot(&shim, &mut dom0, 6);
+    guest.watch("data", "w").unwrap();
+    assert!(guest.next_event(Duration::from_secs(5)).unwrap().is_some());
+    let tx = guest.transaction_start().unwrap();
+    guest.write(tx, "data/in-tx", "1").unwrap();
+
+    guest.reconnect().unwrap();
+    let ring = guest.link().ring().interface();
+    assert_eq!(ring.load(Field::ReqProd), 0, "queues emptied");
+    assert_eq!(ring.load(Field::RspProd), 0, "queues emptied");
+
+    // The transaction is gone: its id means nothing and its write never landed.
+    assert!(guest
+        .transaction_end(tx, true)
+        .unwrap_err()
+        .xs_error()
+        .is_some());
+    assert_eq!(
+        xs_error(dom0.read(0, "/local/domain/6/data/in-tx")),
+        "ENOENT"
+    );
+    // The watch is gone: a change under it fires nothing.
+    dom0.write(0, "/local/domain/6/data/z", "1").unwrap();
+    assert_eq!(guest.next_event(Duration::from_millis(500)).unwrap(), None);
+    // And the ring works as before.
+    guest.write(0, "data/after", "ok").unwrap();
+    assert_eq!(guest.read(0, "data/after").unwrap(), "ok");
+}
+
+#[test]
+fn guests_cannot_touch_each_others_nodes() {
+    let shim = Shim::start();
+    let mut dom0 = dom0(&shim);
+    let mut six = boot(&shim, &mut dom0, 6);
+    let mut seven = boot(&shim, &mut dom0, 7);
+    six.write(0, "data/secret", "6's").unwrap();
+
+    assert_eq!(
+        xs_error(seven.read(0, "/local/domain/6/data/secret")),
+        "EACCES"
+    );
+    assert_eq!(
+        xs_error(seven.write(0, "/local/domain/6/data/secret", "7 was here")),
+        "EACCES"
+    );
+    assert_eq!(
+        xs_error(seven.directory(0, "/local/domain/6/data")),
+        "EACCES"
+    );
+    assert_eq!(
+        xs_error(seven.set_perms(0, "/local/domain/6/data/secret", &["n7"])),
+        "EACCES"
+    );
+    assert_eq!(dom0.read(0, "/local/domain/6/data/secret").unwrap(), "6's");
+
+    // The owner shares it read-only: 7 reads, still cannot write.
+    six.set_perms(0, "data/secret", &["n6", "r7"]).unwrap();
+    assert_eq!(seven.read(0, "/local/domain/6/data/secret").unwrap(), "6's");
+    assert_eq!(
+        xs_error(seven.write(0, "/local/domain/6/data/secret", "7 was here")),
+        "EACCES"
+    );
+    assert_eq!(six.read(0, "data/secret").unwrap(), "6's");
+}
+
+#[test]
+fn a_guest_exhausting_its_quota_leaves_dom0_alone() {
+    let shim = Shim::start();
+    let mut dom0 = dom0(&shim);
+    let mut guest = boot(&shim, &mut dom0, 6);
+    let mut refused = None;
+    for i in 0..20_000 {
+        match guest.write(0, &format!("data/n{i}"), "x") {
+            Ok(()) => {}
+            Err(e) => {
+                refused = Some((i, e));
+                break;
+            }
+        }
+    }
+    let (count, err) = refused.expect("the guest's node quota ran out");
+    assert!(count > 10, "only {count} nodes before the quota");
+    assert!(
+        matches!(err.xs_error(), Some("ENOSPC") | Some("EDQUOT")),
+        "{err}"
+    );
+    // The guest is still connected, just refused; dom0 is not limited.
+    assert_eq!(guest.read(0, "data/n0").unwrap(), "x");
+    for i in 0..50 {
+        dom0.write(0, &format!("/local/domain/6/data/dom0-{i}"), "y")
+            .unwrap();
+    }
+    dom0.write(0, "/tool/after-quota", "fine").unwrap();
+    // Freeing nodes gives the guest room again.
+    guest.rm(0, "data/n0").unwrap();
+    guest.write(0, "data/again", "x").unwrap();
+}
+
+#[test]
+fn release_drops_the_domain_and_its_watches() {
+    let shim = Shim::start();
+    let mut dom0 = dom0(&shim);
+    let mut guest = boot(&shim, &mut dom0, 6);
+    guest.watch("data", "old").unwrap();
+    assert!(guest.next_event(Duration::from_secs(5)).unwrap().is_some());
+    dom0.watch("@releaseDomain", "rel").unwrap();
+    assert!(dom0.next_event(Duration::from_secs(5)).unwrap().is_some());
+
+    dom0.release(6).unwrap();
+    assert!(!dom0.is_domain_introduced(6).unwrap());
+    let ev = dom0.next_event(Duration::from_secs(5)).unwrap().unwrap();
+    assert_eq!(ev.path, "@releaseDomain");
+
+    // Introduced again over the same page: the old watch did not survive.
+    dom0.introduce(6, GFN, PORT).unwrap();
+    dom0.write(0, "/local/domain/6/data/x", "1").unwrap();
+    assert_eq!(guest.next_event(Duration::from_millis(500)).unwrap(), None);
+    assert_eq!(guest.read(0, "data/x").unwrap(), "1");
+}
+
+#[test]
+fn a_vanished_guest_is_torn_down() {
+    let shim = Shim::start();
+    let mut dom0 = dom0(&shim);
+    let mut guest = boot(&shim, &mut dom0, 6);
+    guest.watch("data", "w").unwrap();
+    let _tx = guest.transaction_start().unwrap();
+    dom0.watch("@releaseDomain", "rel").unwrap();
+    assert!(dom0.next_event(Duration::from_secs(5)).unwrap().is_some());
+    drop(guest);
+
+    SimGuest::destroy(&shim.run_dir, 6).unwrap();
+    let ev = dom0.next_event(Duration::from_secs(5)).unwrap();
+    assert_eq!(ev.map(|e| e.path).as_deref(), Some("@releaseDomain"));
+    wait_for("domain 6 gone", Duration::from_secs(5), || {
+        !dom0.is_domain_introduced(6).unwrap()
+    });
+    // dom0 and the store carry on.
+    dom0.write(0, "/local/domain/6/data/x", "1").unwrap();
+}
