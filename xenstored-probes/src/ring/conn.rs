@@ -61,8 +61,11 @@ pub struct RingConn {
 impl RingConn {
     pub fn attach(backend: &dyn RingBackend, domid: u16, gfn: u64, port: u32) -> io::Result<Self> {
         let Attached { page, channel } = backend.attach(domid, gfn, port)?;
+        let server = Server::new(page);
+        // Like xenstored on XS_INTRODUCE: the features are up, look again.
+        channel.notify()?;
         Ok(RingConn {
-            server: Server::new(page),
+            server,
             channel,
             gone: false,
         })

@@ -215,6 +215,9 @@ impl SimChannel {
             };
             cvt(unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
         }
+        // Pending from the start: the guest may have queued requests before
+        // it was introduced, and an edge-triggered loop needs an edge.
+        ring_bell(&sock, &own)?;
         Ok(SimChannel {
             sock,
             own,
