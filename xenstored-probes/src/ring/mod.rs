@@ -14,6 +14,7 @@
 pub mod conn;
 pub mod page;
 pub mod sim;
+pub mod transport;
 #[cfg(feature = "xen")]
 pub mod xen;
 
