@@ -76,10 +76,11 @@ fn requests_and_replies_split_across_the_ring_wrap() {
     let shim = Shim::start();
     let mut dom0 = dom0(&shim);
     let mut guest = boot(&shim, &mut dom0, 6);
-    // Each message is bigger than the ring, and odd sizes move the wrap
-    // point around: every header lands somewhere new.
-    for i in 0..12usize {
-        let value: String = (0..PAYLOAD_MAX - 100 - i * 37)
+    // Each message is bigger than the ring (a guest's node-size quota keeps
+    // values under 2048), and odd sizes move the wrap point around: every
+    // header lands somewhere new.
+    for i in 0..20usize {
+        let value: String = (0..1900 - i * 29)
             .map(|k| (b'a' + ((k + i) % 26) as u8) as char)
             .collect();
         let path = format!("data/big{i}");
@@ -90,6 +91,13 @@ fn requests_and_replies_split_across_the_ring_wrap() {
             value
         );
     }
+    // dom0 is not limited: a maximal value comes back whole over the ring.
+    let biggest: String = (0..PAYLOAD_MAX - 100)
+        .map(|k| (b'0' + (k % 10) as u8) as char)
+        .collect();
+    dom0.write(0, "/local/domain/6/data/biggest", &biggest)
+        .unwrap();
+    assert_eq!(guest.read(0, "data/biggest").unwrap(), biggest);
     let ring = guest.link().ring().interface();
     let req_prod = ring.load(Field::ReqProd);
     let rsp_prod = ring.load(Field::RspProd);
@@ -212,7 +220,9 @@ fn a_guest_exhausting_its_quota_leaves_dom0_alone() {
     let mut guest = boot(&shim, &mut dom0, 6);
     let mut refused = None;
     for i in 0..20_000 {
-        match guest.write(0, &format!("data/n{i}"), "x") {
+        // Spread over directories: a directory's child list counts against
+        // the node-size quota, and the nodes quota is the one under test.
+        match guest.write(0, &format!("data/d{}/n{}", i / 100, i % 100), "x") {
             Ok(()) => {}
             Err(e) => {
                 refused = Some((i, e));
@@ -221,21 +231,27 @@ fn a_guest_exhausting_its_quota_leaves_dom0_alone() {
         }
     }
     let (count, err) = refused.expect("the guest's node quota ran out");
-    assert!(count > 10, "only {count} nodes before the quota");
+    // Default quota: 1000 nodes per domain, its home and directories included.
+    assert!(
+        (900..1000).contains(&count),
+        "{count} nodes before the quota"
+    );
     assert!(
         matches!(err.xs_error(), Some("ENOSPC") | Some("EDQUOT")),
         "{err}"
     );
-    // The guest is still connected, just refused; dom0 is not limited.
-    assert_eq!(guest.read(0, "data/n0").unwrap(), "x");
+    // The guest is still connected, just refused; freeing a node gives it
+    // exactly one back.
+    assert_eq!(guest.read(0, "data/d0/n0").unwrap(), "x");
+    guest.rm(0, "data/d0/n0").unwrap();
+    guest.write(0, "data/d0/again", "x").unwrap();
+    assert_eq!(xs_error(guest.write(0, "data/d0/one-more", "x")), "ENOSPC");
+    // dom0 is not limited, even writing nodes the guest owns.
     for i in 0..50 {
         dom0.write(0, &format!("/local/domain/6/data/dom0-{i}"), "y")
             .unwrap();
     }
     dom0.write(0, "/tool/after-quota", "fine").unwrap();
-    // Freeing nodes gives the guest room again.
-    guest.rm(0, "data/n0").unwrap();
-    guest.write(0, "data/again", "x").unwrap();
 }
 
 #[test]
@@ -253,8 +269,13 @@ fn release_drops_the_domain_and_its_watches() {
     let ev = dom0.next_event(Duration::from_secs(5)).unwrap().unwrap();
     assert_eq!(ev.path, "@releaseDomain");
 
+    // The nodes the domain owned went with it.
+    assert_eq!(xs_error(dom0.read(0, "/local/domain/6")), "ENOENT");
+
     // Introduced again over the same page: the old watch did not survive.
     dom0.introduce(6, GFN, PORT).unwrap();
+    dom0.mkdir(0, "/local/domain/6").unwrap();
+    dom0.set_perms(0, "/local/domain/6", &["n6"]).unwrap();
     dom0.write(0, "/local/domain/6/data/x", "1").unwrap();
     assert_eq!(guest.next_event(Duration::from_millis(500)).unwrap(), None);
     assert_eq!(guest.read(0, "data/x").unwrap(), "1");
