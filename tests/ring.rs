@@ -301,3 +301,120 @@ fn a_vanished_guest_is_torn_down() {
     // dom0 and the store carry on.
     dom0.write(0, "/local/domain/6/data/x", "1").unwrap();
 }
+
+fn xs_guest(shim: &Shim, domid: u16, args: &[&str], stdin: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new(common::bin("xs-guest"))
+        .arg("--run-dir")
+        .arg(&shim.run_dir)
+        .args(["--domid", &domid.to_string()])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("xs-guest runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn xs_guest_cli_is_a_guest_across_processes() {
+    let shim = Shim::start();
+    let mut dom0 = dom0(&shim);
+    let prepared = xs_guest(&shim, 9, &["prepare", "--gfn", "4660", "--port", "3"], "");
+    assert!(prepared.status.success(), "{prepared:?}");
+    assert_eq!(stdout(&prepared), "4660 3\n");
+    dom0.mkdir(0, "/local/domain/9").unwrap();
+    dom0.set_perms(0, "/local/domain/9", &["n9"]).unwrap();
+    // The wrong page is refused as Xen would fail to map it.
+    assert_eq!(xs_error(dom0.introduce(9, 4661, 3)), "EINVAL");
+    dom0.introduce(9, 4660, 3).unwrap();
+
+    // One process writes, the next reads: the ring outlives them.
+    let w = xs_guest(&shim, 9, &["write", "data/x", "hello", "world"], "");
+    assert!(w.status.success(), "{w:?}");
+    let r = xs_guest(&shim, 9, &["read", "data/x"], "");
+    assert_eq!(stdout(&r), "hello world\n");
+    assert_eq!(
+        dom0.read(0, "/local/domain/9/data/x").unwrap(),
+        "hello world"
+    );
+    let missing = xs_guest(&shim, 9, &["read", "data/missing"], "");
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("ENOENT"));
+
+    // A scripted session: a transaction, a watch, an error that does not
+    // end the session.
+    let script = "\
+        start\n\
+        write data/a 1\n\
+        write data/b 2\n\
+        commit\n\
+        read data/a\n\
+        read data/nope\n\
+        watch-add data/b tok\n\
+        events 1\n\
+        ls data\n";
+    let s = xs_guest(&shim, 9, &["session"], script);
+    let out = stdout(&s);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0].parse::<u32>().map(|t| t > 0), Ok(true), "{out}");
+    assert_eq!(lines[1], "1");
+    assert!(
+        lines[2].starts_with("error: XS_READ data/nope: ENOENT"),
+        "{out}"
+    );
+    assert_eq!(lines[3], "data/b tok");
+    assert_eq!(&lines[4..], ["x", "a", "b"]);
+    assert_eq!(
+        s.status.code(),
+        Some(1),
+        "a failed command fails the session"
+    );
+
+    let gone = xs_guest(&shim, 9, &["destroy"], "");
+    assert!(gone.status.success(), "{gone:?}");
+    wait_for("domain 9 released", Duration::from_secs(5), || {
+        !dom0.is_domain_introduced(9).unwrap()
+    });
+}
+
+#[test]
+fn the_demo_boots_a_guest() {
+    let shim = Shim::start();
+    let out = std::process::Command::new(common::bin("xs-demo"))
+        .arg("--socket")
+        .arg(&shim.socket)
+        .arg("--run-dir")
+        .arg(&shim.run_dir)
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for want in [
+        "device/vif/0/type is absent (ENOENT)",
+        "frontend state 3",
+        "both in XenbusState 4",
+        "domain 6 released",
+    ] {
+        assert!(text.contains(want), "{want:?} missing from:\n{text}");
+    }
+    let mut dom0 = dom0(&shim);
+    assert!(!dom0.is_domain_introduced(6).unwrap());
+    assert_eq!(xs_error(dom0.read(0, "/local/domain/6")), "ENOENT");
+    assert_eq!(dom0.read(0, "/local/domain/0/name").unwrap(), "Domain-0");
+}
