@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::ring::sim::SimGuest;
-use crate::ring::{Client, RingError};
+use crate::ring::{Client, RingError, FEATURE_RECONNECTION};
 use crate::wire::{msg_name, Header, MsgType, XsError, HEADER_LEN, PAYLOAD_MAX};
 
 /// A byte pipe to the daemon.
@@ -206,8 +206,17 @@ pub type Guest = Xs<RingLink>;
 
 impl Guest {
     /// Becomes domain `domid`'s guest process (see [`SimGuest::open`]).
-    pub fn open(run_dir: &Path, domid: u16) -> io::Result<Guest> {
-        Ok(Xs::new(RingLink::open(run_dir, domid)?))
+    ///
+    /// Each guest process is a fresh connection, like a new socket client:
+    /// if a daemon serves the ring already, the reconnect handshake drops
+    /// whatever an earlier process left (a half-sent request, unread
+    /// replies, its watches and transactions).
+    pub fn open(run_dir: &Path, domid: u16) -> Result<Guest> {
+        let mut guest = Xs::new(RingLink::open(run_dir, domid)?);
+        if guest.link.ring().server_features() & FEATURE_RECONNECTION != 0 {
+            guest.reconnect()?;
+        }
+        Ok(guest)
     }
 
     /// The ring's reconnect handshake: no packets, watches or transactions
@@ -525,7 +534,12 @@ mod tests {
                 revents: 0,
             };
             unsafe { libc::poll(&mut pfd, 1, 100) };
-            assert_eq!(conn.wake().unwrap(), Wake::Ready);
+            match conn.wake().unwrap() {
+                Wake::Ready => {}
+                // Guest::open starts a fresh session.
+                Wake::Reconnect => conn.finish_reconnect().unwrap(),
+                Wake::Gone => panic!("guest gone"),
+            }
             loop {
                 match conn.read(&mut buf) {
                     Ok(n) => inbuf.extend_from_slice(&buf[..n]),

@@ -276,6 +276,32 @@ impl Drop for SimChannel {
     }
 }
 
+/// How long a guest process waits for the one before it to finish.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// Waits for the other guest processes of the domain (an flock on the page).
+fn take_turn(page: &File, paths: &SimPaths, wait: Duration) -> io::Result<()> {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        // SAFETY: flock on an fd we own.
+        match cvt(unsafe { libc::flock(page.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!(
+                    "{}: another guest process holds this domain's ring (one at a time)",
+                    paths.dir.display()
+                ),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The guest's end: the page mapped and the guest's socket bound, held by
 /// one guest process at a time (an flock on the page file).
 pub struct SimGuest {
@@ -318,7 +344,7 @@ impl SimGuest {
             .read(true)
             .write(true)
             .open(paths.page(gfn))?;
-        cvt(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) })?;
+        take_turn(&file, &paths, LOCK_WAIT)?;
         let page = Mapping::of_fd(&file, 0)?;
         let sock = bind_fresh(&paths.guest_end(port))?;
         Ok(SimGuest {
