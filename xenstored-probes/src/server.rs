@@ -109,7 +109,14 @@ impl Server {
                     continue;
                 }
                 let id = token as u32;
-                if ev.is_writable() {
+                // Any readiness may mean room to write: a ring signals both
+                // directions through one event source.
+                if ev.is_writable()
+                    || self
+                        .daemon
+                        .conn(id)
+                        .is_some_and(|c| !c.pending().is_empty())
+                {
                     self.flush(id);
                 }
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
