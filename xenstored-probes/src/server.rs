@@ -110,9 +110,16 @@ impl Server {
                     continue;
                 }
                 let id = token as u32;
-                // A ring's doorbell only ever reads "readable", for room
-                // freed as well as requests queued: flush on any event.
-                self.flush(id);
+                // Any readiness may mean room to write: a ring signals both
+                // directions through one event source.
+                if ev.is_writable()
+                    || self
+                        .daemon
+                        .conn(id)
+                        .is_some_and(|c| !c.pending().is_empty())
+                {
+                    self.flush(id);
+                }
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                     self.ready.push_back(id);
                 }
