@@ -17,16 +17,9 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use clap::Parser;
 use xenstored_probes::guest::{Guest, Link, SocketLink, Xs, XsClientError};
 use xenstored_probes::ring::sim::SimGuest;
-
-const USAGE: &str = "\
-usage: xs-demo --socket PATH --run-dir DIR [--domid N] [--keep]
-
-Plays a guest start against xenstored-shim (started with the same --socket
-and --run-dir): toolstack, block backend and guest frontend.
-  --domid N   the guest's domain id (default 6)
-  --keep      leave the domain introduced and its tree in place";
 
 type Result<T> = std::result::Result<T, Box<dyn Error + Send + Sync>>;
 
@@ -39,52 +32,27 @@ const GFN: u64 = 0xfeffc;
 const PORT: u32 = 1;
 const WAIT: Duration = Duration::from_secs(10);
 
+/// Plays a guest start against xenstored-shim (started with the same
+/// --socket and --run-dir): toolstack, block backend and guest frontend.
+#[derive(Parser)]
+#[command(version)]
 struct Cli {
+    /// The shim's dom0 socket.
+    #[arg(long, env = "XENSTORED_PATH")]
     socket: PathBuf,
+    /// The shim's --run-dir (the guest's simulated ring goes there).
+    #[arg(long)]
     run_dir: PathBuf,
+    /// The guest's domain id.
+    #[arg(long, default_value_t = 6)]
     domid: u16,
+    /// Leave the domain introduced and its tree in place.
+    #[arg(long)]
     keep: bool,
 }
 
-fn parse_args() -> std::result::Result<Cli, String> {
-    let mut args = std::env::args().skip(1);
-    let (mut socket, mut run_dir, mut domid, mut keep) = (None, None, 6, false);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--socket" => socket = args.next().map(PathBuf::from),
-            "--run-dir" => run_dir = args.next().map(PathBuf::from),
-            "--domid" => {
-                let v = args.next().ok_or("--domid needs a value")?;
-                domid = v
-                    .parse()
-                    .map_err(|_| format!("--domid {v}: not a domain id"))?;
-            }
-            "--keep" => keep = true,
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(Cli {
-        socket: socket.ok_or("--socket PATH is required")?,
-        run_dir: run_dir.ok_or("--run-dir DIR is required")?,
-        domid,
-        keep,
-    })
-}
-
 fn main() {
-    let cli = match parse_args() {
-        Ok(cli) => cli,
-        Err(why) if why.is_empty() => {
-            println!("{USAGE}");
-            return;
-        }
-        Err(why) => {
-            eprintln!("xs-demo: {why}\n{USAGE}");
-            std::process::exit(2);
-        }
-    };
-    if let Err(e) = run(&cli) {
+    if let Err(e) = run(&Cli::parse()) {
         eprintln!("xs-demo: {e}");
         std::process::exit(1);
     }

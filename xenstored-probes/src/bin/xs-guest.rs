@@ -1,158 +1,150 @@
 //! xs-guest: be a guest domain talking to xenstored over its (simulated) ring.
-//! The protocol lives in xenstored_probes::guest; this file is flags and output.
+//! The protocol lives in xenstored_probes::guest; this file is flags and
+//! output. See xs-guest(1).
 
 use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::{Parser, Subcommand};
 use xenstored_probes::guest::{Guest, XsClientError};
 use xenstored_probes::ring::sim::SimGuest;
 
-const USAGE: &str = "\
-usage: xs-guest --run-dir DIR --domid N COMMAND [ARGS]
-
-Domain lifecycle (the simulated page and event channel under DIR/ring/N/):
-  prepare [--gfn G] [--port P]  create the page and port; prints \"G P\" for
-                                dom0's XS_INTRODUCE (defaults: 1044476 1)
-  destroy                       the domain dies: its page disappears
-
-Requests over the ring (paths may be relative to /local/domain/N):
-  read PATH            write PATH VALUE...     mkdir PATH       rm PATH
-  ls PATH              get-perms PATH          set-perms PATH PERM...
-  domain-path [DOMID]  watch PATH [COUNT]      reconnect
-  session              the commands above from stdin, one a line, plus
-                       start / commit / abort (a transaction for the
-                       following commands), watch-add PATH TOKEN,
-                       events [N] [MS] (print queued watch events), sleep MS;
-                       an error is printed and the session goes on
-
-Replies go to stdout; an error reply exits 1 (\"XS_READ x: ENOENT\").";
-
+/// Be domain N's guest: xenstore requests over its shared ring, simulated
+/// under DIR/ring/N/ (the --run-dir of xenstored-shim). Paths may be
+/// relative to /local/domain/N. An error reply exits 1.
+#[derive(Parser)]
+#[command(version)]
 struct Cli {
+    /// xenstored-shim's --run-dir.
+    #[arg(long)]
     run_dir: PathBuf,
+    /// The guest's domain id.
+    #[arg(long)]
     domid: u16,
-    command: Vec<String>,
+    #[command(subcommand)]
+    command: Command,
 }
 
-fn parse_args() -> Result<Cli, String> {
-    let mut args = std::env::args().skip(1);
-    let mut run_dir = None;
-    let mut domid = None;
-    let mut command = Vec::new();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "-h" | "--help" => return Err(String::new()),
-            "--run-dir" => run_dir = args.next().map(PathBuf::from),
-            "--domid" => {
-                let v = args.next().ok_or("--domid needs a value")?;
-                domid = Some(
-                    v.parse()
-                        .map_err(|_| format!("--domid {v}: not a domain id"))?,
-                );
-            }
-            _ => {
-                command.push(arg);
-                command.extend(args.by_ref());
-            }
-        }
-    }
-    Ok(Cli {
-        run_dir: run_dir.ok_or("--run-dir DIR is required")?,
-        domid: domid.ok_or("--domid N is required")?,
-        command,
-    })
+#[derive(Subcommand)]
+enum Command {
+    /// Create the domain's page and port; prints "GFN PORT" for XS_INTRODUCE.
+    Prepare {
+        #[arg(long, default_value_t = 0xfeffc)]
+        gfn: u64,
+        #[arg(long, default_value_t = 1)]
+        port: u32,
+    },
+    /// The domain dies: its page disappears.
+    Destroy,
+    /// Requests from stdin, one a line, on one connection; an error is
+    /// printed ("error: ...") and the session goes on.
+    Session,
+    #[command(flatten)]
+    Request(Request),
 }
 
-/// `--name value` from a command's arguments, parsed, or the default.
-fn option(args: &[String], name: &str, default: u64) -> Result<u64, String> {
-    match args.iter().position(|a| a == name) {
-        None => Ok(default),
-        Some(i) => {
-            let v = args.get(i + 1).ok_or(format!("{name} needs a value"))?;
-            v.parse().map_err(|_| format!("{name} {v}: not a number"))
-        }
-    }
+/// What one request line says, on the command line or in a session.
+#[derive(Subcommand)]
+enum Request {
+    /// Print a node's value.
+    Read { path: String },
+    /// Write the VALUE words, joined by spaces.
+    Write {
+        path: String,
+        #[arg(allow_hyphen_values = true, num_args = 0..)]
+        value: Vec<String>,
+    },
+    /// Create a node (and missing parents).
+    Mkdir { path: String },
+    /// Remove a node and its children.
+    Rm { path: String },
+    /// List the children, one a line.
+    Ls { path: String },
+    /// Print a node's permissions (n6 r0 ...).
+    GetPerms { path: String },
+    /// PERMs in text form: n6 r0 ...
+    SetPerms { path: String, perms: Vec<String> },
+    /// Print a domain's home path.
+    DomainPath {
+        /// Default: this domain.
+        domid: Option<u16>,
+    },
+    /// Watch PATH (token PATH), print "path token" per event, COUNT times
+    /// or forever.
+    Watch { path: String, count: Option<u64> },
+    /// The ring's reconnect handshake.
+    Reconnect,
+    /// Start a transaction for the session's following requests.
+    Start,
+    /// Commit the session's transaction.
+    Commit,
+    /// Abort the session's transaction.
+    Abort,
+    /// Register a watch without waiting for events.
+    WatchAdd { path: String, token: String },
+    /// Print up to N queued watch events, waiting up to MS for each.
+    Events {
+        #[arg(default_value_t = 1)]
+        n: usize,
+        #[arg(default_value_t = 5000)]
+        ms: u64,
+    },
+    /// Pause the session for MS milliseconds.
+    Sleep { ms: u64 },
 }
 
-enum Failure {
-    Usage(String),
-    Xs(XsClientError),
+/// A session line, parsed like the command line.
+#[derive(Parser)]
+#[command(no_binary_name = true, disable_help_flag = true)]
+struct Line {
+    #[command(subcommand)]
+    request: Request,
 }
 
-impl From<XsClientError> for Failure {
-    fn from(e: XsClientError) -> Self {
-        Failure::Xs(e)
-    }
-}
-
-impl From<std::io::Error> for Failure {
-    fn from(e: std::io::Error) -> Self {
-        Failure::Xs(e.into())
-    }
-}
-
-fn arg(args: &[String], i: usize, what: &str) -> Result<String, Failure> {
-    args.get(i)
-        .cloned()
-        .ok_or_else(|| Failure::Usage(format!("{} needs {what}", args[0])))
-}
-
-/// One request command; `tx` is the session's open transaction (0: none).
-fn run(guest: &mut Guest, domid: u16, tx: &mut u32, args: &[String]) -> Result<(), Failure> {
-    match args[0].as_str() {
-        "read" => println!("{}", guest.read(*tx, &arg(args, 1, "PATH")?)?),
-        "write" => {
-            let path = arg(args, 1, "PATH")?;
-            guest.write(*tx, &path, &args[2.min(args.len())..].join(" "))?
-        }
-        "mkdir" => guest.mkdir(*tx, &arg(args, 1, "PATH")?)?,
-        "rm" => guest.rm(*tx, &arg(args, 1, "PATH")?)?,
-        "ls" => {
-            for name in guest.directory(*tx, &arg(args, 1, "PATH")?)? {
+/// One request; `tx` is the session's open transaction (0: none).
+fn run(guest: &mut Guest, domid: u16, tx: &mut u32, req: Request) -> Result<(), XsClientError> {
+    match req {
+        Request::Read { path } => println!("{}", guest.read(*tx, &path)?),
+        Request::Write { path, value } => guest.write(*tx, &path, &value.join(" "))?,
+        Request::Mkdir { path } => guest.mkdir(*tx, &path)?,
+        Request::Rm { path } => guest.rm(*tx, &path)?,
+        Request::Ls { path } => {
+            for name in guest.directory(*tx, &path)? {
                 println!("{name}");
             }
         }
-        "get-perms" => println!(
-            "{}",
-            guest.get_perms(*tx, &arg(args, 1, "PATH")?)?.join(" ")
-        ),
-        "set-perms" => {
-            let perms: Vec<&str> = args[2.min(args.len())..]
-                .iter()
-                .map(|s| s.as_str())
-                .collect();
-            guest.set_perms(*tx, &arg(args, 1, "PATH")?, &perms)?
+        Request::GetPerms { path } => println!("{}", guest.get_perms(*tx, &path)?.join(" ")),
+        Request::SetPerms { path, perms } => {
+            let perms: Vec<&str> = perms.iter().map(String::as_str).collect();
+            guest.set_perms(*tx, &path, &perms)?
         }
-        "domain-path" => {
-            let of = match args.get(1) {
-                Some(d) => d
-                    .parse()
-                    .map_err(|_| Failure::Usage(format!("{d}: not a domain id")))?,
-                None => domid,
-            };
-            println!("{}", guest.get_domain_path(of)?)
+        Request::DomainPath { domid: of } => {
+            println!("{}", guest.get_domain_path(of.unwrap_or(domid))?)
         }
-        "watch" => {
-            let path = arg(args, 1, "PATH")?;
-            let count: u64 = match args.get(2) {
-                Some(n) => n
-                    .parse()
-                    .map_err(|_| Failure::Usage(format!("{n}: not a count")))?,
-                None => u64::MAX,
-            };
+        Request::Watch { path, count } => {
             guest.watch(&path, &path)?;
             let mut seen = 0;
-            while seen < count {
+            while seen < count.unwrap_or(u64::MAX) {
                 if let Some(ev) = guest.next_event(Duration::from_secs(3600))? {
                     println!("{} {}", ev.path, ev.token);
                     seen += 1;
                 }
             }
         }
-        "events" => {
-            let n = args.get(1).and_then(|n| n.parse().ok()).unwrap_or(1);
-            let ms = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(5000);
+        Request::Reconnect => {
+            guest.reconnect()?;
+            *tx = 0;
+        }
+        Request::Start => {
+            *tx = guest.transaction_start()?;
+            println!("{tx}");
+        }
+        Request::Commit => guest.transaction_end(std::mem::take(tx), true)?,
+        Request::Abort => guest.transaction_end(std::mem::take(tx), false)?,
+        Request::WatchAdd { path, token } => guest.watch(&path, &token)?,
+        Request::Events { n, ms } => {
             for _ in 0..n {
                 match guest.next_event(Duration::from_millis(ms))? {
                     Some(ev) => println!("{} {}", ev.path, ev.token),
@@ -160,102 +152,58 @@ fn run(guest: &mut Guest, domid: u16, tx: &mut u32, args: &[String]) -> Result<(
                 }
             }
         }
-        "watch-add" => guest.watch(&arg(args, 1, "PATH")?, &arg(args, 2, "TOKEN")?)?,
-        "reconnect" => {
-            guest.reconnect()?;
-            *tx = 0;
-        }
-        "start" => {
-            *tx = guest.transaction_start()?;
-            println!("{tx}");
-        }
-        "commit" | "abort" => {
-            let id = std::mem::take(tx);
-            guest.transaction_end(id, args[0] == "commit")?
-        }
-        "sleep" => {
-            let ms = arg(args, 1, "MS")?;
-            let ms = ms
-                .parse()
-                .map_err(|_| Failure::Usage(format!("{ms}: not milliseconds")))?;
-            std::thread::sleep(Duration::from_millis(ms))
-        }
-        other => return Err(Failure::Usage(format!("unknown command {other:?}"))),
+        Request::Sleep { ms } => std::thread::sleep(Duration::from_millis(ms)),
     }
     Ok(())
 }
 
+/// Runs stdin's lines; true if every one succeeded.
+fn session(guest: &mut Guest, domid: u16) -> Result<bool, XsClientError> {
+    let mut tx = 0;
+    let mut all_ok = true;
+    for line in std::io::stdin().lock().lines() {
+        let line = line?;
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.is_empty() || words[0].starts_with('#') {
+            continue;
+        }
+        let outcome = match Line::try_parse_from(words) {
+            Ok(l) => run(guest, domid, &mut tx, l.request).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string().lines().next().unwrap_or("").to_string()),
+        };
+        if let Err(why) = outcome {
+            println!("error: {}", why.trim_start_matches("error: "));
+            all_ok = false;
+        }
+    }
+    Ok(all_ok)
+}
+
 fn main() -> ExitCode {
-    let cli = match parse_args() {
-        Ok(cli) if !cli.command.is_empty() => cli,
-        Ok(_) => {
-            eprintln!("xs-guest: no command\n{USAGE}");
-            return ExitCode::from(2);
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Prepare { gfn, port } => SimGuest::prepare(&cli.run_dir, cli.domid, gfn, port)
+            .map(|_| {
+                println!("{gfn} {port}");
+                true
+            })
+            .map_err(XsClientError::from),
+        Command::Destroy => SimGuest::destroy(&cli.run_dir, cli.domid)
+            .map(|_| true)
+            .map_err(XsClientError::from),
+        Command::Session => {
+            Guest::open(&cli.run_dir, cli.domid).and_then(|mut g| session(&mut g, cli.domid))
         }
-        Err(why) if why.is_empty() => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(why) => {
-            eprintln!("xs-guest: {why}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    let args = &cli.command;
-    let result = match args[0].as_str() {
-        "prepare" => (|| {
-            let gfn = option(args, "--gfn", 0xfeffc).map_err(Failure::Usage)?;
-            let port = option(args, "--port", 1).map_err(Failure::Usage)?;
-            let port = u32::try_from(port).map_err(|_| Failure::Usage("--port: too big".into()))?;
-            SimGuest::prepare(&cli.run_dir, cli.domid, gfn, port)?;
-            println!("{gfn} {port}");
-            Ok(())
-        })(),
-        "destroy" => SimGuest::destroy(&cli.run_dir, cli.domid).map_err(Failure::from),
-        "session" => session(&cli),
-        _ => Guest::open(&cli.run_dir, cli.domid)
-            .map_err(Failure::from)
-            .and_then(|mut guest| run(&mut guest, cli.domid, &mut 0, args)),
+        Command::Request(req) => Guest::open(&cli.run_dir, cli.domid)
+            .and_then(|mut g| run(&mut g, cli.domid, &mut 0, req))
+            .map(|_| true),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Usage(why)) => {
-            eprintln!("xs-guest: {why}\n{USAGE}");
-            ExitCode::from(2)
-        }
-        Err(Failure::Xs(e)) => {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
             eprintln!("xs-guest: {e}");
             ExitCode::FAILURE
         }
     }
-}
-
-fn session(cli: &Cli) -> Result<(), Failure> {
-    let mut guest = Guest::open(&cli.run_dir, cli.domid)?;
-    let mut tx = 0;
-    let mut failed = false;
-    for line in std::io::stdin().lock().lines() {
-        let line = line?;
-        let words: Vec<String> = line.split_whitespace().map(String::from).collect();
-        if words.is_empty() || words[0].starts_with('#') {
-            continue;
-        }
-        match run(&mut guest, cli.domid, &mut tx, &words) {
-            Ok(()) => {}
-            Err(Failure::Usage(why)) => {
-                println!("error: {why}");
-                failed = true;
-            }
-            Err(Failure::Xs(e)) => {
-                println!("error: {e}");
-                failed = true;
-            }
-        }
-    }
-    if failed {
-        return Err(Failure::Xs(XsClientError::Protocol(
-            "some session commands failed".into(),
-        )));
-    }
-    Ok(())
 }
