@@ -1,8 +1,8 @@
 //! xs-demo: a guest boots against a running xenstored-shim, as xenstore-snoop's
 //! classic output tells it. Three actors, each with its own connection:
 //!
-//! - the toolstack (dom0, the daemon's socket, this process's PID) makes
-//!   sure dom0's own home exists (as xen-init-dom0 would have), gets the
+//! - the toolstack (dom0, the daemon's socket, this process's PID) writes
+//!   dom0's own home (as xen-init-dom0 does at boot), gets the
 //!   domain path, builds the domain's tree in one transaction (RM, MKDIR,
 //!   WRITE, SET_PERMS) and introduces the domain;
 //! - the block backend (dom0, its own socket connection) and
@@ -107,18 +107,12 @@ fn run(cli: &Cli) -> Result<()> {
     Ok(())
 }
 
-/// What xen-init-dom0 writes at host boot, if nobody has yet: dom0's own
-/// home (so /local/domain exists, as on any running host).
+/// What xen-init-dom0 writes at host boot: dom0's own home (so
+/// /local/domain exists, as on any running host).
 fn init_dom0(xs: &mut Xs<SocketLink>) -> Result<()> {
-    match xs.read(0, "/local/domain/0/name") {
-        Ok(_) => Ok(()),
-        Err(e) if e.xs_error() == Some("ENOENT") => {
-            xs.write(0, "/local/domain/0/name", "Domain-0")?;
-            xs.write(0, "/local/domain/0/domid", "0")?;
-            Ok(())
-        }
-        Err(e) => Err(e.into()),
-    }
+    xs.write(0, "/local/domain/0/name", "Domain-0")?;
+    xs.write(0, "/local/domain/0/domid", "0")?;
+    Ok(())
 }
 
 /// The toolstack's transaction: the guest's home, its disk's frontend and
