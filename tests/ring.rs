@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::shim::{wait_for, Shim};
 use xenstored_probes::guest::{Guest, SocketLink, Xs};
 use xenstored_probes::ring::sim::SimGuest;
-use xenstored_probes::ring::{Field, ERROR_NONE, ERROR_PROTO, RING_SIZE};
+use xenstored_probes::ring::{Field, ERROR_NONE, ERROR_PROTO, ERROR_RINGIDX, RING_SIZE};
 use xenstored_probes::wire::{Header, PAYLOAD_MAX};
 
 const GFN: u64 = 0xfeffc;
@@ -417,4 +417,32 @@ fn the_demo_boots_a_guest() {
     assert!(!dom0.is_domain_introduced(6).unwrap());
     assert_eq!(xs_error(dom0.read(0, "/local/domain/6")), "ENOENT");
     assert_eq!(dom0.read(0, "/local/domain/0/name").unwrap(), "Domain-0");
+}
+
+#[test]
+fn inconsistent_indices_stop_only_that_ring() {
+    let shim = Shim::start();
+    let mut dom0 = dom0(&shim);
+    let mut bad = boot(&shim, &mut dom0, 6);
+    let mut good = boot(&shim, &mut dom0, 7);
+    // Claim more queued request bytes than the ring holds.
+    let ring = bad.link().ring().interface();
+    let cons = ring.load(Field::ReqCons);
+    ring.store(Field::ReqProd, cons.wrapping_add(RING_SIZE + 1));
+    bad.link().notify().unwrap();
+    wait_for("the error field", Duration::from_secs(5), || {
+        bad.link().ring().error() == ERROR_RINGIDX
+    });
+    good.write(0, "data/x", "unaffected").unwrap();
+    assert_eq!(
+        dom0.read(0, "/local/domain/7/data/x").unwrap(),
+        "unaffected"
+    );
+    assert!(
+        dom0.is_domain_introduced(6).unwrap(),
+        "a ring error is no RELEASE"
+    );
+    bad.reconnect().unwrap();
+    bad.write(0, "data/x", "back").unwrap();
+    assert_eq!(dom0.read(0, "/local/domain/6/data/x").unwrap(), "back");
 }
