@@ -78,7 +78,7 @@ fn run(cli: &Cli) -> Result<()> {
 
     // The backend watches before the guest can move.
     let mut backend = Xs::connect(&cli.socket)?;
-    backend.watch(&vbd.backend, "backend")?;
+    backend.watch(&vbd.backend, &watch_token(&vbd.backend))?;
     let backend_thread = std::thread::spawn({
         let vbd_backend = vbd.backend.clone();
         let vbd_frontend = vbd.frontend.clone();
@@ -183,6 +183,13 @@ fn build_domain(xs: &mut Xs<SocketLink>, domid: u16) -> Result<Vbd> {
     }
 }
 
+/// A token as Linux's xenbus makes them: the watch structure's address in
+/// hex (here a heap string's, kept alive for the program's life).
+fn watch_token(path: &str) -> String {
+    let watch: &'static str = Box::leak(path.to_string().into_boxed_str());
+    format!("{:X}", watch.as_ptr() as usize)
+}
+
 fn state<L: Link>(xs: &mut Xs<L>, path: &str) -> Result<u32> {
     match xs.read(0, path) {
         Ok(v) => Ok(v.trim().parse().unwrap_or(0)),
@@ -210,7 +217,8 @@ fn block_backend(mut xs: Xs<SocketLink>, backend: &str, frontend: &str) -> Resul
     xs.write(0, &format!("{backend}/state"), &INIT_WAIT.to_string())?;
     println!("backend: {params} waiting for the frontend (state {INIT_WAIT})");
     let fe_state = format!("{frontend}/state");
-    xs.watch(&fe_state, "frontend-state")?;
+    let token = watch_token(&fe_state);
+    xs.watch(&fe_state, &token)?;
     await_state(&mut xs, &fe_state, INITIALISED, "backend")?;
     let ring_ref = xs.read(0, &format!("{frontend}/ring-ref"))?;
     let port = xs.read(0, &format!("{frontend}/event-channel"))?;
@@ -224,7 +232,7 @@ fn block_backend(mut xs: Xs<SocketLink>, backend: &str, frontend: &str) -> Resul
     xs.write(0, &format!("{backend}/state"), &CONNECTED.to_string())?;
     println!("backend: mapped ring-ref {ring_ref}, bound port {port} (state {CONNECTED})");
     await_state(&mut xs, &fe_state, CONNECTED, "backend")?;
-    xs.unwatch(&fe_state, "frontend-state")?;
+    xs.unwatch(&fe_state, &token)?;
     Ok(())
 }
 
@@ -245,7 +253,8 @@ fn frontend(run_dir: &Path, domid: u16) -> Result<()> {
         Err(e) => return Err(e.into()),
     }
     let be_state = format!("{backend}/state");
-    xs.watch(&be_state, "backend-state")?;
+    let token = watch_token(&be_state);
+    xs.watch(&be_state, &token)?;
     await_state(&mut xs, &be_state, INIT_WAIT, "frontend")?;
     publish_ring(&mut xs)?;
     let now = xs.read(0, "device/vbd/0/state")?;
@@ -254,7 +263,7 @@ fn frontend(run_dir: &Path, domid: u16) -> Result<()> {
     let sectors = xs.read(0, &format!("{backend}/sectors"))?;
     xs.write(0, "device/vbd/0/state", &CONNECTED.to_string())?;
     println!("guest {domid}: xvda connected, {sectors} sectors");
-    xs.unwatch(&be_state, "backend-state")?;
+    xs.unwatch(&be_state, &token)?;
     Ok(())
 }
 
