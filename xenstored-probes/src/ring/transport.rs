@@ -73,6 +73,9 @@ impl Transport for RingTransport {
         match self.conn.wake()? {
             Wake::Gone => return Ok(0),
             Wake::Reconnect => {
+                // Resetting the ring before the daemon drops the connection's
+                // state is safe: the daemon is single-threaded and drops it
+                // on this very error, before it reads or writes this ring again.
                 self.conn.finish_reconnect()?;
                 self.stop_reported = false;
                 return Err(Self::reset(format!(
