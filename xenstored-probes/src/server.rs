@@ -43,7 +43,13 @@ pub struct Server {
     next_port: usize,
     /// Connections that may have unread input.
     ready: VecDeque<u32>,
+    /// Listeners whose accept failed (e.g. out of fds): edge-triggered
+    /// polling will not report them again, so they are retried on a timer.
+    retry_accept: Vec<usize>,
 }
+
+/// How soon a failed accept is retried.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
 impl Server {
     pub fn new(daemon: Daemon) -> io::Result<Server> {
@@ -54,6 +60,7 @@ impl Server {
             ports: FxHashMap::default(),
             next_port: LISTENER_BASE,
             ready: VecDeque::new(),
+            retry_accept: Vec::new(),
         })
     }
 
@@ -98,10 +105,19 @@ impl Server {
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         loop {
-            let timeout = (!self.ready.is_empty()).then_some(Duration::ZERO);
+            let timeout = if !self.ready.is_empty() {
+                Some(Duration::ZERO)
+            } else if !self.retry_accept.is_empty() {
+                Some(ACCEPT_RETRY)
+            } else {
+                None
+            };
             match self.poll.poll(&mut events, timeout) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 r => r?,
+            }
+            for token in std::mem::take(&mut self.retry_accept) {
+                self.accept(token);
             }
             for ev in events.iter() {
                 let token = ev.token().0;
@@ -150,7 +166,10 @@ impl Server {
                 Ok(None) => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    eprintln!("xenstored-shim: accept: {e}");
+                    eprintln!("xenstored-shim: accept: {e} (retrying)");
+                    if !self.retry_accept.contains(&token) {
+                        self.retry_accept.push(token);
+                    }
                     return;
                 }
             }
