@@ -1,0 +1,131 @@
+//! The command line: every flag, in one place.
+
+use clap::Parser;
+use std::path::PathBuf;
+
+const EXAMPLES: &str = "\
+Examples:
+  xenstore-snoop                      # every request of the running xenstored-shim
+  xenstore-snoop -d 6                 # only domain 6 (filtered in the kernel)
+  xenstore-snoop -x                   # only failed requests ([ERROR] lines)
+  xenstore-snoop --op READ,WRITE --path '^/local/domain/6/device'
+  xenstore-snoop -p 4242              # only the dom0 client with pid 4242
+  xenstore-snoop -T -L                # wall-clock timestamps and latency (µs)
+  xenstore-snoop --json | jq .        # JSON lines
+  xenstore-snoop --summary --interval 5 --duration 60
+  xenstore-snoop --daemon-pid 1234    # pick one of several daemons";
+
+/// Trace the requests a running xenstored-shim serves, live, through its
+/// USDT probes (tracefs uprobes + perf ring buffers). Needs root.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "xenstore-snoop", version, after_help = EXAMPLES)]
+pub struct Args {
+    /// Trace this daemon process (default: the one running xenstored-shim)
+    #[arg(long, value_name = "PID")]
+    pub daemon_pid: Option<u32>,
+
+    /// The daemon's binary (default: the one the daemon process runs)
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
+
+    /// Only this domain (repeatable); filtered in the kernel
+    #[arg(short = 'd', long = "domain", value_name = "DOMID")]
+    pub domains: Vec<u16>,
+
+    /// Only this dom0 client pid (repeatable)
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    pub pids: Vec<u32>,
+
+    /// Only failed requests
+    #[arg(short = 'x', long)]
+    pub failed: bool,
+
+    /// Only these ops, comma-separated (READ,WRITE or XS_READ,...)
+    #[arg(long = "op", value_name = "OPS", value_delimiter = ',')]
+    pub ops: Vec<String>,
+
+    /// Only requests whose path matches this regex
+    #[arg(long, value_name = "REGEX")]
+    pub path: Option<String>,
+
+    /// Do not show watch events
+    #[arg(long)]
+    pub no_watch_events: bool,
+
+    /// Exit after N lines (or N requests with --summary)
+    #[arg(short = 'c', long, value_name = "N")]
+    pub count: Option<u64>,
+
+    /// Exit after SECS seconds
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+
+    /// Add a wall-clock timestamp column (µs)
+    #[arg(short = 'T', long, conflicts_with = "relative")]
+    pub timestamp: bool,
+
+    /// Add a column of seconds since the snooper started
+    #[arg(long)]
+    pub relative: bool,
+
+    /// Add a request-to-reply latency column (µs)
+    #[arg(short = 'L', long)]
+    pub latency: bool,
+
+    /// Show error reasons, connection and transaction-end events
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+
+    /// One JSON object per line instead of text
+    #[arg(long, conflicts_with = "summary")]
+    pub json: bool,
+
+    /// Print summary tables (per op, per domain, top paths, watch fan-out) instead of lines
+    #[arg(long)]
+    pub summary: bool,
+
+    /// With --summary: also print the tables every SECS seconds
+    #[arg(long, value_name = "SECS", requires = "summary")]
+    pub interval: Option<f64>,
+
+    /// Per-CPU ring buffer size in MiB (rounded up to a power of two)
+    #[arg(long, value_name = "MIB", default_value_t = 16)]
+    pub ring_mb: usize,
+}
+
+pub fn command() -> clap::Command {
+    <Args as clap::CommandFactory>::command()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_is_consistent() {
+        command().debug_assert();
+    }
+
+    #[test]
+    fn flags_parse() {
+        let a = Args::try_parse_from([
+            "xenstore-snoop",
+            "-d",
+            "6",
+            "-d",
+            "7",
+            "--op",
+            "READ,write",
+            "-xTL",
+            "-c",
+            "5",
+        ])
+        .unwrap();
+        assert_eq!(a.domains, [6, 7]);
+        assert_eq!(a.ops, ["READ", "write"]);
+        assert!(a.failed && a.timestamp && a.latency);
+        assert_eq!(a.count, Some(5));
+        assert!(Args::try_parse_from(["xenstore-snoop", "-T", "--relative"]).is_err());
+        assert!(Args::try_parse_from(["xenstore-snoop", "--interval", "1"]).is_err());
+    }
+}
