@@ -15,8 +15,12 @@ Examples:
   xenstore-snoop --summary --interval 5 --duration 60
   xenstore-snoop --daemon-pid 1234    # pick one of several daemons";
 
-/// Trace the requests a running xenstored-shim serves, live, through its
-/// USDT probes (tracefs uprobes + perf ring buffers). Needs root.
+/// Trace the requests a running xenstored-shim serves, live
+///
+/// Attaches to the xenstore USDT probes of the running daemon without
+/// restarting it (tracefs uprobes read through perf ring buffers) and prints
+/// one line per request and reply, or JSON lines, or summary tables.
+/// Needs root.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "xenstore-snoop", version, after_help = EXAMPLES)]
 pub struct Args {
@@ -127,5 +131,54 @@ mod tests {
         assert_eq!(a.count, Some(5));
         assert!(Args::try_parse_from(["xenstore-snoop", "-T", "--relative"]).is_err());
         assert!(Args::try_parse_from(["xenstore-snoop", "--interval", "1"]).is_err());
+    }
+}
+
+/// The man page: clap's sections around the hand-written ones in man.roff.
+#[cfg(test)]
+fn man_page() -> String {
+    let man = clap_mangen::Man::new(command()).date("");
+    let mut out = Vec::new();
+    man.render_title(&mut out).unwrap();
+    man.render_name_section(&mut out).unwrap();
+    man.render_synopsis_section(&mut out).unwrap();
+    man.render_description_section(&mut out).unwrap();
+    man.render_options_section(&mut out).unwrap();
+    out.extend_from_slice(include_bytes!("../man.roff"));
+    // The --help examples, verbatim.
+    out.extend_from_slice(b".SH EXAMPLES\n.nf\n");
+    for line in EXAMPLES.lines().skip(1) {
+        let roff = line.trim_start().replace('\\', "\\\\").replace('-', "\\-");
+        out.extend_from_slice(format!("{roff}\n").as_bytes());
+    }
+    out.extend_from_slice(b".fi\n");
+    man.render_version_section(&mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[cfg(test)]
+mod man_tests {
+    /// man/xenstore-snoop.1 is generated from the CLI; regenerate with
+    /// `XS_UPDATE_MAN=1 cargo test -p xenstore-snoop man_page`.
+    #[test]
+    fn man_page_is_in_step_with_the_cli() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../man/xenstore-snoop.1");
+        let want = super::man_page();
+        if std::env::var_os("XS_UPDATE_MAN").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "{} is out of date: run XS_UPDATE_MAN=1 cargo test -p xenstore-snoop man_page",
+            path.display()
+        );
+        for arg in super::command().get_arguments() {
+            if let Some(long) = arg.get_long() {
+                let roff = format!("\\-\\-{}", long.replace('-', "\\-"));
+                assert!(have.contains(&roff), "--{long} missing from the man page");
+            }
+        }
     }
 }
