@@ -1,0 +1,548 @@
+//! xenstore-snoop against a real shim, real clients and real uprobes.
+//!
+//! Every test runs its own copy of the shim binary: uprobes attach to an
+//! inode, so a private copy keeps other tests' snoopers (and their
+//! semaphore counts) away from ours.
+
+mod common;
+
+use common::shim::{private_dir, wait_for, Shim};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A shim running from a private copy of its binary.
+fn private_shim() -> Shim {
+    let dir = private_dir("snoop-shim");
+    let binary = dir.join("xenstored-shim");
+    std::fs::copy(common::bin("xenstored-shim"), &binary).unwrap();
+    let socket = dir.join("socket");
+    let run_dir = dir.join("run");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let child = Command::new(&binary)
+        .arg("--socket")
+        .arg(&socket)
+        .arg("--run-dir")
+        .arg(&run_dir)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("start xenstored-shim");
+    let shim = Shim {
+        child,
+        dir,
+        socket,
+        run_dir,
+    };
+    wait_for("the shim to listen", TIMEOUT, || {
+        std::os::unix::net::UnixStream::connect(&shim.socket).is_ok()
+    });
+    shim
+}
+
+/// A running xenstore-snoop whose output is collected line by line.
+struct Snooper {
+    child: Child,
+    stdout: Arc<Mutex<Vec<String>>>,
+    stderr: Arc<Mutex<Vec<String>>>,
+}
+
+impl Snooper {
+    /// Starts the snooper on `shim` and waits until its events are enabled.
+    fn attach(shim: &Shim, args: &[&str]) -> Snooper {
+        let mut child = Command::new(common::bin("xenstore-snoop"))
+            .arg("--daemon-pid")
+            .arg(shim.pid().to_string())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start xenstore-snoop");
+        let stdout = collect(child.stdout.take().unwrap());
+        let stderr = collect(child.stderr.take().unwrap());
+        let mut s = Snooper {
+            child,
+            stdout,
+            stderr,
+        };
+        wait_for("the snooper to attach", TIMEOUT, || {
+            if let Ok(Some(status)) = s.child.try_wait() {
+                panic!("xenstore-snoop exited ({status}): {:?}", s.stderr());
+            }
+            s.stderr().iter().any(|l| l.contains("Ctrl-C to end."))
+        });
+        s
+    }
+
+    fn stdout(&self) -> Vec<String> {
+        self.stdout.lock().unwrap().clone()
+    }
+
+    fn stderr(&self) -> Vec<String> {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits until some output line satisfies `pred`.
+    fn wait_line(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let mut found = None;
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        while found.is_none() {
+            found = self.stdout().into_iter().find(|l| pred(l));
+            if std::time::Instant::now() > deadline {
+                panic!("no line {what} in:\n{}", self.stdout().join("\n"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        found.unwrap()
+    }
+
+    /// SIGINT, then the whole output and the exit status.
+    fn stop(mut self) -> (Vec<String>, Vec<String>, std::process::ExitStatus) {
+        unsafe { libc_kill(self.child.id() as i32, 2) };
+        let status = self.child.wait().unwrap();
+        // the reader threads finish at EOF
+        std::thread::sleep(Duration::from_millis(50));
+        (self.stdout(), self.stderr(), status)
+    }
+}
+
+impl Drop for Snooper {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn collect(pipe: impl std::io::Read + Send + 'static) -> Arc<Mutex<Vec<String>>> {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&lines);
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            match line {
+                Ok(l) => sink.lock().unwrap().push(l),
+                Err(_) => break,
+            }
+        }
+    });
+    lines
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+/// Runs a pyxs script against the shim's socket (only /usr/bin/python3 has pyxs).
+fn pyxs(socket: &Path, script: &str) {
+    let prelude = format!(
+        "from pyxs import Client\nc = Client(unix_socket_path={:?})\nc.connect()\n",
+        socket.display().to_string()
+    );
+    let out = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(prelude + script)
+        .output()
+        .expect("/usr/bin/python3");
+    assert!(
+        out.status.success(),
+        "pyxs script failed:\n{script}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Introduces domain `domid` (dom0's XS_INTRODUCE via pyxs) and gives it
+/// its home /local/domain/<domid>; returns the domain's own socket.
+fn introduce(shim: &Shim, domid: u32) -> PathBuf {
+    pyxs(
+        &shim.socket,
+        &format!("c.introduce_domain({domid}, 4242, 7)\nc.close()\n"),
+    );
+    let home = format!("/local/domain/{domid}");
+    shim.run(
+        "xenstore-write",
+        &[&format!("{home}/device/vbd/0/state"), "3"],
+    );
+    shim.run("xenstore-chmod", &["-r", &home, &format!("n{domid}")]);
+    let socket = shim.run_dir.join("domain").join(domid.to_string());
+    wait_for("the domain socket", TIMEOUT, || socket.exists());
+    socket
+}
+
+/// A Debian client connected as a guest domain.
+fn guest(socket: &Path, program: &str, args: &[&str]) -> std::process::Output {
+    Command::new(program)
+        .env("XENSTORED_PATH", socket)
+        .args(args)
+        .output()
+        .expect(program)
+}
+
+fn columns(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+#[test]
+fn classic_lines_for_real_clients() {
+    if !common::need_root("classic_lines_for_real_clients") {
+        return;
+    }
+    let shim = private_shim();
+    let dom6 = introduce(&shim, 6);
+    let snoop = Snooper::attach(&shim, &[]);
+
+    // dom0 via pyxs: the domain path, a transaction with one write.
+    pyxs(
+        &shim.socket,
+        "c.get_domain_path(6)\n\
+         c.transaction()\n\
+         c.write(b'/local/domain/6/data/tx-written', b'yes')\n\
+         assert c.commit()\n\
+         c.close()\n",
+    );
+    // dom0 watches, then a guest read, a missing node and a write firing it.
+    let mut watch = shim
+        .client("xenstore-watch")
+        .args(["-n", "2", "/local/domain/6/device"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    snoop.wait_line("for the WATCH", |l| {
+        l.contains("XS_WATCH: /local/domain/6/device")
+    });
+    let read = guest(&dom6, "xenstore-read", &["device/vbd/0/state"]);
+    assert_eq!(String::from_utf8_lossy(&read.stdout).trim(), "3");
+    let missing = guest(&dom6, "xenstore-read", &["device/vif/0/type"]);
+    assert!(!missing.status.success());
+    let write = guest(&dom6, "xenstore-write", &["device/vbd/0/state", "4"]);
+    assert!(write.status.success(), "{write:?}");
+    assert!(watch.wait().unwrap().success());
+
+    let header = snoop.stdout()[0].clone();
+    assert_eq!(columns(&header), ["DOM", "PID", "TX", "OP"]);
+    let gdp = snoop.wait_line("XS_GET_DOMAIN_PATH", |l| l.contains("XS_GET_DOMAIN_PATH:"));
+    let c = columns(&gdp);
+    assert_eq!(c[0], "0", "{gdp}");
+    assert_ne!(c[1], "0", "a dom0 client has a pid: {gdp}");
+    assert_eq!(c[2], "0", "{gdp}");
+    assert!(
+        gdp.ends_with("XS_GET_DOMAIN_PATH: 6 -> /local/domain/6"),
+        "{gdp}"
+    );
+
+    let start = snoop.wait_line("XS_TRANSACTION_START", |l| {
+        l.contains("XS_TRANSACTION_START")
+    });
+    let tx_id = start.rsplit("-> ").next().unwrap().trim().to_string();
+    assert!(tx_id.parse::<u32>().unwrap() > 0, "{start}");
+    let tx_write = snoop.wait_line("the write in the transaction", |l| {
+        l.contains("XS_WRITE: /local/domain/6/data/tx-written yes -> OK")
+    });
+    assert_eq!(columns(&tx_write)[2], tx_id, "{tx_write}");
+    let tx_end = snoop.wait_line("XS_TRANSACTION_END", |l| l.contains("XS_TRANSACTION_END"));
+    assert_eq!(columns(&tx_end)[2], tx_id, "{tx_end}");
+
+    let guest_read = snoop.wait_line("the guest read", |l| {
+        l.contains("XS_READ: device/vbd/0/state -> 3")
+    });
+    assert_eq!(columns(&guest_read)[..3], ["6", "0", "0"], "{guest_read}");
+    let enoent = snoop.wait_line("the ENOENT", |l| l.contains("device/vif/0/type"));
+    assert!(
+        enoent.ends_with("[ERROR] XS_READ: device/vif/0/type -> ENOENT"),
+        "{enoent}"
+    );
+    assert_eq!(columns(&enoent)[0], "6");
+    let event = snoop.wait_line("the watch event", |l| {
+        l.contains("XS_WATCH_EVENT: /local/domain/6/device/vbd/0/state")
+    });
+    let c = columns(&event);
+    assert_eq!((c[0], c[2]), ("0", "-"), "{event}");
+    assert_eq!(c.len(), 6, "path and token: {event}");
+
+    let (_, stderr, status) = snoop.stop();
+    assert!(status.success(), "{status} {stderr:?}");
+    let stats = stderr.iter().find(|l| l.contains("events seen")).unwrap();
+    assert!(stats.ends_with(", 0 lost"), "{stats}");
+}
+
+#[test]
+fn domain_filter_shows_only_that_domain() {
+    if !common::need_root("domain_filter_shows_only_that_domain") {
+        return;
+    }
+    let shim = private_shim();
+    let dom6 = introduce(&shim, 6);
+    let dom7 = introduce(&shim, 7);
+    let snoop = Snooper::attach(&shim, &["-d", "6"]);
+    shim.run("xenstore-write", &["/local/domain/6/from-dom0", "x"]);
+    assert!(guest(&dom7, "xenstore-read", &["device/vbd/0/state"])
+        .status
+        .success());
+    assert!(guest(&dom6, "xenstore-read", &["device/vbd/0/state"])
+        .status
+        .success());
+    assert!(guest(&dom6, "xenstore-write", &["done", "1"])
+        .status
+        .success());
+    snoop.wait_line("dom 6's last write", |l| {
+        l.contains("XS_WRITE: done 1 -> OK")
+    });
+    let (out, _, status) = snoop.stop();
+    assert!(status.success());
+    let lines = &out[1..];
+    assert!(lines.len() >= 2, "{out:?}");
+    for l in lines {
+        assert_eq!(columns(l)[0], "6", "a line of another domain: {l}");
+    }
+}
+
+#[test]
+fn json_lines_parse_with_the_schema() {
+    if !common::need_root("json_lines_parse_with_the_schema") {
+        return;
+    }
+    let shim = private_shim();
+    let snoop = Snooper::attach(&shim, &["--json", "-v"]);
+    shim.run("xenstore-write", &["/json/a", "line1\nline2"]);
+    let missing = shim
+        .client("xenstore-read")
+        .arg("/json/missing")
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    let mut watch = shim
+        .client("xenstore-watch")
+        .args(["-n", "2", "/json"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    snoop.wait_line("the WATCH", |l| l.contains("\"XS_WATCH\""));
+    shim.run("xenstore-write", &["/json/b", "2"]);
+    assert!(watch.wait().unwrap().success());
+    snoop.wait_line("the watch event", |l| {
+        l.contains("\"watch_event\"") && l.contains("/json/b")
+    });
+    let (out, _, status) = snoop.stop();
+    assert!(status.success());
+
+    let records: Vec<serde_json::Value> = out
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    for r in &records {
+        for key in [
+            "kind",
+            "ts",
+            "mono_ns",
+            "serial",
+            "conn",
+            "dom",
+            "pid",
+            "tx",
+            "req_id",
+            "op",
+            "path",
+            "value",
+            "result",
+            "error",
+            "error_reason",
+            "latency_us",
+            "fired_by",
+            "token",
+            "truncated",
+        ] {
+            assert!(r.get(key).is_some(), "{key} missing: {r}");
+        }
+    }
+    let write = records
+        .iter()
+        .find(|r| r["op"] == "XS_WRITE" && r["path"] == "/json/a")
+        .expect("the write");
+    assert_eq!(write["value"], "line1\nline2");
+    assert_eq!(write["result"], "OK");
+    assert!(write["latency_us"].as_f64().unwrap() > 0.0);
+    assert!(write["ts"].as_str().unwrap().ends_with('Z'));
+    let read = records
+        .iter()
+        .find(|r| r["op"] == "XS_READ" && r["path"] == "/json/missing")
+        .expect("the failed read");
+    assert_eq!(read["error"], "ENOENT");
+    let fired = records
+        .iter()
+        .find(|r| r["kind"] == "watch_event" && r["path"] == "/json/b")
+        .expect("the watch event");
+    let firer = records
+        .iter()
+        .find(|r| r["op"] == "XS_WRITE" && r["path"] == "/json/b")
+        .expect("the firing write");
+    assert_eq!(fired["fired_by"], firer["serial"]);
+    assert_eq!(fired["tx"], serde_json::Value::Null);
+    assert!(
+        records.iter().any(|r| r["kind"] == "conn_open"),
+        "-v shows connections"
+    );
+}
+
+/// The daemon's semaphores for every probe note, read from its memory.
+fn semaphores(shim: &Shim) -> Vec<u16> {
+    let pid = shim.pid();
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    let probes = xenstore_snoop::sdt::read_probes(&exe).unwrap();
+    // The first mapping of the binary is file offset 0.
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let base = maps
+        .lines()
+        .find(|l| l.ends_with(exe.to_str().unwrap()))
+        .map(|l| u64::from_str_radix(l.split('-').next().unwrap(), 16).unwrap())
+        .unwrap();
+    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
+    probes
+        .iter()
+        .map(|p| {
+            let mut b = [0u8; 2];
+            std::os::unix::fs::FileExt::read_exact_at(&mem, &mut b, base + sema_vaddr(&exe, p))
+                .unwrap();
+            u16::from_ne_bytes(b)
+        })
+        .collect()
+}
+
+/// The semaphore's offset from the load base, from the ELF itself.
+fn sema_vaddr(exe: &Path, probe: &xenstore_snoop::sdt::SdtProbe) -> u64 {
+    let out = Command::new("readelf").arg("-n").arg(exe).output().unwrap();
+    let notes = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = notes.lines();
+    while let Some(l) = lines.next() {
+        if l.trim() == format!("Name: {}", probe.name) {
+            let loc = lines.next().unwrap();
+            let sema = loc.rsplit("Semaphore: ").next().unwrap().trim();
+            return u64::from_str_radix(sema.trim_start_matches("0x"), 16).unwrap();
+        }
+    }
+    panic!("probe {} not in readelf -n", probe.name);
+}
+
+fn our_uprobes(group_pid: u32) -> Vec<String> {
+    std::fs::read_to_string("/sys/kernel/tracing/uprobe_events")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(&format!("xssnoop_{group_pid}/")))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn sigkilled_snooper_leaves_nothing_behind() {
+    if !common::need_root("sigkilled_snooper_leaves_nothing_behind") {
+        return;
+    }
+    let shim = private_shim();
+    assert!(semaphores(&shim).iter().all(|&s| s == 0));
+    let mut first = Snooper::attach(&shim, &[]);
+    let victim = first.child.id();
+    assert!(!our_uprobes(victim).is_empty());
+    assert!(
+        semaphores(&shim).iter().all(|&s| s > 0),
+        "{:?}",
+        semaphores(&shim)
+    );
+    shim.run("xenstore-write", &["/killed/a", "1"]);
+    first.wait_line("the write", |l| l.contains("XS_WRITE: /killed/a 1"));
+    first.child.kill().unwrap(); // SIGKILL
+    first.child.wait().unwrap();
+    // Its perf events closed with it: the probes are off already.
+    assert!(
+        semaphores(&shim).iter().all(|&s| s == 0),
+        "{:?}",
+        semaphores(&shim)
+    );
+
+    let second = Snooper::attach(&shim, &[]);
+    assert!(our_uprobes(victim).is_empty(), "stale group left");
+    assert!(second
+        .stderr()
+        .iter()
+        .any(|l| l.contains(&format!("removed stale uprobes of xssnoop_{victim}"))));
+    shim.run("xenstore-write", &["/killed/b", "2"]);
+    second.wait_line("the write", |l| l.contains("XS_WRITE: /killed/b 2"));
+    let me = second.child.id();
+    let (_, _, status) = second.stop();
+    assert!(status.success());
+    assert!(our_uprobes(me).is_empty(), "SIGINT leaves no group");
+    assert!(semaphores(&shim).iter().all(|&s| s == 0));
+}
+
+#[test]
+fn target_exit_ends_the_trace_cleanly() {
+    if !common::need_root("target_exit_ends_the_trace_cleanly") {
+        return;
+    }
+    let mut shim = private_shim();
+    let mut snoop = Snooper::attach(&shim, &[]);
+    shim.run("xenstore-write", &["/bye", "1"]);
+    snoop.wait_line("the write", |l| l.contains("XS_WRITE: /bye 1"));
+    shim.child.kill().unwrap();
+    shim.child.wait().unwrap();
+    let status = snoop.child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(status.success(), "{status}");
+    let err = snoop.stderr().join("\n");
+    assert!(err.contains("exited"), "{err}");
+    assert!(err.contains("events seen"), "{err}");
+    assert!(our_uprobes(snoop.child.id()).is_empty());
+}
+
+#[test]
+fn closed_pipe_exits_quietly() {
+    if !common::need_root("closed_pipe_exits_quietly") {
+        return;
+    }
+    let shim = private_shim();
+    let mut child = Command::new(common::bin("xenstore-snoop"))
+        .args(["--daemon-pid", &shim.pid().to_string(), "-c", "1000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut header = String::new();
+    out.read_line(&mut header).unwrap();
+    assert!(header.starts_with("DOM"));
+    drop(out); // like `| head -1`
+    for i in 0..20 {
+        shim.run("xenstore-write", &["/pipe", &i.to_string()]);
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{:?}", output);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !err.contains("Broken pipe") && !err.contains("panicked"),
+        "{err}"
+    );
+    assert!(err.contains("events seen"), "{err}");
+}
+
+#[test]
+fn errors_are_clear() {
+    let out = Command::new(common::bin("xenstore-snoop"))
+        .args(["--daemon-pid", "4000000000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("xenstore-snoop: "), "{err}");
+    let out = Command::new(common::bin("xenstore-snoop"))
+        .args(["--op", "NOT_AN_OP"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown operation"));
+    let help = Command::new(common::bin("xenstore-snoop"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Examples:"));
+}
