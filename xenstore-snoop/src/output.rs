@@ -126,9 +126,11 @@ impl TextStyle {
                 if r.error.is_some() {
                     l.push_str("[ERROR] ");
                 }
-                let _ = write!(l, "{}: {}", r.op_name(), escape(&r.path));
-                if !r.value.is_empty() {
-                    let _ = write!(l, " {}", escape(&r.value));
+                let _ = write!(l, "{}:", r.op_name());
+                for arg in [&r.path, &r.value] {
+                    if !arg.is_empty() {
+                        let _ = write!(l, " {}", escape(arg));
+                    }
                 }
                 let _ = write!(l, " -> {}", escape(r.result.as_deref().unwrap_or("?")));
                 if self.verbose {
@@ -301,6 +303,11 @@ mod tests {
             style.line(&w, &clock()),
             "0   100    -   XS_WATCH_EVENT: /local/domain/6/x FFFF0001"
         );
+        p.push(ev(Probe::Request, 5, 6, "", ""));
+        let r = p.push(ev(Probe::Response, 5, 6, "930", "")).unwrap();
+        assert!(style
+            .line(&r, &clock())
+            .ends_with("XS_TRANSACTION_START: -> 930"));
         p.push(ev(Probe::Request, 4, 2, "/n", ""));
         let left = p.unanswered();
         assert!(style.line(&left[0], &clock()).ends_with("XS_READ: /n -> ?"));

@@ -2,7 +2,7 @@
 //! watch events and connection/transaction events pass through as records.
 
 use crate::event::{Event, Probe};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use xenstored_probes::wire;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -132,12 +132,18 @@ impl Record {
 }
 
 /// Requests waiting for their reply, and replies seen before their request
-/// (per-CPU rings are drained one after the other).
+/// (per-CPU rings are drained one after the other). Keyed by serial, so
+/// when lost events leave halves unmatched, the oldest go first.
 #[derive(Default)]
 pub struct Pairing {
-    requests: HashMap<u64, Event>,
-    early_replies: HashMap<u64, Event>,
+    requests: BTreeMap<u64, Event>,
+    early_replies: BTreeMap<u64, Event>,
+    /// Halves dropped to bound memory.
+    pub dropped: u64,
 }
+
+/// Unmatched halves kept at most (each side).
+const MAX_UNMATCHED: usize = 1 << 18;
 
 impl Pairing {
     pub fn new() -> Pairing {
@@ -151,6 +157,10 @@ impl Pairing {
                 Some(resp) => Some(Record::pair(ev, Some(resp))),
                 None => {
                     self.requests.insert(ev.serial, ev);
+                    if self.requests.len() > MAX_UNMATCHED {
+                        self.requests.pop_first();
+                        self.dropped += 1;
+                    }
                     None
                 }
             },
@@ -158,6 +168,10 @@ impl Pairing {
                 Some(req) => Some(Record::pair(req, Some(ev))),
                 None => {
                     self.early_replies.insert(ev.serial, ev);
+                    if self.early_replies.len() > MAX_UNMATCHED {
+                        self.early_replies.pop_first();
+                        self.dropped += 1;
+                    }
                     None
                 }
             },
@@ -170,10 +184,11 @@ impl Pairing {
 
     /// At exit: the requests that never got a reply, oldest first.
     pub fn unanswered(&mut self) -> Vec<Record> {
-        let mut reqs: Vec<Event> = self.requests.drain().map(|(_, e)| e).collect();
-        reqs.sort_by_key(|e| e.serial);
         self.early_replies.clear();
-        reqs.into_iter().map(|e| Record::pair(e, None)).collect()
+        std::mem::take(&mut self.requests)
+            .into_values()
+            .map(|e| Record::pair(e, None))
+            .collect()
     }
 }
 
@@ -233,6 +248,18 @@ pub(crate) mod tests {
         let left = p.unanswered();
         assert_eq!(left.iter().map(|r| r.serial).collect::<Vec<_>>(), [8, 9]);
         assert_eq!(left[0].result, None);
+    }
+
+    #[test]
+    fn unmatched_halves_are_bounded() {
+        let mut p = Pairing::new();
+        for serial in 1..=(MAX_UNMATCHED as u64 + 2) {
+            p.push(ev(Probe::Request, serial, 2, "/a", ""));
+        }
+        assert_eq!(p.dropped, 2);
+        // the oldest went
+        assert!(p.push(ev(Probe::Response, 2, 2, "x", "")).is_none());
+        assert!(p.push(ev(Probe::Response, 3, 2, "x", "")).is_some());
     }
 
     #[test]

@@ -165,10 +165,9 @@ pub fn run(args: &Args) -> Result<i32> {
         "xenstore-snoop: {} events seen, {} lost{}",
         loop_.seen,
         lost,
-        if loop_.undecodable > 0 {
-            format!(", {} undecodable", loop_.undecodable)
-        } else {
-            String::new()
+        match (loop_.undecodable, loop_.pairing.dropped) {
+            (0, 0) => String::new(),
+            (u, d) => format!(", {u} undecodable, {d} unmatched requests/replies dropped"),
         }
     );
     Ok(0)
