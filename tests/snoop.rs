@@ -626,3 +626,71 @@ fn summary_tables_count_ops_and_domains() {
     assert_eq!(row("6")[1..3], ["1", "1"], "dom 6: one read, one error");
     assert_eq!(row("/summary/a")[1], "5");
 }
+
+#[test]
+fn timestamp_and_latency_columns() {
+    if !common::need_root("timestamp_and_latency_columns") {
+        return;
+    }
+    let shim = private_shim();
+    let snoop = Snooper::attach(&shim, &["-T", "-L"]);
+    shim.run("xenstore-write", &["/cols", "1"]);
+    let line = snoop.wait_line("the write", |l| l.contains("XS_WRITE: /cols 1 -> OK"));
+    let (out, _, _) = snoop.stop();
+    assert_eq!(
+        columns(&out[0]),
+        ["TIME", "DOM", "PID", "TX", "LAT(us)", "OP"]
+    );
+    let c = columns(&line);
+    // HH:MM:SS.µµµµµµ of now (UTC), then dom, pid, tx, latency
+    let time = chrono_like(c[0]);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        % 86400.0;
+    assert!((now - time).abs() < 60.0, "{line}");
+    assert_eq!(c[0].len(), 15, "{line}");
+    let lat: f64 = c[4].parse().unwrap();
+    assert!(lat > 0.0 && lat < 1e6, "{line}");
+}
+
+/// Seconds of the day of `HH:MM:SS.ffffff`.
+fn chrono_like(t: &str) -> f64 {
+    let parts: Vec<f64> = t.split(':').map(|p| p.parse().unwrap()).collect();
+    parts[0] * 3600.0 + parts[1] * 60.0 + parts[2]
+}
+
+#[test]
+fn not_root_is_a_clear_error() {
+    if !common::need_root("not_root_is_a_clear_error") {
+        return;
+    }
+    // A copy under /tmp, so the build tree's permissions don't matter.
+    let dir = private_dir("snoop-nobody");
+    let binary = dir.join("xenstore-snoop");
+    std::fs::copy(common::bin("xenstore-snoop"), &binary).unwrap();
+    let run = || {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&binary)
+            .output()
+            .expect("setpriv (util-linux)")
+    };
+    let mut out = run();
+    // ETXTBSY while a sibling test's fork still holds the copy's write fd.
+    for _ in 0..100 {
+        if !String::from_utf8_lossy(&out.stderr).contains("Text file busy") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        out = run();
+    }
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("xenstore-snoop: ") && err.contains("root"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -11,7 +11,6 @@ use std::sync::atomic::{fence, Ordering};
 
 const SAMPLE_TYPE: u64 = sys::bindings::PERF_SAMPLE_TID as u64
     | sys::bindings::PERF_SAMPLE_TIME as u64
-    | sys::bindings::PERF_SAMPLE_CPU as u64
     | sys::bindings::PERF_SAMPLE_RAW as u64;
 
 /// One sample as it sits in the ring.
@@ -19,7 +18,6 @@ pub struct Sample<'a> {
     pub time_ns: u64,
     pub pid: u32,
     pub tid: u32,
-    pub cpu: u32,
     /// The tracepoint record (starts with common_type).
     pub raw: &'a [u8],
 }
@@ -260,17 +258,16 @@ fn copy_out(data: *const u8, size: usize, at: usize, len: usize, scratch: &mut V
     scratch
 }
 
-/// header, pid/tid, time, cpu/res, raw size, raw data.
+/// header, pid/tid, time, raw size, raw data (SAMPLE_TYPE's order).
 fn parse_sample(rec: &[u8]) -> Option<Sample<'_>> {
     let u32_at = |o: usize| Some(u32::from_ne_bytes(rec.get(o..o + 4)?.try_into().ok()?));
     let u64_at = |o: usize| Some(u64::from_ne_bytes(rec.get(o..o + 8)?.try_into().ok()?));
-    let raw_len = u32_at(32)? as usize;
+    let raw_len = u32_at(24)? as usize;
     Some(Sample {
         pid: u32_at(8)?,
         tid: u32_at(12)?,
         time_ns: u64_at(16)?,
-        cpu: u32_at(24)?,
-        raw: rec.get(36..36 + raw_len)?,
+        raw: rec.get(28..28 + raw_len)?,
     })
 }
 
@@ -291,15 +288,10 @@ mod tests {
         rec.extend_from_slice(&5u32.to_ne_bytes());
         rec.extend_from_slice(&6u32.to_ne_bytes());
         rec.extend_from_slice(&77u64.to_ne_bytes());
-        rec.extend_from_slice(&1u32.to_ne_bytes());
-        rec.extend_from_slice(&0u32.to_ne_bytes());
         rec.extend_from_slice(&3u32.to_ne_bytes());
         rec.extend_from_slice(b"abc");
         let s = parse_sample(&rec).unwrap();
-        assert_eq!(
-            (s.pid, s.tid, s.time_ns, s.cpu, s.raw),
-            (5, 6, 77, 1, &b"abc"[..])
-        );
+        assert_eq!((s.pid, s.tid, s.time_ns, s.raw), (5, 6, 77, &b"abc"[..]));
         assert!(parse_sample(&rec[..30]).is_none());
     }
 
