@@ -715,3 +715,36 @@ fn finds_the_daemon_by_its_binary() {
     let (_, _, status) = snoop.stop();
     assert!(status.success());
 }
+
+#[test]
+fn lost_events_are_counted_exactly() {
+    if !common::need_root("lost_events_are_counted_exactly") {
+        return;
+    }
+    const N: u64 = 10_000;
+    let shim = private_shim();
+    let snoop = Snooper::attach(&shim, &["--ring-mb", "1"]);
+    // A snooper that does not read: the 1 MiB rings overflow.
+    unsafe { libc_kill(snoop.child.id() as i32, 19) }; // SIGSTOP
+    pyxs(
+        &shim.socket,
+        &format!("for i in range({N}):\n    c.write(b'/lost', b'%d' % i)\nc.close()\n"),
+    );
+    unsafe { libc_kill(snoop.child.id() as i32, 18) }; // SIGCONT
+    let (_, err, status) = snoop.stop();
+    assert!(status.success());
+    let stats = err.iter().find(|l| l.contains("events seen")).unwrap();
+    // "xenstore-snoop: S events seen, L lost"
+    let nums: Vec<u64> = stats
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let (seen, lost) = (nums[0], nums[1]);
+    assert!(lost > 0, "{stats}");
+    // every request and reply, plus the connection's open and close
+    assert_eq!(seen + lost, 2 * N + 2, "{stats}");
+    assert!(
+        err.iter().any(|l| l.contains("events lost so far")),
+        "{err:?}"
+    );
+}

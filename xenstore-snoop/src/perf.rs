@@ -4,7 +4,7 @@
 //! Killing the reader closes the fds, which unregisters the uprobes and
 //! drops the daemon's semaphores back to zero: nothing is left firing.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use perf_event_open_sys as sys;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{fence, Ordering};
@@ -35,7 +35,10 @@ pub struct Rings {
     /// Every event fd, kept open for as long as we trace.
     fds: Vec<OwnedFd>,
     scratch: Vec<u8>,
-    pub lost: u64,
+    /// Whether read() on the fds reports lost samples (PERF_FORMAT_LOST).
+    read_lost: bool,
+    /// Lost samples announced by PERF_RECORD_LOST records.
+    lost_records: u64,
 }
 
 impl Drop for Ring {
@@ -97,12 +100,26 @@ impl Rings {
                 fds.push(fd);
             }
         }
+        let read_lost = fds.iter().all(|fd| fd_lost(fd).is_some());
         Ok(Rings {
             rings,
             fds,
             scratch: Vec::new(),
-            lost: 0,
+            read_lost,
+            lost_records: 0,
         })
+    }
+
+    /// Samples dropped because a ring was full. PERF_RECORD_LOST only
+    /// arrives with the next sample that fits, so when the kernel can say
+    /// (PERF_FORMAT_LOST, Linux 6.0+) we ask it, which counts the tail too.
+    pub fn lost(&self) -> u64 {
+        if self.read_lost {
+            let counted: u64 = self.fds.iter().filter_map(fd_lost).sum();
+            counted.max(self.lost_records)
+        } else {
+            self.lost_records
+        }
     }
 
     pub fn enable(&self) -> Result<()> {
@@ -161,7 +178,7 @@ impl Rings {
                         }
                     }
                     sys::bindings::PERF_RECORD_LOST if rec.len() >= 24 => {
-                        self.lost += u64::from_ne_bytes(rec[16..24].try_into().unwrap());
+                        self.lost_records += u64::from_ne_bytes(rec[16..24].try_into().unwrap());
                     }
                     _ => {}
                 }
@@ -179,12 +196,40 @@ impl Ring {
     }
 }
 
+/// The lost-sample count read() reports with PERF_FORMAT_LOST.
+fn fd_lost(fd: &OwnedFd) -> Option<u64> {
+    let mut buf = [0u64; 2]; // value, lost
+    let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), 16) };
+    (n == 16).then_some(buf[1])
+}
+
 fn open_event(id: u16, cpu: u32, data_size: usize) -> Result<OwnedFd> {
+    match open_event_with(id, cpu, data_size, sys::bindings::PERF_FORMAT_LOST as u64) {
+        // Kernels before 6.0 reject PERF_FORMAT_LOST; records still count.
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => open_event_with(id, cpu, data_size, 0),
+        r => r,
+    }
+    .map_err(|e| {
+        if e.raw_os_error() == Some(libc::EACCES) || e.raw_os_error() == Some(libc::EPERM) {
+            anyhow::anyhow!("perf_event_open on CPU {cpu}: {e}: run xenstore-snoop as root")
+        } else {
+            anyhow::Error::new(e).context(format!("perf_event_open for event {id} on CPU {cpu}"))
+        }
+    })
+}
+
+fn open_event_with(
+    id: u16,
+    cpu: u32,
+    data_size: usize,
+    read_format: u64,
+) -> std::io::Result<OwnedFd> {
     let mut attr = sys::bindings::perf_event_attr {
         type_: sys::bindings::PERF_TYPE_TRACEPOINT,
         size: std::mem::size_of::<sys::bindings::perf_event_attr>() as u32,
         config: id as u64,
         sample_type: SAMPLE_TYPE,
+        read_format,
         ..Default::default()
     };
     attr.__bindgen_anon_1.sample_period = 1;
@@ -205,11 +250,7 @@ fn open_event(id: u16, cpu: u32, data_size: usize) -> Result<OwnedFd> {
         )
     };
     if fd < 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EACCES) || e.raw_os_error() == Some(libc::EPERM) {
-            bail!("perf_event_open on CPU {cpu}: {e}: run xenstore-snoop as root");
-        }
-        return Err(e).with_context(|| format!("perf_event_open for event {id} on CPU {cpu}"));
+        return Err(std::io::Error::last_os_error());
     }
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }

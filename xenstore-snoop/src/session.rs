@@ -148,7 +148,7 @@ pub fn run(args: &Args) -> Result<i32> {
         undecodable: 0,
     };
     let stop = loop_.trace(&mut rings, &decoders, target.pid, &stop_flag);
-    let lost = rings.lost;
+    let lost = rings.lost();
     // Close the perf events before deleting the uprobes they use.
     drop(rings);
     group.remove()?;
@@ -202,11 +202,21 @@ impl<W: Write> Loop<'_, W> {
         let interval = self.args.interval.map(Duration::from_secs_f64);
         let mut next_report = interval.map(|i| start + i);
         let mut batch: Vec<Event> = Vec::new();
-        if !self.args.json && !self.args.summary {
-            self.emit(&self.style.header())?;
+        if !self.args.json && !self.args.summary && self.emit(&self.style.header()).is_err() {
+            return Ok(Stop::PipeClosed);
         }
+        let mut lost_reported = 0;
         let stop = loop {
             rings.wait(100)?;
+            let lost = rings.lost();
+            if lost > lost_reported {
+                // Said at once, not only in the final count.
+                eprintln!(
+                    "xenstore-snoop: {} events lost so far (ring buffer full; try a larger --ring-mb)",
+                    lost
+                );
+                lost_reported = lost;
+            }
             let alive = target::alive(daemon);
             // Drain after checking liveness so nothing the daemon fired is missed.
             if let Some(stop) = self.drain(rings, decoders, daemon, &mut batch)? {
@@ -224,7 +234,8 @@ impl<W: Write> Loop<'_, W> {
             }
             if let (Some(at), Some(every)) = (next_report, interval) {
                 if now >= at {
-                    let tables = self.summary.render(10);
+                    let stamp = chrono::Local::now().format("%H:%M:%S");
+                    let tables = format!("{stamp}\n{}", self.summary.render(10));
                     if self.emit(&tables).is_err() {
                         break Stop::PipeClosed;
                     }
