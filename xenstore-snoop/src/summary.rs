@@ -112,7 +112,10 @@ impl Summary {
                 });
             fan.add_row(vec![who, n.to_string()]);
         }
-        out += &format!("watch events: {}\n{fan}\n", self.watch_events);
+        out += &format!("watch events: {}\n", self.watch_events);
+        if !self.fanout.is_empty() {
+            out += &format!("{fan}\n");
+        }
         out
     }
 }
