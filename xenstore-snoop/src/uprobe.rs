@@ -155,6 +155,8 @@ pub fn remove_stale_groups(tracefs: &Path) -> Result<Vec<String>> {
             }
             // Still in use by a live reader we misjudged: leave it.
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+            // Another snooper starting at the same time removed it first.
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
             Err(e) => {
                 return Err(e).with_context(|| format!("removing stale uprobe {group}/{event}"))
             }
