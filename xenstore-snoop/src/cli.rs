@@ -61,7 +61,7 @@ pub struct Args {
     pub count: Option<u64>,
 
     /// Exit after SECS seconds
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
     pub duration: Option<f64>,
 
     /// Add a wall-clock timestamp column (µs)
@@ -89,12 +89,21 @@ pub struct Args {
     pub summary: bool,
 
     /// With --summary: also print the tables every SECS seconds
-    #[arg(long, value_name = "SECS", requires = "summary")]
+    #[arg(long, value_name = "SECS", requires = "summary", value_parser = positive_secs)]
     pub interval: Option<f64>,
 
     /// Per-CPU ring buffer size in MiB (rounded up to a power of two)
-    #[arg(long, value_name = "MIB", default_value_t = 16)]
-    pub ring_mb: usize,
+    #[arg(long, value_name = "MIB", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub ring_mb: u32,
+}
+
+/// A duration in seconds: finite and above zero.
+fn positive_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v < 1e9 => Ok(v),
+        _ => Err(format!("{s:?} is not a positive number of seconds")),
+    }
 }
 
 pub fn command() -> clap::Command {
@@ -131,6 +140,11 @@ mod tests {
         assert_eq!(a.count, Some(5));
         assert!(Args::try_parse_from(["xenstore-snoop", "-T", "--relative"]).is_err());
         assert!(Args::try_parse_from(["xenstore-snoop", "--interval", "1"]).is_err());
+        for bad in ["-1", "0", "NaN", "inf", "x"] {
+            assert!(Args::try_parse_from(["xenstore-snoop", "--duration", bad]).is_err());
+        }
+        let a = Args::try_parse_from(["xenstore-snoop", "--duration", "0.5"]).unwrap();
+        assert_eq!(a.duration, Some(0.5));
     }
 }
 

@@ -113,7 +113,11 @@ pub fn run(args: &Args) -> Result<i32> {
     }
     let ids: Vec<u16> = decoders.keys().copied().collect();
     let kernel_filter = filter.kernel_filter();
-    let mut rings = Rings::open(&ids, args.ring_mb << 20, kernel_filter.as_deref())?;
+    let mut rings = Rings::open(
+        &ids,
+        (args.ring_mb as usize) << 20,
+        kernel_filter.as_deref(),
+    )?;
     rings.enable()?;
     let clock = Clock::now();
     eprintln!(
