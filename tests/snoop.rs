@@ -748,3 +748,42 @@ fn lost_events_are_counted_exactly() {
         "{err:?}"
     );
 }
+
+#[test]
+fn user_space_filters_on_concurrent_snoopers() {
+    if !common::need_root("user_space_filters_on_concurrent_snoopers") {
+        return;
+    }
+    let shim = private_shim();
+    // Three snoopers on one daemon at once, each with its own uprobe group.
+    let failed = Snooper::attach(&shim, &["-x"]);
+    let writes = Snooper::attach(&shim, &["--op", "WRITE", "--path", "^/keep/"]);
+    let quiet = Snooper::attach(&shim, &["--no-watch-events", "--op", "WATCH_EVENT,RM"]);
+    let mut watch = shim
+        .client("xenstore-watch")
+        .args(["-n", "2", "/keep"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    writes.wait_line("nothing but a header yet", |l| l.starts_with("DOM"));
+    std::thread::sleep(Duration::from_millis(300)); // the watch registers
+    shim.run("xenstore-write", &["/keep/a", "1", "/drop/b", "2"]);
+    assert!(watch.wait().unwrap().success());
+    let _ = shim.client("xenstore-read").arg("/keep/missing").output();
+    shim.run("xenstore-rm", &["/drop"]);
+    writes.wait_line("the /keep write", |l| l.contains("XS_WRITE: /keep/a 1"));
+    failed.wait_line("the failed read", |l| l.contains("/keep/missing"));
+    quiet.wait_line("the rm", |l| l.contains("XS_RM: /drop -> OK"));
+
+    let body = |s: Snooper| -> Vec<String> {
+        let (out, _, status) = s.stop();
+        assert!(status.success());
+        out[1..].to_vec()
+    };
+    let failed = body(failed);
+    assert!(!failed.is_empty());
+    assert!(failed.iter().all(|l| l.contains("[ERROR] ")), "{failed:?}");
+    assert_eq!(body(writes).len(), 1);
+    let quiet = body(quiet);
+    assert!(quiet.iter().all(|l| l.contains("XS_RM:")), "{quiet:?}");
+}
