@@ -787,3 +787,33 @@ fn user_space_filters_on_concurrent_snoopers() {
     let quiet = body(quiet);
     assert!(quiet.iter().all(|l| l.contains("XS_RM:")), "{quiet:?}");
 }
+
+#[test]
+fn pid_filter_shows_one_dom0_client() {
+    if !common::need_root("pid_filter_shows_one_dom0_client") {
+        return;
+    }
+    let shim = private_shim();
+    // A pyxs client that waits for a go, so its pid is known beforehand.
+    let mut client = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(format!(
+            "import sys\nfrom pyxs import Client\nsys.stdin.readline()\n\
+             c = Client(unix_socket_path={:?})\nc.connect()\n\
+             c.write(b'/mine', b'1')\nc.read(b'/mine')\nc.close()\n",
+            shim.socket.display().to_string()
+        ))
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = client.id().to_string();
+    let snoop = Snooper::attach(&shim, &["-p", &pid, "--duration", "60"]);
+    shim.run("xenstore-write", &["/theirs", "1"]);
+    std::io::Write::write_all(client.stdin.as_mut().unwrap(), b"go\n").unwrap();
+    assert!(client.wait().unwrap().success());
+    snoop.wait_line("the client's read", |l| l.contains("XS_READ: /mine -> 1"));
+    let (out, _, _) = snoop.stop();
+    let body = &out[1..];
+    assert_eq!(body.len(), 2, "{body:?}");
+    assert!(body.iter().all(|l| columns(l)[1] == pid), "{body:?}");
+}

@@ -41,6 +41,26 @@ pub struct Rings {
     lost_records: u64,
 }
 
+impl Drop for Rings {
+    /// Closing the last perf event of a uprobe unregisters it, which waits
+    /// for an RCU grace period (~0.1 s on a busy host): close all at once.
+    fn drop(&mut self) {
+        let fds = std::mem::take(&mut self.fds);
+        let rings = std::mem::take(&mut self.rings);
+        std::thread::scope(|s| {
+            for fd in fds {
+                s.spawn(move || drop(fd));
+            }
+            for ring in rings {
+                s.spawn(move || drop(ring));
+            }
+        });
+    }
+}
+
+// SAFETY: a Ring owns its mapping outright; nothing else points into it.
+unsafe impl Send for Ring {}
+
 impl Drop for Ring {
     fn drop(&mut self) {
         unsafe { libc::munmap(self.base.cast(), self.len) };
