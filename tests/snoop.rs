@@ -118,8 +118,12 @@ impl Snooper {
     }
 
     /// SIGINT, then the whole output and the exit status.
-    fn stop(mut self) -> (Vec<String>, Vec<String>, std::process::ExitStatus) {
-        unsafe { libc_kill(self.child.id() as i32, 2) };
+    fn stop(self) -> (Vec<String>, Vec<String>, std::process::ExitStatus) {
+        self.stop_with(2)
+    }
+
+    fn stop_with(mut self, signal: i32) -> (Vec<String>, Vec<String>, std::process::ExitStatus) {
+        unsafe { libc_kill(self.child.id() as i32, signal) };
         let status = self.child.wait().unwrap();
         // the reader threads finish at EOF
         std::thread::sleep(Duration::from_millis(50));
@@ -279,8 +283,10 @@ fn classic_lines_for_real_clients() {
     assert_eq!((c[0], c[2]), ("0", "-"), "{event}");
     assert_eq!(c.len(), 6, "path and token: {event}");
 
+    let me = snoop.child.id();
     let (_, stderr, status) = snoop.stop();
     assert!(status.success(), "{status} {stderr:?}");
+    assert!(our_uprobes(me).is_empty(), "SIGINT leaves no group");
     let stats = stderr.iter().find(|l| l.contains("events seen")).unwrap();
     assert!(stats.ends_with(", 0 lost"), "{stats}");
 }
@@ -483,9 +489,9 @@ fn sigkilled_snooper_leaves_nothing_behind() {
     shim.run("xenstore-write", &["/killed/b", "2"]);
     second.wait_line("the write", |l| l.contains("XS_WRITE: /killed/b 2"));
     let me = second.child.id();
-    let (_, _, status) = second.stop();
+    let (_, _, status) = second.stop_with(15);
     assert!(status.success());
-    assert!(our_uprobes(me).is_empty(), "SIGINT leaves no group");
+    assert!(our_uprobes(me).is_empty(), "SIGTERM leaves no group");
     assert!(semaphores(&shim).iter().all(|&s| s == 0));
 }
 
