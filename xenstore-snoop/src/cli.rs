@@ -88,7 +88,7 @@ pub struct Args {
     #[arg(long)]
     pub summary: bool,
 
-    /// With --summary: also print the tables every SECS seconds
+    /// With --summary: also print the tables (cumulative, after a time line) every SECS seconds
     #[arg(long, value_name = "SECS", requires = "summary", value_parser = positive_secs)]
     pub interval: Option<f64>,
 

@@ -122,7 +122,7 @@ mod tests {
     fn parses_a_captured_uprobe_format() {
         let f = Format::parse(REQUEST_FORMAT).unwrap();
         assert_eq!(f.name, "request");
-        assert_eq!(f.id, 2326);
+        assert_eq!(f.id, 2332);
         let s1 = f.field("s1").unwrap();
         assert_eq!((s1.offset, s1.size, s1.data_loc), (72, 4, true));
         let dom = f.field("dom").unwrap();
