@@ -70,18 +70,9 @@ impl Daemon {
         Ok(())
     }
 
-    /// CPU time of all the daemon's threads so far, in ns (schedstat).
+    /// CPU time of all the daemon's threads so far, in ns.
     pub fn cpu_ns(&self) -> Result<u64> {
-        let mut total = 0;
-        for task in std::fs::read_dir(format!("/proc/{}/task", self.pid()))? {
-            let stat = std::fs::read_to_string(task?.path().join("schedstat"))?;
-            total += stat
-                .split_whitespace()
-                .next()
-                .and_then(|v| v.parse::<u64>().ok())
-                .context("bad schedstat")?;
-        }
-        Ok(total)
+        cpu_ns(self.pid())
     }
 
     /// Resident set size in KiB (VmRSS).
@@ -101,6 +92,20 @@ impl Drop for Daemon {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// CPU time of all threads of process `pid` so far, in ns (schedstat).
+pub fn cpu_ns(pid: u32) -> Result<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let stat = std::fs::read_to_string(task?.path().join("schedstat"))?;
+        total += stat
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<u64>().ok())
+            .context("bad schedstat")?;
+    }
+    Ok(total)
 }
 
 /// A fresh directory for one daemon or tracer of this run.

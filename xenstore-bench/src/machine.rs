@@ -6,6 +6,9 @@ pub struct Machine {
     pub kernel: String,
     pub date: String,
     pub load: String,
+    /// Tracers running at the start that are not ours: they tax every
+    /// figure (a bpftrace on syscalls slows every daemon's sendto).
+    pub foreign_tracers: Vec<String>,
 }
 
 fn command(program: &str, args: &[&str]) -> String {
@@ -30,6 +33,7 @@ impl Machine {
             kernel: command("uname", &["-r"]),
             date: command("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
             load: load(),
+            foreign_tracers: foreign_tracers(),
         }
     }
 }
@@ -40,4 +44,31 @@ pub fn load() -> String {
         .ok()
         .and_then(|s| s.split_whitespace().next().map(str::to_string))
         .unwrap_or_else(|| "?".into())
+}
+
+/// Running bpftrace, xenstore-snoop, perf or stap processes, and uprobe
+/// events defined in tracefs.
+pub fn foreign_tracers() -> Vec<String> {
+    let mut found = Vec::new();
+    let tracer_names = ["bpftrace", "xenstore-snoop", "perf", "stap"];
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let pid = entry.file_name().to_string_lossy().into_owned();
+            if !pid.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+            if tracer_names.contains(&comm.trim()) {
+                let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+                let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                found.push(format!("pid {pid}: {}", cmdline.trim()));
+            }
+        }
+    }
+    let uprobes = std::fs::read_to_string("/sys/kernel/tracing/uprobe_events").unwrap_or_default();
+    let n = uprobes.lines().filter(|l| !l.trim().is_empty()).count();
+    if n > 0 {
+        found.push(format!("{n} uprobe events defined in tracefs"));
+    }
+    found
 }

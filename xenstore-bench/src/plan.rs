@@ -154,8 +154,10 @@ pub fn idle_probes(b: &Builds, budget: &Budget) -> Comparison {
 
 pub struct SnoopResult {
     pub comparison: Comparison,
-    /// The snooper's own seen/lost reports from its runs.
+    /// The snooper's own seen/lost reports (and CPU use) from its runs.
     pub snoop_counts: Vec<Counts>,
+    /// bpftrace's CPU use from its runs.
+    pub bpftrace_counts: Vec<Counts>,
 }
 
 /// Section 3: The shim unsnooped, with bare uprobes (the kernel's floor),
@@ -180,6 +182,7 @@ pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopRes
         Case::raw(Workload::Write, MAX_CONNS, Pin::Free),
     ];
     let mut snoop_counts = Vec::new();
+    let mut bpftrace_counts = Vec::new();
     let mut other_counts = Vec::new();
     let comparison = Comparison::run(
         "snooping",
@@ -204,7 +207,7 @@ pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopRes
                     run(&shim, None, &mut other_counts)
                 }
                 2 => run(&shim, Some((&snoop, &b.shim)), &mut snoop_counts),
-                3 => run(&shim, Some((&bpftrace, &b.shim)), &mut other_counts),
+                3 => run(&shim, Some((&bpftrace, &b.shim)), &mut bpftrace_counts),
                 4 => run(&c, None, &mut other_counts),
                 _ => run(&c_trace, None, &mut other_counts),
             }
@@ -213,6 +216,7 @@ pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopRes
     SnoopResult {
         comparison,
         snoop_counts,
+        bpftrace_counts,
     }
 }
 

@@ -278,6 +278,15 @@ pub fn render(r: &Results) -> String {
         b.rounds,
         b.idle_rounds
     );
+    if m.foreign_tracers.is_empty() {
+        let _ = writeln!(s, "No other tracer was running when the run started.\n");
+    } else {
+        let _ = writeln!(
+            s,
+            "**Other tracers were running when the run started** (they tax every figure): {}.\n",
+            m.foreign_tracers.join("; ")
+        );
+    }
     let _ = writeln!(
         s,
         "## Goals\n\n| goal | target | measured | verdict |\n|---|---|---|---|"
@@ -337,9 +346,23 @@ pub fn render(r: &Results) -> String {
         );
         let seen: u64 = sn.snoop_counts.iter().filter_map(|c| c.seen).sum();
         let lost: u64 = sn.snoop_counts.iter().filter_map(|c| c.lost).sum();
+        let cpu_per_op = |counts: &[crate::tracers::Counts], k: usize| {
+            let cpu: u64 = counts.iter().filter_map(|c| c.cpu_ns).sum();
+            let ops: u64 = c
+                .samples
+                .iter()
+                .flat_map(|per| &per[k])
+                .map(|x| x.ops)
+                .sum();
+            cpu as f64 / 1000.0 / ops.max(1) as f64
+        };
         let _ = writeln!(
             s,
-            "\nxenstore-snoop over these runs reported {seen} events seen, {lost} lost."
+            "\nxenstore-snoop over these runs reported {seen} events seen, {lost} lost. \
+             Tracer CPU per op (the tracer process itself, attach to detach): xenstore-snoop \
+             {:.1} µs, bpftrace {:.1} µs.",
+            cpu_per_op(&sn.snoop_counts, 2),
+            cpu_per_op(&sn.bpftrace_counts, 3)
         );
     }
     if let Some(c) = &r.firing {
@@ -384,23 +407,28 @@ pub fn render(r: &Results) -> String {
             Ok(steps) => {
                 let _ = writeln!(
                     s,
-                    "| target events/s | achieved events/s | fired | seen | lost |\n|---|---|---|---|---|"
+                    "| target events/s | achieved events/s | fired | seen | lost | snooper CPU ns/event |\n|---|---|---|---|---|---|"
                 );
                 for st in steps {
                     let opt = |x: Option<u64>| x.map_or("?".into(), |v| v.to_string());
-                    let _ = writeln!(
-                        s,
-                        "| {} | {} | {} | {} | {} |",
-                        if st.target_rate == 0.0 {
-                            "unpaced".into()
-                        } else {
-                            ops(st.target_rate)
-                        },
-                        ops(st.achieved_rate),
-                        st.fired,
-                        opt(st.counts.seen),
-                        opt(st.counts.lost)
-                    );
+                    let _ =
+                        writeln!(
+                            s,
+                            "| {} | {} | {} | {} | {} | {} |",
+                            if st.target_rate == 0.0 {
+                                "unpaced".into()
+                            } else {
+                                ops(st.target_rate)
+                            },
+                            ops(st.achieved_rate),
+                            st.fired,
+                            opt(st.counts.seen),
+                            opt(st.counts.lost),
+                            st.counts.cpu_ns.zip(st.counts.seen).map_or(
+                                "?".into(),
+                                |(c, n)| format!("{:.0}", c as f64 / n.max(1) as f64)
+                            )
+                        );
                 }
             }
             Err(e) => {

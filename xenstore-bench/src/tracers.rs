@@ -32,6 +32,8 @@ pub struct Tracer {
 pub struct Counts {
     pub seen: Option<u64>,
     pub lost: Option<u64>,
+    /// CPU time the tracer process used while attached, ns.
+    pub cpu_ns: Option<u64>,
 }
 
 impl Tracer {
@@ -99,6 +101,7 @@ impl Tracer {
     /// Stops the tracer (SIGINT, as Ctrl-C) and reads its seen/lost report.
     pub fn detach(mut self) -> Result<Counts> {
         let mut child = self.child.take().unwrap();
+        let cpu_ns = crate::daemons::cpu_ns(child.id()).ok();
         // SAFETY: signalling our own child by its pid.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -110,7 +113,10 @@ impl Tracer {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        Ok(parse_counts(&self.stderr_text()))
+        Ok(Counts {
+            cpu_ns,
+            ..parse_counts(&self.stderr_text())
+        })
     }
 }
 
@@ -139,6 +145,7 @@ pub fn parse_counts(text: &str) -> Counts {
     Counts {
         seen: number_before("events seen"),
         lost: number_before(" lost"),
+        cpu_ns: None,
     }
 }
 
