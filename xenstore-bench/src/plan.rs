@@ -245,7 +245,7 @@ pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compar
         |_, k| {
             let lp = lp.as_mut().map_err(|e| anyhow!("{e:#}"))?;
             let fire = |lp: &mut ProbeLoop| -> Result<Sample> {
-                let (events, ns) = lp.run(secs, 0.0)?;
+                let (events, ns) = lp.run(secs, 0.0, 1)?;
                 Ok(Sample {
                     ops: events,
                     ops_per_s: events as f64 * 1e9 / ns as f64,
@@ -276,6 +276,7 @@ pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compar
 
 pub struct LossStep {
     pub target_rate: f64,
+    pub threads: usize,
     pub achieved_rate: f64,
     pub fired: u64,
     pub counts: Counts,
@@ -287,17 +288,25 @@ pub fn loss_sweep(b: &Builds, budget: &Budget) -> Result<Vec<LossStep>> {
     let snoop = TracerKind::Snoop {
         binary: b.snoop.clone(),
     };
-    let rates: &[f64] = if budget.quick {
-        &[500e3, 0.0]
+    // (events/s, firing threads); 0 = as fast as the threads go.
+    let rates: &[(f64, usize)] = if budget.quick {
+        &[(500e3, 1), (0.0, 2)]
     } else {
-        &[250e3, 500e3, 1e6, 2e6, 0.0]
+        &[
+            (250e3, 1),
+            (500e3, 1),
+            (1e6, 1),
+            (0.0, 1),
+            (1e6, 2),
+            (0.0, 2),
+        ]
     };
     let mut steps = Vec::new();
-    for &rate in rates {
+    for &(rate, threads) in rates {
         let binary = lp.binary.clone();
         let pid = lp.pid();
         let t = Tracer::attach(&snoop, pid, &binary, || lp.mark())?;
-        let (fired, ns) = lp.run(budget.run.as_secs_f64(), rate)?;
+        let (fired, ns) = lp.run(budget.run.as_secs_f64(), rate, threads)?;
         let counts = t.detach()?;
         let achieved_rate = fired as f64 * 1e9 / ns as f64;
         eprintln!(
@@ -305,6 +314,7 @@ pub fn loss_sweep(b: &Builds, budget: &Budget) -> Result<Vec<LossStep>> {
         );
         steps.push(LossStep {
             target_rate: rate,
+            threads,
             achieved_rate,
             fired,
             counts,

@@ -49,9 +49,10 @@ impl ProbeLoop {
         Ok(())
     }
 
-    /// Fires events for `secs` at `rate` events/s (0: flat out): (events, ns).
-    pub fn run(&mut self, secs: f64, rate: f64) -> Result<(u64, u128)> {
-        let line = self.ask(&format!("run {secs} {rate}"))?;
+    /// Fires events for `secs` at `rate` events/s in all (0: flat out)
+    /// from `threads` threads: (events, ns).
+    pub fn run(&mut self, secs: f64, rate: f64, threads: usize) -> Result<(u64, u128)> {
+        let line = self.ask(&format!("run {secs} {rate} {threads}"))?;
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
             ["done", events, ns] => Ok((events.parse()?, ns.parse()?)),

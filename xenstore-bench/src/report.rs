@@ -407,28 +407,28 @@ pub fn render(r: &Results) -> String {
             Ok(steps) => {
                 let _ = writeln!(
                     s,
-                    "| target events/s | achieved events/s | fired | seen | lost | snooper CPU ns/event |\n|---|---|---|---|---|---|"
+                    "| target events/s | firing threads | achieved events/s | fired | seen | lost | snooper CPU ns/event |\n|---|---|---|---|---|---|---|"
                 );
                 for st in steps {
                     let opt = |x: Option<u64>| x.map_or("?".into(), |v| v.to_string());
-                    let _ =
-                        writeln!(
-                            s,
-                            "| {} | {} | {} | {} | {} | {} |",
-                            if st.target_rate == 0.0 {
-                                "unpaced".into()
-                            } else {
-                                ops(st.target_rate)
-                            },
-                            ops(st.achieved_rate),
-                            st.fired,
-                            opt(st.counts.seen),
-                            opt(st.counts.lost),
-                            st.counts.cpu_ns.zip(st.counts.seen).map_or(
-                                "?".into(),
-                                |(c, n)| format!("{:.0}", c as f64 / n.max(1) as f64)
-                            )
-                        );
+                    let target = if st.target_rate == 0.0 {
+                        "unpaced".into()
+                    } else {
+                        ops(st.target_rate)
+                    };
+                    let cpu = st.counts.cpu_ns.zip(st.counts.seen);
+                    let cpu = cpu.map_or("?".into(), |(c, n)| {
+                        format!("{:.0}", c as f64 / n.max(1) as f64)
+                    });
+                    let _ = writeln!(
+                        s,
+                        "| {target} | {} | {} | {} | {} | {} | {cpu} |",
+                        st.threads,
+                        ops(st.achieved_rate),
+                        st.fired,
+                        opt(st.counts.seen),
+                        opt(st.counts.lost),
+                    );
                 }
             }
             Err(e) => {

@@ -2,8 +2,10 @@
 //! zero-loss event rate. Commands on stdin, one a line, answers on stdout:
 //!   mark                 fires one request/response pair on path
 //!                        /bench/attach-marker (tells a tracer is attached)
-//!   run SECONDS RATE     fires request/response pairs for SECONDS at RATE
-//!                        events/s (0 = as fast as possible), then answers
+//!   run SECONDS RATE [THREADS]
+//!                        fires request/response pairs for SECONDS at RATE
+//!                        events/s in all (0 = as fast as possible) from
+//!                        THREADS threads (default 1), then answers
 //!                        `done EVENTS ELAPSED_NS`
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
@@ -60,10 +62,23 @@ fn main() {
                 pair(serial, &who, b"/bench/attach-marker\0");
                 writeln!(out, "ok").unwrap();
             }
-            ["run", secs, rate] => {
+            ["run", secs, rate, rest @ ..] => {
                 let secs: f64 = secs.parse().expect("SECONDS");
                 let rate: f64 = rate.parse().expect("RATE");
-                let (events, ns) = run(&who, &mut serial, secs, rate);
+                let threads: u64 = rest.first().map_or(1, |t| t.parse().expect("THREADS"));
+                let (events, ns) = std::thread::scope(|scope| {
+                    let runs: Vec<_> = (0..threads)
+                        .map(|t| {
+                            // Each thread its own serial range, as the daemon's would be unique.
+                            let mut serial = serial + (t << 40);
+                            scope.spawn(move || run(&who, &mut serial, secs, rate / threads as f64))
+                        })
+                        .collect();
+                    runs.into_iter()
+                        .map(|r| r.join().unwrap())
+                        .fold((0, 0), |(e, n), (e1, n1)| (e + e1, n.max(n1)))
+                });
+                serial += events;
                 writeln!(out, "done {events} {ns}").unwrap();
             }
             _ => writeln!(out, "error: unknown command {line:?}").unwrap(),
