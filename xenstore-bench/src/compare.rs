@@ -122,4 +122,16 @@ impl Comparison {
         let (sa, sb) = (&self.samples[case][a], &self.samples[case][b]);
         (!sa.is_empty() && sa.len() == sb.len()).then(|| paired_ratio(sa, sb))
     }
+
+    /// Median over rounds of config a's ÷ config b's daemon CPU per op.
+    pub fn cpu_ratio(&self, case: usize, a: usize, b: usize) -> Option<f64> {
+        let (sa, sb) = (&self.samples[case][a], &self.samples[case][b]);
+        let r = crate::stats::median(
+            sa.iter()
+                .zip(sb)
+                .map(|(a, b)| a.daemon_cpu_us / b.daemon_cpu_us)
+                .collect(),
+        );
+        (!sa.is_empty() && sa.len() == sb.len() && !r.is_nan()).then_some(r)
+    }
 }
