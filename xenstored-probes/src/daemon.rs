@@ -445,6 +445,8 @@ impl Daemon {
                 }
                 let tx_id = conn.alloc_tx_id();
                 conn.transactions.insert(tx_id, Default::default());
+                // upstream stamps each transaction with a generation
+                self.store.next_generation();
                 reply.extend_from_slice(tx_id.to_string().as_bytes());
                 reply.push(0);
                 Ok(Done::Reply)
