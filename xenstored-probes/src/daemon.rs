@@ -132,6 +132,18 @@ impl Daemon {
         self.effects.closed.push(id);
     }
 
+    /// Connection `id` was its domain's ring and the domain died without
+    /// a RELEASE (its page vanished): released as if dom0 had asked.
+    pub fn domain_gone(&mut self, id: u32) {
+        let Some(domid) = self.conns.get(&id).map(|c| c.domid) else {
+            return;
+        };
+        self.close(id, 0, "domain gone");
+        if domid != 0 && self.domains.get(domid).is_some() {
+            self.release(domid, 0, id);
+        }
+    }
+
     pub fn conn_mut(&mut self, id: u32) -> Option<&mut Connection> {
         self.conns.get_mut(&id)
     }

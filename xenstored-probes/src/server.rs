@@ -6,6 +6,7 @@
 
 use crate::daemon::Daemon;
 use crate::frame::InBuf;
+use crate::ring;
 use crate::transport::{Attachment, Listener, Transport};
 use mio::{Events, Interest, Poll, Token};
 use rustc_hash::FxHashMap;
@@ -186,8 +187,17 @@ impl Server {
             }
             let transport = &mut link.transport;
             match link.input.fill(|buf| transport.read(buf)) {
+                Ok(0) if link.transport.kind() == "ring" => {
+                    // A ring ends only when its domain died unreleased.
+                    self.daemon.domain_gone(id);
+                    return;
+                }
                 Ok(0) => {
                     self.daemon.close(id, 0, "eof");
+                    return;
+                }
+                Err(e) if ring::transport::is_session_reset(&e) => {
+                    self.reset(id, &e.to_string());
                     return;
                 }
                 Ok(_) => {}
@@ -227,6 +237,24 @@ impl Server {
         }
         // More may be waiting: come back after the others had a turn.
         self.ready.push_back(id);
+    }
+
+    /// A ring reconnect or ring error: the connection's packets, watches
+    /// and transactions go (conn_close), the transport stays and serves a
+    /// fresh connection of the same domain (conn_open).
+    fn reset(&mut self, id: u32, reason: &str) {
+        let Some(mut link) = self.links.remove(&id) else {
+            return;
+        };
+        let _ = self.poll.registry().deregister(link.transport.source());
+        let Some(domid) = self.daemon.conn(id).map(|c| c.domid) else {
+            return;
+        };
+        self.daemon.close(id, 0, reason);
+        self.apply_effects();
+        if let Err(e) = self.attach(link.transport, domid) {
+            eprintln!("xenstored-shim: re-attaching domain {domid}'s ring: {e}");
+        }
     }
 
     /// Writes what connection `id` has queued, as far as it goes now.
