@@ -39,6 +39,9 @@ pub fn run(d: &mut Daemon, args: &[&[u8]], reply: &mut Vec<u8>) -> Result<(), Fa
     let (cmd, rest) = args.split_first().ok_or(EINVAL)?;
     match *cmd {
         b"check" => {
+            if !rest.is_empty() {
+                return Err(EINVAL);
+            }
             for problem in d.store.check() {
                 eprintln!("xenstored-shim: check_store: {problem}");
             }

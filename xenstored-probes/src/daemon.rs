@@ -178,7 +178,11 @@ impl Daemon {
         probes::request(serial, &conn.who(), h.ty, h.tx_id, h.req_id, payload);
         let mut reply = std::mem::take(&mut self.reply);
         reply.clear();
-        let result = self.execute(id, serial, &h, payload, &mut reply);
+        let mut result = self.execute(id, serial, &h, payload, &mut reply);
+        if matches!(result, Ok(Done::Reply)) && reply.len() > crate::wire::PAYLOAD_MAX {
+            // upstream's send_reply refuses to send more
+            result = Err(Fail(XsError::E2big, "reply too long"));
+        }
         match result {
             Ok(Done::Reply) => self.respond(id, serial, &h, Ok(&reply)),
             Ok(Done::Ack) => self.respond(id, serial, &h, Ok(b"OK\0")),
@@ -457,6 +461,8 @@ impl Daemon {
                 }
                 let tx_id = conn.alloc_tx_id();
                 conn.transactions.insert(tx_id, Default::default());
+                // upstream stamps each transaction with a generation
+                self.store.next_generation();
                 reply.extend_from_slice(tx_id.to_string().as_bytes());
                 reply.push(0);
                 Ok(Done::Reply)
