@@ -3,7 +3,10 @@
 //! instance with no reader at all.
 
 use anyhow::{bail, Context, Result};
-use goblin::elf::{program_header::PT_LOAD, Elf};
+use goblin::elf::{
+    program_header::{PF_X, PT_LOAD},
+    Elf,
+};
 use std::path::{Path, PathBuf};
 
 const TRACEFS: &str = "/sys/kernel/tracing";
@@ -47,6 +50,16 @@ pub fn sites(binary: &Path) -> Result<Vec<Site>> {
         let (mut pc, base, sem) = (word(0), word(1), word(2));
         if let Some(actual) = stapsdt_base {
             pc = pc.wrapping_add(actual).wrapping_sub(base);
+        }
+        // Notes of code the linker discarded survive with addresses near 0:
+        // only a site inside executable code can ever fire.
+        let executable = elf.program_headers.iter().any(|ph| {
+            ph.p_type == PT_LOAD
+                && ph.p_flags & PF_X != 0
+                && (ph.p_vaddr..ph.p_vaddr + ph.p_memsz).contains(&pc)
+        });
+        if !executable {
+            continue;
         }
         let mut strings = note.desc[24..].split(|&b| b == 0);
         let provider = strings.next().unwrap_or_default();
