@@ -63,25 +63,29 @@ struct Tracer {
 impl Tracer {
     /// Starts `cmd` and waits until `ready` holds for its stdout + stderr.
     fn start(what: &'static str, cmd: Command, ready: impl Fn(&[String]) -> bool) -> Tracer {
-        Tracer::start_to(what, cmd, Stdio::piped(), ready)
+        Tracer::start_to(what, cmd, Stdio::piped(), true, ready)
     }
 
-    /// As `start`, with stdout going to `stdout`.
+    /// As `start`, with stdout going to `stdout`, and read by the test only
+    /// if `collect_stdout` (else `take_stdout` hands the pipe on).
     fn start_to(
         what: &'static str,
         mut cmd: Command,
         stdout: Stdio,
+        collect_stdout: bool,
         ready: impl Fn(&[String]) -> bool,
     ) -> Tracer {
         let mut child = cmd
-            .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("start {what}: {e}"));
         let stdout = match child.stdout.take() {
-            Some(pipe) => collect(pipe),
-            None => Arc::default(),
+            Some(pipe) if collect_stdout => collect(pipe),
+            pipe => {
+                child.stdout = pipe;
+                Arc::default()
+            }
         };
         let stderr = collect(child.stderr.take().unwrap());
         let mut t = Tracer {
@@ -111,9 +115,18 @@ impl Tracer {
         wait_for(self.what, TIMEOUT, || self.stdout().iter().any(|l| pred(l)));
     }
 
+    fn take_stdout(&mut self) -> std::process::ChildStdout {
+        self.child.stdout.take().expect("stdout not collected")
+    }
+
     /// SIGINT, then the whole stdout once the process has ended.
-    fn stop(mut self) -> Vec<String> {
+    fn stop(self) -> Vec<String> {
         unsafe { libc_kill(self.child.id() as i32, 2) };
+        self.wait()
+    }
+
+    /// The whole stdout once the process has ended by itself.
+    fn wait(mut self) -> Vec<String> {
         let status = self.child.wait().unwrap();
         assert!(
             status.success(),
@@ -152,14 +165,16 @@ extern "C" {
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
-fn snooper(shim: &Shim, args: &[&str]) -> Tracer {
+/// The snooper attached to `shim`; its stdout is collected, or left for
+/// `take_stdout` when `collect_stdout` is false.
+fn snooper(shim: &Shim, args: &[&str], collect_stdout: bool) -> Tracer {
     let mut cmd = Command::new(common::bin("xenstore-snoop"));
     cmd.arg("--daemon-pid")
         .arg(shim.pid().to_string())
-        .args(args);
-    Tracer::start("xenstore-snoop", cmd, |lines| {
-        lines.iter().any(|l| l.contains("Ctrl-C to end."))
-    })
+        .args(args)
+        .stdin(Stdio::null());
+    let ready = |lines: &[String]| lines.iter().any(|l| l.contains("Ctrl-C to end."));
+    Tracer::start_to("xenstore-snoop", cmd, Stdio::piped(), collect_stdout, ready)
 }
 
 /// Runs a Python file with Debian's python3 (the only one with pyxs).
@@ -194,9 +209,10 @@ fn bpftrace_snoop_prints_the_snooper_lines() {
         return;
     }
     let (shim, binary) = private_shim();
-    let snoop = snooper(&shim, &[]);
+    let snoop = snooper(&shim, &[], true);
     let mut cmd = Command::new("bpftrace");
     cmd.args(["-B", "none"])
+        .stdin(Stdio::null())
         .arg(script("xenstore-snoop.bt"))
         .arg(&binary);
     // BEGIN prints the header once every probe is attached
@@ -283,18 +299,26 @@ fn stacks_attribute_every_client_request() {
     }
     let (shim, _binary) = private_shim();
     let dir = shim.dir.clone();
-    let snoop = snooper(&shim, &["--json"]);
     let stacks_path = dir.join("stacks.txt");
     // stdout straight to the file, unbuffered (-B none): bpftrace's -o
     // buffers its file fully, which would hide records from a live reader.
     let mut cmd = Command::new("bpftrace");
     cmd.args(["-q", "--no-warnings", "-B", "none"])
         .arg(script("xs-stacks.bt"))
-        .arg(&shim.socket);
+        .arg(&shim.socket)
+        .stdin(Stdio::null());
     let file = std::fs::File::create(&stacks_path).unwrap();
-    let stacks = Tracer::start_to("bpftrace xs-stacks.bt", cmd, file.into(), |_| {
+    let stacks = Tracer::start_to("bpftrace xs-stacks.bt", cmd, file.into(), true, |_| {
         std::fs::read_to_string(&stacks_path).is_ok_and(|s| s.contains("# xs-stacks.bt: tracing"))
     });
+    // Live, as documented: xenstore-snoop --json | xs-stack-correlate,
+    // following the stacks file as bpftrace appends to it.
+    let mut snoop = snooper(&shim, &["--json"], false);
+    let mut cmd = Command::new(script("xs-stack-correlate"));
+    cmd.arg("--stacks")
+        .arg(&stacks_path)
+        .stdin(Stdio::from(snoop.take_stdout()));
+    let correlate = Tracer::start("xs-stack-correlate", cmd, |_| true);
 
     // A libxenstore client from a shell loop, and a pyxs client.
     let out = shim
@@ -319,25 +343,12 @@ fn stacks_attribute_every_client_request() {
     .unwrap();
     python(&py, &shim.socket);
 
-    snoop.wait_line(|l| l.contains("\"/st/py/a\"") && l.contains("XS_READ"));
-    let json = snoop.stop();
-    // the last client's records are in the file once bpftrace stops
+    // The last request is attributed live, before anything stops.
+    correlate.wait_line(|l| l.contains("XS_READ: /st/py/a -> 1"));
+    let _ = snoop.stop(); // EOF for the correlator: it prints the ranking
+    let report = correlate.wait().join("\n") + "\n";
     let _ = stacks.stop();
-    let json_path = dir.join("snoop.json");
-    std::fs::write(&json_path, json.join("\n") + "\n").unwrap();
 
-    let out = Command::new(script("xs-stack-correlate"))
-        .arg("--stacks")
-        .arg(&stacks_path)
-        .arg(&json_path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = String::from_utf8(out.stdout).unwrap();
     let stacks_text = std::fs::read_to_string(&stacks_path).unwrap();
     let context = format!("{report}\n--- stacks:\n{stacks_text}");
 
