@@ -409,7 +409,7 @@ fn stacks_attribute_every_client_request() {
             "0",
             "0",
             "python3",
-            "sys_enter_sendto"
+            "sendto"
         ])),
         "{context}"
     );

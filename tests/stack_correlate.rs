@@ -63,7 +63,7 @@ fn requests_go_to_the_latest_stack_of_their_pid() {
         "{out}"
     );
     assert!(
-        out.contains("    sys_enter_sendto [python3 tid 3774, syscall"),
+        out.contains("    sendto [python3 tid 3774, syscall"),
         "{out}"
     );
     assert!(out.contains("py main (/tmp/xs/pyclient.py:5)"), "{out}");
@@ -88,8 +88,8 @@ fn requests_go_to_the_latest_stack_of_their_pid() {
     assert_eq!(
         rows,
         [
-            ["2", "1", "1", "0", "python3", "sys_enter_sendto"],
-            ["2", "1", "0", "0", "python3", "sys_enter_sendto"],
+            ["2", "1", "1", "0", "python3", "sendto"],
+            ["2", "1", "0", "0", "python3", "sendto"],
             ["1", "0", "0", "1", "xenstore-write", "xs_write"],
         ],
         "{summary}"
