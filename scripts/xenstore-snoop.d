@@ -85,9 +85,12 @@ xenstore*:::response
 	this->req_id = ((uint64_t)arg3 >> 0) & 0xffffffff;
 	this->result = copyinstr(arg4);
 	this->name = op_name[this->op] != "" ? op_name[this->op] : "XS_UNKNOWN";
-	this->args = value[this->serial] == "" ? path[this->serial] :
-	    strjoin(path[this->serial], strjoin(" ", value[this->serial]));
-	printf("%-3d %-6d %-3d %s%s: %s -> %s\n", this->dom, this->pid, this->tx,
+	/* each non-empty argument after a space, as xenstore-snoop prints */
+	this->args = path[this->serial] == "" ? "" :
+	    strjoin(" ", path[this->serial]);
+	this->args = value[this->serial] == "" ? this->args :
+	    strjoin(this->args, strjoin(" ", value[this->serial]));
+	printf("%-3d %-6d %-3d %s%s:%s -> %s\n", this->dom, this->pid, this->tx,
 	    this->errno ? "[ERROR] " : "", this->name, this->args, this->result);
 	pending[this->serial] = 0;
 	path[this->serial] = 0;
