@@ -403,14 +403,9 @@ fn stacks_attribute_every_client_request() {
     // (b) the ranking: the pyxs write call site issued 2 requests
     let summary = report.split("STACKS BY REQUESTS").nth(1).unwrap();
     assert!(
-        summary.lines().any(|l| l.split_whitespace().eq([
-            "2",
-            "0",
-            "0",
-            "0",
-            "python3",
-            "sendto"
-        ])),
+        summary.lines().any(|l| l
+            .split_whitespace()
+            .eq(["2", "0", "0", "0", "python3", "sendto"])),
         "{context}"
     );
     drop(shim);
