@@ -3,6 +3,8 @@
 //! probe names, which argument each named field comes from (argument order
 //! and packing), and the op/error name tables against the daemon's wire
 //! tables. Runs everywhere; systemtap and DTrace themselves never run here.
+mod common;
+
 use std::collections::BTreeMap;
 use xenstored_probes::wire::{msg_name, XsError};
 
@@ -315,4 +317,67 @@ fn op_and_error_names_match_the_wire_tables() {
         let e = XsError::from_errno(*errno).unwrap_or_else(|| panic!("errno {errno}"));
         assert_eq!(e.name(), name);
     }
+}
+
+/// Where systemtap is installed (it is not part of .ci/setup), the tapset
+/// also goes through stap's pass 2 (parse and elaborate) against the real
+/// shim's probe notes: every alias resolves and every field has a type.
+/// stap insists on a kernel build tree even for pass 2; a stub one is
+/// enough because nothing is compiled.
+#[test]
+fn tapset_elaborates_with_stap_when_installed() {
+    let Ok(version) = std::process::Command::new("stap").arg("-V").output() else {
+        eprintln!("\n*** tapset_elaborates_with_stap_when_installed: no stap, only the static checks ran ***\n");
+        return;
+    };
+    assert!(version.status.success());
+    let tree = common::shim::private_dir("stap-kernel");
+    let release = String::from_utf8(
+        std::process::Command::new("uname")
+            .arg("-r")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    std::fs::create_dir_all(tree.join("include/config")).unwrap();
+    std::fs::write(tree.join("include/config/kernel.release"), release).unwrap();
+    std::fs::write(tree.join("Module.symvers"), "").unwrap();
+    std::fs::write(
+        tree.join(".config"),
+        "CONFIG_UPROBES=y\nCONFIG_UPROBE_EVENTS=y\nCONFIG_TRACEPOINTS=y\nCONFIG_ARCH_SUPPORTS_UPROBES=y\n",
+    )
+    .unwrap();
+    let shim_dir = common::bin("xenstored-shim")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        shim_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let uses = "probe xenstore.* { printf(\"%d %d %d %d %d %d %s\\n\", serial, conn, dom, op, tx, pid, op_name) }\n\
+        probe xenstore.request { println(path, value, flags, req_id) }\n\
+        probe xenstore.response { println(result, error, error_reason, errno, flags, req_id) }\n\
+        probe xenstore.watch_event { println(path, token, firer_conn) }\n\
+        probe xenstore.conn_open { println(transport, peer) }\n\
+        probe xenstore.conn_close { println(reason) }\n\
+        probe xenstore.tx_end { println(outcome, outcome_name, reason) }\n";
+    let out = std::process::Command::new("stap")
+        .args(["-p2", "-r"])
+        .arg(&tree)
+        .arg("-I")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts"))
+        .arg("-e")
+        .arg(uses)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&tree);
+    assert!(
+        out.status.success(),
+        "stap -p2 failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
