@@ -119,15 +119,29 @@ impl Tracer {
         self.child.stdout.take().expect("stdout not collected")
     }
 
-    /// SIGINT, then the whole stdout once the process has ended.
+    /// SIGTERM (both bpftrace and the snooper end cleanly on it; SIGINT
+    /// may be ignored when the tests run as a background job).
     fn stop(self) -> Vec<String> {
-        unsafe { libc_kill(self.child.id() as i32, 2) };
-        self.wait()
+        self.stop_with_stderr().0
     }
 
-    /// The whole stdout once the process has ended by itself.
+    fn stop_with_stderr(self) -> (Vec<String>, Vec<String>) {
+        unsafe { libc_kill(self.child.id() as i32, 15) };
+        let stderr = Arc::clone(&self.stderr);
+        let stdout = self.wait();
+        let stderr = stderr.lock().unwrap().clone();
+        (stdout, stderr)
+    }
+
+    /// The whole stdout once the process has ended by itself. Detaching
+    /// bpftrace's uprobes takes seconds on a loaded machine: allow a minute.
     fn wait(mut self) -> Vec<String> {
-        let status = self.child.wait().unwrap();
+        let mut status = None;
+        wait_for(self.what, Duration::from_secs(60), || {
+            status = self.child.try_wait().unwrap();
+            status.is_some()
+        });
+        let status = status.unwrap();
         assert!(
             status.success(),
             "{}: {status} {:?}",
@@ -347,10 +361,13 @@ fn stacks_attribute_every_client_request() {
     correlate.wait_line(|l| l.contains("XS_READ: /st/py/a -> 1"));
     let _ = snoop.stop(); // EOF for the correlator: it prints the ranking
     let report = correlate.wait().join("\n") + "\n";
-    let _ = stacks.stop();
+    let (_, bpftrace_stderr) = stacks.stop_with_stderr();
 
     let stacks_text = std::fs::read_to_string(&stacks_path).unwrap();
-    let context = format!("{report}\n--- stacks:\n{stacks_text}");
+    let context = format!(
+        "{report}\n--- stacks:\n{stacks_text}\n--- bpftrace stderr:\n{}",
+        bpftrace_stderr.join("\n")
+    );
 
     assert!(
         report.contains("unattributed dom0 requests: 0\n"),
