@@ -32,14 +32,25 @@ fn private_shim() -> (Shim, PathBuf) {
     let socket = dir.join("socket");
     let run_dir = dir.join("run");
     std::fs::create_dir_all(&run_dir).unwrap();
-    let child = Command::new(&binary)
-        .arg("--socket")
-        .arg(&socket)
-        .arg("--run-dir")
-        .arg(&run_dir)
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("start xenstored-shim");
+    // ETXTBSY while a child forked by a parallel test still holds the copy's
+    // write descriptor (until that child execs): retry briefly.
+    let mut tries = 0;
+    let child = loop {
+        match Command::new(&binary)
+            .arg("--socket")
+            .arg(&socket)
+            .arg("--run-dir")
+            .arg(&run_dir)
+            .stdin(Stdio::null())
+            .spawn()
+        {
+            Err(e) if e.raw_os_error() == Some(26) && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            other => break other.expect("start xenstored-shim"),
+        }
+    };
     let shim = Shim {
         child,
         dir,
