@@ -49,6 +49,8 @@ pub struct Daemon {
     log: RateLimitedLog,
     /// CONTROL logfile: where memreport writes without a file argument.
     pub logfile: Option<String>,
+    /// CONTROL log on|off.
+    pub logging: bool,
 }
 
 /// What executing a request leaves to do.
@@ -105,6 +107,7 @@ impl Daemon {
             effects: Effects::default(),
             log: RateLimitedLog::default(),
             logfile: None,
+            logging: false,
         }
     }
 
@@ -532,8 +535,10 @@ impl Daemon {
                 if self.domains.get(d).is_none() {
                     return Err(Fail(XsError::Enoent, "domain"));
                 }
+                // upstream tears the domain down after acknowledging
+                self.respond(id, serial, h, Ok(b"OK\0"));
                 self.release(d, serial, id);
-                Ok(Done::Ack)
+                Ok(Done::Replied)
             }
             Request::GetDomainPath(d) => {
                 reply.extend_from_slice(path::domain_path(d).as_bytes());
