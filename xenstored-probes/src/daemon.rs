@@ -1109,6 +1109,43 @@ mod tests {
     }
 
     #[test]
+    fn set_target_gives_a_device_model_its_targets_rights() {
+        let (mut d, dom0, guest) = with_guest();
+        ok(&mut d, guest, MsgType::Write, b"private\0secret");
+        ok(&mut d, dom0, MsgType::Introduce, b"7\x001\x001\x00");
+        let dm = d.open(7, 0, "socket", "device model");
+        assert_eq!(
+            err(&mut d, dm, MsgType::Read, 0, b"/local/domain/6/private\0"),
+            "EACCES"
+        );
+        assert_eq!(
+            err(&mut d, dm, MsgType::SetTarget, 0, b"7\x006\x00"),
+            "EACCES"
+        );
+        assert_eq!(
+            err(&mut d, dom0, MsgType::SetTarget, 0, b"7\x009\x00"),
+            "ENOENT"
+        );
+        ok(&mut d, dom0, MsgType::SetTarget, b"7\x006\x00");
+        assert_eq!(
+            ok(&mut d, dm, MsgType::Read, b"/local/domain/6/private\0"),
+            b"secret"
+        );
+        ok(
+            &mut d,
+            dm,
+            MsgType::Write,
+            b"/local/domain/6/private\0changed",
+        );
+        // and connections opened later inherit it
+        let dm2 = d.open(7, 0, "socket", "device model 2");
+        assert_eq!(
+            ok(&mut d, dm2, MsgType::Read, b"/local/domain/6/private\0"),
+            b"changed"
+        );
+    }
+
+    #[test]
     fn a_reused_domid_inherits_no_rights() {
         let (mut d, dom0, guest) = with_guest();
         ok(&mut d, dom0, MsgType::Write, b"/shared\0v");
