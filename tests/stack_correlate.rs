@@ -28,17 +28,18 @@ fn correlate(json: &str) -> String {
 
 #[test]
 fn requests_go_to_the_latest_stack_of_their_pid() {
-    // tests/data/xs-stacks.txt: xenstore-write pid 3771 called xs_write at
-    // 2217834984153; python3 pid 3774 (pyxs) wrote /py/0 and /py/1, then read
-    // /py/0: two sendto records per request (header, then payload).
+    // tests/data/xs-stacks.txt: xenstore-write pid 29838 called xs_write at
+    // 4883370329298; python3 pid 29839 (pyxs) wrote /py/0 and /py/1, then read
+    // /py/0: two sendto records per request (header, then payload). The file
+    // also has clock lines and the maps bpftrace prints at exit.
     let ops = [
-        (3771, 2217834990000u64, 1, None),
-        (3774, 2217904900000, 2, None),
-        (3774, 2217916200000, 3, Some("EAGAIN")),
-        (3774, 2217916500000, 4, Some("ENOENT")), // the read
-        (3774, 2217916600000, 5, None),           // no new record: same call
-        (4242, 2217916600000, 6, Some("ENOENT")), // no record: unattributed
-        (0, 2217916600000, 7, None),              // a domain
+        (29838, 4883370340000u64, 1, None),
+        (29839, 4883393700000, 2, None),
+        (29839, 4883394100000, 3, Some("EAGAIN")),
+        (29839, 4883394500000, 4, Some("ENOENT")), // the read
+        (29839, 4883394600000, 5, None),           // no new record: same call
+        (4242, 4883394600000, 6, Some("ENOENT")),  // no record: unattributed
+        (0, 4883394600000, 7, None),               // a domain
     ];
     let mut json = String::new();
     for (pid, ns, serial, error) in ops {
@@ -54,16 +55,16 @@ fn requests_go_to_the_latest_stack_of_their_pid() {
     let out = correlate(&json);
     assert!(
         out.contains(
-            "dom0 pid 3771 XS_WRITE: /a v -> OK\n    xs_write [xenstore-write tid 3771, uprobe"
+            "dom0 pid 29838 XS_WRITE: /a v -> OK\n    xs_write [xenstore-write tid 29838, uprobe"
         ),
         "{out}"
     );
     assert!(
-        out.contains("caller 0x55b6ea366af5 (xenstore-write text+0xaf5)"),
+        out.contains("caller 0x564e35cfaaf5 (xenstore-write text+0xaf5)"),
         "{out}"
     );
     assert!(
-        out.contains("    sendto [python3 tid 3774, syscall"),
+        out.contains("    sendto [python3 tid 29839, syscall"),
         "{out}"
     );
     assert!(out.contains("py main (/tmp/xs/pyclient.py:5)"), "{out}");
