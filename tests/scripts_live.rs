@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::shim::{private_dir, wait_for, Shim};
+use common::shim::{wait_for, Shim};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -22,45 +22,6 @@ fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scripts")
         .join(name)
-}
-
-/// A shim running from a private copy of its binary; returns it and the copy.
-fn private_shim() -> (Shim, PathBuf) {
-    let dir = private_dir("scripts-shim");
-    let binary = dir.join("xenstored-shim");
-    std::fs::copy(common::bin("xenstored-shim"), &binary).unwrap();
-    let socket = dir.join("socket");
-    let run_dir = dir.join("run");
-    std::fs::create_dir_all(&run_dir).unwrap();
-    // ETXTBSY while a child forked by a parallel test still holds the copy's
-    // write descriptor (until that child execs): retry briefly.
-    let mut tries = 0;
-    let child = loop {
-        match Command::new(&binary)
-            .arg("--socket")
-            .arg(&socket)
-            .arg("--run-dir")
-            .arg(&run_dir)
-            .stdin(Stdio::null())
-            .spawn()
-        {
-            Err(e) if e.raw_os_error() == Some(26) && tries < 50 => {
-                tries += 1;
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            other => break other.expect("start xenstored-shim"),
-        }
-    };
-    let shim = Shim {
-        child,
-        dir,
-        socket,
-        run_dir,
-    };
-    wait_for("the shim to listen", TIMEOUT, || {
-        std::os::unix::net::UnixStream::connect(&shim.socket).is_ok()
-    });
-    (shim, binary)
 }
 
 /// A running tracer (snooper or bpftrace) whose output is collected.
@@ -233,7 +194,8 @@ fn bpftrace_snoop_prints_the_snooper_lines() {
     if !common::need_root("bpftrace_snoop_prints_the_snooper_lines") {
         return;
     }
-    let (shim, binary) = private_shim();
+    let shim = Shim::private_copy();
+    let binary = shim.binary.clone();
     let snoop = snooper(&shim, &[], true);
     let mut cmd = Command::new("bpftrace");
     cmd.args(["-B", "none"])
@@ -322,7 +284,7 @@ fn stacks_attribute_every_client_request() {
     if !common::need_root("stacks_attribute_every_client_request") {
         return;
     }
-    let (shim, _binary) = private_shim();
+    let shim = Shim::private_copy();
     let dir = shim.dir.clone();
     let stacks_path = dir.join("stacks.txt");
     // stdout straight to the file, unbuffered (-B none): bpftrace's -o
