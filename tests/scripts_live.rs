@@ -53,13 +53,13 @@ impl Tracer {
             .spawn()
             .unwrap_or_else(|e| panic!("start {what}: {e}"));
         let stdout = match child.stdout.take() {
-            Some(pipe) if collect_stdout => collect(pipe),
+            Some(pipe) if collect_stdout => common::collect_lines(pipe),
             pipe => {
                 child.stdout = pipe;
                 Arc::default()
             }
         };
-        let stderr = collect(child.stderr.take().unwrap());
+        let stderr = common::collect_lines(child.stderr.take().unwrap());
         let mut t = Tracer {
             what,
             child,
@@ -98,7 +98,7 @@ impl Tracer {
     }
 
     fn stop_with_stderr(self) -> (Vec<String>, Vec<String>) {
-        unsafe { libc_kill(self.child.id() as i32, 15) };
+        common::signal(self.child.id(), 15);
         let stderr = Arc::clone(&self.stderr);
         let stdout = self.wait();
         let stderr = stderr.lock().unwrap().clone();
@@ -130,25 +130,6 @@ impl Drop for Tracer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn collect(pipe: impl std::io::Read + Send + 'static) -> Arc<Mutex<Vec<String>>> {
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&lines);
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines() {
-            match line {
-                Ok(l) => sink.lock().unwrap().push(l),
-                Err(_) => break,
-            }
-        }
-    });
-    lines
-}
-
-extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
 /// The snooper attached to `shim`; its stdout is collected, or left for

@@ -38,8 +38,8 @@ impl Snooper {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start xenstore-snoop");
-        let stdout = collect(child.stdout.take().unwrap());
-        let stderr = collect(child.stderr.take().unwrap());
+        let stdout = common::collect_lines(child.stdout.take().unwrap());
+        let stderr = common::collect_lines(child.stderr.take().unwrap());
         let mut s = Snooper {
             child,
             stdout,
@@ -82,7 +82,7 @@ impl Snooper {
     }
 
     fn stop_with(mut self, signal: i32) -> (Vec<String>, Vec<String>, std::process::ExitStatus) {
-        unsafe { libc_kill(self.child.id() as i32, signal) };
+        common::signal(self.child.id(), signal);
         let status = self.child.wait().unwrap();
         // the reader threads finish at EOF
         std::thread::sleep(Duration::from_millis(50));
@@ -95,25 +95,6 @@ impl Drop for Snooper {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn collect(pipe: impl std::io::Read + Send + 'static) -> Arc<Mutex<Vec<String>>> {
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&lines);
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines() {
-            match line {
-                Ok(l) => sink.lock().unwrap().push(l),
-                Err(_) => break,
-            }
-        }
-    });
-    lines
-}
-
-extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
 /// Runs a pyxs script against the shim's socket (only /usr/bin/python3 has pyxs).
@@ -690,12 +671,12 @@ fn lost_events_are_counted_exactly() {
     let shim = Shim::private_copy();
     let snoop = Snooper::attach(&shim, &["--ring-mb", "1"]);
     // A snooper that does not read: the 1 MiB rings overflow.
-    unsafe { libc_kill(snoop.child.id() as i32, 19) }; // SIGSTOP
+    common::signal(snoop.child.id(), 19); // SIGSTOP
     pyxs(
         &shim.socket,
         &format!("for i in range({N}):\n    c.write(b'/lost', b'%d' % i)\nc.close()\n"),
     );
-    unsafe { libc_kill(snoop.child.id() as i32, 18) }; // SIGCONT
+    common::signal(snoop.child.id(), 18); // SIGCONT
     let (_, err, status) = snoop.stop();
     assert!(status.success());
     let stats = err.iter().find(|l| l.contains("events seen")).unwrap();

@@ -2,8 +2,8 @@
 //! lists them). Live update answers its status queries; starting one is
 //! refused, since there is no binary to hand state to.
 
+use crate::cnum::atoi;
 use crate::daemon::Daemon;
-use crate::request::atoi;
 use crate::store::{Fail, Tree};
 use crate::wire::XsError;
 use std::io::Write;

@@ -3,6 +3,7 @@
 //! NUL-terminated string; multi-argument payloads need every argument
 //! NUL-terminated; numbers are read with atoi.
 
+use crate::cnum::atoi;
 use crate::wire::{MsgType, XsError};
 
 #[derive(Debug, PartialEq, Eq)]
@@ -115,36 +116,6 @@ fn all_strings(p: &[u8]) -> Vec<&[u8]> {
     let mut v: Vec<&[u8]> = p.split(|&b| b == 0).collect();
     v.pop(); // the part after the last NUL
     v
-}
-
-/// C's atoi: optional blanks and sign, then digits; garbage ends the number;
-/// the int result is reinterpreted as unsigned like upstream's domids.
-pub fn atoi(s: &[u8]) -> u32 {
-    let mut i = 0;
-    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
-        i += 1;
-    }
-    let neg = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let mut v: i64 = 0;
-    for &c in &s[i..] {
-        if !c.is_ascii_digit() {
-            break;
-        }
-        v = v.saturating_mul(10).saturating_add((c - b'0') as i64);
-    }
-    // strtol saturates to LONG_MAX; atoi's int keeps the low bits
-    let v = if neg { v.wrapping_neg() } else { v };
-    v as i32 as u32
 }
 
 /// Strictly decimal, for the newest xenstore.txt's commands.
