@@ -15,47 +15,6 @@ use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(20);
 
-/// A shim running from a private copy of its binary.
-fn private_shim() -> Shim {
-    let dir = private_dir("snoop-shim");
-    let binary = dir.join("xenstored-shim");
-    std::fs::copy(common::bin("xenstored-shim"), &binary).unwrap();
-    let socket = dir.join("socket");
-    let run_dir = dir.join("run");
-    std::fs::create_dir_all(&run_dir).unwrap();
-    let spawn = || {
-        Command::new(&binary)
-            .arg("--socket")
-            .arg(&socket)
-            .arg("--run-dir")
-            .arg(&run_dir)
-            .stdin(Stdio::null())
-            .spawn()
-    };
-    // Another test thread forking while we wrote the copy holds its write
-    // fd until that child execs: ETXTBSY for a moment.
-    let mut tries = 0;
-    let child = loop {
-        match spawn() {
-            Err(e) if e.raw_os_error() == Some(26) && tries < 100 => {
-                tries += 1;
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            result => break result.expect("start xenstored-shim"),
-        }
-    };
-    let shim = Shim {
-        child,
-        dir,
-        socket,
-        run_dir,
-    };
-    wait_for("the shim to listen", TIMEOUT, || {
-        std::os::unix::net::UnixStream::connect(&shim.socket).is_ok()
-    });
-    shim
-}
-
 /// A running xenstore-snoop whose output is collected line by line.
 struct Snooper {
     child: Child,
@@ -79,8 +38,8 @@ impl Snooper {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start xenstore-snoop");
-        let stdout = collect(child.stdout.take().unwrap());
-        let stderr = collect(child.stderr.take().unwrap());
+        let stdout = common::collect_lines(child.stdout.take().unwrap());
+        let stderr = common::collect_lines(child.stderr.take().unwrap());
         let mut s = Snooper {
             child,
             stdout,
@@ -123,7 +82,7 @@ impl Snooper {
     }
 
     fn stop_with(mut self, signal: i32) -> (Vec<String>, Vec<String>, std::process::ExitStatus) {
-        unsafe { libc_kill(self.child.id() as i32, signal) };
+        common::signal(self.child.id(), signal);
         let status = self.child.wait().unwrap();
         // the reader threads finish at EOF
         std::thread::sleep(Duration::from_millis(50));
@@ -136,25 +95,6 @@ impl Drop for Snooper {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn collect(pipe: impl std::io::Read + Send + 'static) -> Arc<Mutex<Vec<String>>> {
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&lines);
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines() {
-            match line {
-                Ok(l) => sink.lock().unwrap().push(l),
-                Err(_) => break,
-            }
-        }
-    });
-    lines
-}
-
-extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
 /// Runs a pyxs script against the shim's socket (only /usr/bin/python3 has pyxs).
@@ -211,7 +151,7 @@ fn classic_lines_for_real_clients() {
     if !common::need_root("classic_lines_for_real_clients") {
         return;
     }
-    let shim = private_shim();
+    let shim = Shim::private_copy();
     let dom6 = introduce(&shim, 6);
     let snoop = Snooper::attach(&shim, &[]);
 
@@ -296,7 +236,7 @@ fn domain_filter_shows_only_that_domain() {
     if !common::need_root("domain_filter_shows_only_that_domain") {
         return;
     }
-    let shim = private_shim();
+    let shim = Shim::private_copy();
     let dom6 = introduce(&shim, 6);
     let dom7 = introduce(&shim, 7);
     let snoop = Snooper::attach(&shim, &["-d", "6"]);
@@ -327,7 +267,7 @@ fn json_lines_parse_with_the_schema() {
     if !common::need_root("json_lines_parse_with_the_schema") {
         return;
     }
-    let shim = private_shim();
+    let shim = Shim::private_copy();
     let snoop = Snooper::attach(&shim, &["--json", "-v"]);
     shim.run("xenstore-write", &["/json/a", "line1\nline2"]);
     let missing = shim
@@ -462,7 +402,7 @@ fn sigkilled_snooper_leaves_nothing_behind() {
     if !common::need_root("sigkilled_snooper_leaves_nothing_behind") {
         return;
     }
-    let shim = private_shim();
+    let shim = Shim::private_copy();
     assert!(semaphores(&shim).iter().all(|&s| s == 0));
     let mut first = Snooper::attach(&shim, &[]);
     let victim = first.child.id();
@@ -500,7 +440,7 @@ fn target_exit_ends_the_trace_cleanly() {
     if !common::need_root("target_exit_ends_the_trace_cleanly") {
         return;
     }
-    let mut shim = private_shim();
+    let mut shim = Shim::private_copy();
     let mut snoop = Snooper::attach(&shim, &[]);
     shim.run("xenstore-write", &["/bye", "1"]);
     snoop.wait_line("the write", |l| l.contains("XS_WRITE: /bye 1"));
@@ -520,7 +460,7 @@ fn closed_pipe_exits_quietly() {
     if !common::need_root("closed_pipe_exits_quietly") {
         return;
     }
-    let shim = private_shim();
+    let shim = Shim::private_copy();
     let mut child = Command::new(common::bin("xenstore-snoop"))
         .args(["--daemon-pid", &shim.pid().to_string(), "-c", "1000"])
         .stdout(Stdio::piped())
@@ -573,7 +513,7 @@ fn a_burst_is_seen_whole() {
         return;
     }
     const N: usize = 3000;
-    let shim = private_shim();
+    let shim = Shim::private_copy();
     let snoop = Snooper::attach(&shim, &["--op", "WRITE,READ", "--path", "^/burst/"]);
     pyxs(
         &shim.socket,
@@ -608,7 +548,7 @@ fn summary_tables_count_ops_and_domains() {
     if !common::need_root("summary_tables_count_ops_and_domains") {
         return;
     }
-    let shim = private_shim();
+    let shim = Shim::private_copy();
     let dom6 = introduce(&shim, 6);
     let snoop = Snooper::attach(&shim, &["--summary"]);
     for i in 0..5 {
@@ -639,7 +579,7 @@ fn timestamp_and_latency_columns() {
     if !common::need_root("timestamp_and_latency_columns") {
         return;
     }
-    let shim = private_shim();
+    let shim = Shim::private_copy();
     let snoop = Snooper::attach(&shim, &["-T", "-L"]);
     shim.run("xenstore-write", &["/cols", "1"]);
     let line = snoop.wait_line("the write", |l| l.contains("XS_WRITE: /cols 1 -> OK"));
@@ -707,7 +647,7 @@ fn finds_the_daemon_by_its_binary() {
     if !common::need_root("finds_the_daemon_by_its_binary") {
         return;
     }
-    let shim = private_shim();
+    let shim = Shim::private_copy();
     let binary = shim.dir.join("xenstored-shim");
     let snoop = Snooper::start(&["--binary", binary.to_str().unwrap()]);
     let attached = format!("Tracing xenstored-shim pid {} ", shim.pid());
@@ -728,15 +668,15 @@ fn lost_events_are_counted_exactly() {
         return;
     }
     const N: u64 = 10_000;
-    let shim = private_shim();
+    let shim = Shim::private_copy();
     let snoop = Snooper::attach(&shim, &["--ring-mb", "1"]);
     // A snooper that does not read: the 1 MiB rings overflow.
-    unsafe { libc_kill(snoop.child.id() as i32, 19) }; // SIGSTOP
+    common::signal(snoop.child.id(), 19); // SIGSTOP
     pyxs(
         &shim.socket,
         &format!("for i in range({N}):\n    c.write(b'/lost', b'%d' % i)\nc.close()\n"),
     );
-    unsafe { libc_kill(snoop.child.id() as i32, 18) }; // SIGCONT
+    common::signal(snoop.child.id(), 18); // SIGCONT
     let (_, err, status) = snoop.stop();
     assert!(status.success());
     let stats = err.iter().find(|l| l.contains("events seen")).unwrap();
@@ -760,7 +700,7 @@ fn user_space_filters_on_concurrent_snoopers() {
     if !common::need_root("user_space_filters_on_concurrent_snoopers") {
         return;
     }
-    let shim = private_shim();
+    let shim = Shim::private_copy();
     // Three snoopers on one daemon at once, each with its own uprobe group.
     let failed = Snooper::attach(&shim, &["-x"]);
     let writes = Snooper::attach(&shim, &["--op", "WRITE", "--path", "^/keep/"]);
@@ -799,7 +739,7 @@ fn pid_filter_shows_one_dom0_client() {
     if !common::need_root("pid_filter_shows_one_dom0_client") {
         return;
     }
-    let shim = private_shim();
+    let shim = Shim::private_copy();
     // A pyxs client that waits for a go, so its pid is known beforehand.
     let mut client = Command::new("/usr/bin/python3")
         .arg("-c")

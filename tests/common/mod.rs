@@ -5,6 +5,7 @@
 pub mod shim;
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 /// A binary of this workspace, built by `cargo build --workspace` into the
 /// same profile directory as the running test.
@@ -40,7 +41,31 @@ pub fn need_root(test: &str) -> bool {
     false
 }
 
+/// Sends `sig` to `pid` (the tests' only use of kill(2)).
+pub fn signal(pid: u32, sig: i32) {
+    unsafe { libc_kill(pid as i32, sig) };
+}
+
+/// Collects a child's output lines on a thread, for tests that wait for a
+/// line to appear while the child keeps running.
+pub fn collect_lines(pipe: impl std::io::Read + Send + 'static) -> Arc<Mutex<Vec<String>>> {
+    use std::io::{BufRead, BufReader};
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&lines);
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            match line {
+                Ok(l) => sink.lock().unwrap().push(l),
+                Err(_) => break,
+            }
+        }
+    });
+    lines
+}
+
 extern "C" {
     #[link_name = "geteuid"]
     fn libc_geteuid() -> u32;
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
 }

@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 pub struct Shim {
     pub child: Child,
+    /// The binary it runs (a private copy for tracing tests).
+    pub binary: PathBuf,
     pub dir: PathBuf,
     pub socket: PathBuf,
     /// Holds per-domain transports (domain sockets, simulated rings).
@@ -20,21 +22,34 @@ impl Shim {
 
     /// Starts the shim with extra arguments and waits until it accepts.
     pub fn start_with(args: &[&str]) -> Shim {
-        let dir = private_dir("shim");
+        Shim::launch(private_dir("shim"), super::bin("xenstored-shim"), args)
+    }
+
+    /// A shim running from a private copy of its binary. Uprobes attach to
+    /// the file, so tracing tests that share one binary would see each
+    /// other's traffic and semaphore counts.
+    pub fn private_copy() -> Shim {
+        let dir = private_dir("shim-copy");
+        let binary = dir.join("xenstored-shim");
+        std::fs::copy(super::bin("xenstored-shim"), &binary).unwrap();
+        Shim::launch(dir, binary, &[])
+    }
+
+    fn launch(dir: PathBuf, binary: PathBuf, args: &[&str]) -> Shim {
         let socket = dir.join("socket");
         let run_dir = dir.join("run");
         std::fs::create_dir_all(&run_dir).unwrap();
-        let child = Command::new(super::bin("xenstored-shim"))
-            .arg("--socket")
+        let mut cmd = Command::new(&binary);
+        cmd.arg("--socket")
             .arg(&socket)
             .arg("--run-dir")
             .arg(&run_dir)
             .args(args)
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("start xenstored-shim");
+            .stdin(Stdio::null());
+        let child = spawn_retrying_etxtbsy(&mut cmd).expect("start xenstored-shim");
         let shim = Shim {
             child,
+            binary,
             dir,
             socket,
             run_dir,
@@ -108,3 +123,21 @@ pub fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Spawns `cmd`, retrying briefly on ETXTBSY: a freshly copied binary stays
+/// busy while a child that a parallel test forked still holds the copy's
+/// write descriptor (until that child execs).
+pub fn spawn_retrying_etxtbsy(cmd: &mut Command) -> std::io::Result<Child> {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(ETXTBSY) && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            result => return result,
+        }
+    }
+}
+
+const ETXTBSY: i32 = 26;

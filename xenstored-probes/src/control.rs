@@ -2,8 +2,8 @@
 //! lists them). Live update answers its status queries; starting one is
 //! refused, since there is no binary to hand state to.
 
+use crate::cnum::atoi;
 use crate::daemon::Daemon;
-use crate::request::atoi;
 use crate::store::{Fail, Tree};
 use crate::wire::XsError;
 use std::io::Write;
@@ -47,10 +47,14 @@ pub fn run(d: &mut Daemon, args: &[&[u8]], reply: &mut Vec<u8>) -> Result<(), Fa
             }
             text(reply, "OK");
         }
-        b"log" => match rest {
-            [b"on"] | [b"off"] => text(reply, "OK"),
-            _ => return Err(EINVAL),
-        },
+        b"log" => {
+            d.logging = match rest {
+                [b"on"] => true,
+                [b"off"] => false,
+                _ => return Err(EINVAL),
+            };
+            text(reply, "OK");
+        }
         b"logfile" => {
             let [file] = rest else { return Err(EINVAL) };
             d.logfile = Some(arg(file));
@@ -62,6 +66,11 @@ pub fn run(d: &mut Daemon, args: &[&[u8]], reply: &mut Vec<u8>) -> Result<(), Fa
                 [f] => Some(arg(f)),
                 _ => return Err(EINVAL),
             };
+            // Upstream has nowhere to write without a file or a log (EBADF,
+            // sent as EINVAL).
+            if file.is_none() && !d.logging {
+                return Err(Fail(XsError::Einval, "control:no file"));
+            }
             let report = memreport(d);
             match file {
                 Some(file) => std::fs::OpenOptions::new()

@@ -1,6 +1,7 @@
 //! Node permissions: `n`/`r`/`w`/`b` entries, owner first, and the C
 //! xenstored rule deciding what a connection may do with a node.
 
+use crate::cnum::strtol_whole;
 use crate::wire::XsError;
 
 pub const READ: u8 = 1;
@@ -105,47 +106,6 @@ impl Perms {
             out.push(0);
         }
     }
-}
-
-/// strtol(s, &end, 0) that must consume the whole, non-empty string; the
-/// long result is truncated to an unsigned int as upstream does.
-fn strtol_whole(s: &[u8]) -> Option<u32> {
-    if s.is_empty() {
-        return None;
-    }
-    let mut i = 0;
-    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
-        i += 1;
-    }
-    let neg = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let (radix, digits_from) = match (s.get(i), s.get(i + 1)) {
-        (Some(b'0'), Some(b'x' | b'X')) if s.get(i + 2).is_some_and(|c| c.is_ascii_hexdigit()) => {
-            (16, i + 2)
-        }
-        (Some(b'0'), _) => (8, i),
-        _ => (10, i),
-    };
-    let digits = &s[digits_from..];
-    if digits.is_empty() {
-        return None;
-    }
-    let mut value: i64 = 0;
-    for &c in digits {
-        let d = (c as char).to_digit(radix)? as i64;
-        value = value.saturating_mul(radix as i64).saturating_add(d);
-    }
-    let value = if neg { value.wrapping_neg() } else { value };
-    Some(value as u32)
 }
 
 #[cfg(test)]

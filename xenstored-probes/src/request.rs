@@ -3,6 +3,7 @@
 //! NUL-terminated string; multi-argument payloads need every argument
 //! NUL-terminated; numbers are read with atoi.
 
+use crate::cnum::atoi;
 use crate::wire::{MsgType, XsError};
 
 #[derive(Debug, PartialEq, Eq)]
@@ -102,41 +103,19 @@ fn strings<const N: usize>(p: &[u8]) -> Result<([&[u8]; N], &[u8]), BadRequest> 
     Ok((out, rest))
 }
 
+/// Exactly two NUL-terminated strings (a third is EINVAL, as upstream).
+fn two_strings(p: &[u8]) -> Result<[&[u8]; 2], BadRequest> {
+    match all_strings(p).as_slice() {
+        [a, b] => Ok([a, b]),
+        _ => Err(EINVAL_ARGS),
+    }
+}
+
 /// Every NUL-terminated string (an unterminated tail is not one).
 fn all_strings(p: &[u8]) -> Vec<&[u8]> {
     let mut v: Vec<&[u8]> = p.split(|&b| b == 0).collect();
     v.pop(); // the part after the last NUL
     v
-}
-
-/// C's atoi: optional blanks and sign, then digits; garbage ends the number;
-/// the int result is reinterpreted as unsigned like upstream's domids.
-pub fn atoi(s: &[u8]) -> u32 {
-    let mut i = 0;
-    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
-        i += 1;
-    }
-    let neg = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let mut v: i64 = 0;
-    for &c in &s[i..] {
-        if !c.is_ascii_digit() {
-            break;
-        }
-        v = v.saturating_mul(10).saturating_add((c - b'0') as i64);
-    }
-    // strtol saturates to LONG_MAX; atoi's int keeps the low bits
-    let v = if neg { v.wrapping_neg() } else { v };
-    v as i32 as u32
 }
 
 /// Strictly decimal, for the newest xenstore.txt's commands.
@@ -174,11 +153,11 @@ pub fn parse(ty: MsgType, p: &[u8]) -> Result<Request<'_>, BadRequest> {
         MsgType::Read => R::Read(path_arg(p, XsError::Enoent)?),
         MsgType::GetPerms => R::GetPerms(path_arg(p, XsError::Enoent)?),
         MsgType::Watch => {
-            let ([path, token], _) = strings::<2>(p)?;
+            let [path, token] = two_strings(p)?;
             R::Watch { path, token }
         }
         MsgType::Unwatch => {
-            let ([path, token], _) = strings::<2>(p)?;
+            let [path, token] = two_strings(p)?;
             R::Unwatch { path, token }
         }
         MsgType::TransactionStart => R::TransactionStart,
@@ -319,6 +298,8 @@ mod tests {
     fn watch_needs_two_strings() {
         assert!(parse(MsgType::Watch, b"/a\0tok").is_err());
         assert!(parse(MsgType::Watch, b"/a\0tok\0").is_ok());
+        assert!(parse(MsgType::Watch, b"/a\0tok\0extra\0").is_err());
+        assert!(parse(MsgType::Unwatch, b"/a\0tok\0extra\0").is_err());
     }
 
     #[test]

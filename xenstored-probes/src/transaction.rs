@@ -122,8 +122,10 @@ impl Tree for TxTree<'_> {
             }
             self.account(owner, 1);
         }
+        // upstream stamps the transaction's copy with a generation too
+        let mut node = node;
+        node.generation = self.store.next_generation();
         self.tx.overlay.insert(path.to_string(), Some(node));
-        self.store.next_generation();
     }
 
     fn delete(&mut self, path: &str) {
