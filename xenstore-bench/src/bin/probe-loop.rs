@@ -1,5 +1,8 @@
 //! A tight loop over the shim's probes, for the per-firing cost and the
 //! zero-loss event rate. Commands on stdin, one a line, answers on stdout:
+//!   every                fires each of the six probes once (and keeps every
+//!                        probe's site live, so tracers that attach all six,
+//!                        like scripts/xenstore-snoop.bt, find them all)
 //!   mark                 fires one request/response pair on path
 //!                        /bench/attach-marker (tells a tracer is attached)
 //!   run SECONDS RATE [THREADS]
@@ -57,6 +60,15 @@ fn main() {
         let words: Vec<&str> = line.split_whitespace().collect();
         let mut out = stdout.lock();
         match words.as_slice() {
+            ["every"] => {
+                serial += 1;
+                pair(serial, &who, b"/bench/every\0");
+                probes::watch_event(serial, &who, who.conn, b"/bench/every", b"token");
+                probes::conn_open(&who, "socket", "probe-loop");
+                probes::tx_end(serial, &who, 1, probes::TxOutcome::Abort, "");
+                probes::conn_close(serial, &who, "probe-loop");
+                writeln!(out, "ok").unwrap();
+            }
             ["mark"] => {
                 serial += 1;
                 pair(serial, &who, b"/bench/attach-marker\0");
