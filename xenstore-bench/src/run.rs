@@ -22,7 +22,7 @@ pub fn all(args: &AllArgs) -> Result<()> {
     let budget = Budget {
         run: Duration::from_secs_f64(args.seconds.unwrap_or(if quick { 0.25 } else { 1.0 })),
         rounds: args.rounds.unwrap_or(if quick { 1 } else { 3 }),
-        idle_rounds: args.rounds.unwrap_or(if quick { 1 } else { 6 }),
+        idle_rounds: args.rounds.unwrap_or(if quick { 1 } else { 8 }),
         memory_nodes: if quick { 20_000 } else { 100_000 },
         quick,
     };
