@@ -1,0 +1,221 @@
+//! The raw-wire differential suite: every case in tests/conformance/cases is
+//! replayed on a fresh daemon and its replies compared with those recorded
+//! from Debian's C xenstored 4.17. The shim must agree except where a case is
+//! marked `differs:` (and listed in DIFFERENCES.md); oxenstored is a second
+//! opinion with its own `oxenstored:` marks.
+//!
+//! Re-record the expectations from C xenstored with
+//! `cargo test --test conformance record -- --ignored`.
+mod common;
+mod conformance {
+    pub mod case;
+    pub mod replay;
+}
+
+use common::shim::Shim;
+use common::upstream::{Flavor, Upstream};
+use conformance::case::{self, Case, CaseFile};
+use conformance::replay::replay;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+fn cases_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/cases")
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Target {
+    Upstream(Flavor),
+    Shim,
+}
+
+impl Target {
+    fn name(self) -> &'static str {
+        match self {
+            Target::Upstream(f) => f.name(),
+            Target::Shim => "the shim",
+        }
+    }
+
+    /// Which mark lets this target differ from the recording, if any.
+    fn allowed<'a>(self, case: &'a Case) -> Option<&'a str> {
+        match self {
+            Target::Upstream(Flavor::C) => None,
+            Target::Upstream(Flavor::Ocaml) => case.oxenstored.as_deref(),
+            Target::Shim => case.differs.as_deref(),
+        }
+    }
+}
+
+/// Runs a case on a fresh daemon; the daemon must survive it.
+fn run_case(target: Target, case: &Case) -> Vec<Vec<String>> {
+    let mut got = match target {
+        Target::Upstream(flavor) => {
+            let mut d = Upstream::start(flavor);
+            let got = replay(case, &d.socket);
+            if !d.alive() {
+                return vec![vec![format!("{} died", target.name())]];
+            }
+            got
+        }
+        Target::Shim => {
+            let mut shim = Shim::start();
+            let got = replay(case, &shim.socket);
+            assert!(
+                matches!(shim.child.try_wait(), Ok(None)),
+                "{}: the shim died",
+                case.name
+            );
+            got
+        }
+    };
+    got.truncate(case.steps.len());
+    got
+}
+
+struct Outcome {
+    name: String,
+    allowed: Option<String>,
+    diff: Option<String>,
+}
+
+/// Replays every case on `workers` threads; returns outcomes in file order.
+fn run_all(target: Target, files: &[CaseFile]) -> Vec<Outcome> {
+    let cases: Vec<&Case> = files.iter().flat_map(|f| &f.cases).collect();
+    let next = AtomicUsize::new(0);
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(case) = cases.get(i) else { break };
+                let got = run_case(target, case);
+                let diff = describe_diff(case, &got);
+                results.lock().unwrap().push((
+                    i,
+                    Outcome {
+                        name: case.name.clone(),
+                        allowed: target.allowed(case).map(str::to_string),
+                        diff,
+                    },
+                ));
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap();
+    results.sort_by_key(|r| r.0);
+    results.into_iter().map(|r| r.1).collect()
+}
+
+fn describe_diff(case: &Case, got: &[Vec<String>]) -> Option<String> {
+    let mut out = String::new();
+    for (step, got) in case.steps.iter().zip(got) {
+        if &step.expect != got {
+            out.push_str(&format!(
+                "  step {} ({}):\n    C xenstored: {:?}\n    got:         {:?}\n",
+                step.line + 1,
+                step.conn,
+                step.expect,
+                got
+            ));
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Prints the tally and fails on any difference that is not marked.
+fn check(target: Target) {
+    let files = case::load_dir(&cases_dir());
+    let outcomes = run_all(target, &files);
+    let total = outcomes.len();
+    let differing: Vec<&Outcome> = outcomes.iter().filter(|o| o.diff.is_some()).collect();
+    let unexplained: Vec<&&Outcome> = differing.iter().filter(|o| o.allowed.is_none()).collect();
+    let agreeing_marked: Vec<&Outcome> = outcomes
+        .iter()
+        .filter(|o| o.diff.is_none() && o.allowed.is_some())
+        .collect();
+    eprintln!(
+        "conformance vs {}: {total} cases, {} differ from C xenstored ({} documented, {} undocumented)",
+        target.name(),
+        differing.len(),
+        differing.len() - unexplained.len(),
+        unexplained.len()
+    );
+    for o in &differing {
+        let why = o.allowed.as_deref().unwrap_or("UNDOCUMENTED");
+        eprintln!("- {} [{why}]\n{}", o.name, o.diff.as_deref().unwrap());
+    }
+    for o in &agreeing_marked {
+        eprintln!(
+            "note: {} is marked as differing ({}) but now agrees",
+            o.name,
+            o.allowed.as_deref().unwrap()
+        );
+    }
+    assert!(total >= 200, "only {total} cases");
+    assert!(
+        unexplained.is_empty(),
+        "{} undocumented differences from C xenstored (see above)",
+        unexplained.len()
+    );
+}
+
+#[test]
+fn c_xenstored_replays_its_recording() {
+    if !common::upstream::available(Flavor::C, "c_xenstored_replays_its_recording") {
+        return;
+    }
+    check(Target::Upstream(Flavor::C));
+}
+
+#[test]
+fn oxenstored_second_opinion() {
+    if !common::upstream::available(Flavor::Ocaml, "oxenstored_second_opinion") {
+        return;
+    }
+    check(Target::Upstream(Flavor::Ocaml));
+}
+
+#[test]
+fn shim_agrees_with_c_xenstored() {
+    check(Target::Shim);
+}
+
+/// Every case marked `differs:` is named in DIFFERENCES.md, so the list of
+/// deliberate differences stays complete.
+#[test]
+fn shim_differences_are_documented() {
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/DIFFERENCES.md"),
+    )
+    .unwrap();
+    let files = case::load_dir(&cases_dir());
+    let missing: Vec<&str> = files
+        .iter()
+        .flat_map(|f| &f.cases)
+        .filter(|c| c.differs.is_some() && !doc.contains(&format!("`{}`", c.name)))
+        .map(|c| c.name.as_str())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "cases marked differs: but not in DIFFERENCES.md: {missing:?}"
+    );
+}
+
+/// Not a test: rewrites every case file's expectations from C xenstored.
+/// `cargo test --test conformance record -- --ignored`
+#[test]
+#[ignore]
+fn record() {
+    assert!(common::upstream::available(Flavor::C, "record"));
+    for file in case::load_dir(&cases_dir()) {
+        let recorded: Vec<Vec<Vec<String>>> = file
+            .cases
+            .iter()
+            .map(|c| run_case(Target::Upstream(Flavor::C), c))
+            .collect();
+        std::fs::write(&file.path, case::rewrite(&file, &recorded)).unwrap();
+        eprintln!("recorded {}", file.path.display());
+    }
+}
