@@ -42,10 +42,7 @@ pub fn replay(case: &Case, socket: &Path) -> Vec<Vec<String>> {
             }
             (_, Conn::Closed) => vec!["closed".to_string()],
             (Action::Wait, Conn::Open(s)) => render(read_one(s, REPLY_TIMEOUT), &vars),
-            (Action::Quiet, Conn::Open(s)) => render(read_one(s, QUIET), &vars)
-                .into_iter()
-                .filter(|l| l != "timeout")
-                .collect(),
+            (Action::Quiet, Conn::Open(s)) => render(read_until_quiet(s), &vars),
             (Action::Raw { bytes, wait }, Conn::Open(s)) => {
                 if s.write_all(bytes).is_err() {
                     vec!["closed".to_string()]
@@ -178,6 +175,22 @@ fn read_reply(s: &mut UnixStream) -> Vec<Msg> {
         msgs.push(m);
         if done {
             return msgs;
+        }
+    }
+}
+
+/// Whatever arrives before a short silence (nothing, usually).
+fn read_until_quiet(s: &mut UnixStream) -> Vec<Msg> {
+    let mut msgs = Vec::new();
+    loop {
+        let m = read_one(s, QUIET).pop().unwrap();
+        match m.end {
+            Some("timeout") => return msgs,
+            Some(_) => {
+                msgs.push(m);
+                return msgs;
+            }
+            None => msgs.push(m),
         }
     }
 }

@@ -1,4 +1,4 @@
-# XS_READ: "<path>\0" -> value bytes (no NUL)
+# XS_READ (2): "<path>\0" -> the value, no NUL added.
 case missing
   a: READ "/nonexistent\0"
     = ERROR req=1 tx=0 "ENOENT\0"
@@ -13,32 +13,96 @@ case written-value
   a: READ "/a\0"
     = READ req=2 tx=0 "hello"
 
+case empty-value
+  a: WRITE "/a\0"
+    = WRITE req=1 tx=0 "OK\0"
+  a: READ "/a\0"
+    = READ req=2 tx=0 ""
+
+case binary-value
+  a: WRITE "/b\0\x01\x02\x00\xff\n"
+    = WRITE req=1 tx=0 "OK\0"
+  a: READ "/b\0"
+    = READ req=2 tx=0 "\x01\x02\0\xff\n"
+
+case value-with-nul
+  a: WRITE "/n\0x\0y\0"
+    = WRITE req=1 tx=0 "OK\0"
+  a: READ "/n\0"
+    = READ req=2 tx=0 "x\0y\0"
+
 case relative-path
   a: WRITE "/local/domain/0/x\0rel"
     = WRITE req=1 tx=0 "OK\0"
   a: READ "x\0"
     = READ req=2 tx=0 "rel"
 
-case no-nul
-  a: READ "/tool"
+case relative-missing
+  a: READ "nothing-here\0"
     = ERROR req=1 tx=0 "ENOENT\0"
 
-case watch-test
-  a: WATCH "/w\0tok\0"
-    = WATCH req=1 tx=0 "OK\0"
-  b: WRITE "/w/x\01"
-    = WRITE req=2 tx=0 "OK\0"
-  a: wait
-    = WATCH_EVENT req=0 tx=0 "/w\0tok\0"
-  a: quiet
-    = WATCH_EVENT req=0 tx=0 "/w/x\0tok\0"
+case no-nul
+  a: WRITE "/tool\0v"
+    = WRITE req=1 tx=0 "OK\0"
+  a: READ "/tool"
+    = ERROR req=2 tx=0 "ENOENT\0"
 
-case tx
-  a: TRANSACTION_START "\0" -> $t
-    = TRANSACTION_START req=1 tx=0 "$t\0"
-  a: WRITE tx=$t "/t\0v"
-    = WRITE req=2 tx=$t "OK\0"
-  b: TRANSACTION_START "\0" -> $u
-    = TRANSACTION_START req=3 tx=0 "$u\0"
-  a: TRANSACTION_END tx=$t "T\0"
-    = TRANSACTION_END req=4 tx=$t "OK\0"
+case empty-payload
+  a: READ ""
+    = ERROR req=1 tx=0 "ENOENT\0"
+
+case only-nul
+  a: READ "\0"
+    = ERROR req=1 tx=0 "EINVAL\0"
+
+case double-slash
+  a: READ "//\0"
+    = ERROR req=1 tx=0 "EINVAL\0"
+
+case trailing-slash
+  a: WRITE "/ts\0v"
+    = WRITE req=1 tx=0 "OK\0"
+  a: READ "/ts/\0"
+    = ERROR req=2 tx=0 "EINVAL\0"
+
+case bad-char
+  a: READ "/a b\0"
+    = ERROR req=1 tx=0 "EINVAL\0"
+
+case tool-xenstored
+  a: READ "/tool/xenstored\0"
+    = READ req=1 tx=0 ""
+
+case parent-of-written
+  a: WRITE "/p/c\0v"
+    = WRITE req=1 tx=0 "OK\0"
+  a: READ "/p\0"
+    = READ req=2 tx=0 ""
+
+case long-value
+  a: WRITE "/l\0" "v"*3000
+    = WRITE req=1 tx=0 "OK\0"
+  a: READ "/l\0"
+    = READ req=2 tx=0 "v"*3000
+
+case in-unknown-transaction
+  a: READ tx=4242 "/\0"
+    = ERROR req=1 tx=4242 "ENOENT\0"
+
+case two-args
+  a: WRITE "/t\0v"
+    = WRITE req=1 tx=0 "OK\0"
+  a: READ "/t\0extra\0"
+    = ERROR req=2 tx=0 "ENOENT\0"
+
+case at-path
+  a: READ "@introduceDomain\0"
+    = ERROR req=1 tx=0 "EINVAL\0"
+
+case dot-path
+  a: READ "/.\0"
+    = ERROR req=1 tx=0 "EINVAL\0"
+
+case at-in-middle
+  a: READ "/a@b\0"
+    = ERROR req=1 tx=0 "ENOENT\0"

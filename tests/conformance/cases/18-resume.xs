@@ -1,0 +1,22 @@
+# XS_RESUME (18): "<domid>\0" clears a domain's shutdown state.
+case introduced
+  a: INTRODUCE "5\0123\04\0"
+    = INTRODUCE req=1 tx=0 "OK\0"
+  a: RESUME "5\0"
+    = RESUME req=2 tx=0 "OK\0"
+
+case unknown
+  a: RESUME "5\0"
+    = ERROR req=1 tx=0 "ENOENT\0"
+
+case dom0
+  a: RESUME "0\0"
+    = ERROR req=1 tx=0 "EINVAL\0"
+
+case empty
+  a: RESUME ""
+    = ERROR req=1 tx=0 "EINVAL\0"
+
+case non-numeric
+  a: RESUME "q\0"
+    = ERROR req=1 tx=0 "EINVAL\0"
