@@ -8,22 +8,27 @@ case print
     = CONTROL req=1 tx=0 "OK\0"
 
 case print-no-arg
+  oxenstored: answers CONTROL with OK whatever the command
   a: CONTROL "print\0"
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case unknown-command
+  oxenstored: answers CONTROL with OK whatever the command
   a: CONTROL "no-such-command\0"
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case empty-payload
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: CONTROL ""
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case empty-command
+  oxenstored: answers CONTROL with OK whatever the command
   a: CONTROL "\0"
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case no-nul
+  oxenstored: answers CONTROL with OK whatever the command
   a: CONTROL "check"
     = ERROR req=1 tx=0 "EINVAL\0"
 

@@ -1,5 +1,6 @@
 # XS_DIRECTORY (1): "<path>\0" -> children, each NUL-terminated.
 case root
+  oxenstored: its store starts with @introduceDomain, @releaseDomain and /local as nodes
   a: DIRECTORY "/\0"
     = DIRECTORY req=1 tx=0 "tool\0"
 
@@ -14,6 +15,7 @@ case missing
     = ERROR req=1 tx=0 "ENOENT\0"
 
 case children-in-creation-order
+  oxenstored: lists children sorted, not in creation order
   a: WRITE "/d/zeta\0"
     = WRITE req=1 tx=0 "OK\0"
   a: WRITE "/d/alpha\0"
@@ -58,6 +60,7 @@ case tool
     = DIRECTORY req=1 tx=0 "xenstored\0"
 
 case no-nul
+  oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
   a: WRITE "/n/a\0"
     = WRITE req=1 tx=0 "OK\0"
   a: DIRECTORY "/n"
@@ -104,6 +107,7 @@ case in-transaction-sees-own-writes
     = ERROR req=4 tx=0 "ENOENT\0"
 
 case extra-args-ignored
+  oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
   a: WRITE "/e/a\0"
     = WRITE req=1 tx=0 "OK\0"
   a: DIRECTORY "/e\0junk\0"

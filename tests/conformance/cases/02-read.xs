@@ -42,12 +42,14 @@ case relative-missing
     = ERROR req=1 tx=0 "ENOENT\0"
 
 case no-nul
+  oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
   a: WRITE "/tool\0v"
     = WRITE req=1 tx=0 "OK\0"
   a: READ "/tool"
     = ERROR req=2 tx=0 "ENOENT\0"
 
 case empty-payload
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: READ ""
     = ERROR req=1 tx=0 "ENOENT\0"
 
@@ -70,6 +72,7 @@ case bad-char
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case tool-xenstored
+  oxenstored: /tool/xenstored holds oxenstored's binary path (C: empty)
   a: READ "/tool/xenstored\0"
     = READ req=1 tx=0 ""
 
@@ -80,22 +83,26 @@ case parent-of-written
     = READ req=2 tx=0 ""
 
 case long-value
+  oxenstored: limits a node's value to 2048 bytes even for dom0 (quota-maxsize): E2BIG
   a: WRITE "/l\0" "v"*3000
     = WRITE req=1 tx=0 "OK\0"
   a: READ "/l\0"
     = READ req=2 tx=0 "v"*3000
 
 case in-unknown-transaction
+  oxenstored: EIO for an unknown transaction id (C: ENOENT)
   a: READ tx=4242 "/\0"
     = ERROR req=1 tx=4242 "ENOENT\0"
 
 case two-args
+  oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
   a: WRITE "/t\0v"
     = WRITE req=1 tx=0 "OK\0"
   a: READ "/t\0extra\0"
     = ERROR req=2 tx=0 "ENOENT\0"
 
 case at-path
+  oxenstored: special @paths are ordinary nodes, RM / allowed (C: EINVAL)
   a: READ "@introduceDomain\0"
     = ERROR req=1 tx=0 "EINVAL\0"
 

@@ -44,6 +44,7 @@ case relative
     = GET_PERMS req=2 tx=0 "n0\0"
 
 case no-nul
+  oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
   a: GET_PERMS "/"
     = ERROR req=1 tx=0 "ENOENT\0"
 
@@ -56,10 +57,12 @@ case local-domain
     = ERROR req=1 tx=0 "ENOENT\0"
 
 case special-introduce
+  oxenstored: special @paths are ordinary nodes, RM / allowed (C: EINVAL)
   a: GET_PERMS "@introduceDomain\0"
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case special-release
+  oxenstored: special @paths are ordinary nodes, RM / allowed (C: EINVAL)
   a: GET_PERMS "@releaseDomain\0"
     = ERROR req=1 tx=0 "EINVAL\0"
 

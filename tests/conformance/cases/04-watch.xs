@@ -46,6 +46,7 @@ case not-on-parent
   a: quiet
 
 case own-write-event-and-reply-order
+  oxenstored: sends the watch event after the reply that fired it (C: before)
   a: WATCH "/w\0tok\0"
     = WATCH req=1 tx=0 "OK\0"
   a: wait
@@ -74,6 +75,7 @@ case duplicate
     = ERROR req=2 tx=0 "EEXIST\0"
 
 case same-path-two-tokens
+  oxenstored: fires one path's watches in reverse registration order
   a: WATCH "/w\0one\0"
     = WATCH req=1 tx=0 "OK\0"
   a: wait
@@ -243,6 +245,7 @@ case special-not-fired-by-write
   a: quiet
 
 case in-transaction
+  oxenstored: WATCH in a transaction replies with tx 0 (C echoes the tx id)
   a: TRANSACTION_START "\0" -> $t
     = TRANSACTION_START req=1 tx=0 "$t\0"
   a: WATCH tx=$t "/w\0tok\0"

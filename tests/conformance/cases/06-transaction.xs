@@ -59,6 +59,7 @@ case conflict-write-write
     = READ req=7 tx=0 "other"
 
 case conflict-read-only
+  oxenstored: merges transactions: no conflict on reads or on nodes changed outside (C: EAGAIN)
   a: WRITE "/t\0old"
     = WRITE req=1 tx=0 "OK\0"
   a: TRANSACTION_START "\0" -> $t
@@ -113,6 +114,7 @@ case conflict-abort-is-ok
     = TRANSACTION_END req=5 tx=$t "OK\0"
 
 case two-transactions-one-connection
+  oxenstored: merges transactions: no conflict on reads or on nodes changed outside (C: EAGAIN)
   a: TRANSACTION_START "\0" -> $t
     = TRANSACTION_START req=1 tx=0 "$t\0"
   a: TRANSACTION_START "\0" -> $u
@@ -129,6 +131,7 @@ case two-transactions-one-connection
     = DIRECTORY req=7 tx=0 "tool\0two\0"
 
 case end-twice
+  oxenstored: EIO for an unknown transaction id (C: ENOENT)
   a: TRANSACTION_START "\0" -> $t
     = TRANSACTION_START req=1 tx=0 "$t\0"
   a: TRANSACTION_END tx=$t "T\0"
@@ -141,6 +144,7 @@ case end-without-transaction
     = ERROR req=1 tx=0 "ENOENT\0"
 
 case end-unknown-id
+  oxenstored: EIO for an unknown transaction id (C: ENOENT)
   a: TRANSACTION_END tx=99999 "T\0"
     = ERROR req=1 tx=99999 "ENOENT\0"
 
@@ -157,18 +161,21 @@ case end-lowercase
     = ERROR req=2 tx=$t "EINVAL\0"
 
 case end-empty
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: TRANSACTION_START "\0" -> $t
     = TRANSACTION_START req=1 tx=0 "$t\0"
   a: TRANSACTION_END tx=$t ""
     = ERROR req=2 tx=$t "EINVAL\0"
 
 case end-no-nul
+  oxenstored: accepts TRANSACTION_END "T" without its NUL
   a: TRANSACTION_START "\0" -> $t
     = TRANSACTION_START req=1 tx=0 "$t\0"
   a: TRANSACTION_END tx=$t "T"
     = ERROR req=2 tx=$t "EINVAL\0"
 
 case start-no-nul
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: TRANSACTION_START ""
     = TRANSACTION_START req=1 tx=0 "1\0"
 
@@ -183,6 +190,7 @@ case start-inside-transaction
     = ERROR req=2 tx=$t "EBUSY\0"
 
 case other-connections-id
+  oxenstored: EIO for an unknown transaction id (C: ENOENT)
   a: TRANSACTION_START "\0" -> $t
     = TRANSACTION_START req=1 tx=0 "$t\0"
   b: READ tx=1 "/\0"
@@ -191,10 +199,12 @@ case other-connections-id
     = ERROR req=3 tx=1 "ENOENT\0"
 
 case unknown-id-write
+  oxenstored: EIO for an unknown transaction id (C: ENOENT)
   a: WRITE tx=31337 "/x\0y"
     = ERROR req=1 tx=31337 "ENOENT\0"
 
 case unknown-id-read
+  oxenstored: EIO for an unknown transaction id (C: ENOENT)
   a: READ tx=31337 "/\0"
     = ERROR req=1 tx=31337 "ENOENT\0"
 
@@ -215,6 +225,7 @@ case rm-in-transaction
     = ERROR req=7 tx=0 "ENOENT\0"
 
 case mkdir-in-transaction
+  oxenstored: its store starts with @introduceDomain, @releaseDomain and /local as nodes
   a: TRANSACTION_START "\0" -> $t
     = TRANSACTION_START req=1 tx=0 "$t\0"
   a: MKDIR tx=$t "/m\0"
@@ -274,6 +285,7 @@ case many-transactions-dom0
     = TRANSACTION_START req=12 tx=0 "$t12\0"
 
 case ids-on-two-connections
+  oxenstored: merges transactions: no conflict on reads or on nodes changed outside (C: EAGAIN)
   a: TRANSACTION_START "\0" -> $t
     = TRANSACTION_START req=1 tx=0 "$t\0"
   b: TRANSACTION_START "\0" -> $u
@@ -315,6 +327,7 @@ case watch-fires-once-per-commit
   a: quiet
 
 case end-commit-of-write-deleted-outside
+  oxenstored: merges transactions: no conflict on reads or on nodes changed outside (C: EAGAIN)
   a: WRITE "/d\0v"
     = WRITE req=1 tx=0 "OK\0"
   a: TRANSACTION_START "\0" -> $t

@@ -19,12 +19,14 @@ case introduce-twice-different-port
     = INTRODUCE req=2 tx=0 "OK\0"
 
 case introduce-twice-different-mfn
+  oxenstored: parses domids strictly (int_of_string) and accepts a missing final NUL; refuses dom0 or a new mfn in INTRODUCE
   a: INTRODUCE "5\0123\04\0"
     = INTRODUCE req=1 tx=0 "OK\0"
   a: INTRODUCE "5\0999\04\0"
     = INTRODUCE req=2 tx=0 "OK\0"
 
 case introduce-dom0
+  oxenstored: parses domids strictly (int_of_string) and accepts a missing final NUL; refuses dom0 or a new mfn in INTRODUCE
   a: INTRODUCE "0\0123\04\0"
     = INTRODUCE req=1 tx=0 "OK\0"
 
@@ -37,10 +39,12 @@ case one-arg
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case no-args
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: INTRODUCE ""
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case non-numeric-domid
+  oxenstored: parses domids strictly (int_of_string) and accepts a missing final NUL; refuses dom0 or a new mfn in INTRODUCE
   a: INTRODUCE "five\0123\04\0"
     = INTRODUCE req=1 tx=0 "OK\0"
 
@@ -61,6 +65,7 @@ case extra-arg
     = INTRODUCE req=1 tx=0 "OK\0"
 
 case no-final-nul
+  oxenstored: parses domids strictly (int_of_string) and accepts a missing final NUL; refuses dom0 or a new mfn in INTRODUCE
   a: INTRODUCE "5\0123\04"
     = ERROR req=1 tx=0 "EINVAL\0"
 

@@ -8,14 +8,17 @@ case release-introduced
     = IS_DOMAIN_INTRODUCED req=3 tx=0 "F\0"
 
 case release-unknown
+  oxenstored: RELEASE: EINVAL for an unknown domain, ENOENT for dom0 (C: the other way round)
   a: RELEASE "5\0"
     = ERROR req=1 tx=0 "ENOENT\0"
 
 case release-dom0
+  oxenstored: RELEASE: EINVAL for an unknown domain, ENOENT for dom0 (C: the other way round)
   a: RELEASE "0\0"
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case release-twice
+  oxenstored: RELEASE: EINVAL for an unknown domain, ENOENT for dom0 (C: the other way round)
   a: INTRODUCE "5\0123\04\0"
     = INTRODUCE req=1 tx=0 "OK\0"
   a: RELEASE "5\0"
@@ -24,6 +27,7 @@ case release-twice
     = ERROR req=3 tx=0 "ENOENT\0"
 
 case no-arg
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: RELEASE ""
     = ERROR req=1 tx=0 "EINVAL\0"
 

@@ -26,6 +26,7 @@ case trailing-garbage
     = GET_DOMAIN_PATH req=1 tx=0 "/local/domain/5\0"
 
 case empty
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: GET_DOMAIN_PATH ""
     = ERROR req=1 tx=0 "EINVAL\0"
 
@@ -38,6 +39,7 @@ case no-nul
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case negative
+  oxenstored: GET_DOMAIN_PATH "-1" gives /local/domain/1
   a: GET_DOMAIN_PATH "-1\0"
     = GET_DOMAIN_PATH req=1 tx=0 "/local/domain/4294967295\0"
 

@@ -32,6 +32,7 @@ case no-nul
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case empty
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: WRITE ""
     = ERROR req=1 tx=0 "EINVAL\0"
 
@@ -78,12 +79,14 @@ case dot
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case value-4000
+  oxenstored: limits a node's value to 2048 bytes even for dom0 (quota-maxsize): E2BIG
   a: WRITE "/big\0" "x"*4000
     = WRITE req=1 tx=0 "OK\0"
   a: READ "/big\0"
     = READ req=2 tx=0 "x"*4000
 
 case value-fills-payload
+  oxenstored: limits a node's value to 2048 bytes even for dom0 (quota-maxsize): E2BIG
   a: WRITE "/big\0" "x"*4091
     = WRITE req=1 tx=0 "OK\0"
   a: READ "/big\0"
@@ -134,9 +137,11 @@ case local-domain-other
     = GET_PERMS req=2 tx=0 "n0\0"
 
 case special-path
+  oxenstored: special @paths are ordinary nodes, RM / allowed (C: EINVAL)
   a: WRITE "@introduceDomain\0v"
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case at-first-char-relative
+  oxenstored: special @paths are ordinary nodes, RM / allowed (C: EINVAL)
   a: WRITE "@x\0v"
     = ERROR req=1 tx=0 "EINVAL\0"

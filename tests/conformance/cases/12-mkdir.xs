@@ -30,10 +30,12 @@ case relative
     = DIRECTORY req=2 tx=0 "rel\0"
 
 case no-nul
+  oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
   a: MKDIR "/m"
     = ERROR req=1 tx=0 "ENOMEM\0"
 
 case empty
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: MKDIR ""
     = ERROR req=1 tx=0 "ENOMEM\0"
 
@@ -46,6 +48,7 @@ case trailing-slash
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case extra-arg
+  oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
   a: MKDIR "/m\0extra\0"
     = ERROR req=1 tx=0 "ENOMEM\0"
   a: READ "/m\0"

@@ -28,6 +28,7 @@ case missing-parent
     = ERROR req=1 tx=0 "ENOENT\0"
 
 case root
+  oxenstored: special @paths are ordinary nodes, RM / allowed (C: EINVAL)
   a: RM "/\0"
     = ERROR req=1 tx=0 "EINVAL\0"
   a: DIRECTORY "/\0"
@@ -42,12 +43,14 @@ case relative
     = ERROR req=3 tx=0 "ENOENT\0"
 
 case no-nul
+  oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
   a: WRITE "/r\0v"
     = WRITE req=1 tx=0 "OK\0"
   a: RM "/r"
     = ERROR req=2 tx=0 "ENOMEM\0"
 
 case empty
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: RM ""
     = ERROR req=1 tx=0 "ENOMEM\0"
 
@@ -56,6 +59,7 @@ case bad-path
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case tool
+  oxenstored: its store starts with @introduceDomain, @releaseDomain and /local as nodes
   a: RM "/tool\0"
     = RM req=1 tx=0 "OK\0"
   a: DIRECTORY "/\0"
@@ -113,6 +117,7 @@ case rm-missing-fires-nothing
   a: quiet
 
 case local-domain-special
+  oxenstored: its store starts with @introduceDomain, @releaseDomain and /local as nodes
   a: RM "/local\0"
     = RM req=1 tx=0 "OK\0"
   a: GET_DOMAIN_PATH "0\0"
@@ -121,5 +126,6 @@ case local-domain-special
     = DIRECTORY req=3 tx=0 "tool\0"
 
 case special-path
+  oxenstored: special @paths are ordinary nodes, RM / allowed (C: EINVAL)
   a: RM "@introduceDomain\0"
     = ERROR req=1 tx=0 "EINVAL\0"

@@ -79,12 +79,14 @@ case last-without-nul
     = GET_PERMS req=3 tx=0 "n0\0"
 
 case huge-domid
+  oxenstored: does not check that a permission's or target's domain exists
   a: WRITE "/p\0v"
     = WRITE req=1 tx=0 "OK\0"
   a: SET_PERMS "/p\0n99999\0"
     = ERROR req=2 tx=0 "ENOENT\0"
 
 case negative-domid
+  oxenstored: does not check that a permission's or target's domain exists
   a: WRITE "/p\0v"
     = WRITE req=1 tx=0 "OK\0"
   a: SET_PERMS "/p\0n-1\0"
@@ -129,6 +131,7 @@ case children-keep-own-perms
     = GET_PERMS req=3 tx=0 "n0\0"
 
 case special-path
+  oxenstored: special @paths are ordinary nodes, RM / allowed (C: EINVAL)
   a: SET_PERMS "@releaseDomain\0n0\0r5\0"
     = SET_PERMS req=1 tx=0 "OK\0"
   a: GET_PERMS "@releaseDomain\0"

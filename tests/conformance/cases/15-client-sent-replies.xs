@@ -12,5 +12,6 @@ case error
     = READ req=2 tx=0 ""
 
 case watch-event-empty
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: WATCH_EVENT ""
     = ERROR req=1 tx=0 "ENOSYS\0"

@@ -14,14 +14,17 @@ case introduced
     = IS_DOMAIN_INTRODUCED req=2 tx=0 "T\0"
 
 case non-numeric
+  oxenstored: parses domids strictly (int_of_string) and accepts a missing final NUL; refuses dom0 or a new mfn in INTRODUCE
   a: IS_DOMAIN_INTRODUCED "x\0"
     = IS_DOMAIN_INTRODUCED req=1 tx=0 "T\0"
 
 case empty
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: IS_DOMAIN_INTRODUCED ""
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case no-nul
+  oxenstored: parses domids strictly (int_of_string) and accepts a missing final NUL; refuses dom0 or a new mfn in INTRODUCE
   a: IS_DOMAIN_INTRODUCED "0"
     = ERROR req=1 tx=0 "EINVAL\0"
 
@@ -30,5 +33,6 @@ case domid-reserved
     = IS_DOMAIN_INTRODUCED req=1 tx=0 "F\0"
 
 case trailing-garbage
+  oxenstored: parses domids strictly (int_of_string) and accepts a missing final NUL; refuses dom0 or a new mfn in INTRODUCE
   a: IS_DOMAIN_INTRODUCED "0x\0"
     = IS_DOMAIN_INTRODUCED req=1 tx=0 "T\0"

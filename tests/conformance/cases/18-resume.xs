@@ -6,14 +6,17 @@ case introduced
     = RESUME req=2 tx=0 "OK\0"
 
 case unknown
+  oxenstored: RESUME: EINVAL for an unknown domain, OK for dom0
   a: RESUME "5\0"
     = ERROR req=1 tx=0 "ENOENT\0"
 
 case dom0
+  oxenstored: RESUME: EINVAL for an unknown domain, OK for dom0
   a: RESUME "0\0"
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case empty
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: RESUME ""
     = ERROR req=1 tx=0 "EINVAL\0"
 

@@ -13,6 +13,7 @@ case domain-unknown
     = ERROR req=1 tx=0 "ENOENT\0"
 
 case target-unknown
+  oxenstored: does not check that a permission's or target's domain exists
   a: INTRODUCE "5\0123\04\0"
     = INTRODUCE req=1 tx=0 "OK\0"
   a: SET_TARGET "5\06\0"
@@ -25,6 +26,7 @@ case one-arg
     = ERROR req=2 tx=0 "EINVAL\0"
 
 case empty
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: SET_TARGET ""
     = ERROR req=1 tx=0 "EINVAL\0"
 

@@ -1,5 +1,6 @@
 # XS_RESET_WATCHES (21): drops all of the connection's watches.
 case reset
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: WATCH "/w\0tok\0"
     = WATCH req=1 tx=0 "OK\0"
   a: wait
@@ -15,10 +16,12 @@ case with-nul
     = RESET_WATCHES req=1 tx=0 "OK\0"
 
 case no-watches
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: RESET_WATCHES ""
     = RESET_WATCHES req=1 tx=0 "OK\0"
 
 case only-own-watches
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: WATCH "/w\0a\0"
     = WATCH req=1 tx=0 "OK\0"
   a: wait
@@ -36,6 +39,7 @@ case only-own-watches
   a: quiet
 
 case watch-again-after-reset
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: WATCH "/w\0tok\0"
     = WATCH req=1 tx=0 "OK\0"
   a: wait
@@ -48,6 +52,7 @@ case watch-again-after-reset
     = WATCH_EVENT req=0 tx=0 "/w\0tok\0"
 
 case in-transaction
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: TRANSACTION_START "\0" -> $t
     = TRANSACTION_START req=1 tx=0 "$t\0"
   a: RESET_WATCHES tx=$t ""

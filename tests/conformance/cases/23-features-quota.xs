@@ -5,6 +5,7 @@ case get-feature-dom0
     = ERROR req=1 tx=0 "ENOSYS\0"
 
 case get-feature-global
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: GET_FEATURE ""
     = ERROR req=1 tx=0 "ENOSYS\0"
 
@@ -13,6 +14,7 @@ case set-feature
     = ERROR req=1 tx=0 "ENOSYS\0"
 
 case get-quota-global
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: GET_QUOTA ""
     = ERROR req=1 tx=0 "ENOSYS\0"
 
@@ -25,6 +27,7 @@ case set-quota
     = ERROR req=1 tx=0 "ENOSYS\0"
 
 case then-connection-still-works
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: GET_FEATURE ""
     = ERROR req=1 tx=0 "ENOSYS\0"
   a: READ "/\0"

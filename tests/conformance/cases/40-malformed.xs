@@ -1,18 +1,21 @@
 # Hostile bytes: wrong lengths, split and pipelined messages, oversized
 # payloads. The daemon must survive every one (checked after each case).
 case len-4096-write
+  oxenstored: limits a node's value to 2048 bytes even for dom0 (quota-maxsize): E2BIG
   a: WRITE "/x\0" "v"*4093
     = WRITE req=1 tx=0 "OK\0"
   a: READ "/x\0"
     = READ req=2 tx=0 "v"*4093
 
 case len-4097-write
+  oxenstored: a payload over 4096 bytes gets E2BIG or is waited for; garbage headers do not close the connection (C closes)
   a: WRITE "/x\0" "v"*4094
     = closed
   b: READ "/x\0"
     = ERROR req=2 tx=0 "ENOENT\0"
 
 case len-4097-header-only
+  oxenstored: a payload over 4096 bytes gets E2BIG or is waited for; garbage headers do not close the connection (C closes)
   a: READ len=4097 "" nowait
   a: wait
     = closed
@@ -20,6 +23,7 @@ case len-4097-header-only
     = READ req=2 tx=0 ""
 
 case len-huge-header-only
+  oxenstored: a payload over 4096 bytes gets E2BIG or is waited for; garbage headers do not close the connection (C closes)
   a: READ len=4294967295 "" nowait
   a: wait
     = closed
@@ -27,10 +31,12 @@ case len-huge-header-only
     = READ req=2 tx=0 ""
 
 case len-zero-read
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: READ len=0 ""
     = ERROR req=1 tx=0 "ENOENT\0"
 
 case len-zero-write
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: WRITE ""
     = ERROR req=1 tx=0 "EINVAL\0"
 
@@ -108,6 +114,7 @@ case req-id-repeated
     = READ req=7 tx=0 ""
 
 case nul-in-middle-of-path
+  oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
   a: WRITE "/a\0v"
     = WRITE req=1 tx=0 "OK\0"
   a: READ "/a\0b\0"
@@ -139,10 +146,12 @@ case garbage-after-close-other-conn
     = READ req=1 tx=0 ""
 
 case garbage-header
+  oxenstored: a payload over 4096 bytes gets E2BIG or is waited for; garbage headers do not close the connection (C closes)
   a: raw "garbage!garbage!"
     = closed
 
 case unknown-tx-then-ok
+  oxenstored: EIO for an unknown transaction id (C: ENOENT)
   a: WRITE tx=77 "/x\0v"
     = ERROR req=1 tx=77 "ENOENT\0"
   a: WRITE "/x\0v"

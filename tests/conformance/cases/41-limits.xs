@@ -1,5 +1,6 @@
 # Sizes and counts at and just past their limits, from dom0.
 case payload-4096-dom0-read-reply
+  oxenstored: limits a node's value to 2048 bytes even for dom0 (quota-maxsize): E2BIG
   a: WRITE "/big\0" "y"*4091
     = WRITE req=1 tx=0 "OK\0"
   a: READ "/big\0"
@@ -8,6 +9,7 @@ case payload-4096-dom0-read-reply
     = DIRECTORY req=3 tx=0 "tool\0big\0"
 
 case directory-reply-over-4096
+  oxenstored: DIRECTORY_PART unimplemented (ENOSYS); DIRECTORY may exceed 4096 bytes
   # Children whose names together exceed one payload.
   a: WRITE "/d/" "a"*1000 "\0"
     = WRITE req=1 tx=0 "OK\0"
@@ -31,6 +33,7 @@ case node-name-long
     = READ req=2 tx=0 "v"
 
 case watch-path-long
+  oxenstored: accepts watch paths longer than 2048 bytes (C: EINVAL)
   a: WATCH "/" "w"*3000 "\0tok\0"
     = ERROR req=1 tx=0 "EINVAL\0"
   a: quiet
@@ -42,15 +45,18 @@ case watch-path-2048
     = WATCH_EVENT req=0 tx=0 "/" "w"*2047 "\0tok\0"
 
 case watch-path-2049
+  oxenstored: accepts watch paths longer than 2048 bytes (C: EINVAL)
   a: WATCH "/" "w"*2048 "\0tok\0"
     = ERROR req=1 tx=0 "EINVAL\0"
   a: quiet
 
 case watch-path-too-long
+  oxenstored: accepts watch paths longer than 2048 bytes (C: EINVAL)
   a: WATCH "/" "w"*3072 "\0tok\0"
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case many-nodes
+  oxenstored: its store starts with @introduceDomain, @releaseDomain and /local as nodes
   a: WRITE "/n/1\0"
     = WRITE req=1 tx=0 "OK\0"
   a: WRITE "/n/2\0"

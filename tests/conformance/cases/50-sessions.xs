@@ -1,5 +1,6 @@
 # Longer multi-connection sessions mixing message types.
 case toolstack-create-domain
+  oxenstored: lists children sorted, not in creation order
   a: WATCH "@introduceDomain\0intro\0"
     = WATCH req=1 tx=0 "OK\0"
   a: wait
