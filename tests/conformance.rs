@@ -135,13 +135,16 @@ fn check(target: Target) {
         .iter()
         .filter(|o| o.diff.is_none() && o.allowed.is_some())
         .collect();
-    eprintln!(
-        "conformance vs {}: {total} cases, {} differ from C xenstored ({} documented, {} undocumented)",
+    let tally = format!(
+        "conformance vs {}: {total} cases, {} differ from C xenstored ({} documented, {} undocumented)\n",
         target.name(),
         differing.len(),
         differing.len() - unexplained.len(),
         unexplained.len()
     );
+    // Straight to fd 2, past the test harness's capture: the tally is
+    // printed on success too.
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), tally.as_bytes());
     for o in &differing {
         let why = o.allowed.as_deref().unwrap_or("UNDOCUMENTED");
         eprintln!("- {} [{why}]\n{}", o.name, o.diff.as_deref().unwrap());

@@ -165,10 +165,12 @@ fn compare(who: &str, lines: &[Line], got: &[String], allowed: fn(&Line) -> Opti
             );
         }
     }
-    eprintln!(
-        "xenstore-utils transcript vs {who}: {} commands, {differing} differ from C xenstored ({undocumented} undocumented)",
+    let tally = format!(
+        "xenstore-utils transcript vs {who}: {} commands, {differing} differ from C xenstored ({undocumented} undocumented)\n",
         lines.len()
     );
+    // Past the test harness's capture: printed on success too.
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), tally.as_bytes());
     assert_eq!(undocumented, 0, "undocumented differences (see above)");
 }
 

@@ -317,3 +317,108 @@ case many-watches-dom0
   a: quiet
     = WATCH_EVENT req=0 tx=0 "/w5\0t\0"
     = WATCH_EVENT req=0 tx=0 "/w3\0t\0"
+
+case commit-event-before-end-reply
+  a: WATCH "/w\0tok\0"
+    = WATCH req=1 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/w\0tok\0"
+  a: TRANSACTION_START "\0" -> $t
+    = TRANSACTION_START req=2 tx=0 "$t\0"
+  a: WRITE tx=$t "/w\0v"
+    = WRITE req=3 tx=$t "OK\0"
+  a: TRANSACTION_END tx=$t "T\0"
+    = WATCH_EVENT req=0 tx=0 "/w\0tok\0"
+    = TRANSACTION_END req=4 tx=$t "OK\0"
+  a: quiet
+
+case relative-watch-rm-parent
+  a: WRITE "/local/domain/0/rp/c\0v"
+    = WRITE req=1 tx=0 "OK\0"
+  a: WATCH "rp/c\0tok\0"
+    = WATCH req=2 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "rp/c\0tok\0"
+  b: RM "/local/domain/0/rp\0"
+    = RM req=3 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "rp/c\0tok\0"
+
+case root-watch-not-fired-by-introduce
+  a: WATCH "/\0tok\0"
+    = WATCH req=1 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/\0tok\0"
+  b: INTRODUCE "5\0123\04\0"
+    = INTRODUCE req=2 tx=0 "OK\0"
+  a: quiet
+
+case deep-child-path
+  a: WATCH "/w\0tok\0"
+    = WATCH req=1 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/w\0tok\0"
+  b: WRITE "/w/a/b/c/d\0v"
+    = WRITE req=2 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/w/a/b/c/d\0tok\0"
+  a: quiet
+
+case nested-watches-same-connection
+  a: WATCH "/w\0outer\0"
+    = WATCH req=1 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/w\0outer\0"
+  a: WATCH "/w/x\0inner\0"
+    = WATCH req=2 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/w/x\0inner\0"
+  b: WRITE "/w/x\0v"
+    = WRITE req=3 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/w/x\0outer\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/w/x\0inner\0"
+  a: quiet
+
+case set-perms-in-transaction-fires-on-commit
+  a: WRITE "/w\0v"
+    = WRITE req=1 tx=0 "OK\0"
+  a: WATCH "/w\0tok\0"
+    = WATCH req=2 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/w\0tok\0"
+  b: TRANSACTION_START "\0" -> $t
+    = TRANSACTION_START req=3 tx=0 "$t\0"
+  b: SET_PERMS tx=$t "/w\0n0\0r3\0"
+    = SET_PERMS req=4 tx=$t "OK\0"
+  a: quiet
+  b: TRANSACTION_END tx=$t "T\0"
+    = TRANSACTION_END req=5 tx=$t "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/w\0tok\0"
+
+case watch-token-same-as-path
+  a: WATCH "/w\0/w\0"
+    = WATCH req=1 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/w\0/w\0"
+
+case watch-relative-special-like
+  a: WATCH "introduceDomain\0tok\0"
+    = WATCH req=1 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "introduceDomain\0tok\0"
+  b: INTRODUCE "5\0123\04\0"
+    = INTRODUCE req=2 tx=0 "OK\0"
+  a: quiet
+
+case release-unknown-fires-nothing
+  oxenstored: RELEASE: EINVAL for an unknown domain, ENOENT for dom0 (C: the other way round)
+  a: WATCH "@releaseDomain\0tok\0"
+    = WATCH req=1 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "@releaseDomain\0tok\0"
+  b: RELEASE "5\0"
+    = ERROR req=2 tx=0 "ENOENT\0"
+  a: quiet
