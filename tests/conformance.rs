@@ -39,7 +39,7 @@ impl Target {
     }
 
     /// Which mark lets this target differ from the recording, if any.
-    fn allowed<'a>(self, case: &'a Case) -> Option<&'a str> {
+    fn allowed(self, case: &Case) -> Option<&str> {
         match self {
             Target::Upstream(Flavor::C) => None,
             Target::Upstream(Flavor::Ocaml) => case.oxenstored.as_deref(),
