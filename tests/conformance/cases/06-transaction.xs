@@ -176,12 +176,12 @@ case end-no-nul
 
 case start-no-nul
   oxenstored: never answers a message with an empty payload (waits for more bytes)
-  a: TRANSACTION_START ""
-    = TRANSACTION_START req=1 tx=0 "1\0"
+  a: TRANSACTION_START "" -> $t
+    = TRANSACTION_START req=1 tx=0 "$t\0"
 
 case start-with-junk
-  a: TRANSACTION_START "junk\0"
-    = TRANSACTION_START req=1 tx=0 "1\0"
+  a: TRANSACTION_START "junk\0" -> $t
+    = TRANSACTION_START req=1 tx=0 "$t\0"
 
 case start-inside-transaction
   a: TRANSACTION_START "\0" -> $t

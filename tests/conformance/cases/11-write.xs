@@ -145,3 +145,19 @@ case at-first-char-relative
   oxenstored: special @paths are ordinary nodes, RM / allowed (C: EINVAL)
   a: WRITE "@x\0v"
     = ERROR req=1 tx=0 "EINVAL\0"
+
+case path-abs-2048
+  a: WRITE "/" "p"*2047 "\0v"
+    = WRITE req=1 tx=0 "OK\0"
+
+case path-abs-2049
+  a: WRITE "/" "p"*2048 "\0v"
+    = ERROR req=1 tx=0 "EINVAL\0"
+
+case path-under-own-home-long
+  a: WRITE "/local/domain/0/" "p"*2040 "\0v"
+    = WRITE req=1 tx=0 "OK\0"
+
+case path-under-other-home-long
+  a: WRITE "/local/domain/7/" "p"*2040 "\0v"
+    = WRITE req=1 tx=0 "OK\0"
