@@ -115,6 +115,11 @@ impl Upstream {
     /// Starts the daemon in the foreground with extra arguments and waits
     /// until it accepts connections.
     pub fn start_with(flavor: Flavor, args: &[&str]) -> Upstream {
+        Upstream::start_with_env(flavor, args, &[])
+    }
+
+    /// Also sets environment variables, e.g. XENSTUB_DOMIDS.
+    pub fn start_with_env(flavor: Flavor, args: &[&str], env: &[(&str, &str)]) -> Upstream {
         let dir = private_dir(match flavor {
             Flavor::C => "xenstored",
             Flavor::Ocaml => "oxenstored",
@@ -157,6 +162,7 @@ impl Upstream {
         }
         let child = cmd
             .args(args)
+            .envs(env.iter().copied())
             .spawn()
             .unwrap_or_else(|e| panic!("start {}: {e}", flavor.binary()));
         let mut daemon = Upstream {
