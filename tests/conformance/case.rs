@@ -27,6 +27,9 @@ pub struct Step {
     pub action: Action,
     /// The recorded messages, rendered as in the file (without "= ").
     pub expect: Vec<String>,
+    /// In a `differs:` case, what the shim must answer instead (`~` lines;
+    /// `~ nothing` for no message). None: the same as C xenstored.
+    pub shim_expect: Option<Vec<String>>,
 }
 
 pub enum Action {
@@ -100,6 +103,15 @@ pub fn load(path: &Path) -> CaseFile {
             case.differs = Some(why.trim().to_string());
         } else if let Some(why) = line.strip_prefix("oxenstored:") {
             case.oxenstored = Some(why.trim().to_string());
+        } else if let Some(msg) = line.strip_prefix('~') {
+            let step = case
+                .steps
+                .last_mut()
+                .unwrap_or_else(|| panic!("{}: shim expectation before any step", at()));
+            let list = step.shim_expect.get_or_insert_with(Vec::new);
+            if msg.trim() != "nothing" {
+                list.push(msg.trim().to_string());
+            }
         } else if let Some(msg) = line.strip_prefix('=') {
             case.steps
                 .last_mut()
@@ -113,6 +125,7 @@ pub fn load(path: &Path) -> CaseFile {
                 conn: step.0,
                 action: step.1,
                 expect: Vec::new(),
+                shim_expect: None,
             });
         }
     }
