@@ -228,3 +228,17 @@ fn transcript_exercises_c_xenstored() {
     assert!(all.contains("/t/w/one"), "{all}");
     assert!(out.iter().any(|o| o.starts_with("exit Some(1)")), "{all}");
 }
+
+#[test]
+fn pyxs_session_oxenstored_second_opinion() {
+    let test = "pyxs_session_oxenstored_second_opinion";
+    if !clients_installed(test)
+        || !common::upstream::available(Flavor::C, test)
+        || !common::upstream::available(Flavor::Ocaml, test)
+    {
+        return;
+    }
+    let reference = pyxs_session(&Upstream::start(Flavor::C).socket);
+    let got = pyxs_session(&Upstream::start(Flavor::Ocaml).socket);
+    assert_eq!(got, reference, "pyxs: oxenstored vs C xenstored");
+}
