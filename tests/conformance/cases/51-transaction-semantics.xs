@@ -302,3 +302,87 @@ case tx-id-reuse-after-end
     = TRANSACTION_START req=3 tx=0 "$u\0"
   a: WRITE tx=$t "/x\0v"
     = ERROR req=4 tx=$t "ENOENT\0"
+
+case commit-rm-subtree-registration-reversed
+  a: WRITE "/t/a/b\0v"
+    = WRITE req=1 tx=0 "OK\0"
+  a: WATCH "/t\0top\0"
+    = WATCH req=2 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/t\0top\0"
+  a: WATCH "/t/a/b\0deep\0"
+    = WATCH req=3 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/t/a/b\0deep\0"
+  b: TRANSACTION_START "\0" -> $t
+    = TRANSACTION_START req=4 tx=0 "$t\0"
+  b: RM tx=$t "/t/a\0"
+    = RM req=5 tx=$t "OK\0"
+  b: TRANSACTION_END tx=$t "T\0"
+    = TRANSACTION_END req=6 tx=$t "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/t/a\0top\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/t/a/b\0deep\0"
+  a: quiet
+
+case commit-write-then-rm-fires
+  a: WRITE "/wr\0v"
+    = WRITE req=1 tx=0 "OK\0"
+  a: WATCH "/wr\0tok\0"
+    = WATCH req=2 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/wr\0tok\0"
+  b: TRANSACTION_START "\0" -> $t
+    = TRANSACTION_START req=3 tx=0 "$t\0"
+  b: WRITE tx=$t "/wr\0w"
+    = WRITE req=4 tx=$t "OK\0"
+  b: RM tx=$t "/wr\0"
+    = RM req=5 tx=$t "OK\0"
+  b: TRANSACTION_END tx=$t "T\0"
+    = TRANSACTION_END req=6 tx=$t "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/wr\0tok\0"
+  a: quiet
+
+case commit-set-perms-and-write-same-node
+  a: WRITE "/sw\0v"
+    = WRITE req=1 tx=0 "OK\0"
+  a: WATCH "/sw\0tok\0"
+    = WATCH req=2 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/sw\0tok\0"
+  b: TRANSACTION_START "\0" -> $t
+    = TRANSACTION_START req=3 tx=0 "$t\0"
+  b: WRITE tx=$t "/sw\0w"
+    = WRITE req=4 tx=$t "OK\0"
+  b: SET_PERMS tx=$t "/sw\0n0\0r1\0"
+    = SET_PERMS req=5 tx=$t "OK\0"
+  b: TRANSACTION_END tx=$t "T\0"
+    = TRANSACTION_END req=6 tx=$t "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/sw\0tok\0"
+  a: quiet
+
+case commit-child-then-parent-order
+  a: WATCH "/cp\0tok\0"
+    = WATCH req=1 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/cp\0tok\0"
+  b: TRANSACTION_START "\0" -> $t
+    = TRANSACTION_START req=2 tx=0 "$t\0"
+  b: WRITE tx=$t "/cp/a/b\0"
+    = WRITE req=3 tx=$t "OK\0"
+  b: WRITE tx=$t "/cp/a\0v"
+    = WRITE req=4 tx=$t "OK\0"
+  b: WRITE tx=$t "/cp\0w"
+    = WRITE req=5 tx=$t "OK\0"
+  b: TRANSACTION_END tx=$t "T\0"
+    = TRANSACTION_END req=6 tx=$t "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/cp/a/b\0tok\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/cp/a\0tok\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/cp\0tok\0"
+  a: quiet

@@ -193,3 +193,80 @@ case watch-in-aborted-tx-stays
     = WRITE req=4 tx=0 "OK\0"
   a: wait
     = WATCH_EVENT req=0 tx=0 "/wa\0tok\0"
+
+case rm-subtree-two-watches-order
+  a: WRITE "/t/a/b\0v"
+    = WRITE req=1 tx=0 "OK\0"
+  a: WATCH "/t/a/b\0deep\0"
+    = WATCH req=2 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/t/a/b\0deep\0"
+  a: WATCH "/t\0top\0"
+    = WATCH req=3 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/t\0top\0"
+  b: RM "/t/a\0"
+    = RM req=4 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/t/a/b\0deep\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/t/a\0top\0"
+  a: quiet
+
+case rm-subtree-watch-registration-reversed
+  a: WRITE "/t/a/b\0v"
+    = WRITE req=1 tx=0 "OK\0"
+  a: WATCH "/t\0top\0"
+    = WATCH req=2 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/t\0top\0"
+  a: WATCH "/t/a/b\0deep\0"
+    = WATCH req=3 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/t/a/b\0deep\0"
+  b: RM "/t/a\0"
+    = RM req=4 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/t/a/b\0deep\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/t/a\0top\0"
+  a: quiet
+
+case rm-subtree-several-children-watched
+  a: WRITE "/t/a/x\0v"
+    = WRITE req=1 tx=0 "OK\0"
+  a: WRITE "/t/a/y\0v"
+    = WRITE req=2 tx=0 "OK\0"
+  a: WATCH "/t/a/y\0y\0"
+    = WATCH req=3 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/t/a/y\0y\0"
+  a: WATCH "/t/a/x\0x\0"
+    = WATCH req=4 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/t/a/x\0x\0"
+  a: WATCH "/t/a\0a\0"
+    = WATCH req=5 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/t/a\0a\0"
+  b: RM "/t/a\0"
+    = RM req=6 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/t/a/x\0x\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/t/a/y\0y\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/t/a\0a\0"
+  a: quiet
+
+case release-event-after-reply-same-connection
+  a: INTRODUCE "4\0123\04\0"
+    = INTRODUCE req=1 tx=0 "OK\0"
+  a: WATCH "@releaseDomain\0r\0"
+    = WATCH req=2 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "@releaseDomain\0r\0"
+  a: RELEASE "4\0"
+    = RELEASE req=3 tx=0 "OK\0"
+  a: quiet
+    = WATCH_EVENT req=0 tx=0 "@releaseDomain\0r\0"
