@@ -422,3 +422,16 @@ case release-unknown-fires-nothing
   b: RELEASE "5\0"
     = ERROR req=2 tx=0 "ENOENT\0"
   a: quiet
+
+case three-args
+  a: WATCH "/w\0tok\0extra\0"
+    = ERROR req=1 tx=0 "EINVAL\0"
+  a: quiet
+
+case unwatch-three-args
+  a: WATCH "/w\0tok\0"
+    = WATCH req=1 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/w\0tok\0"
+  a: UNWATCH "/w\0tok\0extra\0"
+    = ERROR req=2 tx=0 "EINVAL\0"
