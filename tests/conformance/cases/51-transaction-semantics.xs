@@ -26,6 +26,7 @@ case directory-then-child-value-changed-outside
     = TRANSACTION_END req=6 tx=$t "OK\0"
 
 case get-perms-then-perms-changed-outside
+  oxenstored: merges transactions: no conflict on reads or on nodes changed outside (C: EAGAIN)
   a: WRITE "/p\0v"
     = WRITE req=1 tx=0 "OK\0"
   a: TRANSACTION_START "\0" -> $t
@@ -38,6 +39,7 @@ case get-perms-then-perms-changed-outside
     = ERROR req=5 tx=$t "EAGAIN\0"
 
 case write-then-same-value-outside
+  oxenstored: merges transactions: no conflict on reads or on nodes changed outside (C: EAGAIN)
   a: WRITE "/s\0same"
     = WRITE req=1 tx=0 "OK\0"
   a: TRANSACTION_START "\0" -> $t
@@ -50,6 +52,7 @@ case write-then-same-value-outside
     = ERROR req=5 tx=$t "EAGAIN\0"
 
 case outside-change-then-reverted
+  oxenstored: merges transactions: no conflict on reads or on nodes changed outside (C: EAGAIN)
   a: WRITE "/s\0orig"
     = WRITE req=1 tx=0 "OK\0"
   a: TRANSACTION_START "\0" -> $t
@@ -64,6 +67,7 @@ case outside-change-then-reverted
     = ERROR req=6 tx=$t "EAGAIN\0"
 
 case write-only-no-read-conflict
+  oxenstored: merges transactions: no conflict on reads or on nodes changed outside (C: EAGAIN)
   a: WRITE "/s\0orig"
     = WRITE req=1 tx=0 "OK\0"
   a: TRANSACTION_START "\0" -> $t
@@ -78,6 +82,7 @@ case write-only-no-read-conflict
     = READ req=6 tx=0 "theirs"
 
 case rm-in-tx-then-child-added-outside
+  oxenstored: merges transactions: no conflict on reads or on nodes changed outside (C: EAGAIN)
   a: WRITE "/r/a\0"
     = WRITE req=1 tx=0 "OK\0"
   a: TRANSACTION_START "\0" -> $t
@@ -188,6 +193,7 @@ case commit-fires-in-write-order
   a: quiet
 
 case commit-same-node-twice-fires-once
+  oxenstored: fires a watch event per request at commit, not once per path
   a: WATCH "/o\0tok\0"
     = WATCH req=1 tx=0 "OK\0"
   a: wait
@@ -242,6 +248,7 @@ case perms-inherited-in-tx
     = GET_PERMS req=7 tx=0 "n4\0r6\0"
 
 case directory-part-in-tx
+  oxenstored: DIRECTORY_PART unimplemented (ENOSYS); DIRECTORY may exceed 4096 bytes
   a: WRITE "/dp/a\0"
     = WRITE req=1 tx=0 "OK\0"
   a: TRANSACTION_START "\0" -> $t
@@ -294,6 +301,7 @@ case abort-then-new-transaction
     = TRANSACTION_END req=6 tx=$u "OK\0"
 
 case tx-id-reuse-after-end
+  oxenstored: EIO for an unknown transaction id (C: ENOENT)
   a: TRANSACTION_START "\0" -> $t
     = TRANSACTION_START req=1 tx=0 "$t\0"
   a: TRANSACTION_END tx=$t "T\0"
@@ -327,6 +335,7 @@ case commit-rm-subtree-registration-reversed
   a: quiet
 
 case commit-write-then-rm-fires
+  oxenstored: fires a watch event per request at commit, not once per path
   a: WRITE "/wr\0v"
     = WRITE req=1 tx=0 "OK\0"
   a: WATCH "/wr\0tok\0"
@@ -346,6 +355,7 @@ case commit-write-then-rm-fires
   a: quiet
 
 case commit-set-perms-and-write-same-node
+  oxenstored: fires a watch event per request at commit, not once per path
   a: WRITE "/sw\0v"
     = WRITE req=1 tx=0 "OK\0"
   a: WATCH "/sw\0tok\0"

@@ -12,6 +12,7 @@ case unwatch-after-fire-before-read
   a: quiet
 
 case reset-after-fire-before-read
+  oxenstored: never answers a message with an empty payload (waits for more bytes)
   a: WATCH "/w\0tok\0"
     = WATCH req=1 tx=0 "OK\0"
   a: wait
@@ -68,6 +69,7 @@ case three-connections-one-write
     = WATCH_EVENT req=0 tx=0 "/m/x\0c\0"
 
 case watch-own-introduce
+  oxenstored: sends the @releaseDomain event before the RELEASE reply (C: after)
   a: WATCH "@introduceDomain\0i\0"
     = WATCH req=1 tx=0 "OK\0"
   a: wait
@@ -181,6 +183,7 @@ case closing-watcher-then-write
     = READ req=3 tx=0 "v"
 
 case watch-in-aborted-tx-stays
+  oxenstored: WATCH in a transaction replies with tx 0 (C echoes the tx id)
   a: TRANSACTION_START "\0" -> $t
     = TRANSACTION_START req=1 tx=0 "$t\0"
   a: WATCH tx=$t "/wa\0tok\0"
@@ -195,6 +198,7 @@ case watch-in-aborted-tx-stays
     = WATCH_EVENT req=0 tx=0 "/wa\0tok\0"
 
 case rm-subtree-two-watches-order
+  oxenstored: a plain RM fires the node's and parents' watches before those below it (C: below first)
   a: WRITE "/t/a/b\0v"
     = WRITE req=1 tx=0 "OK\0"
   a: WATCH "/t/a/b\0deep\0"
@@ -214,6 +218,7 @@ case rm-subtree-two-watches-order
   a: quiet
 
 case rm-subtree-watch-registration-reversed
+  oxenstored: a plain RM fires the node's and parents' watches before those below it (C: below first)
   a: WRITE "/t/a/b\0v"
     = WRITE req=1 tx=0 "OK\0"
   a: WATCH "/t\0top\0"
@@ -233,6 +238,7 @@ case rm-subtree-watch-registration-reversed
   a: quiet
 
 case rm-subtree-several-children-watched
+  oxenstored: a plain RM fires the node's and parents' watches before those below it (C: below first)
   a: WRITE "/t/a/x\0v"
     = WRITE req=1 tx=0 "OK\0"
   a: WRITE "/t/a/y\0v"
@@ -260,6 +266,7 @@ case rm-subtree-several-children-watched
   a: quiet
 
 case release-event-after-reply-same-connection
+  oxenstored: sends the @releaseDomain event before the RELEASE reply (C: after)
   a: INTRODUCE "4\0123\04\0"
     = INTRODUCE req=1 tx=0 "OK\0"
   a: WATCH "@releaseDomain\0r\0"
