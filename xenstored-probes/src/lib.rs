@@ -1,5 +1,20 @@
 //! xenstored-probes: a complete xenstore daemon with a USDT provider
 //! (`xenstore`, declared in `xenstore.d`) in its request/response path.
 
+pub mod connection;
+pub mod control;
+pub mod daemon;
+pub mod domain;
+pub mod frame;
+pub mod path;
+pub mod perms;
 pub mod probes;
+pub mod quota;
+pub mod request;
+pub mod server;
+pub mod store;
+pub mod transaction;
+pub mod transport;
+pub mod unix;
+pub mod watch;
 pub mod wire;

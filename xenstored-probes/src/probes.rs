@@ -83,7 +83,7 @@ pub fn split_first(payload: &[u8]) -> (&[u8], &[u8]) {
 fn render_pair(a: &[u8], b: &[u8]) -> (String, String, u64) {
     let (s1, t1) = render(a, STR1_MAX);
     let (s2, t2) = render(b, STRINGS_MAX - s1.len());
-    let flags = (t1 as u64) * FLAG_STR1_TRUNCATED | (t2 as u64) * FLAG_STR2_TRUNCATED;
+    let flags = ((t1 as u64) * FLAG_STR1_TRUNCATED) | ((t2 as u64) * FLAG_STR2_TRUNCATED);
     (s1, s2, flags)
 }
 

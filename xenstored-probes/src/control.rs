@@ -1,0 +1,151 @@
+//! XS_CONTROL commands as upstream C xenstored 4.17 answers them (`help`
+//! lists them). Live update is not offered.
+
+use crate::daemon::Daemon;
+use crate::request::atoi;
+use crate::store::{Fail, Tree};
+use crate::wire::XsError;
+use std::io::Write;
+
+/// (command, parameters) in upstream's order.
+const COMMANDS: [(&str, &str); 8] = [
+    ("check", ""),
+    ("log", "on|off"),
+    ("logfile", "<file>"),
+    ("memreport", "[<file>]"),
+    ("print", "<string>"),
+    ("quota", "[set <name> <val>|<domid>]"),
+    ("quota-soft", "[set <name> <val>]"),
+    ("help", ""),
+];
+
+const EINVAL: Fail = Fail(XsError::Einval, "control:args");
+
+fn text(reply: &mut Vec<u8>, s: &str) {
+    reply.extend_from_slice(s.as_bytes());
+    reply.push(0);
+}
+
+fn arg(a: &[u8]) -> String {
+    String::from_utf8_lossy(a).into_owned()
+}
+
+pub fn run(d: &mut Daemon, args: &[&[u8]], reply: &mut Vec<u8>) -> Result<(), Fail> {
+    let (cmd, rest) = args.split_first().ok_or(EINVAL)?;
+    match *cmd {
+        b"check" => {
+            for problem in d.store.check() {
+                eprintln!("xenstored-shim: check_store: {problem}");
+            }
+            text(reply, "OK");
+        }
+        b"log" => match rest {
+            [b"on"] | [b"off"] => text(reply, "OK"),
+            _ => return Err(EINVAL),
+        },
+        b"logfile" => {
+            let [file] = rest else { return Err(EINVAL) };
+            d.logfile = Some(arg(file));
+            text(reply, "OK");
+        }
+        b"memreport" => {
+            let file = match rest {
+                [] => d.logfile.clone(),
+                [f] => Some(arg(f)),
+                _ => return Err(EINVAL),
+            };
+            // Upstream answers EBADF (sent as EINVAL) without a file.
+            let file = file.ok_or(Fail(XsError::Einval, "control:no file"))?;
+            let report = memreport(d);
+            std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(&file)
+                .and_then(|mut f| f.write_all(report.as_bytes()))
+                .map_err(|_| Fail(XsError::Einval, "control:file"))?;
+            text(reply, "OK");
+        }
+        b"print" => {
+            let [s] = rest else { return Err(EINVAL) };
+            eprintln!("xenstored-shim: control: {}", arg(s));
+            text(reply, "OK");
+        }
+        b"quota" => match rest {
+            [] => text(reply, &d.quotas.show_hard()),
+            [b"set", name, val] => {
+                let v = atoi(val) as i32;
+                if v < 1 || !d.quotas.set_global(name, v as u32) {
+                    return Err(EINVAL);
+                }
+                text(reply, "OK");
+            }
+            [domid] => {
+                let domid = atoi(domid);
+                let s = domain_quota(d, domid).ok_or(Fail(XsError::Enoent, "domain"))?;
+                text(reply, &s);
+            }
+            _ => return Err(EINVAL),
+        },
+        b"quota-soft" => match rest {
+            [] => text(reply, &d.quotas.show_soft()),
+            [b"set", name, val] => {
+                let v = atoi(val) as i32;
+                if v < 1 || !d.quotas.set_soft(name, v as u32) {
+                    return Err(EINVAL);
+                }
+                text(reply, "OK");
+            }
+            _ => return Err(EINVAL),
+        },
+        b"help" => {
+            if !rest.is_empty() {
+                return Err(EINVAL);
+            }
+            let mut s = String::new();
+            for (c, p) in COMMANDS {
+                s += &format!("{c}\t{p}\n");
+            }
+            text(reply, &s);
+        }
+        _ => return Err(Fail(XsError::Einval, "control:unknown command")),
+    }
+    Ok(())
+}
+
+/// `quota <domid>`: the domain's usage, upstream's layout.
+fn domain_quota(d: &Daemon, domid: u32) -> Option<String> {
+    d.domains.get(domid)?;
+    let conns = d.connections().filter(|c| c.domid == domid);
+    let (watches, transactions) = conns.fold((0, 0), |(w, t), c| {
+        (w + c.watches.len(), t + c.transactions.len())
+    });
+    let memory: usize = d
+        .store
+        .owned_paths(domid)
+        .iter()
+        .map(|p| p.len() + d.store.node(p).map_or(0, |n| n.record_size()))
+        .sum();
+    let mut s = format!("Domain {domid}:\n");
+    for (name, v) in [
+        ("nodes", d.store.owned(domid)),
+        ("watches", watches),
+        ("transactions", transactions),
+        ("outstanding", 0),
+        ("memory", memory),
+    ] {
+        s += &format!("{name:<16}: {v:>8}\n");
+    }
+    Some(s)
+}
+
+fn memreport(d: &Daemon) -> String {
+    let mut s = format!(
+        "xenstored-shim memory report\nnodes: {}\nconnections: {}\n",
+        d.store.len(),
+        d.connections().count()
+    );
+    for domid in d.domains.ids() {
+        s += &format!("domain {domid}: {} nodes\n", d.store.owned(domid));
+    }
+    s
+}

@@ -1,0 +1,756 @@
+//! The daemon's state and request execution, with no I/O: the event loop
+//! (server.rs) feeds it decoded messages and writes out what it queues.
+//! Every request fires `request` when read and `response` when its reply
+//! is queued; watch events, transaction ends and connection changes fire
+//! their probes where they happen.
+
+use crate::connection::Connection;
+use crate::control;
+use crate::domain::{Domain, Domains, DOMID_FIRST_RESERVED};
+use crate::path;
+use crate::perms::{Identity, Perms, READ};
+use crate::probes::{self, TxOutcome};
+use crate::quota::{Kind, Quotas};
+use crate::request::{self, Request};
+use crate::store::{self, Change, Fail, Limits, Store, Tree};
+use crate::transport::{Attachment, DomainBackend};
+use crate::watch::Watch;
+use crate::wire::{Header, MsgType, XsError};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// Features the daemon supports (GET_FEATURE without a domid): none of
+/// the ring-level ones over sockets.
+pub const FEATURES: u32 = 0;
+
+/// Work for the event loop that only it can do.
+#[derive(Default)]
+pub struct Effects {
+    /// Connections with newly queued output.
+    pub dirty: Vec<u32>,
+    /// Connections the daemon closed (drop their transports).
+    pub closed: Vec<u32>,
+    /// Transports/listeners of newly introduced domains.
+    pub attached: Vec<(u32, Attachment)>,
+    /// Released domains (drop their listeners).
+    pub released: Vec<u32>,
+}
+
+pub struct Daemon {
+    pub store: Store,
+    pub quotas: Quotas,
+    pub domains: Domains,
+    conns: BTreeMap<u32, Connection>,
+    next_conn: u32,
+    serial: u64,
+    backend: Box<dyn DomainBackend>,
+    reply: Vec<u8>,
+    pub effects: Effects,
+    log: RateLimitedLog,
+    /// CONTROL logfile: where memreport writes without a file argument.
+    pub logfile: Option<String>,
+}
+
+/// What executing a request leaves to do.
+enum Done {
+    /// Queue `self.reply` as the reply.
+    Reply,
+    /// Queue "OK".
+    Ack,
+    /// The reply is already queued.
+    Replied,
+}
+
+const PRIVILEGED: &[MsgType] = &[
+    MsgType::Control,
+    MsgType::Introduce,
+    MsgType::Release,
+    MsgType::Resume,
+    MsgType::SetTarget,
+    MsgType::GetFeature,
+    MsgType::SetFeature,
+    MsgType::GetQuota,
+    MsgType::SetQuota,
+];
+
+/// Types upstream executes outside any transaction (XS_FLAG_NOTID): the
+/// header's tx_id is not even looked up.
+const NO_TX: &[MsgType] = &[
+    MsgType::Watch,
+    MsgType::Unwatch,
+    MsgType::Introduce,
+    MsgType::Release,
+    MsgType::GetDomainPath,
+    MsgType::IsDomainIntroduced,
+    MsgType::Resume,
+    MsgType::SetTarget,
+    MsgType::ResetWatches,
+    MsgType::GetFeature,
+    MsgType::SetFeature,
+    MsgType::GetQuota,
+    MsgType::SetQuota,
+];
+
+impl Daemon {
+    pub fn new(quotas: Quotas, backend: Box<dyn DomainBackend>) -> Daemon {
+        Daemon {
+            store: Store::new(),
+            quotas,
+            domains: Domains::default(),
+            conns: BTreeMap::new(),
+            next_conn: 1,
+            serial: 0,
+            backend,
+            reply: Vec::new(),
+            effects: Effects::default(),
+            log: RateLimitedLog::default(),
+            logfile: None,
+        }
+    }
+
+    /// A new connection of `domid` (0: a privileged dom0 client).
+    pub fn open(&mut self, domid: u32, pid: u32, kind: &str, peer: &str) -> u32 {
+        let id = self.next_conn;
+        self.next_conn += 1;
+        let target = self.domains.get(domid).and_then(|d| d.target);
+        let conn = Connection::new(id, domid, pid, domid == 0, target);
+        probes::conn_open(&conn.who(), kind, peer);
+        self.conns.insert(id, conn);
+        id
+    }
+
+    /// Closes a connection: its transactions are dropped, its watches go.
+    pub fn close(&mut self, id: u32, serial: u64, reason: &str) {
+        let Some(conn) = self.conns.remove(&id) else {
+            return;
+        };
+        let who = conn.who();
+        for tx_id in conn.transactions.keys() {
+            probes::tx_end(serial, &who, *tx_id, TxOutcome::Dropped, reason);
+        }
+        probes::conn_close(serial, &who, reason);
+        self.effects.closed.push(id);
+    }
+
+    pub fn conn_mut(&mut self, id: u32) -> Option<&mut Connection> {
+        self.conns.get_mut(&id)
+    }
+
+    pub fn conn(&self, id: u32) -> Option<&Connection> {
+        self.conns.get(&id)
+    }
+
+    pub fn connections(&self) -> impl Iterator<Item = &Connection> {
+        self.conns.values()
+    }
+
+    /// Logs bad input to stderr, at most a few lines a second.
+    pub fn log_bad(&mut self, id: u32, what: std::fmt::Arguments) {
+        self.log.log(id, what);
+    }
+
+    fn mark_dirty(effects: &mut Effects, conn: &mut Connection) {
+        if !conn.dirty {
+            conn.dirty = true;
+            effects.dirty.push(conn.id);
+        }
+    }
+
+    /// Executes one request read from connection `id`.
+    pub fn handle(&mut self, id: u32, h: Header, payload: &[u8]) {
+        self.serial += 1;
+        let serial = self.serial;
+        let Some(conn) = self.conns.get(&id) else {
+            return;
+        };
+        probes::request(serial, &conn.who(), h.ty, h.tx_id, h.req_id, payload);
+        let mut reply = std::mem::take(&mut self.reply);
+        reply.clear();
+        let result = self.execute(id, serial, &h, payload, &mut reply);
+        match result {
+            Ok(Done::Reply) => self.respond(id, serial, &h, Ok(&reply)),
+            Ok(Done::Ack) => self.respond(id, serial, &h, Ok(b"OK\0")),
+            Ok(Done::Replied) => {}
+            Err(Fail(e, reason)) => {
+                if e == XsError::Enosys || reason == "args" || reason == "tx:unknown" {
+                    let name = crate::wire::msg_name(h.ty).unwrap_or("unknown type");
+                    self.log
+                        .log(id, format_args!("{name} ({}) refused: {e} {reason}", h.ty));
+                }
+                self.respond(id, serial, &h, Err((e, reason)))
+            }
+        }
+        self.reply = reply;
+    }
+
+    /// Queues a reply (or error) echoing the request's req_id and tx_id.
+    fn respond(
+        &mut self,
+        id: u32,
+        serial: u64,
+        h: &Header,
+        result: Result<&[u8], (XsError, &str)>,
+    ) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        match result {
+            Ok(payload) => conn.queue(h.ty, h.req_id, h.tx_id, &[payload]),
+            Err((e, _)) => conn.queue(
+                MsgType::Error as u32,
+                h.req_id,
+                h.tx_id,
+                &[e.name().as_bytes(), b"\0"],
+            ),
+        }
+        probes::response(serial, &conn.who(), h.ty, h.tx_id, h.req_id, result);
+        Self::mark_dirty(&mut self.effects, conn);
+    }
+
+    fn limits(&self, domid: u32) -> Limits {
+        Limits {
+            nodes: self.quotas.get(Kind::Nodes, domid) as usize,
+            node_size: self.quotas.get(Kind::NodeSize, domid) as usize,
+        }
+    }
+
+    /// Runs `f` on the store, or on transaction `tx` of connection `id`.
+    fn tree<R>(&mut self, id: u32, tx: Option<u32>, f: impl FnOnce(&mut dyn Tree) -> R) -> R {
+        match tx {
+            None => f(&mut self.store),
+            Some(t) => {
+                let conn = self.conns.get_mut(&id).expect("live connection");
+                let tx = conn
+                    .transactions
+                    .get_mut(&t)
+                    .expect("looked-up transaction");
+                f(&mut tx.view(&self.store))
+            }
+        }
+    }
+
+    /// Fires now, or records for the transaction's commit.
+    fn changed(&mut self, id: u32, tx: Option<u32>, serial: u64, changes: Vec<Change>) {
+        match tx {
+            Some(t) => {
+                if let Some(tx) = self
+                    .conns
+                    .get_mut(&id)
+                    .and_then(|c| c.transactions.get_mut(&t))
+                {
+                    tx.changes.extend(changes);
+                }
+            }
+            None => {
+                for c in &changes {
+                    self.fire(serial, id, c);
+                }
+            }
+        }
+    }
+
+    /// Queues a watch event for every watch `change` matches whose
+    /// connection may read the node (or its parent, or the node as it was).
+    pub fn fire(&mut self, serial: u64, firer: u32, change: &Change) {
+        let node_perms = self.store.node(&change.path).map(|n| &n.perms);
+        let parent_perms = if change.path.starts_with('/') && change.path != "/" {
+            self.store
+                .node(path::parent(&change.path))
+                .map(|n| &n.perms)
+        } else {
+            None
+        };
+        let allowed = |who: &Identity| {
+            if who.privileged {
+                return true;
+            }
+            let can_read = |p: Option<&Perms>| p.is_some_and(|p| p.for_identity(who) & READ != 0);
+            if can_read(change.old_perms.as_ref()) || can_read(node_perms) {
+                return true;
+            }
+            (node_perms.is_some() || change.old_perms.is_some()) && can_read(parent_perms)
+        };
+        for conn in self.conns.values_mut() {
+            let mut permitted = None;
+            for i in 0..conn.watches.0.len() {
+                let w = &conn.watches.0[i];
+                if !w.matches(change) || !*permitted.get_or_insert_with(|| allowed(&conn.ident)) {
+                    continue;
+                }
+                let event_path = w.event_path(&change.path, conn.domid).into_owned();
+                let token = w.token.clone();
+                queue_event(conn, serial, firer, &event_path, &token);
+                Self::mark_dirty(&mut self.effects, conn);
+            }
+        }
+    }
+
+    fn execute(
+        &mut self,
+        id: u32,
+        serial: u64,
+        h: &Header,
+        payload: &[u8],
+        reply: &mut Vec<u8>,
+    ) -> Result<Done, Fail> {
+        let ty = MsgType::from_u32(h.ty)
+            .filter(|t| !matches!(t, MsgType::WatchEvent | MsgType::Error))
+            .ok_or(Fail(XsError::Enosys, "type"))?;
+        let conn = self.conns.get(&id).expect("live connection");
+        let who = conn.ident;
+        let domid = conn.domid;
+        let limited = !who.privileged;
+        if PRIVILEGED.contains(&ty) && !who.privileged {
+            return Err(Fail(XsError::Eacces, "perm:privileged"));
+        }
+        let tx = if NO_TX.contains(&ty) || h.tx_id == 0 {
+            None
+        } else if conn.transactions.contains_key(&h.tx_id) {
+            Some(h.tx_id)
+        } else {
+            return Err(Fail(XsError::Enoent, "tx:unknown"));
+        };
+        let req = request::parse(ty, payload).map_err(|b| Fail(b.0, b.1))?;
+        let path_max = self.quotas.get(Kind::PathMax, domid) as usize;
+        let resolve = |raw: &[u8]| path::resolve(raw, domid, path_max).map_err(|e| Fail(e, "path"));
+        match req {
+            Request::Read(p) => {
+                let p = resolve(p)?;
+                self.tree(id, tx, |t| {
+                    store::read(t, &p, &who).map(|n| reply.extend_from_slice(&n.value))
+                })?;
+                Ok(Done::Reply)
+            }
+            Request::Directory(p) => {
+                let p = resolve(p)?;
+                self.tree(id, tx, |t| {
+                    store::read(t, &p, &who).and_then(|n| {
+                        if n.children.len() > crate::wire::PAYLOAD_MAX {
+                            return Err(Fail(XsError::E2big, "reply too long"));
+                        }
+                        reply.extend_from_slice(&n.children);
+                        Ok(())
+                    })
+                })?;
+                Ok(Done::Reply)
+            }
+            Request::DirectoryPart { path: p, offset } => {
+                let p = resolve(p)?;
+                self.tree(id, tx, |t| {
+                    store::read(t, &p, &who).map(|n| directory_part(n, offset, reply))
+                })?;
+                Ok(Done::Reply)
+            }
+            Request::GetPerms(p) => {
+                let p = resolve(p)?;
+                self.tree(id, tx, |t| {
+                    store::read(t, &p, &who).map(|n| n.perms.write_to(reply))
+                })?;
+                Ok(Done::Reply)
+            }
+            Request::Write { path: p, value } => {
+                let p = resolve(p)?;
+                let limits = self.limits(domid);
+                let change =
+                    self.tree(id, tx, |t| store::write(t, &p, Some(value), &who, &limits))?;
+                self.changed(id, tx, serial, change.into_iter().collect());
+                Ok(Done::Ack)
+            }
+            Request::Mkdir(p) => {
+                let p = resolve(p)?;
+                let limits = self.limits(domid);
+                let change = self.tree(id, tx, |t| store::write(t, &p, None, &who, &limits))?;
+                self.changed(id, tx, serial, change.into_iter().collect());
+                Ok(Done::Ack)
+            }
+            Request::Rm(p) => {
+                let p = resolve(p)?;
+                let changes = self.tree(id, tx, |t| store::remove(t, &p, &who))?;
+                self.changed(id, tx, serial, changes);
+                Ok(Done::Ack)
+            }
+            Request::SetPerms {
+                path: p,
+                perms,
+                count,
+            } => {
+                if limited && count > self.quotas.get(Kind::Permissions, domid) as usize {
+                    return Err(Fail(XsError::Enospc, "quota:permissions"));
+                }
+                let perms = Perms::parse(perms, count).map_err(|e| Fail(e, "perms"))?;
+                if p.first() == Some(&b'@') {
+                    self.set_special_perms(p, perms, &who)?;
+                    return Ok(Done::Ack);
+                }
+                let p = resolve(p)?;
+                // Xen has no such domain (we cannot ask it about others).
+                if perms.0.iter().any(|e| e.domid >= DOMID_FIRST_RESERVED) {
+                    return Err(Fail(XsError::Enoent, "perms:no such domain"));
+                }
+                let change = self.tree(id, tx, |t| store::set_perms(t, &p, perms, &who))?;
+                self.changed(id, tx, serial, vec![change]);
+                Ok(Done::Ack)
+            }
+            Request::Watch { path: p, token } => {
+                let (abs, relative) =
+                    path::resolve_watch(p, domid, path_max).map_err(|e| Fail(e, "path"))?;
+                if limited {
+                    let used: usize = self
+                        .conns
+                        .values()
+                        .filter(|c| c.domid == domid)
+                        .map(|c| c.watches.len())
+                        .sum();
+                    if used >= self.quotas.get(Kind::Watches, domid) as usize {
+                        return Err(Fail(XsError::E2big, "quota:watches"));
+                    }
+                }
+                let w = Watch {
+                    path: abs,
+                    token: token.to_vec(),
+                    relative,
+                };
+                let conn = self.conns.get_mut(&id).unwrap();
+                if !conn.watches.add(w.clone()) {
+                    return Err(Fail(XsError::Eexist, "watch exists"));
+                }
+                self.respond(id, serial, h, Ok(b"OK\0"));
+                // The initial event, after the reply, as upstream.
+                let conn = self.conns.get_mut(&id).unwrap();
+                let event_path = w.event_path(&w.path, domid);
+                queue_event(conn, serial, id, &event_path, &w.token);
+                Self::mark_dirty(&mut self.effects, conn);
+                Ok(Done::Replied)
+            }
+            Request::Unwatch { path: p, token } => {
+                let abs = path::canonical(p, domid);
+                let conn = self.conns.get_mut(&id).unwrap();
+                if !conn.watches.remove(&abs, token) {
+                    return Err(Fail(XsError::Enoent, "no such watch"));
+                }
+                Ok(Done::Ack)
+            }
+            Request::TransactionStart => {
+                if tx.is_some() {
+                    return Err(Fail(XsError::Ebusy, "tx:nested"));
+                }
+                let quota = self.quotas.get(Kind::Transactions, domid) as usize;
+                let conn = self.conns.get_mut(&id).unwrap();
+                if limited && conn.transactions.len() >= quota {
+                    return Err(Fail(XsError::Enospc, "quota:transactions"));
+                }
+                let tx_id = conn.alloc_tx_id();
+                conn.transactions.insert(tx_id, Default::default());
+                reply.extend_from_slice(tx_id.to_string().as_bytes());
+                reply.push(0);
+                Ok(Done::Reply)
+            }
+            Request::TransactionEnd { commit } => {
+                let tx_id = tx.ok_or(Fail(XsError::Enoent, "tx:none"))?;
+                let conn = self.conns.get_mut(&id).unwrap();
+                let who = conn.who();
+                let t = conn.transactions.remove(&tx_id).unwrap();
+                if !commit {
+                    probes::tx_end(serial, &who, tx_id, TxOutcome::Abort, "");
+                    return Ok(Done::Ack);
+                }
+                if limited && t.accessed() > self.quotas.get(Kind::TransactionNodes, domid) as usize
+                {
+                    probes::tx_end(
+                        serial,
+                        &who,
+                        tx_id,
+                        TxOutcome::Conflict,
+                        "quota:transaction-nodes",
+                    );
+                    return Err(Fail(XsError::Enospc, "quota:transaction-nodes"));
+                }
+                match t.commit(&mut self.store) {
+                    Ok(changes) => {
+                        probes::tx_end(serial, &who, tx_id, TxOutcome::Commit, "");
+                        for c in &changes {
+                            self.fire(serial, id, c);
+                        }
+                        Ok(Done::Ack)
+                    }
+                    Err(conflict) => {
+                        probes::tx_end(serial, &who, tx_id, TxOutcome::Conflict, &conflict.0);
+                        Err(Fail(XsError::Eagain, "tx:conflict"))
+                    }
+                }
+            }
+            Request::Introduce {
+                domid: d,
+                gfn,
+                port,
+            } => {
+                if self.domains.get(d).is_some() {
+                    return Ok(Done::Ack);
+                }
+                let attachment = self.backend.introduce(d, gfn, port).map_err(|e| {
+                    self.log.log(id, format_args!("INTRODUCE {d}: {e}"));
+                    Fail(XsError::Einval, "backend")
+                })?;
+                self.effects.attached.push((d, attachment));
+                self.domains.insert(
+                    d,
+                    Domain {
+                        gfn,
+                        port,
+                        ..Domain::default()
+                    },
+                );
+                self.fire(serial, id, &special(path::INTRODUCE_DOMAIN));
+                Ok(Done::Ack)
+            }
+            Request::Release(d) => {
+                if d == 0 {
+                    return Err(Fail(XsError::Einval, "domid"));
+                }
+                if self.domains.get(d).is_none() {
+                    return Err(Fail(XsError::Enoent, "domain"));
+                }
+                self.release(d, serial, id);
+                Ok(Done::Ack)
+            }
+            Request::GetDomainPath(d) => {
+                reply.extend_from_slice(path::domain_path(d).as_bytes());
+                reply.push(0);
+                Ok(Done::Reply)
+            }
+            Request::IsDomainIntroduced(d) => {
+                reply.extend_from_slice(if self.domains.is_introduced(d) {
+                    b"T\0"
+                } else {
+                    b"F\0"
+                });
+                Ok(Done::Reply)
+            }
+            Request::Resume(d) => {
+                if d == 0 {
+                    return Err(Fail(XsError::Einval, "domid"));
+                }
+                self.domains.get(d).ok_or(Fail(XsError::Enoent, "domain"))?;
+                Ok(Done::Ack)
+            }
+            Request::SetTarget { domid: d, target } => {
+                if self.domains.get(target).is_none() {
+                    return Err(Fail(XsError::Enoent, "target"));
+                }
+                let dom = self
+                    .domains
+                    .get_mut(d)
+                    .ok_or(Fail(XsError::Enoent, "domain"))?;
+                dom.target = Some(target);
+                for c in self.conns.values_mut().filter(|c| c.domid == d) {
+                    c.ident.target = Some(target);
+                }
+                Ok(Done::Ack)
+            }
+            Request::ResetWatches => {
+                let conn = self.conns.get_mut(&id).unwrap();
+                conn.watches.clear();
+                let who = conn.who();
+                for tx_id in std::mem::take(&mut conn.transactions).into_keys() {
+                    probes::tx_end(serial, &who, tx_id, TxOutcome::Dropped, "reset");
+                }
+                Ok(Done::Ack)
+            }
+            Request::Control(args) => {
+                control::run(self, &args, reply)?;
+                Ok(Done::Reply)
+            }
+            Request::GetFeature(d) => {
+                let v = match d {
+                    None => FEATURES,
+                    Some(d) => {
+                        self.domains
+                            .get(d)
+                            .ok_or(Fail(XsError::Enoent, "domain"))?
+                            .features
+                    }
+                };
+                reply.extend_from_slice(format!("{v}\0").as_bytes());
+                Ok(Done::Reply)
+            }
+            Request::SetFeature { domid: d, value } => {
+                let dom = self
+                    .domains
+                    .get_mut(d)
+                    .ok_or(Fail(XsError::Enoent, "domain"))?;
+                if value & !FEATURES != 0 {
+                    return Err(Fail(XsError::Einval, "feature unsupported"));
+                }
+                dom.features = value;
+                Ok(Done::Ack)
+            }
+            Request::GetQuota { domid: d, name } => {
+                let Some(name) = name else {
+                    let names: Vec<&str> = Quotas::names().collect();
+                    reply.extend_from_slice(names.join(" ").as_bytes());
+                    reply.push(0);
+                    return Ok(Done::Reply);
+                };
+                let kind = Quotas::kind_by_name(name).ok_or(Fail(XsError::Einval, "quota name"))?;
+                let v = match d {
+                    None => self.quotas.global(kind),
+                    Some(d) => {
+                        self.domains.get(d).ok_or(Fail(XsError::Enoent, "domain"))?;
+                        self.quotas.get(kind, d)
+                    }
+                };
+                reply.extend_from_slice(format!("{v}\0").as_bytes());
+                Ok(Done::Reply)
+            }
+            Request::SetQuota {
+                domid: d,
+                name,
+                value,
+            } => {
+                let kind = Quotas::kind_by_name(name).ok_or(Fail(XsError::Einval, "quota name"))?;
+                match d {
+                    None => {
+                        self.quotas.set_global(name, value);
+                    }
+                    Some(d) => {
+                        self.domains.get(d).ok_or(Fail(XsError::Enoent, "domain"))?;
+                        self.quotas.set_domain(d, kind, value);
+                    }
+                }
+                Ok(Done::Ack)
+            }
+        }
+    }
+
+    /// SET_PERMS on @introduceDomain/@releaseDomain: not nodes of the tree
+    /// (GET_PERMS cannot read them), outside transactions, no watch fires.
+    fn set_special_perms(&mut self, name: &[u8], perms: Perms, who: &Identity) -> Result<(), Fail> {
+        let name = std::str::from_utf8(name).map_err(|_| Fail(XsError::Enoent, "special"))?;
+        let node = self
+            .store
+            .special(name)
+            .ok_or(Fail(XsError::Enoent, "special"))?;
+        let need = crate::perms::WRITE | crate::perms::OWNER;
+        if node.perms.for_identity(who) & need != need {
+            return Err(Fail(XsError::Eacces, "perm"));
+        }
+        self.store.set_special_perms(name, perms);
+        Ok(())
+    }
+
+    /// RELEASE: the domain's connections close (their transactions dropped,
+    /// their watches gone, so its own nodes' removal fires nothing at it),
+    /// the nodes it owns are removed as upstream does for a dead domain,
+    /// and @releaseDomain fires.
+    fn release(&mut self, domid: u32, serial: u64, firer: u32) {
+        let ids: Vec<u32> = self
+            .conns
+            .values()
+            .filter(|c| c.domid == domid)
+            .map(|c| c.id)
+            .collect();
+        for c in ids {
+            self.close(c, serial, "domain released");
+        }
+        self.domains.remove(domid);
+        self.quotas.forget_domain(domid);
+        self.backend.release(domid);
+        self.effects.released.push(domid);
+        for c in self.conns.values_mut() {
+            if c.ident.target == Some(domid) {
+                c.ident.target = None;
+            }
+        }
+        for p in self.store.owned_paths(domid) {
+            if p == "/" || self.store.node(&p).is_none() {
+                continue;
+            }
+            if let Ok(changes) = store::remove(&mut self.store, &p, &Identity::dom0()) {
+                for c in &changes {
+                    self.fire(serial, firer, c);
+                }
+            }
+        }
+        self.fire(serial, firer, &special(path::RELEASE_DOMAIN));
+    }
+}
+
+fn special(name: &str) -> Change {
+    Change {
+        path: name.to_string(),
+        exact: true,
+        old_perms: None,
+    }
+}
+
+fn queue_event(conn: &mut Connection, serial: u64, firer: u32, path: &str, token: &[u8]) {
+    conn.queue(
+        MsgType::WatchEvent as u32,
+        0,
+        0,
+        &[path.as_bytes(), b"\0", token, b"\0"],
+    );
+    probes::watch_event(serial, &conn.who(), firer, path.as_bytes(), token);
+}
+
+/// DIRECTORY_PART as C xenstored: the node's generation, then as many
+/// whole children from byte `offset` as fit, and an empty string once the
+/// list is complete.
+fn directory_part(n: &store::Node, offset: usize, reply: &mut Vec<u8>) {
+    reply.extend_from_slice(n.generation.to_string().as_bytes());
+    reply.push(0);
+    let gen_len = reply.len();
+    if offset >= n.children.len() {
+        reply.push(0);
+        return;
+    }
+    let max = crate::wire::PAYLOAD_MAX - gen_len - 1;
+    let mut len = 0;
+    let rest = &n.children[offset..];
+    for child in rest.split_inclusive(|&b| b == 0) {
+        if len + child.len() > max {
+            break;
+        }
+        len += child.len();
+    }
+    reply.extend_from_slice(&rest[..len]);
+    if offset + len == n.children.len() {
+        reply.push(0);
+    }
+}
+
+/// At most BURST lines per second to stderr; the rest are counted.
+#[derive(Default)]
+struct RateLimitedLog {
+    window: Option<Instant>,
+    lines: u32,
+    suppressed: u64,
+}
+
+impl RateLimitedLog {
+    const BURST: u32 = 10;
+
+    fn log(&mut self, conn: u32, what: std::fmt::Arguments) {
+        let now = Instant::now();
+        if self
+            .window
+            .is_none_or(|w| now.duration_since(w).as_secs() >= 1)
+        {
+            if self.suppressed > 0 {
+                eprintln!(
+                    "xenstored-shim: {} more bad-input messages suppressed",
+                    self.suppressed
+                );
+            }
+            self.window = Some(now);
+            self.lines = 0;
+            self.suppressed = 0;
+        }
+        if self.lines < Self::BURST {
+            self.lines += 1;
+            eprintln!("xenstored-shim: conn {conn}: {what}");
+        } else {
+            self.suppressed += 1;
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! Transactions with C xenstored's semantics: a transaction sees its own
+//! writes; every node it touches is remembered with the generation it had
+//! in the store at first touch; a commit fails with EAGAIN when any of them
+//! changed meanwhile; abort discards everything.
+
+use crate::store::{Change, Node, Store, Tree};
+use rustc_hash::FxHashMap;
+
+#[derive(Debug, Default)]
+pub struct Transaction {
+    /// Nodes as this transaction sees them; None = deleted here.
+    overlay: FxHashMap<String, Option<Node>>,
+    /// Store generation at first access; None = did not exist.
+    accessed: FxHashMap<String, Option<u64>>,
+    owned_delta: FxHashMap<u32, isize>,
+    /// Watch events to fire on commit, in order.
+    pub changes: Vec<Change>,
+}
+
+/// A commit lost against a concurrent change to this node.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Conflict(pub String);
+
+impl Transaction {
+    pub fn view<'a>(&'a mut self, store: &'a Store) -> TxTree<'a> {
+        TxTree { store, tx: self }
+    }
+
+    /// Nodes touched so far.
+    pub fn accessed(&self) -> usize {
+        self.accessed.len()
+    }
+
+    /// Applies the transaction to the store, or reports the first conflict.
+    pub fn commit(self, store: &mut Store) -> Result<Vec<Change>, Conflict> {
+        for (path, seen) in &self.accessed {
+            if store.node(path).map(|n| n.generation) != *seen {
+                return Err(Conflict(path.clone()));
+            }
+        }
+        // Outermost first keeps the store's parent-before-child invariant
+        // observable at every step (check() is happy at any point).
+        let mut writes: Vec<(String, Option<Node>)> = self.overlay.into_iter().collect();
+        writes.sort_by_key(|(p, _)| p.len());
+        for (path, node) in writes {
+            match node {
+                Some(n) => store.put(&path, n),
+                None => store.delete(&path),
+            }
+        }
+        Ok(self.changes)
+    }
+}
+
+/// The store as one transaction sees it.
+pub struct TxTree<'a> {
+    store: &'a Store,
+    tx: &'a mut Transaction,
+}
+
+impl TxTree<'_> {
+    fn remember(&mut self, path: &str) {
+        if !self.tx.accessed.contains_key(path) {
+            let seen = self.store.node(path).map(|n| n.generation);
+            self.tx.accessed.insert(path.to_string(), seen);
+        }
+    }
+
+    fn visible_owner(&mut self, path: &str) -> Option<u32> {
+        self.get(path).map(|n| n.perms.owner())
+    }
+
+    fn account(&mut self, domid: u32, delta: isize) {
+        *self.tx.owned_delta.entry(domid).or_default() += delta;
+    }
+}
+
+impl Tree for TxTree<'_> {
+    fn get(&mut self, path: &str) -> Option<&Node> {
+        if self.tx.overlay.contains_key(path) {
+            return self.tx.overlay.get(path).unwrap().as_ref();
+        }
+        self.remember(path);
+        self.store.node(path)
+    }
+
+    fn put(&mut self, path: &str, node: Node) {
+        let old = self.visible_owner(path);
+        let owner = node.perms.owner();
+        if old != Some(owner) {
+            if let Some(o) = old {
+                self.account(o, -1);
+            }
+            self.account(owner, 1);
+        }
+        self.tx.overlay.insert(path.to_string(), Some(node));
+    }
+
+    fn delete(&mut self, path: &str) {
+        if let Some(o) = self.visible_owner(path) {
+            self.account(o, -1);
+        }
+        self.tx.overlay.insert(path.to_string(), None);
+    }
+
+    fn owned(&self, domid: u32) -> usize {
+        let delta = self.tx.owned_delta.get(&domid).copied().unwrap_or(0);
+        self.store.owned(domid).saturating_add_signed(delta)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perms::Identity;
+    use crate::store::{self, Limits};
+
+    const LIMITS: Limits = Limits {
+        nodes: 1000,
+        node_size: 2048,
+    };
+
+    fn w(t: &mut impl Tree, p: &str, v: &str) {
+        store::write(t, p, Some(v.as_bytes()), &Identity::dom0(), &LIMITS).unwrap();
+    }
+
+    fn r(t: &mut impl Tree, p: &str) -> Option<Vec<u8>> {
+        store::read(t, p, &Identity::dom0())
+            .ok()
+            .map(|n| n.value.clone())
+    }
+
+    #[test]
+    fn own_writes_visible_others_not_until_commit() {
+        let mut s = Store::new();
+        w(&mut s, "/a", "1");
+        let mut tx = Transaction::default();
+        w(&mut tx.view(&s), "/a", "2");
+        w(&mut tx.view(&s), "/b/c", "3");
+        assert_eq!(r(&mut tx.view(&s), "/a").unwrap(), b"2");
+        assert_eq!(r(&mut s, "/a").unwrap(), b"1");
+        assert_eq!(r(&mut s, "/b/c"), None);
+        let changes = tx.commit(&mut s).unwrap();
+        assert_eq!(changes.len(), 0, "changes are recorded by the caller");
+        assert_eq!(r(&mut s, "/a").unwrap(), b"2");
+        assert_eq!(r(&mut s, "/b/c").unwrap(), b"3");
+        assert!(s.check().is_empty(), "{:?}", s.check());
+    }
+
+    #[test]
+    fn concurrent_change_to_a_read_node_conflicts() {
+        let mut s = Store::new();
+        w(&mut s, "/a", "1");
+        let mut tx = Transaction::default();
+        assert_eq!(r(&mut tx.view(&s), "/a").unwrap(), b"1");
+        w(&mut tx.view(&s), "/other", "x");
+        w(&mut s, "/a", "changed");
+        assert_eq!(tx.commit(&mut s), Err(Conflict("/a".into())));
+        assert_eq!(r(&mut s, "/other"), None, "nothing applied");
+    }
+
+    #[test]
+    fn creation_of_a_node_the_transaction_saw_missing_conflicts() {
+        let mut s = Store::new();
+        let mut tx = Transaction::default();
+        assert_eq!(r(&mut tx.view(&s), "/n"), None);
+        w(&mut s, "/n", "x");
+        assert!(tx.commit(&mut s).is_err());
+    }
+
+    #[test]
+    fn disjoint_transactions_both_commit_and_rm_inside() {
+        let mut s = Store::new();
+        w(&mut s, "/x/a", "1");
+        w(&mut s, "/y/b", "1");
+        let mut t1 = Transaction::default();
+        let mut t2 = Transaction::default();
+        w(&mut t1.view(&s), "/x/a", "2");
+        store::remove(&mut t2.view(&s), "/y/b", &Identity::dom0()).unwrap();
+        assert_eq!(r(&mut t2.view(&s), "/y/b"), None);
+        t1.commit(&mut s).unwrap();
+        t2.commit(&mut s).unwrap();
+        assert_eq!(r(&mut s, "/x/a").unwrap(), b"2");
+        assert_eq!(r(&mut s, "/y/b"), None);
+        assert!(s.check().is_empty(), "{:?}", s.check());
+    }
+
+    #[test]
+    fn node_counts_include_the_transaction() {
+        let mut s = Store::new();
+        let mut tx = Transaction::default();
+        w(&mut tx.view(&s), "/a/b", "");
+        assert_eq!(tx.view(&s).owned(0), 5);
+        assert_eq!(s.owned(0), 3);
+        tx.commit(&mut s).unwrap();
+        assert_eq!(s.owned(0), 5);
+    }
+}

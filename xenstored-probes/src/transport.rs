@@ -1,0 +1,48 @@
+//! The seams between the daemon and the outside world: a connection's byte
+//! transport, a listener that yields new transports, and the domain backend
+//! INTRODUCE/RELEASE go through. Unix sockets implement them here
+//! (unix.rs); a shared-memory ring can implement them as well.
+
+use std::io;
+
+/// One connection's bytes. Non-blocking: `read`/`write` return
+/// `ErrorKind::WouldBlock` when nothing can move now, and the daemon tries
+/// again when `source` next becomes ready (edge-triggered: the transport
+/// must report readiness for both directions through the one source).
+pub trait Transport {
+    /// `Ok(0)` means the peer is gone.
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize>;
+    /// What the event loop polls.
+    fn source(&mut self) -> &mut dyn mio::event::Source;
+    /// "socket", "ring", ... (the conn_open probe's str1).
+    fn kind(&self) -> &'static str;
+    /// Human-readable peer (conn_open's str2), e.g. "pid 123 uid 0".
+    fn peer(&self) -> String;
+    /// The dom0 client's pid (SO_PEERCRED); 0 for domain transports.
+    fn pid(&self) -> u32;
+}
+
+/// Something that accepts connections (the dom0 socket, a domain socket).
+pub trait Listener {
+    fn source(&mut self) -> &mut dyn mio::event::Source;
+    /// The next waiting connection; `Ok(None)` when none is waiting.
+    fn accept(&mut self) -> io::Result<Option<Box<dyn Transport>>>;
+}
+
+/// How an introduced domain reaches the daemon.
+pub enum Attachment {
+    /// One connection, ready now (a shared ring).
+    Connection(Box<dyn Transport>),
+    /// Every connection accepted here belongs to the domain (test sockets).
+    Listener(Box<dyn Listener>),
+}
+
+/// INTRODUCE and RELEASE go through this.
+pub trait DomainBackend {
+    /// INTRODUCE(domid, gfn, port) for a domain not yet introduced.
+    fn introduce(&mut self, domid: u32, gfn: u64, port: u32) -> io::Result<Attachment>;
+    /// RELEASE (or teardown): drop whatever `introduce` set up. The daemon
+    /// closes the domain's connections and listeners itself.
+    fn release(&mut self, domid: u32);
+}

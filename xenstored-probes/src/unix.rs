@@ -1,0 +1,150 @@
+//! Unix-socket transports: the dom0 socket (SO_PEERCRED pid per
+//! connection) and the test domain backend, which gives each introduced
+//! domain a socket `<run-dir>/domain/<domid>` whose connections are that
+//! domain's (unprivileged, relative paths, quotas, pid 0).
+
+use crate::transport::{Attachment, DomainBackend, Listener, Transport};
+use mio::net::{UnixListener, UnixStream};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+pub struct SocketTransport {
+    stream: UnixStream,
+    pid: u32,
+    peer: String,
+}
+
+impl SocketTransport {
+    fn new(stream: UnixStream, domain: bool) -> SocketTransport {
+        let (pid, uid) = peer_cred(&stream).unwrap_or((0, u32::MAX));
+        let peer = format!("pid {pid} uid {uid}");
+        SocketTransport {
+            stream,
+            pid: if domain { 0 } else { pid },
+            peer,
+        }
+    }
+}
+
+fn peer_cred(s: &UnixStream) -> io::Result<(u32, u32)> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: a valid socket fd and a correctly sized out-buffer.
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            &mut cred as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((cred.pid as u32, cred.uid))
+}
+
+impl Transport for SocketTransport {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stream.read(buf)
+    }
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.stream.write(buf)
+    }
+    fn source(&mut self) -> &mut dyn mio::event::Source {
+        &mut self.stream
+    }
+    fn kind(&self) -> &'static str {
+        "socket"
+    }
+    fn peer(&self) -> String {
+        self.peer.clone()
+    }
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+}
+
+/// A listening socket at `path` (mode 0600, a stale socket replaced).
+pub struct SocketListener {
+    listener: UnixListener,
+    path: PathBuf,
+    /// Connections are a domain's (pid reported as 0).
+    domain: bool,
+}
+
+impl SocketListener {
+    pub fn bind(path: &Path, domain: bool) -> io::Result<SocketListener> {
+        let ctx = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(ctx)?;
+        }
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(ctx(e)),
+            _ => {}
+        }
+        let listener = UnixListener::bind(path).map_err(ctx)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(ctx)?;
+        Ok(SocketListener {
+            listener,
+            path: path.to_path_buf(),
+            domain,
+        })
+    }
+}
+
+impl Drop for SocketListener {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl Listener for SocketListener {
+    fn source(&mut self) -> &mut dyn mio::event::Source {
+        &mut self.listener
+    }
+    fn accept(&mut self) -> io::Result<Option<Box<dyn Transport>>> {
+        match self.listener.accept() {
+            Ok((stream, _)) => Ok(Some(Box::new(SocketTransport::new(stream, self.domain)))),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The simple domain backend: INTRODUCE creates `<run-dir>/domain/<domid>`.
+pub struct SocketDomainBackend {
+    dir: PathBuf,
+}
+
+impl SocketDomainBackend {
+    pub fn new(run_dir: &Path) -> SocketDomainBackend {
+        SocketDomainBackend {
+            dir: run_dir.join("domain"),
+        }
+    }
+
+    pub fn socket_path(&self, domid: u32) -> PathBuf {
+        self.dir.join(domid.to_string())
+    }
+}
+
+impl DomainBackend for SocketDomainBackend {
+    fn introduce(&mut self, domid: u32, _gfn: u64, _port: u32) -> io::Result<Attachment> {
+        let l = SocketListener::bind(&self.socket_path(domid), true)?;
+        Ok(Attachment::Listener(Box::new(l)))
+    }
+
+    fn release(&mut self, domid: u32) {
+        // The listener's drop removes the socket; this covers a listener
+        // that never got registered.
+        let _ = std::fs::remove_file(self.socket_path(domid));
+    }
+}
