@@ -64,6 +64,11 @@ impl Connection {
         id
     }
 
+    /// The watches and the output queue at once, to queue their events.
+    pub fn watches_and_output(&mut self) -> (&[crate::watch::Watch], &mut Vec<u8>) {
+        (&self.watches.0, &mut self.out)
+    }
+
     pub fn queue(&mut self, ty: u32, req_id: u32, tx_id: u32, parts: &[&[u8]]) {
         frame::encode(&mut self.out, ty, req_id, tx_id, parts);
     }

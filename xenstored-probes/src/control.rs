@@ -1,5 +1,6 @@
 //! XS_CONTROL commands as upstream C xenstored 4.17 answers them (`help`
-//! lists them). Live update is not offered.
+//! lists them). Live update answers its status queries; starting one is
+//! refused, since there is no binary to hand state to.
 
 use crate::daemon::Daemon;
 use crate::request::atoi;
@@ -8,9 +9,13 @@ use crate::wire::XsError;
 use std::io::Write;
 
 /// (command, parameters) in upstream's order.
-const COMMANDS: [(&str, &str); 8] = [
+const COMMANDS: [(&str, &str); 9] = [
     ("check", ""),
     ("log", "on|off"),
+    (
+        "live-update",
+        "[-c <cmdline>] [-F] [-t <timeout>] <file>\n    Default timeout is 60 seconds.",
+    ),
     ("logfile", "<file>"),
     ("memreport", "[<file>]"),
     ("print", "<string>"),
@@ -54,15 +59,16 @@ pub fn run(d: &mut Daemon, args: &[&[u8]], reply: &mut Vec<u8>) -> Result<(), Fa
                 [f] => Some(arg(f)),
                 _ => return Err(EINVAL),
             };
-            // Upstream answers EBADF (sent as EINVAL) without a file.
-            let file = file.ok_or(Fail(XsError::Einval, "control:no file"))?;
             let report = memreport(d);
-            std::fs::OpenOptions::new()
-                .append(true)
-                .create(true)
-                .open(&file)
-                .and_then(|mut f| f.write_all(report.as_bytes()))
-                .map_err(|_| Fail(XsError::Einval, "control:file"))?;
+            match file {
+                Some(file) => std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(&file)
+                    .and_then(|mut f| f.write_all(report.as_bytes()))
+                    .map_err(|_| Fail(XsError::Einval, "control:file"))?,
+                None => eprint!("{report}"),
+            }
             text(reply, "OK");
         }
         b"print" => {
@@ -96,6 +102,12 @@ pub fn run(d: &mut Daemon, args: &[&[u8]], reply: &mut Vec<u8>) -> Result<(), Fa
                 text(reply, "OK");
             }
             _ => return Err(EINVAL),
+        },
+        b"live-update" => match rest {
+            [] => return Err(EINVAL),
+            [b"-s"] => text(reply, "Not in live-update session."),
+            [b"-a"] => text(reply, "No live-update session active."),
+            _ => text(reply, "Live update is not supported by xenstored-shim."),
         },
         b"help" => {
             if !rest.is_empty() {

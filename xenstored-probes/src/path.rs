@@ -4,6 +4,7 @@
 #[cfg(test)]
 use crate::wire::REL_PATH_MAX;
 use crate::wire::{XsError, ABS_PATH_MAX};
+use std::borrow::Cow;
 
 pub const INTRODUCE_DOMAIN: &str = "@introduceDomain";
 pub const RELEASE_DOMAIN: &str = "@releaseDomain";
@@ -37,20 +38,24 @@ fn local_prefix_len(p: &[u8]) -> usize {
 /// Resolves a request's path argument for a connection of `domid`.
 /// `path_max` is the path-length quota, which upstream measures after any
 /// /local/domain/<n>/ prefix and applies to dom0 as well.
-pub fn resolve(raw: &[u8], domid: u32, path_max: usize) -> Result<String, XsError> {
-    let mut path = Vec::with_capacity(raw.len() + 20);
+/// Absolute paths are borrowed from the payload: no allocation per request.
+pub fn resolve(raw: &[u8], domid: u32, path_max: usize) -> Result<Cow<'_, str>, XsError> {
     match raw.first() {
-        Some(b'/') => path.extend_from_slice(raw),
-        Some(b'@') => return Err(XsError::Einval),
+        Some(b'/') => {
+            check(raw, path_max)?;
+            // valid_chars made it ASCII
+            Ok(Cow::Borrowed(std::str::from_utf8(raw).unwrap()))
+        }
+        Some(b'@') => Err(XsError::Einval),
         _ => {
+            let mut path = Vec::with_capacity(raw.len() + 20);
             path.extend_from_slice(domain_path(domid).as_bytes());
             path.push(b'/');
             path.extend_from_slice(raw);
+            check(&path, path_max)?;
+            Ok(Cow::Owned(String::from_utf8(path).unwrap()))
         }
     }
-    check(&path, path_max)?;
-    // valid_chars made it ASCII
-    Ok(String::from_utf8(path).unwrap())
 }
 
 fn check(p: &[u8], path_max: usize) -> Result<(), XsError> {
@@ -83,7 +88,7 @@ pub fn resolve_watch(raw: &[u8], domid: u32, path_max: usize) -> Result<(String,
         return Ok((s.to_string(), false));
     }
     let relative = raw.first() != Some(&b'/');
-    Ok((resolve(raw, domid, path_max)?, relative))
+    Ok((resolve(raw, domid, path_max)?.into_owned(), relative))
 }
 
 /// UNWATCH's path: made absolute like the WATCH's, never validated (an

@@ -7,6 +7,10 @@ pub const READ: u8 = 1;
 pub const WRITE: u8 = 2;
 /// Owners and privileged connections hold this on top of read/write.
 pub const OWNER: u8 = 4;
+/// The entry names a domain released since it was written: it grants
+/// nothing, so a new domain reusing the id inherits no rights (upstream's
+/// XS_PERM_IGNORE, XSA-322). Still listed by GET_PERMS.
+pub const IGNORE: u8 = 0x10;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Perm {
@@ -58,7 +62,7 @@ impl Perms {
         }
         self.0[1..]
             .iter()
-            .find(|p| is(p.domid))
+            .find(|p| p.access & IGNORE == 0 && is(p.domid))
             .unwrap_or(&self.0[0])
             .access
     }
@@ -212,5 +216,15 @@ mod tests {
             target: Some(3),
         };
         assert_eq!(p.for_identity(&dm), READ | WRITE | OWNER);
+        let mut p = p;
+        p.0[1].access |= IGNORE;
+        assert_eq!(
+            p.for_identity(&guest(5)),
+            WRITE,
+            "falls back to the owner entry"
+        );
+        let mut out = Vec::new();
+        p.write_to(&mut out);
+        assert_eq!(out, b"w3\0r5\0n7\0");
     }
 }

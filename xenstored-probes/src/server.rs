@@ -6,6 +6,7 @@
 
 use crate::daemon::Daemon;
 use crate::frame::InBuf;
+use crate::ring;
 use crate::transport::{Attachment, Listener, Transport};
 use mio::{Events, Interest, Poll, Token};
 use rustc_hash::FxHashMap;
@@ -42,7 +43,13 @@ pub struct Server {
     next_port: usize,
     /// Connections that may have unread input.
     ready: VecDeque<u32>,
+    /// Listeners whose accept failed (e.g. out of fds): edge-triggered
+    /// polling will not report them again, so they are retried on a timer.
+    retry_accept: Vec<usize>,
 }
+
+/// How soon a failed accept is retried.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
 impl Server {
     pub fn new(daemon: Daemon) -> io::Result<Server> {
@@ -53,6 +60,7 @@ impl Server {
             ports: FxHashMap::default(),
             next_port: LISTENER_BASE,
             ready: VecDeque::new(),
+            retry_accept: Vec::new(),
         })
     }
 
@@ -97,10 +105,19 @@ impl Server {
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         loop {
-            let timeout = (!self.ready.is_empty()).then_some(Duration::ZERO);
+            let timeout = if !self.ready.is_empty() {
+                Some(Duration::ZERO)
+            } else if !self.retry_accept.is_empty() {
+                Some(ACCEPT_RETRY)
+            } else {
+                None
+            };
             match self.poll.poll(&mut events, timeout) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 r => r?,
+            }
+            for token in std::mem::take(&mut self.retry_accept) {
+                self.accept(token);
             }
             for ev in events.iter() {
                 let token = ev.token().0;
@@ -109,7 +126,14 @@ impl Server {
                     continue;
                 }
                 let id = token as u32;
-                if ev.is_writable() {
+                // Any readiness may mean room to write: a ring signals both
+                // directions through one event source.
+                if ev.is_writable()
+                    || self
+                        .daemon
+                        .conn(id)
+                        .is_some_and(|c| !c.pending().is_empty())
+                {
                     self.flush(id);
                 }
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
@@ -142,7 +166,10 @@ impl Server {
                 Ok(None) => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    eprintln!("xenstored-shim: accept: {e}");
+                    eprintln!("xenstored-shim: accept: {e} (retrying)");
+                    if !self.retry_accept.contains(&token) {
+                        self.retry_accept.push(token);
+                    }
                     return;
                 }
             }
@@ -160,8 +187,17 @@ impl Server {
             }
             let transport = &mut link.transport;
             match link.input.fill(|buf| transport.read(buf)) {
+                Ok(0) if link.transport.kind() == "ring" => {
+                    // A ring ends only when its domain died unreleased.
+                    self.daemon.domain_gone(id);
+                    return;
+                }
                 Ok(0) => {
                     self.daemon.close(id, 0, "eof");
+                    return;
+                }
+                Err(e) if ring::transport::is_session_reset(&e) => {
+                    self.reset(id, &e.to_string());
                     return;
                 }
                 Ok(_) => {}
@@ -201,6 +237,24 @@ impl Server {
         }
         // More may be waiting: come back after the others had a turn.
         self.ready.push_back(id);
+    }
+
+    /// A ring reconnect or ring error: the connection's packets, watches
+    /// and transactions go (conn_close), the transport stays and serves a
+    /// fresh connection of the same domain (conn_open).
+    fn reset(&mut self, id: u32, reason: &str) {
+        let Some(mut link) = self.links.remove(&id) else {
+            return;
+        };
+        let _ = self.poll.registry().deregister(link.transport.source());
+        let Some(domid) = self.daemon.conn(id).map(|c| c.domid) else {
+            return;
+        };
+        self.daemon.close(id, 0, reason);
+        self.apply_effects();
+        if let Err(e) = self.attach(link.transport, domid) {
+            eprintln!("xenstored-shim: re-attaching domain {domid}'s ring: {e}");
+        }
     }
 
     /// Writes what connection `id` has queued, as far as it goes now.

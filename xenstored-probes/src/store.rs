@@ -152,6 +152,15 @@ impl Store {
         v
     }
 
+    /// A released domain's permission entries stop granting anything.
+    pub fn ignore_domain_in_perms(&mut self, domid: u32) {
+        for n in self.nodes.values_mut() {
+            for p in n.perms.0.iter_mut().skip(1).filter(|p| p.domid == domid) {
+                p.access |= crate::perms::IGNORE;
+            }
+        }
+    }
+
     /// Consistency check (CONTROL check): every child exists, every node
     /// is its parent's child, the owner counts add up. Returns problems.
     pub fn check(&self) -> Vec<String> {

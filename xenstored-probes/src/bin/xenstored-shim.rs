@@ -4,7 +4,8 @@
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use xenstored_probes::{daemon::Daemon, quota::Quotas, server::Server, unix};
+use xenstored_probes::transport::DomainBackend;
+use xenstored_probes::{daemon::Daemon, quota::Quotas, ring, server::Server, unix};
 
 /// A xenstore daemon (Xen's xenstored protocol) carrying the `xenstore`
 /// USDT provider; see xenstored-shim(8) and xenstored-probes(7).
@@ -14,8 +15,10 @@ struct Args {
     /// The dom0 client socket (created mode 0600).
     #[arg(long, env = "XENSTORED_PATH", default_value = "/run/xenstored/socket")]
     socket: PathBuf,
-    /// Where per-domain transports live: INTRODUCE creates
-    /// <run-dir>/domain/<domid>, a socket whose clients act as that domain.
+    /// Where per-domain transports live: INTRODUCE maps the simulated ring
+    /// a guest prepared in <run-dir>/ring/<domid>/ (see xs-guest), or else
+    /// creates <run-dir>/domain/<domid>, a socket whose clients act as that
+    /// domain.
     #[arg(long, env = "XENSTORED_RUNDIR", default_value = "/run/xenstored")]
     run_dir: PathBuf,
     /// Set a hard quota, as upstream's `-Q <what>=<nb>` (nodes, watches,
@@ -26,6 +29,11 @@ struct Args {
     /// Set a soft quota, as upstream's `-q memory=<nb>`.
     #[arg(short = 'q', long = "quota-soft", value_name = "WHAT=NB")]
     quota_soft: Vec<String>,
+    /// Serve real Xen domains: map their rings through /dev/xen/gntdev and
+    /// /dev/xen/evtchn (needs a Xen dom0).
+    #[cfg(feature = "xen")]
+    #[arg(long)]
+    xen: bool,
     /// Write the daemon's pid here once it listens.
     #[arg(short = 'F', long)]
     pid_file: Option<PathBuf>,
@@ -39,6 +47,21 @@ fn parse_quota(s: &str) -> Result<(&str, u32), String> {
         .parse()
         .map_err(|_| format!("quota {what}: {nb:?} is not a number"))?;
     Ok((what, nb))
+}
+
+/// How INTRODUCE reaches domains: simulated rings for domains prepared
+/// under <run-dir>/ring/, per-domain sockets for the others; with --xen,
+/// real grant-mapped rings.
+fn domain_backend(args: &Args) -> Box<dyn DomainBackend> {
+    #[cfg(feature = "xen")]
+    if args.xen {
+        return Box::new(ring::transport::XenRingDomains);
+    }
+    let sockets = unix::SocketDomainBackend::new(&args.run_dir);
+    Box::new(ring::transport::SimRingDomains::new(
+        &args.run_dir,
+        Box::new(sockets),
+    ))
 }
 
 fn main() -> ExitCode {
@@ -66,8 +89,7 @@ fn run(args: Args) -> Result<(), String> {
             return Err(format!("unknown quota \"{what}\""));
         }
     }
-    let backend = unix::SocketDomainBackend::new(&args.run_dir);
-    let daemon = Daemon::new(quotas, Box::new(backend));
+    let daemon = Daemon::new(quotas, domain_backend(&args));
     let mut server = Server::new(daemon).map_err(|e| format!("epoll: {e}"))?;
     let listener =
         unix::SocketListener::bind(&args.socket, false).map_err(|e| format!("listening: {e}"))?;

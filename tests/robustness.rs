@@ -1,0 +1,130 @@
+//! A client's bytes never stall or crash the shim: stalled readers, partial
+//! messages, oversized lengths and garbage affect only their own connection.
+mod common;
+
+use common::shim::Shim;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+const READ: u32 = 2;
+const WATCH: u32 = 4;
+const WRITE: u32 = 11;
+const WATCH_EVENT: u32 = 15;
+
+/// A raw client; a generous read timeout turns a stall into a failure.
+fn connect(shim: &Shim) -> UnixStream {
+    let s = UnixStream::connect(&shim.socket).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s
+}
+
+fn send(s: &mut UnixStream, ty: u32, req_id: u32, payload: &[u8]) {
+    let mut msg = Vec::new();
+    for w in [ty, req_id, 0, payload.len() as u32] {
+        msg.extend_from_slice(&w.to_ne_bytes());
+    }
+    msg.extend_from_slice(payload);
+    s.write_all(&msg).unwrap();
+}
+
+/// The next message that is not a watch event: (type, req_id, payload).
+fn reply(s: &mut UnixStream) -> (u32, u32, Vec<u8>) {
+    loop {
+        let mut h = [0u8; 16];
+        s.read_exact(&mut h).expect("a reply within 30 s");
+        let word = |i: usize| u32::from_ne_bytes(h[i * 4..i * 4 + 4].try_into().unwrap());
+        let mut body = vec![0; word(3) as usize];
+        s.read_exact(&mut body).unwrap();
+        if word(0) != WATCH_EVENT {
+            return (word(0), word(1), body);
+        }
+    }
+}
+
+fn alive(shim: &Shim) {
+    let mut c = connect(shim);
+    send(&mut c, READ, 77, b"/tool/xenstored\0");
+    assert_eq!(reply(&mut c), (READ, 77, vec![]));
+}
+
+#[test]
+fn a_watcher_that_never_reads_stalls_nobody() {
+    let shim = Shim::start();
+    let mut stalled = connect(&shim);
+    send(
+        &mut stalled,
+        WATCH,
+        1,
+        b"/s\0a-token-that-makes-events-longer\0",
+    );
+    // Never read again: its socket buffer fills with events.
+    let mut writer = connect(&shim);
+    let value = [b'v'; 200];
+    for i in 0..20_000u32 {
+        let payload = [format!("/s/k{}\0", i % 50).as_bytes(), &value].concat();
+        send(&mut writer, WRITE, i, &payload);
+        assert_eq!(reply(&mut writer), (WRITE, i, b"OK\0".to_vec()));
+    }
+    alive(&shim);
+    drop(stalled);
+    alive(&shim);
+}
+
+#[test]
+fn a_partial_message_blocks_only_its_sender() {
+    let shim = Shim::start();
+    let mut partial = connect(&shim);
+    partial.write_all(&READ.to_ne_bytes()).unwrap();
+    partial.write_all(&[0u8; 6]).unwrap();
+    alive(&shim);
+    // The rest arrives later and is answered.
+    let mut rest = Vec::new();
+    rest.extend_from_slice(&[0u8; 2]);
+    rest.extend_from_slice(&0u32.to_ne_bytes());
+    rest.extend_from_slice(&3u32.to_ne_bytes());
+    rest.extend_from_slice(b"/x\0");
+    partial.write_all(&rest).unwrap();
+    assert_eq!(reply(&mut partial), (16, 0, b"ENOENT\0".to_vec()));
+}
+
+#[test]
+fn an_oversized_length_disconnects_only_that_client() {
+    let shim = Shim::start();
+    let mut other = connect(&shim);
+    send(&mut other, WRITE, 1, b"/keep\0me");
+    assert_eq!(reply(&mut other).0, WRITE);
+    let mut bad = connect(&shim);
+    let mut h = Vec::new();
+    for w in [WRITE, 1, 0, 4097] {
+        h.extend_from_slice(&w.to_ne_bytes());
+    }
+    bad.write_all(&h).unwrap();
+    let mut buf = [0u8; 16];
+    assert_eq!(bad.read(&mut buf).unwrap(), 0, "the daemon hung up");
+    send(&mut other, READ, 2, b"/keep\0");
+    assert_eq!(reply(&mut other), (READ, 2, b"me".to_vec()));
+}
+
+#[test]
+fn garbage_and_unknown_types_get_errors_and_the_store_stays_whole() {
+    let shim = Shim::start();
+    let mut c = connect(&shim);
+    for (ty, payload, expect) in [
+        (99u32, &b"junk"[..], &b"ENOSYS\0"[..]),
+        (20, b"", b"ENOSYS\0"),
+        (WATCH_EVENT, b"/a\0t\0", b"ENOSYS\0"),
+        (WRITE, b"no-nul", b"EINVAL\0"),
+        (WRITE, b"/bad path\0v", b"EINVAL\0"),
+        (14, b"/tool\0x9\0", b"EINVAL\0"),
+    ] {
+        send(&mut c, ty, 5, payload);
+        assert_eq!(reply(&mut c), (16, 5, expect.to_vec()), "type {ty}");
+    }
+    let out = shim.run("/usr/lib/xen-4.17/bin/xenstore-control", &["check"]);
+    assert_eq!(out, "OK\n");
+    assert_eq!(
+        shim.run("xenstore-ls", &["-f", "-p"]),
+        "/tool = \"\"   (n0)\n/tool/xenstored = \"\"   (n0)\n"
+    );
+}

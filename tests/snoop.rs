@@ -1,0 +1,825 @@
+//! xenstore-snoop against a real shim, real clients and real uprobes.
+//!
+//! Every test runs its own copy of the shim binary: uprobes attach to an
+//! inode, so a private copy keeps other tests' snoopers (and their
+//! semaphore counts) away from ours.
+
+mod common;
+
+use common::shim::{private_dir, wait_for, Shim};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A shim running from a private copy of its binary.
+fn private_shim() -> Shim {
+    let dir = private_dir("snoop-shim");
+    let binary = dir.join("xenstored-shim");
+    std::fs::copy(common::bin("xenstored-shim"), &binary).unwrap();
+    let socket = dir.join("socket");
+    let run_dir = dir.join("run");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let spawn = || {
+        Command::new(&binary)
+            .arg("--socket")
+            .arg(&socket)
+            .arg("--run-dir")
+            .arg(&run_dir)
+            .stdin(Stdio::null())
+            .spawn()
+    };
+    // Another test thread forking while we wrote the copy holds its write
+    // fd until that child execs: ETXTBSY for a moment.
+    let mut tries = 0;
+    let child = loop {
+        match spawn() {
+            Err(e) if e.raw_os_error() == Some(26) && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            result => break result.expect("start xenstored-shim"),
+        }
+    };
+    let shim = Shim {
+        child,
+        dir,
+        socket,
+        run_dir,
+    };
+    wait_for("the shim to listen", TIMEOUT, || {
+        std::os::unix::net::UnixStream::connect(&shim.socket).is_ok()
+    });
+    shim
+}
+
+/// A running xenstore-snoop whose output is collected line by line.
+struct Snooper {
+    child: Child,
+    stdout: Arc<Mutex<Vec<String>>>,
+    stderr: Arc<Mutex<Vec<String>>>,
+}
+
+impl Snooper {
+    /// Starts the snooper on `shim` and waits until its events are enabled.
+    fn attach(shim: &Shim, args: &[&str]) -> Snooper {
+        let pid = shim.pid().to_string();
+        Snooper::start(&[&["--daemon-pid", &pid], args].concat())
+    }
+
+    /// Starts the snooper with exactly `args` and waits until it is attached.
+    fn start(args: &[&str]) -> Snooper {
+        let mut child = Command::new(common::bin("xenstore-snoop"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start xenstore-snoop");
+        let stdout = collect(child.stdout.take().unwrap());
+        let stderr = collect(child.stderr.take().unwrap());
+        let mut s = Snooper {
+            child,
+            stdout,
+            stderr,
+        };
+        wait_for("the snooper to attach", TIMEOUT, || {
+            if let Ok(Some(status)) = s.child.try_wait() {
+                panic!("xenstore-snoop exited ({status}): {:?}", s.stderr());
+            }
+            s.stderr().iter().any(|l| l.contains("Ctrl-C to end."))
+        });
+        s
+    }
+
+    fn stdout(&self) -> Vec<String> {
+        self.stdout.lock().unwrap().clone()
+    }
+
+    fn stderr(&self) -> Vec<String> {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits until some output line satisfies `pred`.
+    fn wait_line(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let mut found = None;
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        while found.is_none() {
+            found = self.stdout().into_iter().find(|l| pred(l));
+            if std::time::Instant::now() > deadline {
+                panic!("no line {what} in:\n{}", self.stdout().join("\n"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        found.unwrap()
+    }
+
+    /// SIGINT, then the whole output and the exit status.
+    fn stop(self) -> (Vec<String>, Vec<String>, std::process::ExitStatus) {
+        self.stop_with(2)
+    }
+
+    fn stop_with(mut self, signal: i32) -> (Vec<String>, Vec<String>, std::process::ExitStatus) {
+        unsafe { libc_kill(self.child.id() as i32, signal) };
+        let status = self.child.wait().unwrap();
+        // the reader threads finish at EOF
+        std::thread::sleep(Duration::from_millis(50));
+        (self.stdout(), self.stderr(), status)
+    }
+}
+
+impl Drop for Snooper {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn collect(pipe: impl std::io::Read + Send + 'static) -> Arc<Mutex<Vec<String>>> {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&lines);
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            match line {
+                Ok(l) => sink.lock().unwrap().push(l),
+                Err(_) => break,
+            }
+        }
+    });
+    lines
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+/// Runs a pyxs script against the shim's socket (only /usr/bin/python3 has pyxs).
+fn pyxs(socket: &Path, script: &str) {
+    let prelude = format!(
+        "from pyxs import Client\nc = Client(unix_socket_path={:?})\nc.connect()\n",
+        socket.display().to_string()
+    );
+    let out = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(prelude + script)
+        .output()
+        .expect("/usr/bin/python3");
+    assert!(
+        out.status.success(),
+        "pyxs script failed:\n{script}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Introduces domain `domid` (dom0's XS_INTRODUCE via pyxs) and gives it
+/// its home /local/domain/<domid>; returns the domain's own socket.
+fn introduce(shim: &Shim, domid: u32) -> PathBuf {
+    pyxs(
+        &shim.socket,
+        &format!("c.introduce_domain({domid}, 4242, 7)\nc.close()\n"),
+    );
+    let home = format!("/local/domain/{domid}");
+    shim.run(
+        "xenstore-write",
+        &[&format!("{home}/device/vbd/0/state"), "3"],
+    );
+    shim.run("xenstore-chmod", &["-r", &home, &format!("n{domid}")]);
+    let socket = shim.run_dir.join("domain").join(domid.to_string());
+    wait_for("the domain socket", TIMEOUT, || socket.exists());
+    socket
+}
+
+/// A Debian client connected as a guest domain.
+fn guest(socket: &Path, program: &str, args: &[&str]) -> std::process::Output {
+    Command::new(program)
+        .env("XENSTORED_PATH", socket)
+        .args(args)
+        .output()
+        .expect(program)
+}
+
+fn columns(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+#[test]
+fn classic_lines_for_real_clients() {
+    if !common::need_root("classic_lines_for_real_clients") {
+        return;
+    }
+    let shim = private_shim();
+    let dom6 = introduce(&shim, 6);
+    let snoop = Snooper::attach(&shim, &[]);
+
+    // dom0 via pyxs: the domain path, a transaction with one write.
+    pyxs(
+        &shim.socket,
+        "c.get_domain_path(6)\n\
+         c.transaction()\n\
+         c.write(b'/local/domain/6/data/tx-written', b'yes')\n\
+         assert c.commit()\n\
+         c.close()\n",
+    );
+    // dom0 watches, then a guest read, a missing node and a write firing it.
+    let mut watch = shim
+        .client("xenstore-watch")
+        .args(["-n", "2", "/local/domain/6/device"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    snoop.wait_line("for the WATCH", |l| {
+        l.contains("XS_WATCH: /local/domain/6/device")
+    });
+    let read = guest(&dom6, "xenstore-read", &["device/vbd/0/state"]);
+    assert_eq!(String::from_utf8_lossy(&read.stdout).trim(), "3");
+    let missing = guest(&dom6, "xenstore-read", &["device/vif/0/type"]);
+    assert!(!missing.status.success());
+    let write = guest(&dom6, "xenstore-write", &["device/vbd/0/state", "4"]);
+    assert!(write.status.success(), "{write:?}");
+    assert!(watch.wait().unwrap().success());
+
+    let header = snoop.stdout()[0].clone();
+    assert_eq!(columns(&header), ["DOM", "PID", "TX", "OP"]);
+    let gdp = snoop.wait_line("XS_GET_DOMAIN_PATH", |l| l.contains("XS_GET_DOMAIN_PATH:"));
+    let c = columns(&gdp);
+    assert_eq!(c[0], "0", "{gdp}");
+    assert_ne!(c[1], "0", "a dom0 client has a pid: {gdp}");
+    assert_eq!(c[2], "0", "{gdp}");
+    assert!(
+        gdp.ends_with("XS_GET_DOMAIN_PATH: 6 -> /local/domain/6"),
+        "{gdp}"
+    );
+
+    let start = snoop.wait_line("XS_TRANSACTION_START", |l| {
+        l.contains("XS_TRANSACTION_START")
+    });
+    let tx_id = start.rsplit("-> ").next().unwrap().trim().to_string();
+    assert!(tx_id.parse::<u32>().unwrap() > 0, "{start}");
+    let tx_write = snoop.wait_line("the write in the transaction", |l| {
+        l.contains("XS_WRITE: /local/domain/6/data/tx-written yes -> OK")
+    });
+    assert_eq!(columns(&tx_write)[2], tx_id, "{tx_write}");
+    let tx_end = snoop.wait_line("XS_TRANSACTION_END", |l| l.contains("XS_TRANSACTION_END"));
+    assert_eq!(columns(&tx_end)[2], tx_id, "{tx_end}");
+
+    let guest_read = snoop.wait_line("the guest read", |l| {
+        l.contains("XS_READ: device/vbd/0/state -> 3")
+    });
+    assert_eq!(columns(&guest_read)[..3], ["6", "0", "0"], "{guest_read}");
+    let enoent = snoop.wait_line("the ENOENT", |l| l.contains("device/vif/0/type"));
+    assert!(
+        enoent.ends_with("[ERROR] XS_READ: device/vif/0/type -> ENOENT"),
+        "{enoent}"
+    );
+    assert_eq!(columns(&enoent)[0], "6");
+    let event = snoop.wait_line("the watch event", |l| {
+        l.contains("XS_WATCH_EVENT: /local/domain/6/device/vbd/0/state")
+    });
+    let c = columns(&event);
+    assert_eq!((c[0], c[2]), ("0", "-"), "{event}");
+    assert_eq!(c.len(), 6, "path and token: {event}");
+
+    let me = snoop.child.id();
+    let (_, stderr, status) = snoop.stop();
+    assert!(status.success(), "{status} {stderr:?}");
+    assert!(our_uprobes(me).is_empty(), "SIGINT leaves no group");
+    let stats = stderr.iter().find(|l| l.contains("events seen")).unwrap();
+    assert!(stats.ends_with(", 0 lost"), "{stats}");
+}
+
+#[test]
+fn domain_filter_shows_only_that_domain() {
+    if !common::need_root("domain_filter_shows_only_that_domain") {
+        return;
+    }
+    let shim = private_shim();
+    let dom6 = introduce(&shim, 6);
+    let dom7 = introduce(&shim, 7);
+    let snoop = Snooper::attach(&shim, &["-d", "6"]);
+    shim.run("xenstore-write", &["/local/domain/6/from-dom0", "x"]);
+    assert!(guest(&dom7, "xenstore-read", &["device/vbd/0/state"])
+        .status
+        .success());
+    assert!(guest(&dom6, "xenstore-read", &["device/vbd/0/state"])
+        .status
+        .success());
+    assert!(guest(&dom6, "xenstore-write", &["done", "1"])
+        .status
+        .success());
+    snoop.wait_line("dom 6's last write", |l| {
+        l.contains("XS_WRITE: done 1 -> OK")
+    });
+    let (out, _, status) = snoop.stop();
+    assert!(status.success());
+    let lines = &out[1..];
+    assert!(lines.len() >= 2, "{out:?}");
+    for l in lines {
+        assert_eq!(columns(l)[0], "6", "a line of another domain: {l}");
+    }
+}
+
+#[test]
+fn json_lines_parse_with_the_schema() {
+    if !common::need_root("json_lines_parse_with_the_schema") {
+        return;
+    }
+    let shim = private_shim();
+    let snoop = Snooper::attach(&shim, &["--json", "-v"]);
+    shim.run("xenstore-write", &["/json/a", "line1\nline2"]);
+    let missing = shim
+        .client("xenstore-read")
+        .arg("/json/missing")
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    let mut watch = shim
+        .client("xenstore-watch")
+        .args(["-n", "2", "/json"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    snoop.wait_line("the WATCH", |l| l.contains("\"XS_WATCH\""));
+    shim.run("xenstore-write", &["/json/b", "2"]);
+    assert!(watch.wait().unwrap().success());
+    snoop.wait_line("the watch event", |l| {
+        l.contains("\"watch_event\"") && l.contains("/json/b")
+    });
+    let (out, _, status) = snoop.stop();
+    assert!(status.success());
+
+    let records: Vec<serde_json::Value> = out
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    for r in &records {
+        for key in [
+            "kind",
+            "ts",
+            "mono_ns",
+            "serial",
+            "conn",
+            "dom",
+            "pid",
+            "tx",
+            "req_id",
+            "op",
+            "path",
+            "value",
+            "result",
+            "error",
+            "error_reason",
+            "latency_us",
+            "fired_by",
+            "token",
+            "truncated",
+        ] {
+            assert!(r.get(key).is_some(), "{key} missing: {r}");
+        }
+    }
+    let write = records
+        .iter()
+        .find(|r| r["op"] == "XS_WRITE" && r["path"] == "/json/a")
+        .expect("the write");
+    assert_eq!(write["value"], "line1\nline2");
+    assert_eq!(write["result"], "OK");
+    assert!(write["latency_us"].as_f64().unwrap() > 0.0);
+    assert!(write["ts"].as_str().unwrap().ends_with('Z'));
+    let read = records
+        .iter()
+        .find(|r| r["op"] == "XS_READ" && r["path"] == "/json/missing")
+        .expect("the failed read");
+    assert_eq!(read["error"], "ENOENT");
+    let fired = records
+        .iter()
+        .find(|r| r["kind"] == "watch_event" && r["path"] == "/json/b")
+        .expect("the watch event");
+    let firer = records
+        .iter()
+        .find(|r| r["op"] == "XS_WRITE" && r["path"] == "/json/b")
+        .expect("the firing write");
+    assert_eq!(fired["fired_by"], firer["serial"]);
+    assert_eq!(fired["tx"], serde_json::Value::Null);
+    assert!(
+        records.iter().any(|r| r["kind"] == "conn_open"),
+        "-v shows connections"
+    );
+}
+
+/// The daemon's semaphores for every probe note, read from its memory.
+fn semaphores(shim: &Shim) -> Vec<u16> {
+    let pid = shim.pid();
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    let probes = xenstore_snoop::sdt::read_probes(&exe).unwrap();
+    // The first mapping of the binary is file offset 0.
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let base = maps
+        .lines()
+        .find(|l| l.ends_with(exe.to_str().unwrap()))
+        .map(|l| u64::from_str_radix(l.split('-').next().unwrap(), 16).unwrap())
+        .unwrap();
+    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
+    probes
+        .iter()
+        .map(|p| {
+            let mut b = [0u8; 2];
+            std::os::unix::fs::FileExt::read_exact_at(&mem, &mut b, base + sema_vaddr(&exe, p))
+                .unwrap();
+            u16::from_ne_bytes(b)
+        })
+        .collect()
+}
+
+/// The semaphore's offset from the load base, from the ELF itself.
+fn sema_vaddr(exe: &Path, probe: &xenstore_snoop::sdt::SdtProbe) -> u64 {
+    let out = Command::new("readelf").arg("-n").arg(exe).output().unwrap();
+    let notes = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = notes.lines();
+    while let Some(l) = lines.next() {
+        if l.trim() == format!("Name: {}", probe.name) {
+            let loc = lines.next().unwrap();
+            let sema = loc.rsplit("Semaphore: ").next().unwrap().trim();
+            return u64::from_str_radix(sema.trim_start_matches("0x"), 16).unwrap();
+        }
+    }
+    panic!("probe {} not in readelf -n", probe.name);
+}
+
+fn our_uprobes(group_pid: u32) -> Vec<String> {
+    std::fs::read_to_string("/sys/kernel/tracing/uprobe_events")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(&format!("xssnoop_{group_pid}/")))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn sigkilled_snooper_leaves_nothing_behind() {
+    if !common::need_root("sigkilled_snooper_leaves_nothing_behind") {
+        return;
+    }
+    let shim = private_shim();
+    assert!(semaphores(&shim).iter().all(|&s| s == 0));
+    let mut first = Snooper::attach(&shim, &[]);
+    let victim = first.child.id();
+    assert!(!our_uprobes(victim).is_empty());
+    assert!(
+        semaphores(&shim).iter().all(|&s| s > 0),
+        "{:?}",
+        semaphores(&shim)
+    );
+    shim.run("xenstore-write", &["/killed/a", "1"]);
+    first.wait_line("the write", |l| l.contains("XS_WRITE: /killed/a 1"));
+    first.child.kill().unwrap(); // SIGKILL
+    first.child.wait().unwrap();
+    // Its perf events closed with it: the probes are off already.
+    assert!(
+        semaphores(&shim).iter().all(|&s| s == 0),
+        "{:?}",
+        semaphores(&shim)
+    );
+
+    let second = Snooper::attach(&shim, &[]);
+    assert!(our_uprobes(victim).is_empty(), "stale group left");
+    // (A snooper of a parallel test may have been the one to remove it.)
+    shim.run("xenstore-write", &["/killed/b", "2"]);
+    second.wait_line("the write", |l| l.contains("XS_WRITE: /killed/b 2"));
+    let me = second.child.id();
+    let (_, _, status) = second.stop_with(15);
+    assert!(status.success());
+    assert!(our_uprobes(me).is_empty(), "SIGTERM leaves no group");
+    assert!(semaphores(&shim).iter().all(|&s| s == 0));
+}
+
+#[test]
+fn target_exit_ends_the_trace_cleanly() {
+    if !common::need_root("target_exit_ends_the_trace_cleanly") {
+        return;
+    }
+    let mut shim = private_shim();
+    let mut snoop = Snooper::attach(&shim, &[]);
+    shim.run("xenstore-write", &["/bye", "1"]);
+    snoop.wait_line("the write", |l| l.contains("XS_WRITE: /bye 1"));
+    shim.child.kill().unwrap();
+    shim.child.wait().unwrap();
+    let status = snoop.child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(status.success(), "{status}");
+    let err = snoop.stderr().join("\n");
+    assert!(err.contains("exited"), "{err}");
+    assert!(err.contains("events seen"), "{err}");
+    assert!(our_uprobes(snoop.child.id()).is_empty());
+}
+
+#[test]
+fn closed_pipe_exits_quietly() {
+    if !common::need_root("closed_pipe_exits_quietly") {
+        return;
+    }
+    let shim = private_shim();
+    let mut child = Command::new(common::bin("xenstore-snoop"))
+        .args(["--daemon-pid", &shim.pid().to_string(), "-c", "1000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut header = String::new();
+    out.read_line(&mut header).unwrap();
+    assert!(header.starts_with("DOM"));
+    drop(out); // like `| head -1`
+    for i in 0..20 {
+        shim.run("xenstore-write", &["/pipe", &i.to_string()]);
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{:?}", output);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !err.contains("Broken pipe") && !err.contains("panicked"),
+        "{err}"
+    );
+    assert!(err.contains("events seen"), "{err}");
+}
+
+#[test]
+fn errors_are_clear() {
+    let out = Command::new(common::bin("xenstore-snoop"))
+        .args(["--daemon-pid", "4000000000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("xenstore-snoop: "), "{err}");
+    let out = Command::new(common::bin("xenstore-snoop"))
+        .args(["--op", "NOT_AN_OP"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown operation"));
+    let help = Command::new(common::bin("xenstore-snoop"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Examples:"));
+}
+
+#[test]
+fn a_burst_is_seen_whole() {
+    if !common::need_root("a_burst_is_seen_whole") {
+        return;
+    }
+    const N: usize = 3000;
+    let shim = private_shim();
+    let snoop = Snooper::attach(&shim, &["--op", "WRITE,READ", "--path", "^/burst/"]);
+    pyxs(
+        &shim.socket,
+        &format!(
+            "for i in range({N}):\n    c.write(b'/burst/%d' % (i % 50), b'v%d' % i)\n    c.read(b'/burst/%d' % (i % 50))\nc.close()\n"
+        ),
+    );
+    snoop.wait_line("the last read", |l| {
+        l.contains(&format!("XS_READ: /burst/{} -> v{}", (N - 1) % 50, N - 1))
+    });
+    let (out, err, status) = snoop.stop();
+    assert!(status.success());
+    let writes = out
+        .iter()
+        .filter(|l| l.contains("XS_WRITE: /burst/"))
+        .count();
+    let reads = out
+        .iter()
+        .filter(|l| l.contains("XS_READ: /burst/"))
+        .count();
+    assert_eq!((writes, reads), (N, N));
+    assert!(
+        out.iter().all(|l| !l.ends_with("-> ?")),
+        "every request paired"
+    );
+    let stats = err.iter().find(|l| l.contains("events seen")).unwrap();
+    assert!(stats.ends_with(", 0 lost"), "{stats}");
+}
+
+#[test]
+fn summary_tables_count_ops_and_domains() {
+    if !common::need_root("summary_tables_count_ops_and_domains") {
+        return;
+    }
+    let shim = private_shim();
+    let dom6 = introduce(&shim, 6);
+    let snoop = Snooper::attach(&shim, &["--summary"]);
+    for i in 0..5 {
+        shim.run("xenstore-write", &["/summary/a", &i.to_string()]);
+    }
+    assert!(!guest(&dom6, "xenstore-read", &["missing"]).status.success());
+    let (out, _, status) = snoop.stop();
+    assert!(status.success());
+    let text = out.join("\n");
+    let row = |first: &str| -> Vec<String> {
+        out.iter()
+            .map(|l| {
+                l.split(['│', '┆'])
+                    .map(|c| c.trim().to_string())
+                    .filter(|c| !c.is_empty())
+                    .collect::<Vec<_>>()
+            })
+            .find(|cells| cells.first().map(String::as_str) == Some(first))
+            .unwrap_or_else(|| panic!("no row {first}:\n{text}"))
+    };
+    assert_eq!(row("XS_WRITE")[1..3], ["5", "0"]);
+    assert_eq!(row("6")[1..3], ["1", "1"], "dom 6: one read, one error");
+    assert_eq!(row("/summary/a")[1], "5");
+}
+
+#[test]
+fn timestamp_and_latency_columns() {
+    if !common::need_root("timestamp_and_latency_columns") {
+        return;
+    }
+    let shim = private_shim();
+    let snoop = Snooper::attach(&shim, &["-T", "-L"]);
+    shim.run("xenstore-write", &["/cols", "1"]);
+    let line = snoop.wait_line("the write", |l| l.contains("XS_WRITE: /cols 1 -> OK"));
+    let (out, _, _) = snoop.stop();
+    assert_eq!(
+        columns(&out[0]),
+        ["TIME", "DOM", "PID", "TX", "LAT(us)", "OP"]
+    );
+    let c = columns(&line);
+    // HH:MM:SS.µµµµµµ of now (UTC), then dom, pid, tx, latency
+    let time = chrono_like(c[0]);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        % 86400.0;
+    assert!((now - time).abs() < 60.0, "{line}");
+    assert_eq!(c[0].len(), 15, "{line}");
+    let lat: f64 = c[4].parse().unwrap();
+    assert!(lat > 0.0 && lat < 1e6, "{line}");
+}
+
+/// Seconds of the day of `HH:MM:SS.ffffff`.
+fn chrono_like(t: &str) -> f64 {
+    let parts: Vec<f64> = t.split(':').map(|p| p.parse().unwrap()).collect();
+    parts[0] * 3600.0 + parts[1] * 60.0 + parts[2]
+}
+
+#[test]
+fn not_root_is_a_clear_error() {
+    if !common::need_root("not_root_is_a_clear_error") {
+        return;
+    }
+    // A copy under /tmp, so the build tree's permissions don't matter.
+    let dir = private_dir("snoop-nobody");
+    let binary = dir.join("xenstore-snoop");
+    std::fs::copy(common::bin("xenstore-snoop"), &binary).unwrap();
+    let run = || {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&binary)
+            .output()
+            .expect("setpriv (util-linux)")
+    };
+    let mut out = run();
+    // ETXTBSY while a sibling test's fork still holds the copy's write fd.
+    for _ in 0..100 {
+        if !String::from_utf8_lossy(&out.stderr).contains("Text file busy") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        out = run();
+    }
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("xenstore-snoop: ") && err.contains("root"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn finds_the_daemon_by_its_binary() {
+    if !common::need_root("finds_the_daemon_by_its_binary") {
+        return;
+    }
+    let shim = private_shim();
+    let binary = shim.dir.join("xenstored-shim");
+    let snoop = Snooper::start(&["--binary", binary.to_str().unwrap()]);
+    let attached = format!("Tracing xenstored-shim pid {} ", shim.pid());
+    assert!(
+        snoop.stderr().iter().any(|l| l.starts_with(&attached)),
+        "{:?}",
+        snoop.stderr()
+    );
+    shim.run("xenstore-write", &["/by-binary", "1"]);
+    snoop.wait_line("the write", |l| l.contains("XS_WRITE: /by-binary 1 -> OK"));
+    let (_, _, status) = snoop.stop();
+    assert!(status.success());
+}
+
+#[test]
+fn lost_events_are_counted_exactly() {
+    if !common::need_root("lost_events_are_counted_exactly") {
+        return;
+    }
+    const N: u64 = 10_000;
+    let shim = private_shim();
+    let snoop = Snooper::attach(&shim, &["--ring-mb", "1"]);
+    // A snooper that does not read: the 1 MiB rings overflow.
+    unsafe { libc_kill(snoop.child.id() as i32, 19) }; // SIGSTOP
+    pyxs(
+        &shim.socket,
+        &format!("for i in range({N}):\n    c.write(b'/lost', b'%d' % i)\nc.close()\n"),
+    );
+    unsafe { libc_kill(snoop.child.id() as i32, 18) }; // SIGCONT
+    let (_, err, status) = snoop.stop();
+    assert!(status.success());
+    let stats = err.iter().find(|l| l.contains("events seen")).unwrap();
+    // "xenstore-snoop: S events seen, L lost"
+    let nums: Vec<u64> = stats
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let (seen, lost) = (nums[0], nums[1]);
+    assert!(lost > 0, "{stats}");
+    // every request and reply, plus the connection's open and close
+    assert_eq!(seen + lost, 2 * N + 2, "{stats}");
+    assert!(
+        err.iter().any(|l| l.contains("events lost so far")),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn user_space_filters_on_concurrent_snoopers() {
+    if !common::need_root("user_space_filters_on_concurrent_snoopers") {
+        return;
+    }
+    let shim = private_shim();
+    // Three snoopers on one daemon at once, each with its own uprobe group.
+    let failed = Snooper::attach(&shim, &["-x"]);
+    let writes = Snooper::attach(&shim, &["--op", "WRITE", "--path", "^/keep/"]);
+    let quiet = Snooper::attach(&shim, &["--no-watch-events", "--op", "WATCH_EVENT,RM"]);
+    let mut watch = shim
+        .client("xenstore-watch")
+        .args(["-n", "2", "/keep"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    writes.wait_line("nothing but a header yet", |l| l.starts_with("DOM"));
+    std::thread::sleep(Duration::from_millis(300)); // the watch registers
+    shim.run("xenstore-write", &["/keep/a", "1", "/drop/b", "2"]);
+    assert!(watch.wait().unwrap().success());
+    let _ = shim.client("xenstore-read").arg("/keep/missing").output();
+    shim.run("xenstore-rm", &["/drop"]);
+    writes.wait_line("the /keep write", |l| l.contains("XS_WRITE: /keep/a 1"));
+    failed.wait_line("the failed read", |l| l.contains("/keep/missing"));
+    quiet.wait_line("the rm", |l| l.contains("XS_RM: /drop -> OK"));
+
+    let body = |s: Snooper| -> Vec<String> {
+        let (out, _, status) = s.stop();
+        assert!(status.success());
+        out[1..].to_vec()
+    };
+    let failed = body(failed);
+    assert!(!failed.is_empty());
+    assert!(failed.iter().all(|l| l.contains("[ERROR] ")), "{failed:?}");
+    assert_eq!(body(writes).len(), 1);
+    let quiet = body(quiet);
+    assert!(quiet.iter().all(|l| l.contains("XS_RM:")), "{quiet:?}");
+}
+
+#[test]
+fn pid_filter_shows_one_dom0_client() {
+    if !common::need_root("pid_filter_shows_one_dom0_client") {
+        return;
+    }
+    let shim = private_shim();
+    // A pyxs client that waits for a go, so its pid is known beforehand.
+    let mut client = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(format!(
+            "import sys\nfrom pyxs import Client\nsys.stdin.readline()\n\
+             c = Client(unix_socket_path={:?})\nc.connect()\n\
+             c.write(b'/mine', b'1')\nc.read(b'/mine')\nc.close()\n",
+            shim.socket.display().to_string()
+        ))
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = client.id().to_string();
+    let snoop = Snooper::attach(&shim, &["-p", &pid, "--duration", "60"]);
+    shim.run("xenstore-write", &["/theirs", "1"]);
+    std::io::Write::write_all(client.stdin.as_mut().unwrap(), b"go\n").unwrap();
+    assert!(client.wait().unwrap().success());
+    snoop.wait_line("the client's read", |l| l.contains("XS_READ: /mine -> 1"));
+    let (out, _, _) = snoop.stop();
+    let body = &out[1..];
+    assert_eq!(body.len(), 2, "{body:?}");
+    assert!(body.iter().all(|l| columns(l)[1] == pid), "{body:?}");
+}

@@ -1,0 +1,198 @@
+//! The command line: every flag, in one place.
+
+use clap::Parser;
+use std::path::PathBuf;
+
+const EXAMPLES: &str = "\
+Examples:
+  xenstore-snoop                      # every request of the running xenstored-shim
+  xenstore-snoop -d 6                 # only domain 6 (filtered in the kernel)
+  xenstore-snoop -x                   # only failed requests ([ERROR] lines)
+  xenstore-snoop --op READ,WRITE --path '^/local/domain/6/device'
+  xenstore-snoop -p 4242              # only the dom0 client with pid 4242
+  xenstore-snoop -T -L                # wall-clock timestamps and latency (µs)
+  xenstore-snoop --json | jq .        # JSON lines
+  xenstore-snoop --summary --interval 5 --duration 60
+  xenstore-snoop --daemon-pid 1234    # pick one of several daemons";
+
+/// Trace the requests a running xenstored-shim serves, live
+///
+/// Attaches to the xenstore USDT probes of the running daemon without
+/// restarting it (tracefs uprobes read through perf ring buffers) and prints
+/// one line per request and reply, or JSON lines, or summary tables.
+/// Needs root.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "xenstore-snoop", version, after_help = EXAMPLES)]
+pub struct Args {
+    /// Trace this daemon process (default: the one running xenstored-shim)
+    #[arg(long, value_name = "PID")]
+    pub daemon_pid: Option<u32>,
+
+    /// The daemon's binary (default: the one the daemon process runs)
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
+
+    /// Only this domain (repeatable); filtered in the kernel
+    #[arg(short = 'd', long = "domain", value_name = "DOMID")]
+    pub domains: Vec<u16>,
+
+    /// Only this dom0 client pid (repeatable)
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    pub pids: Vec<u32>,
+
+    /// Only failed requests
+    #[arg(short = 'x', long)]
+    pub failed: bool,
+
+    /// Only these ops, comma-separated (READ,WRITE or XS_READ,...)
+    #[arg(long = "op", value_name = "OPS", value_delimiter = ',')]
+    pub ops: Vec<String>,
+
+    /// Only requests whose path matches this regex
+    #[arg(long, value_name = "REGEX")]
+    pub path: Option<String>,
+
+    /// Do not show watch events
+    #[arg(long)]
+    pub no_watch_events: bool,
+
+    /// Exit after N lines (or N requests with --summary)
+    #[arg(short = 'c', long, value_name = "N")]
+    pub count: Option<u64>,
+
+    /// Exit after SECS seconds
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
+    pub duration: Option<f64>,
+
+    /// Add a wall-clock timestamp column (µs)
+    #[arg(short = 'T', long, conflicts_with = "relative")]
+    pub timestamp: bool,
+
+    /// Add a column of seconds since the snooper started
+    #[arg(long)]
+    pub relative: bool,
+
+    /// Add a request-to-reply latency column (µs)
+    #[arg(short = 'L', long)]
+    pub latency: bool,
+
+    /// Show error reasons, connection and transaction-end events
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+
+    /// One JSON object per line instead of text
+    #[arg(long, conflicts_with = "summary")]
+    pub json: bool,
+
+    /// Print summary tables (per op, per domain, top paths, watch fan-out) instead of lines
+    #[arg(long)]
+    pub summary: bool,
+
+    /// With --summary: also print the tables (cumulative, after a time line) every SECS seconds
+    #[arg(long, value_name = "SECS", requires = "summary", value_parser = positive_secs)]
+    pub interval: Option<f64>,
+
+    /// Per-CPU ring buffer size in MiB (rounded up to a power of two)
+    #[arg(long, value_name = "MIB", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub ring_mb: u32,
+}
+
+/// A duration in seconds: finite and above zero.
+fn positive_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v < 1e9 => Ok(v),
+        _ => Err(format!("{s:?} is not a positive number of seconds")),
+    }
+}
+
+pub fn command() -> clap::Command {
+    <Args as clap::CommandFactory>::command()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_is_consistent() {
+        command().debug_assert();
+    }
+
+    #[test]
+    fn flags_parse() {
+        let a = Args::try_parse_from([
+            "xenstore-snoop",
+            "-d",
+            "6",
+            "-d",
+            "7",
+            "--op",
+            "READ,write",
+            "-xTL",
+            "-c",
+            "5",
+        ])
+        .unwrap();
+        assert_eq!(a.domains, [6, 7]);
+        assert_eq!(a.ops, ["READ", "write"]);
+        assert!(a.failed && a.timestamp && a.latency);
+        assert_eq!(a.count, Some(5));
+        assert!(Args::try_parse_from(["xenstore-snoop", "-T", "--relative"]).is_err());
+        assert!(Args::try_parse_from(["xenstore-snoop", "--interval", "1"]).is_err());
+        for bad in ["-1", "0", "NaN", "inf", "x"] {
+            assert!(Args::try_parse_from(["xenstore-snoop", "--duration", bad]).is_err());
+        }
+        let a = Args::try_parse_from(["xenstore-snoop", "--duration", "0.5"]).unwrap();
+        assert_eq!(a.duration, Some(0.5));
+    }
+}
+
+/// The man page: clap's sections around the hand-written ones in man.roff.
+#[cfg(test)]
+fn man_page() -> String {
+    let man = clap_mangen::Man::new(command()).date("");
+    let mut out = Vec::new();
+    man.render_title(&mut out).unwrap();
+    man.render_name_section(&mut out).unwrap();
+    man.render_synopsis_section(&mut out).unwrap();
+    man.render_description_section(&mut out).unwrap();
+    man.render_options_section(&mut out).unwrap();
+    out.extend_from_slice(include_bytes!("../man.roff"));
+    // The --help examples, verbatim.
+    out.extend_from_slice(b".SH EXAMPLES\n.nf\n");
+    for line in EXAMPLES.lines().skip(1) {
+        let roff = line.trim_start().replace('\\', "\\\\").replace('-', "\\-");
+        out.extend_from_slice(format!("{roff}\n").as_bytes());
+    }
+    out.extend_from_slice(b".fi\n");
+    man.render_version_section(&mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[cfg(test)]
+mod man_tests {
+    /// man/xenstore-snoop.1 is generated from the CLI; regenerate with
+    /// `XS_UPDATE_MAN=1 cargo test -p xenstore-snoop man_page`.
+    #[test]
+    fn man_page_is_in_step_with_the_cli() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../man/xenstore-snoop.1");
+        let want = super::man_page();
+        if std::env::var_os("XS_UPDATE_MAN").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "{} is out of date: run XS_UPDATE_MAN=1 cargo test -p xenstore-snoop man_page",
+            path.display()
+        );
+        for arg in super::command().get_arguments() {
+            if let Some(long) = arg.get_long() {
+                let roff = format!("\\-\\-{}", long.replace('-', "\\-"));
+                assert!(have.contains(&roff), "--{long} missing from the man page");
+            }
+        }
+    }
+}

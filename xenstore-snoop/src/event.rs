@@ -1,0 +1,204 @@
+//! Decoded probe firings: the six probes of the contract, typed.
+
+use crate::format::{Field, Format};
+use anyhow::{bail, Result};
+
+/// The probes of the `xenstore` provider (xenstored-probes/src/xenstore.d).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Probe {
+    Request,
+    Response,
+    WatchEvent,
+    ConnOpen,
+    ConnClose,
+    TxEnd,
+}
+
+impl Probe {
+    pub const ALL: [Probe; 6] = [
+        Probe::Request,
+        Probe::Response,
+        Probe::WatchEvent,
+        Probe::ConnOpen,
+        Probe::ConnClose,
+        Probe::TxEnd,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Probe::Request => "request",
+            Probe::Response => "response",
+            Probe::WatchEvent => "watch_event",
+            Probe::ConnOpen => "conn_open",
+            Probe::ConnClose => "conn_close",
+            Probe::TxEnd => "tx_end",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Probe> {
+        Probe::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// One probe firing, fields as the contract defines them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub probe: Probe,
+    /// CLOCK_MONOTONIC ns, from perf.
+    pub mono_ns: u64,
+    /// Daemon process and thread that fired it.
+    pub tgid: u32,
+    pub tid: u32,
+    pub serial: u64,
+    pub dom: u16,
+    pub op: u16,
+    pub conn: u32,
+    pub pid: u32,
+    pub tx: u32,
+    pub extra: u64,
+    pub s1: String,
+    pub s2: String,
+}
+
+impl Event {
+    /// request/response: the client's req_id.
+    pub fn req_id(&self) -> u32 {
+        self.extra as u32
+    }
+    /// response: the errno of a failed request (0 on success).
+    pub fn errno(&self) -> u32 {
+        match self.probe {
+            Probe::Response => ((self.extra >> 32) & 0xffff) as u32,
+            _ => 0,
+        }
+    }
+    /// Whether the daemon cut str1 or str2 to fit the probe.
+    pub fn truncated(&self) -> bool {
+        let flags = match self.probe {
+            Probe::Request => self.extra >> 32,
+            Probe::Response => self.extra >> 48,
+            _ => 0,
+        };
+        flags & 3 != 0
+    }
+}
+
+/// Field offsets of one event's format, looked up once.
+pub struct Decoder {
+    pub probe: Probe,
+    pub id: u16,
+    serial: Field,
+    dom: Field,
+    op: Field,
+    conn: Field,
+    pid: Field,
+    tx: Field,
+    extra: Field,
+    s1: Field,
+    s2: Field,
+}
+
+impl Decoder {
+    pub fn new(probe: Probe, format: &Format) -> Result<Decoder> {
+        let f = |n: &str| format.field(n).cloned();
+        let s1 = f("s1")?;
+        if !s1.data_loc {
+            bail!("field s1 of {} is not a string", format.name);
+        }
+        Ok(Decoder {
+            probe,
+            id: format.id,
+            serial: f("serial")?,
+            dom: f("dom")?,
+            op: f("op")?,
+            conn: f("conn")?,
+            pid: f("pid")?,
+            tx: f("tx")?,
+            extra: f("extra")?,
+            s1,
+            s2: f("s2")?,
+        })
+    }
+
+    /// Decodes the raw tracepoint record of one sample.
+    pub fn decode(&self, raw: &[u8], mono_ns: u64, tgid: u32, tid: u32) -> Result<Event> {
+        let text =
+            |f: &Field| -> Result<String> { Ok(String::from_utf8_lossy(f.str(raw)?).into_owned()) };
+        Ok(Event {
+            probe: self.probe,
+            mono_ns,
+            tgid,
+            tid,
+            serial: self.serial.uint(raw)?,
+            dom: self.dom.uint(raw)? as u16,
+            op: self.op.uint(raw)? as u16,
+            conn: self.conn.uint(raw)? as u32,
+            pid: self.pid.uint(raw)? as u32,
+            tx: self.tx.uint(raw)? as u32,
+            extra: self.extra.uint(raw)?,
+            s1: text(&self.s1)?,
+            s2: text(&self.s2)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn response_extra_unpacks() {
+        let mut e = Event {
+            probe: Probe::Response,
+            mono_ns: 0,
+            tgid: 1,
+            tid: 1,
+            serial: 1,
+            dom: 0,
+            op: 2,
+            conn: 1,
+            pid: 0,
+            tx: 0,
+            extra: (2 << 48) | (2 << 32) | 77,
+            s1: "ENOENT".into(),
+            s2: String::new(),
+        };
+        assert_eq!((e.req_id(), e.errno(), e.truncated()), (77, 2, true));
+        e.probe = Probe::Request;
+        e.extra = 77;
+        assert_eq!((e.req_id(), e.errno(), e.truncated()), (77, 0, false));
+        e.extra = (1 << 32) | 77;
+        assert_eq!((e.req_id(), e.errno(), e.truncated()), (77, 0, true));
+    }
+
+    #[test]
+    fn decodes_a_record_laid_out_by_the_captured_format() {
+        let format = Format::parse(include_str!("../testdata/request.format")).unwrap();
+        let d = Decoder::new(Probe::Request, &format).unwrap();
+        let mut rec = vec![0u8; 80];
+        let put = |rec: &mut Vec<u8>, off: usize, v: u64| {
+            rec[off..off + 8].copy_from_slice(&v.to_ne_bytes())
+        };
+        put(&mut rec, 16, 9);
+        put(&mut rec, 24, 6);
+        put(&mut rec, 32, 2);
+        put(&mut rec, 40, 3);
+        put(&mut rec, 48, 100);
+        put(&mut rec, 56, 5);
+        put(&mut rec, 64, (1 << 32) | 8);
+        let s1 = b"device/vbd/0/state\0";
+        rec[72..76].copy_from_slice(&(((s1.len() as u32) << 16) | 80).to_ne_bytes());
+        rec.extend_from_slice(s1);
+        let s2_at = rec.len() as u32;
+        rec[76..80].copy_from_slice(&((1u32 << 16) | s2_at).to_ne_bytes());
+        rec.push(0);
+        let e = d.decode(&rec, 1000, 7, 8).unwrap();
+        assert_eq!(
+            (e.serial, e.dom, e.op, e.conn, e.pid, e.tx, e.req_id()),
+            (9, 6, 2, 3, 100, 5, 8)
+        );
+        assert!(e.truncated());
+        assert_eq!(e.s1, "device/vbd/0/state");
+        assert_eq!(e.s2, "");
+    }
+}

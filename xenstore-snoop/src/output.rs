@@ -1,0 +1,373 @@
+//! Rendering records: the classic text line and JSON lines.
+
+use crate::pairing::{Kind, Record};
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// Maps perf's CLOCK_MONOTONIC stamps to wall clock and to "since start".
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    /// realtime − monotonic, ns.
+    pub offset_ns: i128,
+    pub start_mono_ns: u64,
+}
+
+impl Clock {
+    pub fn now() -> Clock {
+        let mono = clock_ns(libc::CLOCK_MONOTONIC);
+        let real = clock_ns(libc::CLOCK_REALTIME);
+        Clock {
+            offset_ns: real as i128 - mono as i128,
+            start_mono_ns: mono,
+        }
+    }
+
+    pub fn wall(&self, mono_ns: u64) -> DateTime<Utc> {
+        let ns = (mono_ns as i128 + self.offset_ns) as i64;
+        DateTime::from_timestamp_nanos(ns)
+    }
+}
+
+pub fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Escapes what could break or forge a line: control characters (newline,
+/// carriage return, escape sequences...) and the backslash itself.
+pub fn escape(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(|c| c.is_control() || c == '\\') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x100 && c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TimeColumn {
+    #[default]
+    None,
+    Wall,
+    Relative,
+}
+
+/// How text lines look.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TextStyle {
+    pub time: TimeColumn,
+    pub latency: bool,
+    /// Error reasons after error names.
+    pub verbose: bool,
+}
+
+impl TextStyle {
+    pub fn header(&self) -> String {
+        let mut h = String::new();
+        match self.time {
+            TimeColumn::None => {}
+            TimeColumn::Wall => h.push_str(&format!("{:<15} ", "TIME")),
+            TimeColumn::Relative => h.push_str(&format!("{:<12} ", "TIME(s)")),
+        }
+        h.push_str("DOM PID    TX  ");
+        if self.latency {
+            h.push_str(&format!("{:>9} ", "LAT(us)"));
+        }
+        h.push_str("OP");
+        h
+    }
+
+    pub fn line(&self, r: &Record, clock: &Clock) -> String {
+        let mut l = String::with_capacity(96);
+        match self.time {
+            TimeColumn::None => {}
+            TimeColumn::Wall => {
+                let _ = write!(l, "{} ", clock.wall(r.mono_ns).format("%H:%M:%S%.6f"));
+            }
+            TimeColumn::Relative => {
+                let secs = r.mono_ns.saturating_sub(clock.start_mono_ns) as f64 / 1e9;
+                let _ = write!(l, "{secs:<12.6} ");
+            }
+        }
+        let tx = r.tx.map_or("-".to_string(), |t| t.to_string());
+        let _ = write!(l, "{:<3} {:<6} {:<3} ", r.dom, r.pid, tx);
+        if self.latency {
+            match r.latency_ns {
+                Some(ns) => {
+                    let _ = write!(l, "{:>9.1} ", ns as f64 / 1e3);
+                }
+                None => {
+                    let _ = write!(l, "{:>9} ", "-");
+                }
+            }
+        }
+        match r.kind {
+            Kind::Op => {
+                if r.error.is_some() {
+                    l.push_str("[ERROR] ");
+                }
+                let _ = write!(l, "{}:", r.op_name());
+                for arg in [&r.path, &r.value] {
+                    if !arg.is_empty() {
+                        let _ = write!(l, " {}", escape(arg));
+                    }
+                }
+                let _ = write!(l, " -> {}", escape(r.result.as_deref().unwrap_or("?")));
+                if self.verbose {
+                    if let Some(reason) = &r.error_reason {
+                        let _ = write!(l, " ({})", escape(reason));
+                    }
+                }
+            }
+            Kind::WatchEvent => {
+                let _ = write!(
+                    l,
+                    "{}: {} {}",
+                    r.op_name(),
+                    escape(&r.path),
+                    escape(r.token.as_deref().unwrap_or(""))
+                );
+            }
+            Kind::ConnOpen => {
+                let _ = write!(
+                    l,
+                    "[CONN_OPEN] conn {}: {} {}",
+                    r.conn,
+                    escape(&r.path),
+                    escape(&r.value)
+                );
+            }
+            Kind::ConnClose => {
+                let _ = write!(
+                    l,
+                    "[CONN_CLOSE] conn {}: {}",
+                    r.conn,
+                    escape(r.result.as_deref().unwrap_or(""))
+                );
+            }
+            Kind::TxEnd => {
+                let _ = write!(l, "[TX_END] {}", escape(r.result.as_deref().unwrap_or("")));
+                if let Some(reason) = &r.error_reason {
+                    let _ = write!(l, " ({})", escape(reason));
+                }
+            }
+        }
+        l
+    }
+}
+
+/// The JSON line schema shared with scripts/xs-stack-correlate.
+#[derive(Serialize)]
+pub struct JsonRecord<'a> {
+    pub kind: Kind,
+    pub ts: String,
+    pub mono_ns: u64,
+    pub serial: u64,
+    pub conn: u32,
+    pub dom: u16,
+    pub pid: u32,
+    pub tx: Option<u32>,
+    pub req_id: Option<u32>,
+    pub op: Option<String>,
+    pub path: &'a str,
+    pub value: &'a str,
+    pub result: Option<&'a str>,
+    pub error: Option<&'a str>,
+    pub error_reason: Option<&'a str>,
+    pub latency_us: Option<f64>,
+    pub fired_by: Option<u64>,
+    pub token: Option<&'a str>,
+    pub truncated: bool,
+}
+
+pub fn json_line(r: &Record, clock: &Clock) -> String {
+    let j = JsonRecord {
+        kind: r.kind,
+        ts: clock
+            .wall(r.mono_ns)
+            .to_rfc3339_opts(SecondsFormat::Micros, true),
+        mono_ns: r.mono_ns,
+        serial: r.serial,
+        conn: r.conn,
+        dom: r.dom,
+        pid: r.pid,
+        tx: r.tx,
+        req_id: r.req_id,
+        op: r.op.map(|_| r.op_name()),
+        path: &r.path,
+        value: &r.value,
+        result: r.result.as_deref(),
+        error: r.error.as_deref(),
+        error_reason: r.error_reason.as_deref(),
+        latency_us: r.latency_ns.map(|ns| ns as f64 / 1e3),
+        fired_by: r.fired_by,
+        token: r.token.as_deref(),
+        truncated: r.truncated,
+    };
+    serde_json::to_string(&j).expect("records always serialize")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Probe;
+    use crate::pairing::{tests::ev, Pairing};
+
+    fn clock() -> Clock {
+        Clock {
+            offset_ns: 1_700_000_000_000_000_000,
+            start_mono_ns: 0,
+        }
+    }
+
+    #[test]
+    fn payloads_cannot_forge_lines() {
+        assert_eq!(escape("plain /a b"), "plain /a b");
+        assert_eq!(escape("a\nb\r\t\\"), "a\\nb\\r\\t\\\\");
+        assert_eq!(escape("\x1b[31m"), "\\x1b[31m");
+        assert_eq!(escape("\u{85}x\u{2028}"), "\\x85x\u{2028}");
+        let mut p = Pairing::new();
+        p.push(ev(
+            Probe::Request,
+            1,
+            11,
+            "/a",
+            "v\n6   0      0   XS_READ: forged",
+        ));
+        let r = p.push(ev(Probe::Response, 1, 11, "OK", "")).unwrap();
+        let line = TextStyle::default().line(&r, &clock());
+        assert_eq!(line.lines().count(), 1, "{line}");
+        assert!(line.contains("\\n6   0"), "{line}");
+        let json = json_line(&r, &clock());
+        assert_eq!(json.lines().count(), 1);
+    }
+
+    #[test]
+    fn classic_lines() {
+        let style = TextStyle::default();
+        assert_eq!(style.header(), "DOM PID    TX  OP");
+        let mut p = Pairing::new();
+        p.push(ev(Probe::Request, 1, 10, "6", ""));
+        let r = p
+            .push(ev(Probe::Response, 1, 10, "/local/domain/6", ""))
+            .unwrap();
+        assert_eq!(
+            style.line(&r, &clock()),
+            "0   100    0   XS_GET_DOMAIN_PATH: 6 -> /local/domain/6"
+        );
+        p.push(ev(Probe::Request, 2, 2, "device/vif/0/type", ""));
+        let mut resp = ev(Probe::Response, 2, 2, "ENOENT", "no such node");
+        resp.extra = 2 << 32;
+        let r = p.push(resp).unwrap();
+        assert_eq!(
+            style.line(&r, &clock()),
+            "0   100    0   [ERROR] XS_READ: device/vif/0/type -> ENOENT"
+        );
+        let verbose = TextStyle {
+            verbose: true,
+            ..style
+        };
+        assert!(verbose
+            .line(&r, &clock())
+            .ends_with("-> ENOENT (no such node)"));
+        let w = p
+            .push(ev(
+                Probe::WatchEvent,
+                3,
+                15,
+                "/local/domain/6/x",
+                "FFFF0001",
+            ))
+            .unwrap();
+        assert_eq!(
+            style.line(&w, &clock()),
+            "0   100    -   XS_WATCH_EVENT: /local/domain/6/x FFFF0001"
+        );
+        p.push(ev(Probe::Request, 5, 6, "", ""));
+        let r = p.push(ev(Probe::Response, 5, 6, "930", "")).unwrap();
+        assert!(style
+            .line(&r, &clock())
+            .ends_with("XS_TRANSACTION_START: -> 930"));
+        p.push(ev(Probe::Request, 4, 2, "/n", ""));
+        let left = p.unanswered();
+        assert!(style.line(&left[0], &clock()).ends_with("XS_READ: /n -> ?"));
+    }
+
+    #[test]
+    fn time_and_latency_columns() {
+        let style = TextStyle {
+            time: TimeColumn::Relative,
+            latency: true,
+            verbose: false,
+        };
+        assert_eq!(style.header(), "TIME(s)      DOM PID    TX    LAT(us) OP");
+        let mut p = Pairing::new();
+        p.push(ev(Probe::Request, 2, 2, "/a", ""));
+        let mut resp = ev(Probe::Response, 2, 2, "x", "");
+        resp.mono_ns = 2000 + 12_500;
+        let r = p.push(resp).unwrap();
+        assert_eq!(
+            style.line(&r, &clock()),
+            "0.000002     0   100    0        12.5 XS_READ: /a -> x"
+        );
+    }
+
+    #[test]
+    fn json_has_the_schema_keys() {
+        let mut p = Pairing::new();
+        p.push(ev(Probe::Request, 5, 2, "/a", ""));
+        let mut resp = ev(Probe::Response, 5, 2, "ENOENT", "");
+        resp.extra = (2 << 32) | 9;
+        let r = p.push(resp).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json_line(&r, &clock())).unwrap();
+        for key in [
+            "kind",
+            "ts",
+            "mono_ns",
+            "serial",
+            "conn",
+            "dom",
+            "pid",
+            "tx",
+            "req_id",
+            "op",
+            "path",
+            "value",
+            "result",
+            "error",
+            "error_reason",
+            "latency_us",
+            "fired_by",
+            "token",
+            "truncated",
+        ] {
+            assert!(v.get(key).is_some(), "missing {key}: {v}");
+        }
+        assert_eq!(v["kind"], "op");
+        assert_eq!(v["op"], "XS_READ");
+        assert_eq!(v["error"], "ENOENT");
+        assert_eq!(v["error_reason"], serde_json::Value::Null);
+        assert_eq!(v["latency_us"], 0.0);
+        assert_eq!(v["ts"], "2023-11-14T22:13:20.000005Z");
+    }
+}

@@ -1,0 +1,332 @@
+//! Joins each request with its reply (same daemon serial) into one record;
+//! watch events and connection/transaction events pass through as records.
+
+use crate::event::{Event, Probe};
+use std::collections::BTreeMap;
+use xenstored_probes::wire;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Op,
+    WatchEvent,
+    ConnOpen,
+    ConnClose,
+    TxEnd,
+}
+
+/// One output line: a request/reply pair or a lone event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub kind: Kind,
+    /// For an op, the request's time.
+    pub mono_ns: u64,
+    pub serial: u64,
+    pub conn: u32,
+    pub dom: u16,
+    pub pid: u32,
+    /// None for watch events and connection events (printed `-`).
+    pub tx: Option<u32>,
+    pub req_id: Option<u32>,
+    pub op: Option<u16>,
+    pub path: String,
+    pub value: String,
+    /// Reply payload or error name; None when no reply came ("?").
+    pub result: Option<String>,
+    pub error: Option<String>,
+    pub error_reason: Option<String>,
+    pub latency_ns: Option<u64>,
+    pub fired_by: Option<u64>,
+    pub token: Option<String>,
+    pub truncated: bool,
+}
+
+impl Record {
+    pub fn op_name(&self) -> String {
+        match self.op {
+            Some(op) => wire::msg_name(op as u32)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("XS_UNKNOWN({op})")),
+            None => String::new(),
+        }
+    }
+
+    fn lone(ev: Event, kind: Kind) -> Record {
+        let mut r = Record {
+            kind,
+            mono_ns: ev.mono_ns,
+            serial: ev.serial,
+            conn: ev.conn,
+            dom: ev.dom,
+            pid: ev.pid,
+            tx: None,
+            req_id: None,
+            op: None,
+            path: String::new(),
+            value: String::new(),
+            result: None,
+            error: None,
+            error_reason: None,
+            latency_ns: None,
+            fired_by: None,
+            token: None,
+            truncated: false,
+        };
+        match kind {
+            Kind::WatchEvent => {
+                r.op = Some(ev.op);
+                r.fired_by = Some(ev.serial);
+                r.path = ev.s1;
+                r.token = Some(ev.s2);
+            }
+            // transport, peer
+            Kind::ConnOpen => {
+                r.path = ev.s1;
+                r.value = ev.s2;
+            }
+            // reason
+            Kind::ConnClose => r.result = Some(ev.s1),
+            // outcome name, reason
+            Kind::TxEnd => {
+                r.tx = Some(ev.tx);
+                r.result = Some(ev.s1);
+                r.error_reason = (!ev.s2.is_empty()).then_some(ev.s2);
+            }
+            Kind::Op => unreachable!("ops are built by pair()"),
+        }
+        r
+    }
+
+    fn pair(req: Event, resp: Option<Event>) -> Record {
+        let mut r = Record {
+            kind: Kind::Op,
+            mono_ns: req.mono_ns,
+            serial: req.serial,
+            conn: req.conn,
+            dom: req.dom,
+            pid: req.pid,
+            tx: Some(req.tx),
+            req_id: Some(req.req_id()),
+            op: Some(req.op),
+            truncated: req.truncated(),
+            path: req.s1,
+            value: req.s2,
+            result: None,
+            error: None,
+            error_reason: None,
+            latency_ns: None,
+            fired_by: None,
+            token: None,
+        };
+        if let Some(resp) = resp {
+            r.latency_ns = Some(resp.mono_ns.saturating_sub(req.mono_ns));
+            r.truncated |= resp.truncated();
+            if resp.errno() != 0 {
+                r.error = Some(resp.s1.clone());
+                r.error_reason = (!resp.s2.is_empty()).then_some(resp.s2);
+            }
+            r.result = Some(resp.s1);
+        }
+        r
+    }
+}
+
+/// Requests waiting for their reply, and replies seen before their request
+/// (per-CPU rings are drained one after the other). Keyed by serial, so
+/// when lost events leave halves unmatched, the oldest go first.
+#[derive(Default)]
+pub struct Pairing {
+    requests: BTreeMap<u64, Event>,
+    early_replies: BTreeMap<u64, Event>,
+    /// Halves dropped to bound memory.
+    pub dropped: u64,
+}
+
+/// Unmatched halves kept at most (each side).
+const MAX_UNMATCHED: usize = 1 << 18;
+
+impl Pairing {
+    pub fn new() -> Pairing {
+        Pairing::default()
+    }
+
+    /// Feeds one event; returns the record it completes, if any.
+    pub fn push(&mut self, ev: Event) -> Option<Record> {
+        match ev.probe {
+            Probe::Request => match self.early_replies.remove(&ev.serial) {
+                Some(resp) => Some(Record::pair(ev, Some(resp))),
+                None => {
+                    self.requests.insert(ev.serial, ev);
+                    if self.requests.len() > MAX_UNMATCHED {
+                        self.requests.pop_first();
+                        self.dropped += 1;
+                    }
+                    None
+                }
+            },
+            Probe::Response => match self.requests.remove(&ev.serial) {
+                Some(req) => Some(Record::pair(req, Some(ev))),
+                None => {
+                    self.early_replies.insert(ev.serial, ev);
+                    if self.early_replies.len() > MAX_UNMATCHED {
+                        self.early_replies.pop_first();
+                        self.dropped += 1;
+                    }
+                    None
+                }
+            },
+            Probe::WatchEvent => Some(Record::lone(ev, Kind::WatchEvent)),
+            Probe::ConnOpen => Some(Record::lone(ev, Kind::ConnOpen)),
+            Probe::ConnClose => Some(Record::lone(ev, Kind::ConnClose)),
+            Probe::TxEnd => Some(Record::lone(ev, Kind::TxEnd)),
+        }
+    }
+
+    /// At exit: the requests that never got a reply, oldest first.
+    pub fn unanswered(&mut self) -> Vec<Record> {
+        self.early_replies.clear();
+        std::mem::take(&mut self.requests)
+            .into_values()
+            .map(|e| Record::pair(e, None))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub fn ev(probe: Probe, serial: u64, op: u16, s1: &str, s2: &str) -> Event {
+        Event {
+            probe,
+            mono_ns: serial * 1000,
+            tgid: 1,
+            tid: 1,
+            serial,
+            dom: 0,
+            op,
+            conn: 3,
+            pid: 100,
+            tx: 0,
+            extra: 0,
+            s1: s1.into(),
+            s2: s2.into(),
+        }
+    }
+
+    #[test]
+    fn request_and_reply_make_one_record() {
+        let mut p = Pairing::new();
+        assert_eq!(p.push(ev(Probe::Request, 1, 2, "/a", "")), None);
+        let mut resp = ev(Probe::Response, 1, 2, "ENOENT", "no node");
+        resp.extra = (2 << 32) | 5;
+        resp.mono_ns = 4500;
+        let r = p.push(resp).unwrap();
+        assert_eq!(r.kind, Kind::Op);
+        assert_eq!(r.op_name(), "XS_READ");
+        assert_eq!(r.path, "/a");
+        assert_eq!(r.error.as_deref(), Some("ENOENT"));
+        assert_eq!(r.error_reason.as_deref(), Some("no node"));
+        assert_eq!(r.latency_ns, Some(3500));
+        assert!(p.unanswered().is_empty());
+    }
+
+    #[test]
+    fn early_reply_waits_for_its_request() {
+        let mut p = Pairing::new();
+        assert_eq!(p.push(ev(Probe::Response, 7, 11, "OK", "")), None);
+        let r = p.push(ev(Probe::Request, 7, 11, "/a", "v")).unwrap();
+        assert_eq!((r.result.as_deref(), r.error), (Some("OK"), None));
+        assert_eq!(r.value, "v");
+    }
+
+    #[test]
+    fn unanswered_requests_have_no_result() {
+        let mut p = Pairing::new();
+        p.push(ev(Probe::Request, 9, 2, "/b", ""));
+        p.push(ev(Probe::Request, 8, 2, "/a", ""));
+        let left = p.unanswered();
+        assert_eq!(left.iter().map(|r| r.serial).collect::<Vec<_>>(), [8, 9]);
+        assert_eq!(left[0].result, None);
+    }
+
+    #[test]
+    fn unmatched_halves_are_bounded() {
+        let mut p = Pairing::new();
+        for serial in 1..=(MAX_UNMATCHED as u64 + 2) {
+            p.push(ev(Probe::Request, serial, 2, "/a", ""));
+        }
+        assert_eq!(p.dropped, 2);
+        // the oldest went
+        assert!(p.push(ev(Probe::Response, 2, 2, "x", "")).is_none());
+        assert!(p.push(ev(Probe::Response, 3, 2, "x", "")).is_some());
+    }
+
+    #[test]
+    fn watch_events_carry_their_firer() {
+        let mut p = Pairing::new();
+        let r = p
+            .push(ev(Probe::WatchEvent, 4, 15, "/local/domain/6/x", "tok"))
+            .unwrap();
+        assert_eq!(r.kind, Kind::WatchEvent);
+        assert_eq!(
+            (r.fired_by, r.tx, r.token.as_deref()),
+            (Some(4), None, Some("tok"))
+        );
+    }
+}
+
+#[cfg(test)]
+mod captured {
+    use crate::event::{Decoder, Probe};
+    use crate::format::Format;
+    use crate::output::{Clock, TextStyle};
+    use crate::pairing::Pairing;
+
+    /// Raw records perf delivered on this machine for
+    /// `xenstore-read /nonexistent/node` against the shim, with the formats
+    /// tracefs gave the snooper's uprobes then.
+    #[test]
+    fn real_records_of_a_failed_read() {
+        let request = Format::parse(include_str!("../testdata/request.format")).unwrap();
+        let response = Format::parse(include_str!("../testdata/response.format")).unwrap();
+        let decoders = [
+            Decoder::new(Probe::Request, &request).unwrap(),
+            Decoder::new(Probe::Response, &response).unwrap(),
+        ];
+        let mut pairing = Pairing::new();
+        let mut records = Vec::new();
+        for (i, hex) in include_str!("../testdata/read-enoent.raw.hex")
+            .lines()
+            .enumerate()
+        {
+            let raw: Vec<u8> = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect();
+            let id = u16::from_ne_bytes([raw[0], raw[1]]);
+            let d = decoders.iter().find(|d| d.id == id).unwrap();
+            let ev = d
+                .decode(&raw, 1000 + i as u64 * 25_000, 26063, 26063)
+                .unwrap();
+            records.extend(pairing.push(ev));
+        }
+        assert_eq!(records.len(), 1);
+        let r = &records[0];
+        assert_eq!(
+            (r.serial, r.conn, r.dom, r.pid, r.tx),
+            (1, 1, 0, 26137, Some(0))
+        );
+        assert_eq!(r.req_id, Some(0));
+        assert_eq!(r.error.as_deref(), Some("ENOENT"));
+        assert_eq!(r.latency_ns, Some(25_000));
+        let clock = Clock {
+            offset_ns: 0,
+            start_mono_ns: 0,
+        };
+        assert_eq!(
+            TextStyle::default().line(r, &clock),
+            "0   26137  0   [ERROR] XS_READ: /nonexistent/node -> ENOENT"
+        );
+    }
+}

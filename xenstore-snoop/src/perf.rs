@@ -1,0 +1,366 @@
+//! Tracepoint events read through perf: one perf event per (event, CPU),
+//! all events of a CPU writing into that CPU's mmap'd ring buffer.
+//!
+//! Killing the reader closes the fds, which unregisters the uprobes and
+//! drops the daemon's semaphores back to zero: nothing is left firing.
+
+use anyhow::{Context, Result};
+use perf_event_open_sys as sys;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{fence, Ordering};
+
+const SAMPLE_TYPE: u64 = sys::bindings::PERF_SAMPLE_TID as u64
+    | sys::bindings::PERF_SAMPLE_TIME as u64
+    | sys::bindings::PERF_SAMPLE_RAW as u64;
+
+/// One sample as it sits in the ring.
+pub struct Sample<'a> {
+    pub time_ns: u64,
+    pub pid: u32,
+    pub tid: u32,
+    /// The tracepoint record (starts with common_type).
+    pub raw: &'a [u8],
+}
+
+struct Ring {
+    /// The fd that owns the mapping; the CPU's other events write into it.
+    fd: OwnedFd,
+    base: *mut u8,
+    len: usize,
+    data_size: usize,
+}
+
+pub struct Rings {
+    rings: Vec<Ring>,
+    /// Every event fd, kept open for as long as we trace.
+    fds: Vec<OwnedFd>,
+    scratch: Vec<u8>,
+    /// Whether read() on the fds reports lost samples (PERF_FORMAT_LOST).
+    read_lost: bool,
+    /// Lost samples announced by PERF_RECORD_LOST records.
+    lost_records: u64,
+}
+
+impl Drop for Rings {
+    /// Closing the last perf event of a uprobe unregisters it, which waits
+    /// for an RCU grace period (~0.1 s on a busy host): close all at once.
+    fn drop(&mut self) {
+        let fds = std::mem::take(&mut self.fds);
+        let rings = std::mem::take(&mut self.rings);
+        std::thread::scope(|s| {
+            for fd in fds {
+                s.spawn(move || drop(fd));
+            }
+            for ring in rings {
+                s.spawn(move || drop(ring));
+            }
+        });
+    }
+}
+
+// SAFETY: a Ring owns its mapping outright; nothing else points into it.
+unsafe impl Send for Ring {}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+/// The CPUs the kernel has online (`/sys/devices/system/cpu/online`, e.g. "0-3,6").
+pub fn online_cpus() -> Result<Vec<u32>> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .context("reading /sys/devices/system/cpu/online")?;
+    parse_cpu_list(&text)
+}
+
+fn parse_cpu_list(text: &str) -> Result<Vec<u32>> {
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (u32, u32) = (a.parse()?, b.parse()?);
+        cpus.extend(a..=b);
+    }
+    Ok(cpus)
+}
+
+impl Rings {
+    /// Opens tracepoint `ids` on every CPU with a ring of `ring_bytes` (a
+    /// power of two of pages) per CPU. `filter` is an in-kernel event filter
+    /// (`dom == 6 || dom == 7`) applied to every event.
+    pub fn open(ids: &[u16], ring_bytes: usize, filter: Option<&str>) -> Result<Rings> {
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let data_size = ring_bytes.next_power_of_two().max(page);
+        let mut rings = Vec::new();
+        let mut fds = Vec::new();
+        for cpu in online_cpus()? {
+            let mut ring_fd = None;
+            for &id in ids {
+                let fd = open_event(id, cpu, data_size)?;
+                if let Some(f) = filter {
+                    let c = std::ffi::CString::new(f)?;
+                    if unsafe { sys::ioctls::SET_FILTER(fd.as_raw_fd(), c.as_ptr() as *mut _) } < 0
+                    {
+                        return Err(std::io::Error::last_os_error())
+                            .with_context(|| format!("setting event filter `{f}`"));
+                    }
+                }
+                match ring_fd {
+                    None => {
+                        ring_fd = Some(fd.as_raw_fd());
+                        rings.push(map_ring(&fd, data_size, page)?);
+                    }
+                    Some(out) => {
+                        if unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), out) } < 0 {
+                            return Err(std::io::Error::last_os_error())
+                                .context("redirecting a perf event into its CPU's ring");
+                        }
+                    }
+                }
+                fds.push(fd);
+            }
+        }
+        let read_lost = fds.iter().all(|fd| fd_lost(fd).is_some());
+        Ok(Rings {
+            rings,
+            fds,
+            scratch: Vec::new(),
+            read_lost,
+            lost_records: 0,
+        })
+    }
+
+    /// Samples dropped because a ring was full. PERF_RECORD_LOST only
+    /// arrives with the next sample that fits, so when the kernel can say
+    /// (PERF_FORMAT_LOST, Linux 6.0+) we ask it, which counts the tail too.
+    pub fn lost(&self) -> u64 {
+        if self.read_lost {
+            let counted: u64 = self.fds.iter().filter_map(fd_lost).sum();
+            counted.max(self.lost_records)
+        } else {
+            self.lost_records
+        }
+    }
+
+    pub fn enable(&self) -> Result<()> {
+        for fd in &self.fds {
+            if unsafe { sys::ioctls::ENABLE(fd.as_raw_fd(), 0) } < 0 {
+                return Err(std::io::Error::last_os_error()).context("enabling a perf event");
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits up to `timeout_ms` for any ring to pass its wake-up mark.
+    pub fn wait(&self, timeout_ms: i32) -> Result<()> {
+        let mut pfds: Vec<libc::pollfd> = self
+            .rings
+            .iter()
+            .map(|r| libc::pollfd {
+                fd: r.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as _, timeout_ms) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e).context("poll on perf rings");
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands every sample now in the rings to `f`, and frees their space.
+    pub fn drain(&mut self, mut f: impl FnMut(Sample)) {
+        for i in 0..self.rings.len() {
+            let ring = &self.rings[i];
+            let meta = ring.base as *mut sys::bindings::perf_event_mmap_page;
+            let data = unsafe { ring.base.add(ring.data_offset()) };
+            let head = unsafe { std::ptr::read_volatile(&(*meta).data_head) };
+            fence(Ordering::Acquire);
+            let mut tail = unsafe { (*meta).data_tail };
+            let mask = ring.data_size as u64 - 1;
+            while tail < head {
+                let at = (tail & mask) as usize;
+                let rec = copy_out(data, ring.data_size, at, 8, &mut self.scratch);
+                let ty = u32::from_ne_bytes(rec[0..4].try_into().unwrap());
+                let size = u16::from_ne_bytes(rec[6..8].try_into().unwrap()) as usize;
+                if size < 8 {
+                    break; // corrupt ring; never spin
+                }
+                let rec = copy_out(data, ring.data_size, at, size, &mut self.scratch);
+                match ty {
+                    sys::bindings::PERF_RECORD_SAMPLE => {
+                        if let Some(s) = parse_sample(rec) {
+                            f(s);
+                        }
+                    }
+                    sys::bindings::PERF_RECORD_LOST if rec.len() >= 24 => {
+                        self.lost_records += u64::from_ne_bytes(rec[16..24].try_into().unwrap());
+                    }
+                    _ => {}
+                }
+                tail += size as u64;
+            }
+            fence(Ordering::Release);
+            unsafe { std::ptr::write_volatile(&mut (*meta).data_tail, tail) };
+        }
+    }
+}
+
+impl Ring {
+    fn data_offset(&self) -> usize {
+        self.len - self.data_size
+    }
+}
+
+/// The lost-sample count read() reports with PERF_FORMAT_LOST.
+fn fd_lost(fd: &OwnedFd) -> Option<u64> {
+    let mut buf = [0u64; 2]; // value, lost
+    let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), 16) };
+    (n == 16).then_some(buf[1])
+}
+
+fn open_event(id: u16, cpu: u32, data_size: usize) -> Result<OwnedFd> {
+    match open_event_with(id, cpu, data_size, sys::bindings::PERF_FORMAT_LOST as u64) {
+        // Kernels before 6.0 reject PERF_FORMAT_LOST; records still count.
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => open_event_with(id, cpu, data_size, 0),
+        r => r,
+    }
+    .map_err(|e| {
+        if e.raw_os_error() == Some(libc::EACCES) || e.raw_os_error() == Some(libc::EPERM) {
+            anyhow::anyhow!("perf_event_open on CPU {cpu}: {e}: run xenstore-snoop as root")
+        } else {
+            anyhow::Error::new(e).context(format!("perf_event_open for event {id} on CPU {cpu}"))
+        }
+    })
+}
+
+fn open_event_with(
+    id: u16,
+    cpu: u32,
+    data_size: usize,
+    read_format: u64,
+) -> std::io::Result<OwnedFd> {
+    let mut attr = sys::bindings::perf_event_attr {
+        type_: sys::bindings::PERF_TYPE_TRACEPOINT,
+        size: std::mem::size_of::<sys::bindings::perf_event_attr>() as u32,
+        config: id as u64,
+        sample_type: SAMPLE_TYPE,
+        read_format,
+        ..Default::default()
+    };
+    attr.__bindgen_anon_1.sample_period = 1;
+    attr.set_disabled(1);
+    attr.set_use_clockid(1);
+    attr.clockid = libc::CLOCK_MONOTONIC;
+    // Wake the reader when an eighth of the ring is full; a poll timeout
+    // picks up the stragglers at low rates.
+    attr.set_watermark(1);
+    attr.__bindgen_anon_2.wakeup_watermark = (data_size / 8) as u32;
+    let fd = unsafe {
+        sys::perf_event_open(
+            &mut attr,
+            -1,
+            cpu as i32,
+            -1,
+            sys::bindings::PERF_FLAG_FD_CLOEXEC as _,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn map_ring(fd: &OwnedFd, data_size: usize, page: usize) -> Result<Ring> {
+    let len = data_size + page;
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error()).with_context(|| {
+            format!(
+                "mapping a {} MB perf ring (RLIMIT_MEMLOCK / perf_event_mlock_kb?)",
+                data_size >> 20
+            )
+        });
+    }
+    let dup = unsafe { libc::dup(fd.as_raw_fd()) };
+    if dup < 0 {
+        return Err(std::io::Error::last_os_error()).context("dup of a perf fd");
+    }
+    Ok(Ring {
+        fd: unsafe { OwnedFd::from_raw_fd(dup) },
+        base: base.cast(),
+        len,
+        data_size,
+    })
+}
+
+/// `len` bytes of the ring's data area from `at`, contiguous: borrowed in
+/// place, or copied into `scratch` when they wrap past the end.
+fn copy_out(data: *const u8, size: usize, at: usize, len: usize, scratch: &mut Vec<u8>) -> &[u8] {
+    scratch.clear();
+    let first = len.min(size - at);
+    unsafe {
+        scratch.extend_from_slice(std::slice::from_raw_parts(data.add(at), first));
+        scratch.extend_from_slice(std::slice::from_raw_parts(data, len - first));
+    }
+    scratch
+}
+
+/// header, pid/tid, time, raw size, raw data (SAMPLE_TYPE's order).
+fn parse_sample(rec: &[u8]) -> Option<Sample<'_>> {
+    let u32_at = |o: usize| Some(u32::from_ne_bytes(rec.get(o..o + 4)?.try_into().ok()?));
+    let u64_at = |o: usize| Some(u64::from_ne_bytes(rec.get(o..o + 8)?.try_into().ok()?));
+    let raw_len = u32_at(24)? as usize;
+    Some(Sample {
+        pid: u32_at(8)?,
+        tid: u32_at(12)?,
+        time_ns: u64_at(16)?,
+        raw: rec.get(28..28 + raw_len)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-1\n").unwrap(), [0, 1]);
+        assert_eq!(parse_cpu_list("0,2-3,7").unwrap(), [0, 2, 3, 7]);
+        assert!(parse_cpu_list("x").is_err());
+    }
+
+    #[test]
+    fn sample_layout() {
+        let mut rec = vec![0u8; 8];
+        rec.extend_from_slice(&5u32.to_ne_bytes());
+        rec.extend_from_slice(&6u32.to_ne_bytes());
+        rec.extend_from_slice(&77u64.to_ne_bytes());
+        rec.extend_from_slice(&3u32.to_ne_bytes());
+        rec.extend_from_slice(b"abc");
+        let s = parse_sample(&rec).unwrap();
+        assert_eq!((s.pid, s.tid, s.time_ns, s.raw), (5, 6, 77, &b"abc"[..]));
+        assert!(parse_sample(&rec[..30]).is_none());
+    }
+
+    #[test]
+    fn wrapped_records_come_out_whole() {
+        let data = *b"cdefab";
+        let mut scratch = Vec::new();
+        assert_eq!(copy_out(data.as_ptr(), 6, 4, 4, &mut scratch), b"abcd");
+        assert_eq!(copy_out(data.as_ptr(), 6, 0, 3, &mut scratch), b"cde");
+    }
+}

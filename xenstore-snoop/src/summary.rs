@@ -1,0 +1,166 @@
+//! `--summary`: counts, errors and latency percentiles per op and per
+//! domain, the busiest paths, and watch fan-out, as comfy-table tables.
+
+use crate::pairing::{Kind, Record};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use std::collections::HashMap;
+
+#[derive(Default)]
+struct Stats {
+    count: u64,
+    errors: u64,
+    latencies_ns: Vec<u64>,
+}
+
+impl Stats {
+    fn add(&mut self, r: &Record) {
+        self.count += 1;
+        self.errors += r.error.is_some() as u64;
+        if let Some(ns) = r.latency_ns {
+            self.latencies_ns.push(ns);
+        }
+    }
+
+    fn percentile_us(&mut self, p: f64) -> String {
+        if self.latencies_ns.is_empty() {
+            return "-".into();
+        }
+        self.latencies_ns.sort_unstable();
+        let v = &self.latencies_ns;
+        let i = ((v.len() as f64 * p).ceil() as usize).clamp(1, v.len()) - 1;
+        format!("{:.1}", v[i] as f64 / 1e3)
+    }
+}
+
+#[derive(Default)]
+pub struct Summary {
+    ops: HashMap<String, Stats>,
+    domains: HashMap<u16, Stats>,
+    paths: HashMap<String, u64>,
+    /// Firing request serial -> (its op/path if seen, events fired).
+    fanout: HashMap<u64, u64>,
+    firers: HashMap<u64, String>,
+    watch_events: u64,
+}
+
+impl Summary {
+    pub fn add(&mut self, r: &Record) {
+        match r.kind {
+            Kind::Op => {
+                self.ops.entry(r.op_name()).or_default().add(r);
+                self.domains.entry(r.dom).or_default().add(r);
+                *self.paths.entry(r.path.clone()).or_default() += 1;
+                if self.fanout.contains_key(&r.serial) {
+                    self.firers
+                        .insert(r.serial, format!("{} {}", r.op_name(), r.path));
+                }
+            }
+            Kind::WatchEvent => {
+                self.watch_events += 1;
+                *self.fanout.entry(r.serial).or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+
+    /// The tables, as text.
+    pub fn render(&mut self, top: usize) -> String {
+        let mut out = String::new();
+        let mut ops = table(&["OP", "COUNT", "ERRORS", "P50(us)", "P99(us)"]);
+        let mut names: Vec<_> = self.ops.keys().cloned().collect();
+        names.sort_by_key(|n| std::cmp::Reverse(self.ops[n].count));
+        for n in names {
+            let s = self.ops.get_mut(&n).unwrap();
+            let (p50, p99) = (s.percentile_us(0.5), s.percentile_us(0.99));
+            ops.add_row(vec![n, s.count.to_string(), s.errors.to_string(), p50, p99]);
+        }
+        out += &format!("{ops}\n");
+
+        let mut doms = table(&["DOM", "COUNT", "ERRORS", "P50(us)", "P99(us)"]);
+        let mut ids: Vec<_> = self.domains.keys().copied().collect();
+        ids.sort_unstable();
+        for d in ids {
+            let s = self.domains.get_mut(&d).unwrap();
+            let (p50, p99) = (s.percentile_us(0.5), s.percentile_us(0.99));
+            doms.add_row(vec![
+                d.to_string(),
+                s.count.to_string(),
+                s.errors.to_string(),
+                p50,
+                p99,
+            ]);
+        }
+        out += &format!("{doms}\n");
+
+        let mut paths = table(&["PATH", "COUNT"]);
+        let mut busiest: Vec<_> = self.paths.iter().collect();
+        busiest.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (p, n) in busiest.into_iter().take(top) {
+            paths.add_row(vec![crate::output::escape(p).into_owned(), n.to_string()]);
+        }
+        out += &format!("{paths}\n");
+
+        let mut fan = table(&["FIRED BY", "WATCH EVENTS"]);
+        let mut firing: Vec<_> = self.fanout.iter().collect();
+        firing.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (serial, n) in firing.into_iter().take(top) {
+            let who = self
+                .firers
+                .get(serial)
+                .map_or(format!("serial {serial}"), |s| {
+                    crate::output::escape(s).into_owned()
+                });
+            fan.add_row(vec![who, n.to_string()]);
+        }
+        out += &format!("watch events: {}\n", self.watch_events);
+        if !self.fanout.is_empty() {
+            out += &format!("{fan}\n");
+        }
+        out
+    }
+}
+
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_header(header.to_vec());
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Probe;
+    use crate::pairing::{tests::ev, Pairing};
+
+    #[test]
+    fn counts_errors_percentiles_and_fanout() {
+        let mut p = Pairing::new();
+        let mut s = Summary::default();
+        for serial in 1..=100u64 {
+            p.push(ev(Probe::Request, serial, 2, "/a", ""));
+            let mut resp = ev(Probe::Response, serial, 2, "x", "");
+            resp.mono_ns = serial * 1000 + serial * 1000; // latency = serial µs
+            if serial % 10 == 0 {
+                resp.extra = 2 << 32;
+            }
+            s.add(&p.push(resp).unwrap());
+        }
+        for _ in 0..3 {
+            s.add(&p.push(ev(Probe::WatchEvent, 200, 15, "/w", "t")).unwrap());
+        }
+        p.push(ev(Probe::Request, 200, 11, "/w", "v"));
+        s.add(&p.push(ev(Probe::Response, 200, 11, "OK", "")).unwrap());
+        let text = s.render(5);
+        let row = text.lines().find(|l| l.contains("XS_READ")).unwrap();
+        let cells: Vec<&str> = row
+            .split(['│', '\u{2506}'])
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        assert_eq!(cells, ["XS_READ", "100", "10", "50.0", "99.0"]);
+        assert!(text.contains("watch events: 3"), "{text}");
+        let fan = text.lines().find(|l| l.contains("XS_WRITE /w")).unwrap();
+        assert!(fan.contains(" 3 "), "{fan}");
+    }
+}

@@ -1,0 +1,242 @@
+//! Uprobe events in tracefs: one group per snooper (`xssnoop_<pid>`), one
+//! event per USDT probe, removed when the group is dropped.
+
+use crate::sdt::SdtProbe;
+use anyhow::{bail, Context, Result};
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+const GROUP_PREFIX: &str = "xssnoop_";
+
+/// The mounted tracefs, or a clear error saying how to mount it.
+pub fn tracefs() -> Result<PathBuf> {
+    for dir in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
+        let dir = Path::new(dir);
+        if dir.join("uprobe_events").exists() {
+            return Ok(dir.to_path_buf());
+        }
+    }
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("tracefs is not accessible: run xenstore-snoop as root");
+    }
+    bail!(
+        "tracefs is not mounted (or the kernel lacks CONFIG_UPROBE_EVENTS): \
+         mount it with `mount -t tracefs nodev /sys/kernel/tracing`"
+    )
+}
+
+/// The fetch arguments of one event, in the order of the probe contract:
+/// serial, ident (dom, op, conn), client (pid, tx), extra, str1, str2.
+/// Packed fields are split by the kernel with bitfield fetch types.
+pub fn fetch_args(args: &[String]) -> Result<String> {
+    if args.len() < 6 {
+        bail!("probe has {} arguments, the contract needs 6", args.len());
+    }
+    let a: Vec<String> = args.iter().map(|s| location(s)).collect::<Result<_>>()?;
+    Ok(format!(
+        "serial={0}:u64 dom={1}:b16@0/64 op={1}:b16@16/64 conn={1}:b32@32/64 \
+         pid={2}:b32@0/64 tx={2}:b32@32/64 extra={3}:u64 \
+         s1=+0({4}):string s2=+0({5}):string",
+        a[0], a[1], a[2], a[3], a[4], a[5]
+    ))
+}
+
+/// An stapsdt argument (`8@%rdi`, `-8@-16(%rbp)`) as a tracefs fetch location.
+fn location(spec: &str) -> Result<String> {
+    let loc = spec.split_once('@').map_or(spec, |(_, loc)| loc);
+    let reg = |r: &str| -> Result<String> {
+        let r = r
+            .strip_prefix('%')
+            .with_context(|| format!("unsupported USDT argument {spec:?}"))?;
+        // The kernel names x86-64 registers without the r/e prefix (di, not rdi).
+        let short = match r {
+            "rax" | "rbx" | "rcx" | "rdx" | "rsi" | "rdi" | "rbp" | "rsp" | "rip" => &r[1..],
+            _ => r,
+        };
+        Ok(format!("%{short}"))
+    };
+    match loc.split_once('(') {
+        None => reg(loc),
+        Some((disp, rest)) => {
+            let base = reg(rest.trim_end_matches(')'))?;
+            let disp: i64 = if disp.is_empty() {
+                0
+            } else {
+                disp.parse()
+                    .with_context(|| format!("unsupported USDT argument {spec:?}"))?
+            };
+            Ok(format!("+{disp}({base})").replace("+-", "-"))
+        }
+    }
+}
+
+/// One uprobe event as written to `uprobe_events`.
+pub fn definition(group: &str, target: &Path, probe: &SdtProbe) -> Result<String> {
+    let sema = if probe.semaphore != 0 {
+        format!("({:#x})", probe.semaphore)
+    } else {
+        String::new()
+    };
+    Ok(format!(
+        "p:{group}/{} {}:{:#x}{sema} {}",
+        probe.name,
+        target.display(),
+        probe.offset,
+        fetch_args(&probe.args).with_context(|| format!("probe {}", probe.name))?
+    ))
+}
+
+/// This snooper's uprobe group; its events are deleted on drop.
+pub struct Group {
+    pub tracefs: PathBuf,
+    pub name: String,
+    pub events: Vec<String>,
+}
+
+impl Group {
+    pub fn new(tracefs: PathBuf) -> Group {
+        Group {
+            tracefs,
+            name: format!("{GROUP_PREFIX}{}", std::process::id()),
+            events: Vec::new(),
+        }
+    }
+
+    /// Defines one event for `probe` on the binary `target`.
+    pub fn add(&mut self, target: &Path, probe: &SdtProbe) -> Result<()> {
+        let def = definition(&self.name, target, probe)?;
+        append(&self.tracefs.join("uprobe_events"), &def)
+            .with_context(|| format!("defining uprobe `{def}`"))?;
+        self.events.push(probe.name.clone());
+        Ok(())
+    }
+
+    pub fn event_dir(&self, event: &str) -> PathBuf {
+        self.tracefs.join("events").join(&self.name).join(event)
+    }
+
+    pub fn remove(&mut self) -> Result<()> {
+        let file = self.tracefs.join("uprobe_events");
+        for event in std::mem::take(&mut self.events) {
+            append(&file, &format!("-:{}/{event}", self.name))
+                .with_context(|| format!("removing uprobe {}/{event}", self.name))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Err(e) = self.remove() {
+            eprintln!("xenstore-snoop: {e:#}");
+        }
+    }
+}
+
+fn append(file: &Path, line: &str) -> std::io::Result<()> {
+    let mut f = OpenOptions::new().append(true).open(file)?;
+    f.write_all(format!("{line}\n").as_bytes())
+}
+
+/// Deletes the events of snoopers that died without cleaning up (SIGKILL).
+/// Returns the groups removed.
+pub fn remove_stale_groups(tracefs: &Path) -> Result<Vec<String>> {
+    let file = tracefs.join("uprobe_events");
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let mut removed = Vec::new();
+    for (group, event) in stale_events(&text, snooper_alive) {
+        match append(&file, &format!("-:{group}/{event}")) {
+            Ok(()) => {
+                if !removed.contains(&group) {
+                    removed.push(group);
+                }
+            }
+            // Still in use by a live reader we misjudged: leave it.
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+            // Another snooper starting at the same time removed it first.
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+            Err(e) => {
+                return Err(e).with_context(|| format!("removing stale uprobe {group}/{event}"))
+            }
+        }
+    }
+    Ok(removed)
+}
+
+/// (group, event) of every uprobe of ours whose owner is not alive.
+fn stale_events(uprobe_events: &str, alive: impl Fn(u32) -> bool) -> Vec<(String, String)> {
+    uprobe_events
+        .lines()
+        .filter_map(|line| {
+            let name = line.split_whitespace().next()?.split_once(':')?.1;
+            let (group, event) = name.split_once('/')?;
+            let pid: u32 = group.strip_prefix(GROUP_PREFIX)?.parse().ok()?;
+            (!alive(pid)).then(|| (group.to_string(), event.to_string()))
+        })
+        .collect()
+}
+
+fn snooper_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    // A zombie holds no perf fds; a reused pid running something else does
+    // not own the group.
+    crate::target::alive(pid)
+        && std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .map(|comm| comm.trim() == "xenstore-snoop")
+            .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_use_kernel_register_names() {
+        assert_eq!(location("8@%rdi").unwrap(), "%di");
+        assert_eq!(location("8@%r9").unwrap(), "%r9");
+        assert_eq!(location("-8@-16(%rbp)").unwrap(), "-16(%bp)");
+        assert_eq!(location("8@8(%rsp)").unwrap(), "+8(%sp)");
+        assert!(location("8@$5").is_err());
+    }
+
+    #[test]
+    fn definition_splits_packed_args_in_kernel() {
+        let probe = SdtProbe {
+            provider: "xenstore".into(),
+            name: "request".into(),
+            offset: 0x1753a,
+            semaphore: 0x5b8a8,
+            args: ["%rdi", "%rsi", "%rdx", "%rcx", "%r8", "%r9"]
+                .map(|r| format!("8@{r}"))
+                .to_vec(),
+        };
+        let def = definition("xssnoop_1", Path::new("/proc/7/exe"), &probe).unwrap();
+        assert_eq!(
+            def,
+            "p:xssnoop_1/request /proc/7/exe:0x1753a(0x5b8a8) serial=%di:u64 \
+             dom=%si:b16@0/64 op=%si:b16@16/64 conn=%si:b32@32/64 \
+             pid=%dx:b32@0/64 tx=%dx:b32@32/64 extra=%cx:u64 \
+             s1=+0(%r8):string s2=+0(%r9):string"
+        );
+    }
+
+    #[test]
+    fn stale_groups_are_those_of_dead_snoopers() {
+        let text = "p:xssnoop_10/request /proc/1/exe:0x1 serial=%di:u64\n\
+                    p:xssnoop_10/response /proc/1/exe:0x2 serial=%di:u64\n\
+                    p:xssnoop_11/request /proc/1/exe:0x1 serial=%di:u64\n\
+                    p:other/request /bin/true:0x1\n";
+        let stale = stale_events(text, |pid| pid == 11);
+        assert_eq!(
+            stale,
+            [
+                ("xssnoop_10".to_string(), "request".to_string()),
+                ("xssnoop_10".to_string(), "response".to_string())
+            ]
+        );
+    }
+}

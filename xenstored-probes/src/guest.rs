@@ -1,0 +1,627 @@
+//! A blocking xenstore client: what a guest kernel's xenbus does over its
+//! ring, usable over the simulated ring (a guest domain) or a Unix socket
+//! (a dom0 tool), so tests and the demo can play both sides.
+//!
+//! Requests go out whole (split across the ring as room appears), replies
+//! are matched by req_id, and watch events arriving meanwhile are queued
+//! for [`Xs::next_event`].
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::ring::sim::SimGuest;
+use crate::ring::{Client, RingError, FEATURE_RECONNECTION};
+use crate::wire::{msg_name, Header, MsgType, XsError, HEADER_LEN, PAYLOAD_MAX};
+
+/// A byte pipe to the daemon.
+pub trait Link {
+    /// Sends what fits now; Ok(0) when there is no room.
+    fn send(&mut self, bytes: &[u8]) -> io::Result<usize>;
+    /// Receives what is waiting; Ok(0) when nothing is.
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+    /// Sleeps until the daemon may have done something, or `timeout`.
+    fn wait(&mut self, timeout: Duration) -> io::Result<()>;
+}
+
+/// A guest domain's link: the ring in its page and its event channel.
+pub struct RingLink {
+    guest: SimGuest,
+    ring: Client,
+}
+
+impl RingLink {
+    pub fn open(run_dir: &Path, domid: u16) -> io::Result<RingLink> {
+        let mut guest = SimGuest::open(run_dir, domid)?;
+        let page = guest.take_page().expect("a fresh guest has its page");
+        Ok(RingLink {
+            guest,
+            ring: Client::new(Box::new(page)),
+        })
+    }
+
+    pub fn ring(&self) -> &Client {
+        &self.ring
+    }
+
+    pub fn notify(&self) -> io::Result<()> {
+        self.guest.notify()
+    }
+}
+
+impl Link for RingLink {
+    fn send(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let n = self.ring.write(bytes)?;
+        if n > 0 {
+            self.guest.notify()?;
+        }
+        Ok(n)
+    }
+
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.ring.read(buf)?;
+        if n > 0 {
+            // Room freed in the response queue: a blocked daemon may go on.
+            self.guest.notify()?;
+        }
+        Ok(n)
+    }
+
+    fn wait(&mut self, timeout: Duration) -> io::Result<()> {
+        self.guest.wait(timeout).map(drop)
+    }
+}
+
+/// A dom0 tool's link: the daemon's Unix socket.
+pub struct SocketLink {
+    stream: UnixStream,
+}
+
+impl SocketLink {
+    pub fn connect(socket: &Path) -> io::Result<SocketLink> {
+        let stream = UnixStream::connect(socket)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", socket.display())))?;
+        stream.set_nonblocking(true)?;
+        Ok(SocketLink { stream })
+    }
+}
+
+impl Link for SocketLink {
+    fn send(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        match self.stream.write(bytes) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+            r => r,
+        }
+    }
+
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.stream.read(buf) {
+            Ok(0) => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the daemon closed the connection",
+            )),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+            r => r,
+        }
+    }
+
+    fn wait(&mut self, timeout: Duration) -> io::Result<()> {
+        let mut pfd = libc::pollfd {
+            fd: self.stream.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut pfd, 1, ms) } < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
+pub enum XsClientError {
+    /// The daemon answered XS_ERROR.
+    Xs {
+        op: &'static str,
+        arg: String,
+        error: String,
+    },
+    Io(io::Error),
+    Timeout {
+        op: &'static str,
+        arg: String,
+    },
+    /// The daemon sent something that is not a xenstore reply.
+    Protocol(String),
+}
+
+impl XsClientError {
+    /// The XS_ERROR name ("ENOENT"), if the daemon refused.
+    pub fn xs_error(&self) -> Option<&str> {
+        match self {
+            XsClientError::Xs { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The ring's error indicator, if the daemon stopped the ring.
+    pub fn ring_error(&self) -> Option<u32> {
+        match self {
+            XsClientError::Io(e) => e
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<RingError>())
+                .map(|r| r.code()),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for XsClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            XsClientError::Xs { op, arg, error } => write!(f, "{op} {arg}: {error}"),
+            XsClientError::Io(e) => write!(f, "{e}"),
+            XsClientError::Timeout { op, arg } => write!(f, "{op} {arg}: no reply"),
+            XsClientError::Protocol(why) => write!(f, "bad reply: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for XsClientError {}
+
+impl From<io::Error> for XsClientError {
+    fn from(e: io::Error) -> Self {
+        XsClientError::Io(e)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, XsClientError>;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WatchEvent {
+    pub path: String,
+    pub token: String,
+}
+
+/// A xenstore client over any [`Link`].
+pub struct Xs<L: Link> {
+    link: L,
+    next_req_id: u32,
+    inbuf: Vec<u8>,
+    events: VecDeque<WatchEvent>,
+    /// How long a request may wait for its reply.
+    pub timeout: Duration,
+}
+
+/// A guest domain's client over its ring.
+pub type Guest = Xs<RingLink>;
+
+impl Guest {
+    /// Becomes domain `domid`'s guest process (see [`SimGuest::open`]).
+    ///
+    /// Each guest process is a fresh connection, like a new socket client:
+    /// if a daemon serves the ring already, the reconnect handshake drops
+    /// whatever an earlier process left (a half-sent request, unread
+    /// replies, its watches and transactions).
+    pub fn open(run_dir: &Path, domid: u16) -> Result<Guest> {
+        let mut guest = Xs::new(RingLink::open(run_dir, domid)?);
+        if guest.link.ring().server_features() & FEATURE_RECONNECTION != 0 {
+            guest.reconnect()?;
+        }
+        Ok(guest)
+    }
+
+    /// The ring's reconnect handshake: no packets, watches or transactions
+    /// survive it.
+    pub fn reconnect(&mut self) -> Result<()> {
+        self.link
+            .ring()
+            .request_reconnect()
+            .map_err(io::Error::from)?;
+        self.link.notify()?;
+        let deadline = Instant::now() + self.timeout;
+        while !self.link.ring().connected() {
+            if Instant::now() > deadline {
+                return Err(XsClientError::Timeout {
+                    op: "reconnect",
+                    arg: String::new(),
+                });
+            }
+            self.link.wait(Duration::from_millis(50))?;
+        }
+        self.inbuf.clear();
+        self.events.clear();
+        Ok(())
+    }
+}
+
+impl Xs<SocketLink> {
+    /// A dom0 client on the daemon's socket.
+    pub fn connect(socket: &Path) -> io::Result<Xs<SocketLink>> {
+        Ok(Xs::new(SocketLink::connect(socket)?))
+    }
+}
+
+fn cstr(s: &str) -> Vec<u8> {
+    let mut v = s.as_bytes().to_vec();
+    v.push(0);
+    v
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes.strip_suffix(&[0]).unwrap_or(bytes)).into_owned()
+}
+
+impl<L: Link> Xs<L> {
+    pub fn new(link: L) -> Xs<L> {
+        Xs {
+            link,
+            next_req_id: 1,
+            inbuf: Vec::new(),
+            events: VecDeque::new(),
+            timeout: Duration::from_secs(10),
+        }
+    }
+
+    pub fn link(&mut self) -> &mut L {
+        &mut self.link
+    }
+
+    /// Sends raw bytes (tests: malformed messages).
+    pub fn send_raw(&mut self, bytes: &[u8]) -> Result<()> {
+        let deadline = Instant::now() + self.timeout;
+        let mut sent = 0;
+        while sent < bytes.len() {
+            let n = self.link.send(&bytes[sent..])?;
+            sent += n;
+            if n == 0 {
+                if Instant::now() > deadline {
+                    return Err(XsClientError::Timeout {
+                        op: "send",
+                        arg: format!("{} bytes", bytes.len()),
+                    });
+                }
+                // Waiting for room; replies meanwhile must not wedge the daemon.
+                self.pump()?;
+                self.link.wait(Duration::from_millis(50))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves everything the daemon sent into `inbuf`.
+    fn pump(&mut self) -> Result<bool> {
+        let mut buf = [0u8; 4096];
+        let mut any = false;
+        loop {
+            let n = self.link.recv(&mut buf)?;
+            if n == 0 {
+                return Ok(any);
+            }
+            any = true;
+            self.inbuf.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    /// The next whole message in `inbuf`, if there is one.
+    fn take_message(&mut self) -> Result<Option<(Header, Vec<u8>)>> {
+        if self.inbuf.len() < HEADER_LEN {
+            return Ok(None);
+        }
+        let header = Header::decode(self.inbuf[..HEADER_LEN].try_into().unwrap());
+        if header.len as usize > PAYLOAD_MAX {
+            return Err(XsClientError::Protocol(format!(
+                "reply length {} exceeds {PAYLOAD_MAX}",
+                header.len
+            )));
+        }
+        let end = HEADER_LEN + header.len as usize;
+        if self.inbuf.len() < end {
+            return Ok(None);
+        }
+        let payload = self.inbuf[HEADER_LEN..end].to_vec();
+        self.inbuf.drain(..end);
+        Ok(Some((header, payload)))
+    }
+
+    fn queue_event(&mut self, payload: &[u8]) {
+        let mut parts = payload.split(|&b| b == 0);
+        let path = text(parts.next().unwrap_or_default());
+        let token = text(parts.next().unwrap_or_default());
+        self.events.push_back(WatchEvent { path, token });
+    }
+
+    /// One request, its reply's payload (XS_ERROR becomes Err).
+    pub fn request(&mut self, ty: MsgType, tx: u32, payload: &[u8]) -> Result<Vec<u8>> {
+        let op = ty.name();
+        let arg = text(payload.split(|&b| b == 0).next().unwrap_or_default());
+        let req_id = self.next_req_id;
+        self.next_req_id = self.next_req_id.wrapping_add(1);
+        let mut msg = Header {
+            ty: ty as u32,
+            req_id,
+            tx_id: tx,
+            len: payload.len() as u32,
+        }
+        .encode()
+        .to_vec();
+        msg.extend_from_slice(payload);
+        self.send_raw(&msg)?;
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            self.pump()?;
+            while let Some((header, body)) = self.take_message()? {
+                if header.ty == MsgType::WatchEvent as u32 {
+                    self.queue_event(&body);
+                } else if header.req_id != req_id {
+                    return Err(XsClientError::Protocol(format!(
+                        "{} reply for req_id {} while waiting for {req_id}",
+                        msg_name(header.ty).unwrap_or("unknown"),
+                        header.req_id
+                    )));
+                } else if header.ty == MsgType::Error as u32 {
+                    return Err(XsClientError::Xs {
+                        op,
+                        arg,
+                        error: text(&body),
+                    });
+                } else {
+                    return Ok(body);
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(XsClientError::Timeout { op, arg });
+            }
+            self.link.wait(Duration::from_millis(100))?;
+        }
+    }
+
+    /// The next watch event, waiting up to `timeout` for one.
+    pub fn next_event(&mut self, timeout: Duration) -> Result<Option<WatchEvent>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(ev) = self.events.pop_front() {
+                return Ok(Some(ev));
+            }
+            self.pump()?;
+            while let Some((header, body)) = self.take_message()? {
+                if header.ty == MsgType::WatchEvent as u32 {
+                    self.queue_event(&body);
+                } else {
+                    return Err(XsClientError::Protocol(format!(
+                        "unsolicited {} reply",
+                        msg_name(header.ty).unwrap_or("unknown")
+                    )));
+                }
+            }
+            if !self.events.is_empty() {
+                continue;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            self.link
+                .wait((deadline - now).min(Duration::from_millis(100)))?;
+        }
+    }
+
+    pub fn read(&mut self, tx: u32, path: &str) -> Result<String> {
+        self.request(MsgType::Read, tx, &cstr(path))
+            .map(|v| text(&v))
+    }
+
+    pub fn write(&mut self, tx: u32, path: &str, value: &str) -> Result<()> {
+        let mut payload = cstr(path);
+        payload.extend_from_slice(value.as_bytes());
+        self.request(MsgType::Write, tx, &payload).map(drop)
+    }
+
+    pub fn mkdir(&mut self, tx: u32, path: &str) -> Result<()> {
+        self.request(MsgType::Mkdir, tx, &cstr(path)).map(drop)
+    }
+
+    pub fn rm(&mut self, tx: u32, path: &str) -> Result<()> {
+        self.request(MsgType::Rm, tx, &cstr(path)).map(drop)
+    }
+
+    pub fn directory(&mut self, tx: u32, path: &str) -> Result<Vec<String>> {
+        let body = self.request(MsgType::Directory, tx, &cstr(path))?;
+        Ok(body
+            .split(|&b| b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect())
+    }
+
+    /// Permissions in xenstore's text form: "n0", "r6", ...
+    pub fn get_perms(&mut self, tx: u32, path: &str) -> Result<Vec<String>> {
+        let body = self.request(MsgType::GetPerms, tx, &cstr(path))?;
+        Ok(body
+            .split(|&b| b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect())
+    }
+
+    pub fn set_perms(&mut self, tx: u32, path: &str, perms: &[&str]) -> Result<()> {
+        let mut payload = cstr(path);
+        for p in perms {
+            payload.extend(cstr(p));
+        }
+        self.request(MsgType::SetPerms, tx, &payload).map(drop)
+    }
+
+    pub fn watch(&mut self, path: &str, token: &str) -> Result<()> {
+        let mut payload = cstr(path);
+        payload.extend(cstr(token));
+        self.request(MsgType::Watch, 0, &payload).map(drop)
+    }
+
+    pub fn unwatch(&mut self, path: &str, token: &str) -> Result<()> {
+        let mut payload = cstr(path);
+        payload.extend(cstr(token));
+        self.request(MsgType::Unwatch, 0, &payload).map(drop)
+    }
+
+    pub fn transaction_start(&mut self) -> Result<u32> {
+        let body = self.request(MsgType::TransactionStart, 0, b"\0")?;
+        text(&body)
+            .parse()
+            .map_err(|_| XsClientError::Protocol(format!("transaction id {:?}", text(&body))))
+    }
+
+    /// Commits (`commit`) or aborts; a conflict comes back as EAGAIN.
+    pub fn transaction_end(&mut self, tx: u32, commit: bool) -> Result<()> {
+        let payload: &[u8] = if commit { b"T\0" } else { b"F\0" };
+        self.request(MsgType::TransactionEnd, tx, payload).map(drop)
+    }
+
+    pub fn get_domain_path(&mut self, domid: u16) -> Result<String> {
+        self.request(MsgType::GetDomainPath, 0, &cstr(&domid.to_string()))
+            .map(|v| text(&v))
+    }
+
+    /// XS_INTRODUCE: dom0 hands the daemon a domain's page and port.
+    pub fn introduce(&mut self, domid: u16, gfn: u64, port: u32) -> Result<()> {
+        let mut payload = Vec::new();
+        for arg in [domid.to_string(), gfn.to_string(), port.to_string()] {
+            payload.extend(cstr(&arg));
+        }
+        self.request(MsgType::Introduce, 0, &payload).map(drop)
+    }
+
+    pub fn release(&mut self, domid: u16) -> Result<()> {
+        self.request(MsgType::Release, 0, &cstr(&domid.to_string()))
+            .map(drop)
+    }
+
+    pub fn is_domain_introduced(&mut self, domid: u16) -> Result<bool> {
+        self.request(MsgType::IsDomainIntroduced, 0, &cstr(&domid.to_string()))
+            .map(|v| text(&v) == "T")
+    }
+}
+
+/// The XS_ERROR names a daemon may answer with (for callers matching on them).
+pub fn is_xs_error(err: &XsClientError, want: XsError) -> bool {
+    err.xs_error() == Some(want.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ring::conn::{RingConn, Wake};
+    use crate::ring::sim::SimBackend;
+
+    /// A stand-in server thread: answers each request with its own payload
+    /// reversed, after first firing a watch event; XS_RM gets ENOENT.
+    fn serve(mut conn: RingConn, requests: usize) {
+        let mut inbuf = Vec::new();
+        let mut served = 0;
+        let mut buf = [0u8; 512];
+        while served < requests {
+            let mut pfd = libc::pollfd {
+                fd: conn.fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            unsafe { libc::poll(&mut pfd, 1, 100) };
+            match conn.wake().unwrap() {
+                Wake::Ready => {}
+                // Guest::open starts a fresh session.
+                Wake::Reconnect => conn.finish_reconnect().unwrap(),
+                Wake::Gone => panic!("guest gone"),
+            }
+            loop {
+                match conn.read(&mut buf) {
+                    Ok(n) => inbuf.extend_from_slice(&buf[..n]),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            while inbuf.len() >= HEADER_LEN {
+                let h = Header::decode(inbuf[..HEADER_LEN].try_into().unwrap());
+                let end = HEADER_LEN + h.len as usize;
+                if inbuf.len() < end {
+                    break;
+                }
+                let mut body: Vec<u8> = inbuf[HEADER_LEN..end].to_vec();
+                body.retain(|&b| b != 0);
+                inbuf.drain(..end);
+                body.reverse();
+                let mut out = Vec::new();
+                for (ty, req_id, payload) in [
+                    (MsgType::WatchEvent as u32, 0, b"a/b\0tok\0".to_vec()),
+                    if h.ty == MsgType::Rm as u32 {
+                        (MsgType::Error as u32, h.req_id, b"ENOENT\0".to_vec())
+                    } else {
+                        (h.ty, h.req_id, body)
+                    },
+                ] {
+                    out.extend(
+                        Header {
+                            ty,
+                            req_id,
+                            tx_id: h.tx_id,
+                            len: payload.len() as u32,
+                        }
+                        .encode(),
+                    );
+                    out.extend(payload);
+                }
+                let mut sent = 0;
+                while sent < out.len() {
+                    match conn.write(&out[sent..]) {
+                        Ok(n) => sent += n,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            std::thread::sleep(Duration::from_millis(1));
+                            conn.wake().unwrap();
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                served += 1;
+            }
+        }
+    }
+
+    #[test]
+    fn requests_replies_and_events_over_the_simulated_ring() {
+        let run = std::env::temp_dir().join(format!("xs-guest-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&run);
+        SimGuest::prepare(&run, 7, 1, 1).unwrap();
+        let conn = RingConn::attach(&SimBackend::new(&run), 7, 1, 1).unwrap();
+        let server = std::thread::spawn(move || serve(conn, 3));
+
+        let mut guest = Guest::open(&run, 7).unwrap();
+        assert_eq!(guest.read(0, "abc").unwrap(), "cba");
+        // Bigger than the ring both ways: split across many wraps.
+        let big = "x".repeat(3000) + "y";
+        guest.write(0, "p", &big).unwrap();
+        let err = guest.rm(0, "missing").unwrap_err();
+        assert_eq!(err.xs_error(), Some("ENOENT"));
+        assert!(is_xs_error(&err, XsError::Enoent));
+        server.join().unwrap();
+        for _ in 0..3 {
+            let ev = guest.next_event(Duration::ZERO).unwrap().unwrap();
+            assert_eq!(
+                ev,
+                WatchEvent {
+                    path: "a/b".into(),
+                    token: "tok".into()
+                }
+            );
+        }
+        assert_eq!(guest.next_event(Duration::ZERO).unwrap(), None);
+        drop(guest);
+        std::fs::remove_dir_all(&run).unwrap();
+    }
+}

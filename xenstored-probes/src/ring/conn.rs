@@ -1,0 +1,142 @@
+//! A domain's ring as the daemon holds it: the [`Server`] end over the
+//! guest's page plus the event channel that signals it. Where the page and
+//! the channel come from is a [`RingBackend`]: simulated files and sockets
+//! ([`super::sim`]) or, on a Xen dom0, grant mapping and /dev/xen/evtchn.
+
+use std::io;
+use std::os::fd::RawFd;
+
+use super::{Page, RingError, Server};
+
+/// The notification half of a ring: Xen's event channel or a stand-in.
+pub trait EventChannel: Send {
+    /// Signals the guest.
+    fn notify(&self) -> io::Result<()>;
+    /// Becomes readable when the guest signals (or vanishes).
+    fn fd(&self) -> RawFd;
+    /// Consumes pending signals after `fd` polled readable.
+    fn drain(&self) -> io::Result<Liveness>;
+    /// Where the ring lives, for conn_open's peer string.
+    fn describe(&self) -> String;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Liveness {
+    Alive,
+    /// The domain's page is gone: the domain died without a RELEASE.
+    Gone,
+}
+
+/// A mapped page and a bound channel for an introduced domain.
+pub struct Attached {
+    pub page: Box<dyn Page>,
+    pub channel: Box<dyn EventChannel>,
+}
+
+/// Turns XS_INTRODUCE's (domid, gfn, port) into a page and a channel.
+pub trait RingBackend: Send + Sync {
+    fn attach(&self, domid: u16, gfn: u64, port: u32) -> io::Result<Attached>;
+}
+
+/// What a wake-up of a ring's fd means for the daemon.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// Try reading requests and flushing queued responses.
+    Ready,
+    /// The guest asked for a reconnect: drop the connection's packets,
+    /// watches and transactions, then call [`RingConn::finish_reconnect`].
+    Reconnect,
+    /// The domain vanished: tear the connection down.
+    Gone,
+}
+
+/// The daemon's handle on one domain's ring, with socket-like non-blocking
+/// reads and writes (WouldBlock when the ring has nothing / no room).
+pub struct RingConn {
+    server: Server,
+    channel: Box<dyn EventChannel>,
+    gone: bool,
+}
+
+impl RingConn {
+    pub fn attach(backend: &dyn RingBackend, domid: u16, gfn: u64, port: u32) -> io::Result<Self> {
+        let Attached { page, channel } = backend.attach(domid, gfn, port)?;
+        let server = Server::new(page);
+        // Like xenstored on XS_INTRODUCE: the features are up, look again.
+        channel.notify()?;
+        Ok(RingConn {
+            server,
+            channel,
+            gone: false,
+        })
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.channel.fd()
+    }
+
+    pub fn describe(&self) -> String {
+        self.channel.describe()
+    }
+
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// Call when `fd` polls readable (and once right after attaching: the
+    /// guest may have queued requests before it was introduced).
+    pub fn wake(&mut self) -> io::Result<Wake> {
+        if self.gone || self.channel.drain()? == Liveness::Gone {
+            self.gone = true;
+            return Ok(Wake::Gone);
+        }
+        if self.server.reconnect_requested() {
+            return Ok(Wake::Reconnect);
+        }
+        Ok(Wake::Ready)
+    }
+
+    /// Completes a reconnect: empty queues, no error, CONNECTED, signalled.
+    pub fn finish_reconnect(&mut self) -> io::Result<()> {
+        self.server.reset();
+        self.channel.notify()
+    }
+
+    /// Why the ring stopped (error field set), if it did.
+    pub fn stopped(&self) -> Option<RingError> {
+        self.server.stopped()
+    }
+
+    /// Request bytes; Ok(0) once the domain is gone (end of stream),
+    /// WouldBlock when none are queued, InvalidData when the guest broke
+    /// the protocol (the ring's error field is then set).
+    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.gone {
+            return Ok(0);
+        }
+        let n = self.server.read(buf)?;
+        if n == 0 {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        // Room freed in the request queue: a blocked guest may go on.
+        self.channel.notify()?;
+        Ok(n)
+    }
+
+    /// Response bytes; WouldBlock when the queue is full (the guest
+    /// signals once it has consumed some).
+    pub fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        if self.gone {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        if bytes.is_empty() {
+            return Ok(0);
+        }
+        let n = self.server.write(bytes)?;
+        if n == 0 {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        self.channel.notify()?;
+        Ok(n)
+    }
+}

@@ -1,0 +1,453 @@
+//! The xenstore shared-memory ring (docs/misc/xenstore-ring.txt; xs_wire.h
+//! `struct xenstore_domain_interface`): one 4 KiB page holding a 1024-byte
+//! request queue (guest -> server), a 1024-byte response queue (server ->
+//! guest), their free-running u32 indices, and three signalling words.
+//!
+//! Both ends live here: [`Server`] (the daemon: consumes requests, produces
+//! responses) and [`Client`] (the guest: produces requests, consumes
+//! responses). Indices are read and written as atomics: a consumer reads the
+//! producer index with Acquire before copying data out and publishes its own
+//! index with Release after; a producer reads the consumer index with Acquire
+//! before overwriting data and publishes with Release after copying in. That
+//! is the ordering xenstored's and Linux xenbus's explicit barriers give.
+
+pub mod conn;
+pub mod page;
+pub mod sim;
+pub mod transport;
+#[cfg(feature = "xen")]
+pub mod xen;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::wire::{Header, HEADER_LEN, PAYLOAD_MAX};
+pub use page::{Mapping, Page};
+
+pub const RING_SIZE: u32 = 1024;
+pub const PAGE_SIZE: usize = 4096;
+
+/// `server_features` bits.
+pub const FEATURE_RECONNECTION: u32 = 1;
+pub const FEATURE_ERROR: u32 = 2;
+
+/// `connection` values.
+pub const CONNECTED: u32 = 0;
+pub const RECONNECT: u32 = 1;
+
+/// `error` values.
+pub const ERROR_NONE: u32 = 0;
+pub const ERROR_COMM: u32 = 1;
+pub const ERROR_RINGIDX: u32 = 2;
+pub const ERROR_PROTO: u32 = 3;
+
+/// Byte offsets in the page (xenstore-ring.txt's table).
+const REQ_DATA: usize = 0;
+const RSP_DATA: usize = 1024;
+const REQ_CONS: usize = 2048;
+const REQ_PROD: usize = 2052;
+const RSP_CONS: usize = 2056;
+const RSP_PROD: usize = 2060;
+const SERVER_FEATURES: usize = 2064;
+const CONNECTION: usize = 2068;
+const ERROR: usize = 2072;
+
+pub fn mask(idx: u32) -> usize {
+    (idx & (RING_SIZE - 1)) as usize
+}
+
+/// What went wrong on a ring; each maps to an `error` field value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingError {
+    /// prod - cons exceeds the ring size: the peer scribbled on the indices.
+    BadIndex { cons: u32, prod: u32 },
+    /// A request header announced more than XENSTORE_PAYLOAD_MAX bytes.
+    TooLong { len: u32 },
+    /// The server flagged the ring with this `error` value and stopped.
+    Stopped { error: u32 },
+}
+
+impl RingError {
+    /// The `error` field value a server sets for this fault.
+    pub fn code(self) -> u32 {
+        match self {
+            RingError::BadIndex { .. } => ERROR_RINGIDX,
+            RingError::TooLong { .. } => ERROR_PROTO,
+            RingError::Stopped { error } => error,
+        }
+    }
+}
+
+impl std::fmt::Display for RingError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RingError::BadIndex { cons, prod } => write!(
+                f,
+                "inconsistent ring indices (cons {cons:#x}, prod {prod:#x}: {} bytes queued, ring holds {RING_SIZE})",
+                prod.wrapping_sub(*cons)
+            ),
+            RingError::TooLong { len } => write!(
+                f,
+                "protocol violation: message length {len} exceeds {PAYLOAD_MAX}"
+            ),
+            RingError::Stopped { error } => {
+                write!(f, "ring stopped by the server: {}", error_name(*error))
+            }
+        }
+    }
+}
+
+impl std::error::Error for RingError {}
+
+impl From<RingError> for std::io::Error {
+    fn from(e: RingError) -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::InvalidData, e)
+    }
+}
+
+pub fn error_name(error: u32) -> String {
+    match error {
+        ERROR_NONE => "XENSTORE_ERROR_NONE".into(),
+        ERROR_COMM => "XENSTORE_ERROR_COMM".into(),
+        ERROR_RINGIDX => "XENSTORE_ERROR_RINGIDX".into(),
+        ERROR_PROTO => "XENSTORE_ERROR_PROTO".into(),
+        other => format!("error {other}"),
+    }
+}
+
+/// One direction of the ring: where its bytes and indices sit.
+#[derive(Clone, Copy)]
+struct Queue {
+    data: usize,
+    cons: usize,
+    prod: usize,
+}
+
+const REQUESTS: Queue = Queue {
+    data: REQ_DATA,
+    cons: REQ_CONS,
+    prod: REQ_PROD,
+};
+const RESPONSES: Queue = Queue {
+    data: RSP_DATA,
+    cons: RSP_CONS,
+    prod: RSP_PROD,
+};
+
+/// `struct xenstore_domain_interface` over a shared page.
+pub struct Interface {
+    page: Box<dyn Page>,
+}
+
+impl Interface {
+    pub fn new(page: Box<dyn Page>) -> Interface {
+        Interface { page }
+    }
+
+    fn word(&self, offset: usize) -> &AtomicU32 {
+        // SAFETY: Page guarantees PAGE_SIZE valid bytes, page-aligned, for
+        // as long as it lives; every offset here is 4-aligned and in range.
+        unsafe { &*(self.page.ptr().add(offset) as *const AtomicU32) }
+    }
+
+    pub fn load(&self, field: Field) -> u32 {
+        self.word(field.offset()).load(Ordering::Acquire)
+    }
+
+    pub fn store(&self, field: Field, value: u32) {
+        self.word(field.offset()).store(value, Ordering::Release)
+    }
+
+    /// Copies as much of `bytes` as fits into `q`; returns how much did.
+    fn produce(&self, q: Queue, bytes: &[u8]) -> Result<usize, RingError> {
+        let cons = self.word(q.cons).load(Ordering::Acquire);
+        let prod = self.word(q.prod).load(Ordering::Relaxed);
+        let queued = prod.wrapping_sub(cons);
+        if queued > RING_SIZE {
+            return Err(RingError::BadIndex { cons, prod });
+        }
+        let n = bytes.len().min((RING_SIZE - queued) as usize);
+        let start = mask(prod);
+        let first = n.min(RING_SIZE as usize - start);
+        // SAFETY: both ranges lie inside the queue's 1024 bytes; the peer
+        // does not touch bytes between cons and cons + RING_SIZE it has not
+        // been handed (a hostile peer can only corrupt its own stream).
+        unsafe {
+            let base = self.page.ptr().add(q.data);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(start), first);
+            std::ptr::copy_nonoverlapping(bytes[first..].as_ptr(), base, n - first);
+        }
+        self.word(q.prod)
+            .store(prod.wrapping_add(n as u32), Ordering::Release);
+        Ok(n)
+    }
+
+    /// Copies as much of `q`'s queued bytes as fit into `buf`.
+    fn consume(&self, q: Queue, buf: &mut [u8]) -> Result<usize, RingError> {
+        let prod = self.word(q.prod).load(Ordering::Acquire);
+        let cons = self.word(q.cons).load(Ordering::Relaxed);
+        let queued = prod.wrapping_sub(cons);
+        if queued > RING_SIZE {
+            return Err(RingError::BadIndex { cons, prod });
+        }
+        let n = buf.len().min(queued as usize);
+        let start = mask(cons);
+        let first = n.min(RING_SIZE as usize - start);
+        // SAFETY: as in produce.
+        unsafe {
+            let base = self.page.ptr().add(q.data);
+            std::ptr::copy_nonoverlapping(base.add(start), buf.as_mut_ptr(), first);
+            std::ptr::copy_nonoverlapping(base, buf[first..].as_mut_ptr(), n - first);
+        }
+        self.word(q.cons)
+            .store(cons.wrapping_add(n as u32), Ordering::Release);
+        Ok(n)
+    }
+
+    fn queued(&self, q: Queue) -> u32 {
+        let prod = self.word(q.prod).load(Ordering::Acquire);
+        let cons = self.word(q.cons).load(Ordering::Acquire);
+        prod.wrapping_sub(cons)
+    }
+}
+
+/// The page's fields, for callers that inspect them (tests, diagnostics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    ReqCons,
+    ReqProd,
+    RspCons,
+    RspProd,
+    ServerFeatures,
+    Connection,
+    Error,
+}
+
+impl Field {
+    fn offset(self) -> usize {
+        match self {
+            Field::ReqCons => REQ_CONS,
+            Field::ReqProd => REQ_PROD,
+            Field::RspCons => RSP_CONS,
+            Field::RspProd => RSP_PROD,
+            Field::ServerFeatures => SERVER_FEATURES,
+            Field::Connection => CONNECTION,
+            Field::Error => ERROR,
+        }
+    }
+}
+
+/// Follows message boundaries in the request stream, so the ring itself
+/// catches a header announcing more than XENSTORE_PAYLOAD_MAX bytes (the
+/// violation xenstore-ring.txt names for XENSTORE_ERROR_PROTO).
+#[derive(Default)]
+struct Framing {
+    header: Vec<u8>,
+    payload_left: u32,
+}
+
+impl Framing {
+    fn feed(&mut self, mut bytes: &[u8]) -> Result<(), RingError> {
+        while !bytes.is_empty() {
+            if self.payload_left > 0 {
+                let n = bytes.len().min(self.payload_left as usize);
+                self.payload_left -= n as u32;
+                bytes = &bytes[n..];
+                continue;
+            }
+            let n = bytes.len().min(HEADER_LEN - self.header.len());
+            self.header.extend_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
+            if self.header.len() == HEADER_LEN {
+                let header = Header::decode(self.header.as_slice().try_into().unwrap());
+                self.header.clear();
+                if header.len as usize > PAYLOAD_MAX {
+                    return Err(RingError::TooLong { len: header.len });
+                }
+                self.payload_left = header.len;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The daemon's end of a domain's ring.
+pub struct Server {
+    iface: Interface,
+    framing: Framing,
+    stopped: Option<RingError>,
+}
+
+impl Server {
+    /// Takes over a freshly mapped page and advertises reconnection and the
+    /// error indicator before touching either queue, as the spec requires.
+    /// Indices are left as the guest has them: guests need not start at 0.
+    pub fn new(page: Box<dyn Page>) -> Server {
+        let iface = Interface::new(page);
+        let features = iface.load(Field::ServerFeatures);
+        iface.store(
+            Field::ServerFeatures,
+            features | FEATURE_RECONNECTION | FEATURE_ERROR,
+        );
+        let stopped = match iface.load(Field::Error) {
+            ERROR_NONE => None,
+            error => Some(RingError::Stopped { error }),
+        };
+        Server {
+            iface,
+            framing: Framing::default(),
+            stopped,
+        }
+    }
+
+    pub fn interface(&self) -> &Interface {
+        &self.iface
+    }
+
+    /// The guest asked for a ring close and reconnect.
+    pub fn reconnect_requested(&self) -> bool {
+        self.iface.load(Field::Connection) == RECONNECT
+    }
+
+    /// Finishes a reconnect (or revives a stopped ring): both queues empty,
+    /// error cleared, connection back to CONNECTED. The caller has already
+    /// dropped the connection's packets, watches and transactions, and
+    /// signals the event channel afterwards.
+    pub fn reset(&mut self) {
+        for field in [
+            Field::ReqCons,
+            Field::ReqProd,
+            Field::RspCons,
+            Field::RspProd,
+        ] {
+            self.iface.store(field, 0);
+        }
+        self.framing = Framing::default();
+        self.stopped = None;
+        self.iface.store(Field::Error, ERROR_NONE);
+        self.iface.store(Field::Connection, CONNECTED);
+    }
+
+    /// Why the ring stopped, if it did. A stopped ring reads and writes nothing.
+    pub fn stopped(&self) -> Option<RingError> {
+        self.stopped
+    }
+
+    /// Marks the ring dead with `fault`'s error value (the guest sees it).
+    pub fn stop(&mut self, fault: RingError) -> RingError {
+        self.iface.store(Field::Error, fault.code());
+        self.stopped = Some(fault);
+        fault
+    }
+
+    fn check(&self) -> Result<(), RingError> {
+        match self.stopped {
+            Some(fault) => Err(fault),
+            None => Ok(()),
+        }
+    }
+
+    /// Request bytes into `buf`; Ok(0) when none are queued. A bad index or
+    /// an oversized header stops the ring and is returned as the error.
+    pub fn read(&mut self, buf: &mut [u8]) -> Result<usize, RingError> {
+        self.check()?;
+        if self.reconnect_requested() {
+            // The guest ignores everything but `connection` until we reset.
+            return Ok(0);
+        }
+        let n = self
+            .iface
+            .consume(REQUESTS, buf)
+            .map_err(|e| self.stop(e))?;
+        self.framing.feed(&buf[..n]).map_err(|e| self.stop(e))?;
+        Ok(n)
+    }
+
+    /// Response bytes from `bytes`, as many as fit; Ok(0) when the queue is full.
+    pub fn write(&mut self, bytes: &[u8]) -> Result<usize, RingError> {
+        self.check()?;
+        if self.reconnect_requested() {
+            return Ok(0);
+        }
+        self.iface
+            .produce(RESPONSES, bytes)
+            .map_err(|e| self.stop(e))
+    }
+
+    /// Request bytes are waiting.
+    pub fn readable(&self) -> bool {
+        self.stopped.is_none() && self.iface.queued(REQUESTS) != 0
+    }
+}
+
+/// The guest's end of the ring.
+pub struct Client {
+    iface: Interface,
+}
+
+impl Client {
+    pub fn new(page: Box<dyn Page>) -> Client {
+        Client {
+            iface: Interface::new(page),
+        }
+    }
+
+    pub fn interface(&self) -> &Interface {
+        &self.iface
+    }
+
+    fn check(&self) -> Result<(), RingError> {
+        if self.iface.load(Field::ServerFeatures) & FEATURE_ERROR != 0 {
+            let error = self.iface.load(Field::Error);
+            if error != ERROR_NONE {
+                return Err(RingError::Stopped { error });
+            }
+        }
+        Ok(())
+    }
+
+    /// Request bytes, as many as fit; Ok(0) when the queue is full or a
+    /// reconnect is in progress.
+    pub fn write(&self, bytes: &[u8]) -> Result<usize, RingError> {
+        self.check()?;
+        if !self.connected() {
+            return Ok(0);
+        }
+        self.iface.produce(REQUESTS, bytes)
+    }
+
+    /// Response bytes into `buf`; Ok(0) when none are queued.
+    pub fn read(&self, buf: &mut [u8]) -> Result<usize, RingError> {
+        self.check()?;
+        if !self.connected() {
+            return Ok(0);
+        }
+        self.iface.consume(RESPONSES, buf)
+    }
+
+    pub fn server_features(&self) -> u32 {
+        self.iface.load(Field::ServerFeatures)
+    }
+
+    /// The server's `error` indicator (0 unless it stopped the ring).
+    pub fn error(&self) -> u32 {
+        self.iface.load(Field::Error)
+    }
+
+    /// Starts a ring close and reconnect; signal the server afterwards and
+    /// wait for [`Client::connected`].
+    pub fn request_reconnect(&self) -> Result<(), RingError> {
+        if self.server_features() & FEATURE_RECONNECTION == 0 {
+            return Err(RingError::Stopped { error: ERROR_COMM });
+        }
+        self.iface.store(Field::Connection, RECONNECT);
+        Ok(())
+    }
+
+    /// The ring is usable: no reconnect in progress.
+    pub fn connected(&self) -> bool {
+        self.iface.load(Field::Connection) == CONNECTED
+    }
+}
+
+#[cfg(test)]
+mod tests;

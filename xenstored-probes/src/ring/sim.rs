@@ -1,0 +1,456 @@
+//! The simulated ring backend: a guest's "page" is a 4 KiB file both sides
+//! mmap MAP_SHARED, its event channel a pair of Unix datagram sockets bound
+//! to paths, one byte per notification. Layout under `<run-dir>/ring/<domid>/`:
+//!
+//! - `page-<gfn>`: the shared page (gfn as XS_INTRODUCE gives it, decimal);
+//! - `evtchn-<port>`: the guest's end, bound by whichever guest process is
+//!   running (guest processes take turns: they hold an flock on the page);
+//! - `evtchn-<port>.xenstored`: the daemon's end, bound at XS_INTRODUCE.
+//!
+//! Datagrams sent by path survive either side restarting, and a full socket
+//! buffer simply means a notification is already pending, like Xen's pending
+//! bit. The domain is gone when its page file is unlinked; the daemon watches
+//! for that with inotify, so its one pollable fd is an epoll set of the
+//! socket and the inotify watch.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::conn::{Attached, EventChannel, Liveness, RingBackend};
+use super::{Mapping, PAGE_SIZE};
+
+/// Where one domain's simulated page and event channel live.
+#[derive(Clone, Debug)]
+pub struct SimPaths {
+    pub dir: PathBuf,
+}
+
+impl SimPaths {
+    pub fn new(run_dir: &Path, domid: u16) -> SimPaths {
+        SimPaths {
+            dir: run_dir.join("ring").join(domid.to_string()),
+        }
+    }
+    pub fn page(&self, gfn: u64) -> PathBuf {
+        self.dir.join(format!("page-{gfn}"))
+    }
+    pub fn guest_end(&self, port: u32) -> PathBuf {
+        self.dir.join(format!("evtchn-{port}"))
+    }
+    pub fn daemon_end(&self, port: u32) -> PathBuf {
+        self.dir.join(format!("evtchn-{port}.xenstored"))
+    }
+
+    /// The gfn and port a prepared domain uses, read back from the names.
+    pub fn discover(&self) -> io::Result<(u64, u32)> {
+        let mut gfn = None;
+        let mut port = None;
+        let entries = std::fs::read_dir(&self.dir).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("{}: {e} (run `xs-guest prepare` first)", self.dir.display()),
+            )
+        })?;
+        for entry in entries {
+            let name = entry?.file_name();
+            let name = name.to_string_lossy();
+            if let Some(n) = name.strip_prefix("page-") {
+                gfn = n.parse().ok().or(gfn);
+            } else if let Some(n) = name.strip_prefix("evtchn-") {
+                port = n.parse().ok().or(port);
+            }
+        }
+        match (gfn, port) {
+            (Some(g), Some(p)) => Ok((g, p)),
+            _ => Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{}: no page-<gfn> and evtchn-<port>", self.dir.display()),
+            )),
+        }
+    }
+}
+
+/// Sends one notification byte to `to`. Nobody bound there (yet) or a full
+/// buffer both leave the peer to find the ring's state when it next looks.
+fn ring_bell(sock: &UnixDatagram, to: &Path) -> io::Result<()> {
+    match sock.send_to(&[1], to) {
+        Ok(_) => Ok(()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound
+                    | io::ErrorKind::ConnectionRefused
+                    | io::ErrorKind::WouldBlock
+            ) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(io::Error::new(
+            e.kind(),
+            format!("notify {}: {e}", to.display()),
+        )),
+    }
+}
+
+/// Reads every pending notification byte.
+fn drain_socket(sock: &UnixDatagram) -> io::Result<()> {
+    let mut buf = [0u8; 64];
+    loop {
+        match sock.recv(&mut buf) {
+            Ok(_) => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn bind_fresh(path: &Path) -> io::Result<UnixDatagram> {
+    let _ = std::fs::remove_file(path);
+    let sock = UnixDatagram::bind(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("bind {}: {e}", path.display())))?;
+    sock.set_nonblocking(true)?;
+    Ok(sock)
+}
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// Simulated domains under a daemon's run directory.
+pub struct SimBackend {
+    run_dir: PathBuf,
+}
+
+impl SimBackend {
+    pub fn new(run_dir: &Path) -> SimBackend {
+        SimBackend {
+            run_dir: run_dir.to_path_buf(),
+        }
+    }
+}
+
+impl RingBackend for SimBackend {
+    fn attach(&self, domid: u16, gfn: u64, port: u32) -> io::Result<Attached> {
+        let paths = SimPaths::new(&self.run_dir, domid);
+        let page_path = paths.page(gfn);
+        let context = |e: io::Error| {
+            io::Error::new(
+                e.kind(),
+                format!("domain {domid} page {}: {e}", page_path.display()),
+            )
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&page_path)
+            .map_err(context)?;
+        if file.metadata().map_err(context)?.len() != PAGE_SIZE as u64 {
+            return Err(context(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("not a {PAGE_SIZE}-byte page"),
+            )));
+        }
+        let guest_end = paths.guest_end(port);
+        if !guest_end.exists() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "domain {domid} has no event channel port {port} ({} missing)",
+                    guest_end.display()
+                ),
+            ));
+        }
+        let page = Mapping::of_fd(&file, 0).map_err(context)?;
+        let channel = SimChannel::open(&paths, port, file)?;
+        Ok(Attached {
+            page: Box::new(page),
+            channel: Box::new(channel),
+        })
+    }
+}
+
+/// The daemon's end of a simulated event channel.
+pub struct SimChannel {
+    sock: UnixDatagram,
+    own: PathBuf,
+    guest: PathBuf,
+    page: File,
+    inotify: OwnedFd,
+    epoll: OwnedFd,
+}
+
+impl SimChannel {
+    fn open(paths: &SimPaths, port: u32, page: File) -> io::Result<SimChannel> {
+        let own = paths.daemon_end(port);
+        let sock = bind_fresh(&own)?;
+        // SAFETY: plain syscalls; each fd is owned right after creation.
+        let inotify = unsafe {
+            OwnedFd::from_raw_fd(cvt(libc::inotify_init1(
+                libc::IN_NONBLOCK | libc::IN_CLOEXEC,
+            ))?)
+        };
+        let cpath = std::ffi::CString::new(paths.dir.as_os_str().as_encoded_bytes())?;
+        // The directory, not the page: unlinking an open file only changes
+        // its link count, while the directory reports the name going away.
+        cvt(unsafe {
+            libc::inotify_add_watch(
+                inotify.as_raw_fd(),
+                cpath.as_ptr(),
+                libc::IN_DELETE | libc::IN_MOVED_FROM | libc::IN_DELETE_SELF,
+            )
+        })?;
+        let epoll = unsafe { OwnedFd::from_raw_fd(cvt(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
+        for fd in [sock.as_raw_fd(), inotify.as_raw_fd()] {
+            let mut ev = libc::epoll_event {
+                events: libc::EPOLLIN as u32,
+                u64: fd as u64,
+            };
+            cvt(unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
+        }
+        // Pending from the start: the guest may have queued requests before
+        // it was introduced, and an edge-triggered loop needs an edge.
+        ring_bell(&sock, &own)?;
+        Ok(SimChannel {
+            sock,
+            own,
+            guest: paths.guest_end(port),
+            page,
+            inotify,
+            epoll,
+        })
+    }
+
+    fn page_linked(&self) -> io::Result<bool> {
+        Ok(std::os::unix::fs::MetadataExt::nlink(&self.page.metadata()?) > 0)
+    }
+}
+
+impl EventChannel for SimChannel {
+    fn notify(&self) -> io::Result<()> {
+        ring_bell(&self.sock, &self.guest)
+    }
+
+    fn fd(&self) -> RawFd {
+        self.epoll.as_raw_fd()
+    }
+
+    fn drain(&self) -> io::Result<Liveness> {
+        drain_socket(&self.sock)?;
+        let mut buf = [0u8; 4096];
+        loop {
+            // SAFETY: reads into a local buffer of the given size.
+            let n = unsafe {
+                libc::read(
+                    self.inotify.as_raw_fd(),
+                    buf.as_mut_ptr() as *mut libc::c_void,
+                    buf.len(),
+                )
+            };
+            if n <= 0 {
+                break;
+            }
+        }
+        Ok(if self.page_linked()? {
+            Liveness::Alive
+        } else {
+            Liveness::Gone
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!("ring {}", self.own.parent().unwrap_or(&self.own).display())
+    }
+}
+
+impl Drop for SimChannel {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.own);
+    }
+}
+
+/// How long a guest process waits for the one before it to finish.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// Waits for the other guest processes of the domain (an flock on the page).
+fn take_turn(page: &File, paths: &SimPaths, wait: Duration) -> io::Result<()> {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        // SAFETY: flock on an fd we own.
+        match cvt(unsafe { libc::flock(page.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!(
+                    "{}: another guest process holds this domain's ring (one at a time)",
+                    paths.dir.display()
+                ),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The guest's end: the page mapped and the guest's socket bound, held by
+/// one guest process at a time (an flock on the page file).
+pub struct SimGuest {
+    pub gfn: u64,
+    pub port: u32,
+    paths: SimPaths,
+    sock: UnixDatagram,
+    page: Option<Mapping>,
+    _lock: File,
+}
+
+impl SimGuest {
+    /// Creates a domain's page (zeroed) and event channel port: what the
+    /// domain builder does before the toolstack introduces the domain.
+    pub fn prepare(run_dir: &Path, domid: u16, gfn: u64, port: u32) -> io::Result<SimPaths> {
+        let paths = SimPaths::new(run_dir, domid);
+        if paths.dir.exists() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!(
+                    "{} exists: domain {domid} is already prepared",
+                    paths.dir.display()
+                ),
+            ));
+        }
+        std::fs::create_dir_all(&paths.dir)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", paths.dir.display())))?;
+        File::create(paths.page(gfn))?.set_len(PAGE_SIZE as u64)?;
+        // Binding creates the socket file that names the port.
+        drop(bind_fresh(&paths.guest_end(port))?);
+        Ok(paths)
+    }
+
+    /// Attaches this process as the domain's guest, waiting for any other
+    /// guest process of the domain to finish.
+    pub fn open(run_dir: &Path, domid: u16) -> io::Result<SimGuest> {
+        let paths = SimPaths::new(run_dir, domid);
+        let (gfn, port) = paths.discover()?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(paths.page(gfn))?;
+        take_turn(&file, &paths, LOCK_WAIT)?;
+        let page = Mapping::of_fd(&file, 0)?;
+        let sock = bind_fresh(&paths.guest_end(port))?;
+        Ok(SimGuest {
+            gfn,
+            port,
+            paths,
+            sock,
+            page: Some(page),
+            _lock: file,
+        })
+    }
+
+    /// The page, handed to the ring's [`super::Client`] once.
+    pub fn take_page(&mut self) -> Option<Mapping> {
+        self.page.take()
+    }
+
+    pub fn notify(&self) -> io::Result<()> {
+        ring_bell(&self.sock, &self.paths.daemon_end(self.port))
+    }
+
+    /// Waits up to `timeout` for a notification; true if one came.
+    pub fn wait(&self, timeout: Duration) -> io::Result<bool> {
+        let mut pfd = libc::pollfd {
+            fd: self.sock.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        let n = loop {
+            match cvt(unsafe { libc::poll(&mut pfd, 1, ms) }) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                r => break r?,
+            }
+        };
+        drain_socket(&self.sock)?;
+        Ok(n > 0)
+    }
+
+    pub fn paths(&self) -> &SimPaths {
+        &self.paths
+    }
+
+    /// The domain dies: its page goes away first (the daemon notices), then
+    /// the rest of its directory.
+    pub fn destroy(run_dir: &Path, domid: u16) -> io::Result<()> {
+        let paths = SimPaths::new(run_dir, domid);
+        let (gfn, _port) = paths.discover()?;
+        std::fs::remove_file(paths.page(gfn))?;
+        std::fs::remove_dir_all(&paths.dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ring::conn::{RingConn, Wake};
+    use crate::ring::Client;
+
+    fn readable(fd: RawFd, ms: i32) -> bool {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        unsafe { libc::poll(&mut pfd, 1, ms) > 0 }
+    }
+
+    #[test]
+    fn introduce_talk_and_vanish() {
+        let run = std::env::temp_dir().join(format!("xs-sim-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&run);
+        SimGuest::prepare(&run, 6, 1234, 3).unwrap();
+        assert!(SimGuest::prepare(&run, 6, 1234, 3).is_err());
+        let backend = SimBackend::new(&run);
+        // The wrong gfn or port is refused, as a bad XS_INTRODUCE should be.
+        assert!(RingConn::attach(&backend, 6, 99, 3).is_err());
+        assert!(RingConn::attach(&backend, 6, 1234, 4).is_err());
+        let mut conn = RingConn::attach(&backend, 6, 1234, 3).unwrap();
+
+        let mut guest = SimGuest::open(&run, 6).unwrap();
+        assert_eq!((guest.gfn, guest.port), (1234, 3));
+        let client = Client::new(Box::new(guest.take_page().unwrap()));
+        assert_eq!(client.server_features(), 3);
+        client.write(b"hello").unwrap();
+        guest.notify().unwrap();
+        assert!(readable(conn.fd(), 1000));
+        assert_eq!(conn.wake().unwrap(), Wake::Ready);
+        assert!(!readable(conn.fd(), 0), "drain leaves nothing pending");
+        let mut buf = [0u8; 16];
+        assert_eq!(conn.read(&mut buf).unwrap(), 5);
+        assert_eq!(
+            conn.read(&mut buf).unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
+        conn.write(b"world").unwrap();
+        assert!(guest.wait(Duration::from_secs(1)).unwrap());
+        assert_eq!(client.read(&mut buf).unwrap(), 5);
+        assert_eq!(&buf[..5], b"world");
+
+        drop(client);
+        drop(guest);
+        SimGuest::destroy(&run, 6).unwrap();
+        assert!(readable(conn.fd(), 1000));
+        assert_eq!(conn.wake().unwrap(), Wake::Gone);
+        assert_eq!(conn.read(&mut buf).unwrap(), 0);
+        std::fs::remove_dir_all(&run).unwrap();
+    }
+}

@@ -1,0 +1,198 @@
+//! A domain's ring as one of the daemon's transports, and the domain
+//! backend that attaches rings on XS_INTRODUCE.
+//!
+//! The daemon sees a socket-like stream: WouldBlock when the ring is empty
+//! or full, Ok(0) when the domain vanished (its page is gone). Two ring
+//! events have no socket equivalent and arrive as `ConnectionReset` from
+//! `read`, meaning "drop this connection's packets, watches and
+//! transactions, keep the transport": the guest's reconnect request (the
+//! ring is already reset and the guest signalled when the error arrives),
+//! and a protocol violation (the ring's error field is set; it stays
+//! stopped, reading nothing, until the guest asks for a reconnect).
+
+use std::io;
+use std::os::fd::RawFd;
+use std::path::{Path, PathBuf};
+
+use mio::event::Source;
+use mio::unix::SourceFd;
+use mio::{Interest, Registry, Token};
+
+use super::conn::{RingBackend, RingConn, Wake};
+use super::sim::{SimBackend, SimPaths};
+use crate::transport::{Attachment, DomainBackend, Transport};
+
+pub struct RingTransport {
+    conn: RingConn,
+    domid: u32,
+    fd: RingFd,
+    /// The current stop was already reported as a reset.
+    stop_reported: bool,
+}
+
+impl RingTransport {
+    pub fn attach(backend: &dyn RingBackend, domid: u32, gfn: u64, port: u32) -> io::Result<Self> {
+        let id = u16::try_from(domid)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("domid {domid}")))?;
+        let conn = RingConn::attach(backend, id, gfn, port)?;
+        let fd = RingFd(conn.fd());
+        Ok(RingTransport {
+            conn,
+            domid,
+            fd,
+            stop_reported: false,
+        })
+    }
+
+    fn reset(why: String) -> io::Error {
+        io::Error::new(io::ErrorKind::ConnectionReset, SessionReset(why))
+    }
+}
+
+/// The error `read` returns for a ring reset (see the module comment).
+#[derive(Debug)]
+pub struct SessionReset(pub String);
+
+impl std::fmt::Display for SessionReset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SessionReset {}
+
+/// True for a ring reset, as opposed to a socket's ECONNRESET.
+pub fn is_session_reset(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<SessionReset>())
+}
+
+impl Transport for RingTransport {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // Doorbell first, ring after: a signal arriving in between is a
+        // fresh edge for the (edge-triggered) event loop.
+        match self.conn.wake()? {
+            Wake::Gone => return Ok(0),
+            Wake::Reconnect => {
+                // Resetting the ring before the daemon drops the connection's
+                // state is safe: the daemon is single-threaded and drops it
+                // on this very error, before it reads or writes this ring again.
+                self.conn.finish_reconnect()?;
+                self.stop_reported = false;
+                return Err(Self::reset(format!(
+                    "domain {} asked for a ring reconnect",
+                    self.domid
+                )));
+            }
+            Wake::Ready => {}
+        }
+        match self.conn.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                if std::mem::replace(&mut self.stop_reported, true) {
+                    Err(io::ErrorKind::WouldBlock.into())
+                } else {
+                    Err(Self::reset(format!("ring error: {e}")))
+                }
+            }
+            r => r,
+        }
+    }
+
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.conn.stopped().is_some() || self.conn.server().reconnect_requested() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        self.conn.write(buf)
+    }
+
+    fn source(&mut self) -> &mut dyn Source {
+        &mut self.fd
+    }
+
+    fn kind(&self) -> &'static str {
+        "ring"
+    }
+
+    fn peer(&self) -> String {
+        format!("domain {} {}", self.domid, self.conn.describe())
+    }
+
+    fn pid(&self) -> u32 {
+        0
+    }
+}
+
+/// The doorbell fd, registered with mio as-is.
+struct RingFd(RawFd);
+
+impl Source for RingFd {
+    fn register(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interests: Interest,
+    ) -> io::Result<()> {
+        SourceFd(&self.0).register(registry, token, interests)
+    }
+    fn reregister(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interests: Interest,
+    ) -> io::Result<()> {
+        SourceFd(&self.0).reregister(registry, token, interests)
+    }
+    fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
+        SourceFd(&self.0).deregister(registry)
+    }
+}
+
+/// Rings for domains whose page the simulated backend finds under the run
+/// directory (`ring/<domid>/page-<gfn>`, see [`super::sim`]); any other
+/// domain goes to `fallback` (the per-domain socket backend).
+pub struct SimRingDomains {
+    run_dir: PathBuf,
+    rings: SimBackend,
+    fallback: Box<dyn DomainBackend>,
+}
+
+impl SimRingDomains {
+    pub fn new(run_dir: &Path, fallback: Box<dyn DomainBackend>) -> SimRingDomains {
+        SimRingDomains {
+            run_dir: run_dir.to_path_buf(),
+            rings: SimBackend::new(run_dir),
+            fallback,
+        }
+    }
+}
+
+impl DomainBackend for SimRingDomains {
+    fn introduce(&mut self, domid: u32, gfn: u64, port: u32) -> io::Result<Attachment> {
+        let prepared = u16::try_from(domid)
+            .map(|id| SimPaths::new(&self.run_dir, id).dir.exists())
+            .unwrap_or(false);
+        if !prepared {
+            return self.fallback.introduce(domid, gfn, port);
+        }
+        let ring = RingTransport::attach(&self.rings, domid, gfn, port)?;
+        Ok(Attachment::Connection(Box::new(ring)))
+    }
+
+    fn release(&mut self, domid: u32) {
+        // A ring is unmapped when the daemon drops its transport.
+        self.fallback.release(domid);
+    }
+}
+
+/// Real Xen domains: every introduced domain is a grant-mapped ring.
+#[cfg(feature = "xen")]
+pub struct XenRingDomains;
+
+#[cfg(feature = "xen")]
+impl DomainBackend for XenRingDomains {
+    fn introduce(&mut self, domid: u32, gfn: u64, port: u32) -> io::Result<Attachment> {
+        let ring = RingTransport::attach(&super::xen::XenBackend, domid, gfn, port)?;
+        Ok(Attachment::Connection(Box::new(ring)))
+    }
+
+    fn release(&mut self, _domid: u32) {}
+}
