@@ -9,6 +9,7 @@
 mod common;
 mod conformance {
     pub mod case;
+    pub mod random;
     pub mod replay;
 }
 
@@ -274,4 +275,52 @@ fn record() {
         std::fs::write(&file.path, case::rewrite(&file, &recorded)).unwrap();
         eprintln!("recorded {}", file.path.display());
     }
+}
+
+/// Seeded random sessions (tests/conformance/random.rs) replayed live on C
+/// xenstored and on the shim must get the same replies and events. A
+/// differing session is printed in the case syntax, ready for cases/*.xs.
+#[test]
+fn random_sessions_shim_agrees_with_c_xenstored() {
+    let test = "random_sessions_shim_agrees_with_c_xenstored";
+    if !common::upstream::available(Flavor::C, test) {
+        return;
+    }
+    let (sessions, len) = (120u64, 40);
+    let next = AtomicUsize::new(1);
+    let differing = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed) as u64;
+                if seed > sessions {
+                    break;
+                }
+                let mut case = conformance::random::session(seed, len);
+                let reference = run_case(Target::Upstream(Flavor::C), &case);
+                for (step, msgs) in case.steps.iter_mut().zip(&reference) {
+                    step.expect = msgs.clone();
+                }
+                let got = run_case(Target::Shim, &case);
+                if let Some(diff) = describe_diff(&case, &got) {
+                    differing.lock().unwrap().push((seed, case, diff));
+                }
+            });
+        }
+    });
+    let mut differing = differing.into_inner().unwrap();
+    differing.sort_by_key(|d| d.0);
+    let tally = format!(
+        "random sessions vs the shim: {sessions} sessions of {len} requests, {} differ from C xenstored\n",
+        differing.len()
+    );
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), tally.as_bytes());
+    for (_, case, diff) in differing.iter().take(5) {
+        eprintln!("{}{diff}", conformance::random::to_dsl(case));
+    }
+    assert!(
+        differing.is_empty(),
+        "{} random sessions differ (first ones above; steps numbered from 1)",
+        differing.len()
+    );
 }

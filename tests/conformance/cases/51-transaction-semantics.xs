@@ -396,3 +396,40 @@ case commit-child-then-parent-order
   a: wait
     = WATCH_EVENT req=0 tx=0 "/cp\0tok\0"
   a: quiet
+
+case rm-in-tx-of-node-created-outside-after-start
+  oxenstored: transactions are snapshots: nodes created outside after the start are invisible (C reads through)
+  a: TRANSACTION_START "\0" -> $t
+    = TRANSACTION_START req=1 tx=0 "$t\0"
+  b: MKDIR "/f/a/c\0"
+    = MKDIR req=2 tx=0 "OK\0"
+  a: RM tx=$t "/f/a\0"
+    = RM req=3 tx=$t "OK\0"
+  a: TRANSACTION_END tx=$t "T\0"
+    = TRANSACTION_END req=4 tx=$t "OK\0"
+
+case rm-in-tx-under-parent-created-in-tx
+  oxenstored: merges transactions: no conflict on reads or on nodes changed outside (C: EAGAIN)
+  a: TRANSACTION_START "\0" -> $t
+    = TRANSACTION_START req=1 tx=0 "$t\0"
+  a: WRITE tx=$t "/p\0"
+    = WRITE req=2 tx=$t "OK\0"
+  b: WRITE "/p/x\0"
+    = WRITE req=3 tx=0 "OK\0"
+  a: RM tx=$t "/p/x\0"
+    = ERROR req=4 tx=$t "EIO\0"
+  a: TRANSACTION_END tx=$t "T\0"
+    = ERROR req=5 tx=$t "EAGAIN\0"
+
+case read-in-tx-of-node-created-outside-after-start
+  oxenstored: transactions are snapshots: nodes created outside after the start are invisible (C reads through)
+  a: TRANSACTION_START "\0" -> $t
+    = TRANSACTION_START req=1 tx=0 "$t\0"
+  b: WRITE "/n\0v"
+    = WRITE req=2 tx=0 "OK\0"
+  a: READ tx=$t "/n\0"
+    = READ req=3 tx=$t "v"
+  a: WRITE tx=$t "/n/c\0"
+    = WRITE req=4 tx=$t "OK\0"
+  a: TRANSACTION_END tx=$t "T\0"
+    = TRANSACTION_END req=5 tx=$t "OK\0"

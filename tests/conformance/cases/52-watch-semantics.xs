@@ -277,3 +277,65 @@ case release-event-after-reply-same-connection
     = RELEASE req=3 tx=0 "OK\0"
   a: quiet
     = WATCH_EVENT req=0 tx=0 "@releaseDomain\0r\0"
+
+case overlapping-watches-same-token-one-event
+  oxenstored: sends one event per matching watch, even when two are identical (C: one)
+  # Both watches fire with the same path and token: one event.
+  a: WATCH "/x\0t\0"
+    = WATCH req=1 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/x\0t\0"
+  a: WATCH "/x/y\0t\0"
+    = WATCH req=2 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/x/y\0t\0"
+  b: WRITE "/x/y\0v"
+    = WRITE req=3 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/x/y\0t\0"
+  a: quiet
+
+case overlapping-watches-different-tokens-two-events
+  a: WATCH "/x\0t1\0"
+    = WATCH req=1 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/x\0t1\0"
+  a: WATCH "/x/y\0t2\0"
+    = WATCH req=2 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/x/y\0t2\0"
+  b: WRITE "/x/y\0v"
+    = WRITE req=3 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/x/y\0t1\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/x/y\0t2\0"
+  a: quiet
+
+case overlapping-watches-two-connections
+  a: WATCH "/x\0t\0"
+    = WATCH req=1 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/x\0t\0"
+  b: WATCH "/x/y\0t\0"
+    = WATCH req=2 tx=0 "OK\0"
+  b: wait
+    = WATCH_EVENT req=0 tx=0 "/x/y\0t\0"
+  c: WRITE "/x/y\0v"
+    = WRITE req=3 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/x/y\0t\0"
+  b: wait
+    = WATCH_EVENT req=0 tx=0 "/x/y\0t\0"
+  a: quiet
+  b: quiet
+
+case overlapping-relative-and-absolute-same-token
+  # The same watch spelled relative and absolute is a duplicate.
+  a: WATCH "/local/domain/0/x\0t\0"
+    = WATCH req=1 tx=0 "OK\0"
+  a: wait
+    = WATCH_EVENT req=0 tx=0 "/local/domain/0/x\0t\0"
+  a: WATCH "x\0t\0"
+    = ERROR req=2 tx=0 "EEXIST\0"
+  a: quiet
