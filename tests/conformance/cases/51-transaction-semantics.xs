@@ -433,3 +433,27 @@ case read-in-tx-of-node-created-outside-after-start
     = WRITE req=4 tx=$t "OK\0"
   a: TRANSACTION_END tx=$t "T\0"
     = TRANSACTION_END req=5 tx=$t "OK\0"
+
+case rm-in-tx-after-missing-sibling-read
+  oxenstored: transactions are snapshots: nodes created outside after the start are invisible (C reads through)
+  a: TRANSACTION_START "\0" -> $t
+    = TRANSACTION_START req=1 tx=0 "$t\0"
+  a: GET_PERMS tx=$t "/f/b\0"
+    = ERROR req=2 tx=$t "ENOENT\0"
+  b: MKDIR "/f/a/c\0"
+    = MKDIR req=3 tx=0 "OK\0"
+  a: RM tx=$t "/f/a\0"
+    = ERROR req=4 tx=$t "EINVAL\0"
+
+case rm-in-tx-after-missing-parent-read
+  oxenstored: transactions are snapshots: nodes created outside after the start are invisible (C reads through)
+  a: TRANSACTION_START "\0" -> $t
+    = TRANSACTION_START req=1 tx=0 "$t\0"
+  a: READ tx=$t "/f\0"
+    = ERROR req=2 tx=$t "ENOENT\0"
+  b: MKDIR "/f/a/c\0"
+    = MKDIR req=3 tx=0 "OK\0"
+  a: RM tx=$t "/f/a\0"
+    = ERROR req=4 tx=$t "EINVAL\0"
+  a: TRANSACTION_END tx=$t "T\0"
+    = ERROR req=5 tx=$t "EAGAIN\0"
