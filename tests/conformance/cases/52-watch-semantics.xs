@@ -339,3 +339,55 @@ case overlapping-relative-and-absolute-same-token
   a: WATCH "x\0t\0"
     = ERROR req=2 tx=0 "EEXIST\0"
   a: quiet
+
+case release-by-other-connection-event-before-reply
+  # Introduced by a, released by b: the event precedes b's reply.
+  a: INTRODUCE "4\0123\04\0"
+    = INTRODUCE req=1 tx=0 "OK\0"
+  b: WATCH "@releaseDomain\0r\0"
+    = WATCH req=2 tx=0 "OK\0"
+  b: wait
+    = WATCH_EVENT req=0 tx=0 "@releaseDomain\0r\0"
+  b: RELEASE "4\0"
+    = WATCH_EVENT req=0 tx=0 "@releaseDomain\0r\0"
+    = RELEASE req=3 tx=0 "OK\0"
+  b: quiet
+
+case release-by-introducer-watcher-elsewhere
+  a: INTRODUCE "4\0123\04\0"
+    = INTRODUCE req=1 tx=0 "OK\0"
+  b: WATCH "@releaseDomain\0r\0"
+    = WATCH req=2 tx=0 "OK\0"
+  b: wait
+    = WATCH_EVENT req=0 tx=0 "@releaseDomain\0r\0"
+  a: RELEASE "4\0"
+    = RELEASE req=3 tx=0 "OK\0"
+  b: wait
+    = WATCH_EVENT req=0 tx=0 "@releaseDomain\0r\0"
+
+case release-introduced-by-closed-connection
+  a: INTRODUCE "4\0123\04\0"
+    = INTRODUCE req=1 tx=0 "OK\0"
+  a: close
+  b: WATCH "@releaseDomain\0r\0"
+    = WATCH req=2 tx=0 "OK\0"
+  b: wait
+    = WATCH_EVENT req=0 tx=0 "@releaseDomain\0r\0"
+  b: RELEASE "4\0"
+    = WATCH_EVENT req=0 tx=0 "@releaseDomain\0r\0"
+    = RELEASE req=3 tx=0 "OK\0"
+  b: quiet
+
+case release-after-reintroduce-by-other
+  a: INTRODUCE "4\0123\04\0"
+    = INTRODUCE req=1 tx=0 "OK\0"
+  b: INTRODUCE "4\0123\04\0"
+    = INTRODUCE req=2 tx=0 "OK\0"
+  b: WATCH "@releaseDomain\0r\0"
+    = WATCH req=3 tx=0 "OK\0"
+  b: wait
+    = WATCH_EVENT req=0 tx=0 "@releaseDomain\0r\0"
+  b: RELEASE "4\0"
+    = WATCH_EVENT req=0 tx=0 "@releaseDomain\0r\0"
+    = RELEASE req=4 tx=0 "OK\0"
+  b: quiet
