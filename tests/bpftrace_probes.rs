@@ -144,3 +144,32 @@ fn bpftrace_sees_request_response_and_watch_event_with_one_serial() {
         "the writer fired the watcher's event"
     );
 }
+
+#[test]
+fn bpftrace_lists_every_declared_probe() {
+    if !common::need_root("bpftrace_lists_every_declared_probe") {
+        return;
+    }
+    let bin = common::bin("xenstored-shim");
+    let out = Command::new("bpftrace")
+        .arg("-l")
+        .arg(format!("usdt:{}:*", bin.display()))
+        .output()
+        .expect("bpftrace must be installed");
+    let listed = String::from_utf8_lossy(&out.stdout);
+    for probe in [
+        "request",
+        "response",
+        "watch_event",
+        "conn_open",
+        "conn_close",
+        "tx_end",
+    ] {
+        assert!(
+            listed
+                .lines()
+                .any(|l| l.ends_with(&format!(":xenstore:{probe}"))),
+            "{probe} not listed:\n{listed}"
+        );
+    }
+}

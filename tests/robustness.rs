@@ -128,3 +128,63 @@ fn garbage_and_unknown_types_get_errors_and_the_store_stays_whole() {
         "/tool = \"\"   (n0)\n/tool/xenstored = \"\"   (n0)\n"
     );
 }
+
+#[test]
+fn concurrent_hostile_clients_leave_a_consistent_daemon() {
+    let shim = Shim::start();
+    let words: [&[u8]; 10] = [
+        b"/",
+        b"/f",
+        b"/f/g",
+        b"f",
+        b"@releaseDomain",
+        b"T",
+        b"n0",
+        b"b1",
+        b"7",
+        b"\xff",
+    ];
+    let threads: Vec<_> = (0..8u64)
+        .map(|t| {
+            let mut c = connect(&shim);
+            std::thread::spawn(move || {
+                let mut seed = 0x2545f4914f6cdd1d_u64 ^ (t + 1);
+                let mut rnd = move || {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    seed
+                };
+                for i in 0..300u32 {
+                    // RELEASE/RESET_WATCHES/INTRODUCE change domains: left out
+                    let ty = [
+                        0u32, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15, 16, 17, 20, 22, 23, 25,
+                        99,
+                    ][(rnd() % 21) as usize];
+                    let mut payload = Vec::new();
+                    for _ in 0..rnd() % 4 {
+                        payload.extend_from_slice(words[(rnd() % 10) as usize]);
+                        if rnd() % 4 != 0 {
+                            payload.push(0);
+                        }
+                    }
+                    let mut msg = Vec::new();
+                    for w in [ty, i, (rnd() % 3) as u32, payload.len() as u32] {
+                        msg.extend_from_slice(&w.to_ne_bytes());
+                    }
+                    msg.extend_from_slice(&payload);
+                    c.write_all(&msg).unwrap();
+                    let (_, req_id, _) = reply(&mut c);
+                    assert_eq!(req_id, i, "replies come back in order");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    alive(&shim);
+    // Walking the whole tree fails on any child listed but missing.
+    let tree = shim.run("xenstore-ls", &["-f"]);
+    assert!(tree.starts_with("/tool = \"\"\n"), "{tree}");
+}

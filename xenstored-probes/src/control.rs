@@ -39,15 +39,22 @@ pub fn run(d: &mut Daemon, args: &[&[u8]], reply: &mut Vec<u8>) -> Result<(), Fa
     let (cmd, rest) = args.split_first().ok_or(EINVAL)?;
     match *cmd {
         b"check" => {
+            if !rest.is_empty() {
+                return Err(EINVAL);
+            }
             for problem in d.store.check() {
                 eprintln!("xenstored-shim: check_store: {problem}");
             }
             text(reply, "OK");
         }
-        b"log" => match rest {
-            [b"on"] | [b"off"] => text(reply, "OK"),
-            _ => return Err(EINVAL),
-        },
+        b"log" => {
+            d.logging = match rest {
+                [b"on"] => true,
+                [b"off"] => false,
+                _ => return Err(EINVAL),
+            };
+            text(reply, "OK");
+        }
         b"logfile" => {
             let [file] = rest else { return Err(EINVAL) };
             d.logfile = Some(arg(file));
@@ -59,6 +66,11 @@ pub fn run(d: &mut Daemon, args: &[&[u8]], reply: &mut Vec<u8>) -> Result<(), Fa
                 [f] => Some(arg(f)),
                 _ => return Err(EINVAL),
             };
+            // Upstream has nowhere to write without a file or a log (EBADF,
+            // sent as EINVAL).
+            if file.is_none() && !d.logging {
+                return Err(Fail(XsError::Einval, "control:no file"));
+            }
             let report = memreport(d);
             match file {
                 Some(file) => std::fs::OpenOptions::new()

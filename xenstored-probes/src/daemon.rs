@@ -49,6 +49,8 @@ pub struct Daemon {
     log: RateLimitedLog,
     /// CONTROL logfile: where memreport writes without a file argument.
     pub logfile: Option<String>,
+    /// CONTROL log on|off.
+    pub logging: bool,
 }
 
 /// What executing a request leaves to do.
@@ -105,6 +107,7 @@ impl Daemon {
             effects: Effects::default(),
             log: RateLimitedLog::default(),
             logfile: None,
+            logging: false,
         }
     }
 
@@ -178,7 +181,11 @@ impl Daemon {
         probes::request(serial, &conn.who(), h.ty, h.tx_id, h.req_id, payload);
         let mut reply = std::mem::take(&mut self.reply);
         reply.clear();
-        let result = self.execute(id, serial, &h, payload, &mut reply);
+        let mut result = self.execute(id, serial, &h, payload, &mut reply);
+        if matches!(result, Ok(Done::Reply)) && reply.len() > crate::wire::PAYLOAD_MAX {
+            // upstream's send_reply refuses to send more
+            result = Err(Fail(XsError::E2big, "reply too long"));
+        }
         match result {
             Ok(Done::Reply) => self.respond(id, serial, &h, Ok(&reply)),
             Ok(Done::Ack) => self.respond(id, serial, &h, Ok(b"OK\0")),
@@ -457,6 +464,8 @@ impl Daemon {
                 }
                 let tx_id = conn.alloc_tx_id();
                 conn.transactions.insert(tx_id, Default::default());
+                // upstream stamps each transaction with a generation
+                self.store.next_generation();
                 reply.extend_from_slice(tx_id.to_string().as_bytes());
                 reply.push(0);
                 Ok(Done::Reply)
@@ -526,8 +535,10 @@ impl Daemon {
                 if self.domains.get(d).is_none() {
                     return Err(Fail(XsError::Enoent, "domain"));
                 }
+                // upstream tears the domain down after acknowledging
+                self.respond(id, serial, h, Ok(b"OK\0"));
                 self.release(d, serial, id);
-                Ok(Done::Ack)
+                Ok(Done::Replied)
             }
             Request::GetDomainPath(d) => {
                 reply.extend_from_slice(path::domain_path(d).as_bytes());
@@ -1095,6 +1106,43 @@ mod tests {
         assert_eq!(err(&mut d, dom0, MsgType::Release, 0, b"6\0"), "ENOENT");
         assert_eq!(err(&mut d, dom0, MsgType::Release, 0, b"0\0"), "EINVAL");
         assert!(d.store.check().is_empty());
+    }
+
+    #[test]
+    fn set_target_gives_a_device_model_its_targets_rights() {
+        let (mut d, dom0, guest) = with_guest();
+        ok(&mut d, guest, MsgType::Write, b"private\0secret");
+        ok(&mut d, dom0, MsgType::Introduce, b"7\x001\x001\x00");
+        let dm = d.open(7, 0, "socket", "device model");
+        assert_eq!(
+            err(&mut d, dm, MsgType::Read, 0, b"/local/domain/6/private\0"),
+            "EACCES"
+        );
+        assert_eq!(
+            err(&mut d, dm, MsgType::SetTarget, 0, b"7\x006\x00"),
+            "EACCES"
+        );
+        assert_eq!(
+            err(&mut d, dom0, MsgType::SetTarget, 0, b"7\x009\x00"),
+            "ENOENT"
+        );
+        ok(&mut d, dom0, MsgType::SetTarget, b"7\x006\x00");
+        assert_eq!(
+            ok(&mut d, dm, MsgType::Read, b"/local/domain/6/private\0"),
+            b"secret"
+        );
+        ok(
+            &mut d,
+            dm,
+            MsgType::Write,
+            b"/local/domain/6/private\0changed",
+        );
+        // and connections opened later inherit it
+        let dm2 = d.open(7, 0, "socket", "device model 2");
+        assert_eq!(
+            ok(&mut d, dm2, MsgType::Read, b"/local/domain/6/private\0"),
+            b"changed"
+        );
     }
 
     #[test]

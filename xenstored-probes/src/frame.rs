@@ -47,12 +47,6 @@ impl InBuf {
         Ok(n)
     }
 
-    /// True when the buffer has no room left (the caller should process
-    /// messages before reading again).
-    pub fn is_full(&self) -> bool {
-        self.end == CAPACITY && self.start == 0
-    }
-
     /// The next complete message, if one has arrived.
     pub fn next_message(&mut self) -> Result<Option<(Header, &[u8])>, Oversized> {
         let avail = &self.data[self.start..self.end];

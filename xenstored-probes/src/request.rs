@@ -102,6 +102,14 @@ fn strings<const N: usize>(p: &[u8]) -> Result<([&[u8]; N], &[u8]), BadRequest> 
     Ok((out, rest))
 }
 
+/// Exactly two NUL-terminated strings (a third is EINVAL, as upstream).
+fn two_strings(p: &[u8]) -> Result<[&[u8]; 2], BadRequest> {
+    match all_strings(p).as_slice() {
+        [a, b] => Ok([a, b]),
+        _ => Err(EINVAL_ARGS),
+    }
+}
+
 /// Every NUL-terminated string (an unterminated tail is not one).
 fn all_strings(p: &[u8]) -> Vec<&[u8]> {
     let mut v: Vec<&[u8]> = p.split(|&b| b == 0).collect();
@@ -174,11 +182,11 @@ pub fn parse(ty: MsgType, p: &[u8]) -> Result<Request<'_>, BadRequest> {
         MsgType::Read => R::Read(path_arg(p, XsError::Enoent)?),
         MsgType::GetPerms => R::GetPerms(path_arg(p, XsError::Enoent)?),
         MsgType::Watch => {
-            let ([path, token], _) = strings::<2>(p)?;
+            let [path, token] = two_strings(p)?;
             R::Watch { path, token }
         }
         MsgType::Unwatch => {
-            let ([path, token], _) = strings::<2>(p)?;
+            let [path, token] = two_strings(p)?;
             R::Unwatch { path, token }
         }
         MsgType::TransactionStart => R::TransactionStart,
@@ -319,6 +327,8 @@ mod tests {
     fn watch_needs_two_strings() {
         assert!(parse(MsgType::Watch, b"/a\0tok").is_err());
         assert!(parse(MsgType::Watch, b"/a\0tok\0").is_ok());
+        assert!(parse(MsgType::Watch, b"/a\0tok\0extra\0").is_err());
+        assert!(parse(MsgType::Unwatch, b"/a\0tok\0extra\0").is_err());
     }
 
     #[test]

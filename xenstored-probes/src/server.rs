@@ -186,7 +186,13 @@ impl Server {
                 return;
             }
             let transport = &mut link.transport;
-            match link.input.fill(|buf| transport.read(buf)) {
+            let mut offered = 0;
+            let filled = link.input.fill(|buf| {
+                offered = buf.len();
+                transport.read(buf)
+            });
+            let drained = matches!(filled, Ok(n) if n < offered) && transport.short_read_drains();
+            match filled {
                 Ok(0) if link.transport.kind() == "ring" => {
                     // A ring ends only when its domain died unreleased.
                     self.daemon.domain_gone(id);
@@ -232,6 +238,9 @@ impl Server {
                 .is_some_and(|c| c.pending().len() >= OUT_THROTTLE)
             {
                 link.throttled = true;
+                return;
+            }
+            if drained {
                 return;
             }
         }

@@ -10,6 +10,7 @@ use crate::path;
 use crate::perms::{Identity, Perms, OWNER, READ, WRITE};
 use crate::wire::XsError;
 use rustc_hash::FxHashMap;
+use std::cell::Cell;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Node {
@@ -72,6 +73,10 @@ pub trait Tree {
     /// Stores `node` at `path` (created or replaced).
     fn put(&mut self, path: &str, node: Node);
     fn delete(&mut self, path: &str);
+    /// Counts a write the tree does not need (upstream rewrites a removed
+    /// node's parent even when the parent goes next): generations stay
+    /// upstream's.
+    fn bump(&mut self);
     /// Nodes owned by `domid` as this view sees them.
     fn owned(&self, domid: u32) -> usize;
 }
@@ -79,7 +84,10 @@ pub trait Tree {
 /// The global tree.
 pub struct Store {
     nodes: FxHashMap<Box<str>, Node>,
-    generation: u64,
+    /// Upstream's global generation counter: bumped by every write and
+    /// delete, transactions' included (hence a Cell: a transaction's view
+    /// holds the store shared).
+    generation: Cell<u64>,
     owned: FxHashMap<u32, usize>,
 }
 
@@ -95,7 +103,7 @@ impl Store {
     pub fn new() -> Store {
         let mut s = Store {
             nodes: FxHashMap::default(),
-            generation: 0,
+            generation: Cell::new(0),
             owned: FxHashMap::default(),
         };
         let n0 = || Node::new(b"", Perms::owned_by(0));
@@ -129,7 +137,13 @@ impl Store {
     }
 
     pub fn generation(&self) -> u64 {
-        self.generation
+        self.generation.get()
+    }
+
+    /// The next generation number.
+    pub fn next_generation(&self) -> u64 {
+        self.generation.set(self.generation.get() + 1);
+        self.generation.get()
     }
 
     pub fn len(&self) -> usize {
@@ -191,6 +205,18 @@ impl Store {
         problems
     }
 
+    /// Removes a node without counting a generation (a transaction's
+    /// commit does that, as upstream's does).
+    pub fn unlink(&mut self, path: &str) -> bool {
+        match self.nodes.remove(path) {
+            Some(old) => {
+                self.account(old.perms.owner(), -1);
+                true
+            }
+            None => false,
+        }
+    }
+
     fn account(&mut self, domid: u32, delta: isize) {
         let n = self.owned.entry(domid).or_default();
         *n = n.saturating_add_signed(delta);
@@ -203,8 +229,7 @@ impl Tree for Store {
     }
 
     fn put(&mut self, path: &str, mut node: Node) {
-        self.generation += 1;
-        node.generation = self.generation;
+        node.generation = self.next_generation();
         let owner = node.perms.owner();
         match self.nodes.get_mut(path) {
             Some(old) => {
@@ -223,9 +248,13 @@ impl Tree for Store {
     }
 
     fn delete(&mut self, path: &str) {
-        if let Some(old) = self.nodes.remove(path) {
-            self.account(old.perms.owner(), -1);
+        if self.unlink(path) {
+            self.next_generation();
         }
+    }
+
+    fn bump(&mut self) {
+        self.next_generation();
     }
 
     fn owned(&self, domid: u32) -> usize {
@@ -411,6 +440,10 @@ pub fn remove<T: Tree + ?Sized>(
     let mut changes = Vec::with_capacity(doomed.len());
     for (p, perms) in doomed {
         t.delete(&p);
+        if p != path {
+            // its parent is removed next; upstream still rewrites it first
+            t.bump();
+        }
         changes.push(Change {
             exact: p != path,
             path: p,

@@ -1,7 +1,8 @@
 //! Transactions with C xenstored's semantics: a transaction sees its own
 //! writes; every node it touches is remembered with the generation it had
 //! in the store at first touch; a commit fails with EAGAIN when any of them
-//! changed meanwhile; abort discards everything.
+//! changed meanwhile; abort discards everything. On commit, watches fire
+//! once per changed node, in the order the transaction first touched them.
 
 use crate::store::{Change, Node, Store, Tree};
 use rustc_hash::FxHashMap;
@@ -10,10 +11,11 @@ use rustc_hash::FxHashMap;
 pub struct Transaction {
     /// Nodes as this transaction sees them; None = deleted here.
     overlay: FxHashMap<String, Option<Node>>,
-    /// Store generation at first access; None = did not exist.
-    accessed: FxHashMap<String, Option<u64>>,
+    /// Store generation at first access (None = did not exist), and the
+    /// order of first access.
+    accessed: FxHashMap<String, (Option<u64>, usize)>,
     owned_delta: FxHashMap<u32, isize>,
-    /// Watch events to fire on commit, in order.
+    /// Changes made, to fire watches for on commit.
     pub changes: Vec<Change>,
 }
 
@@ -32,23 +34,49 @@ impl Transaction {
     }
 
     /// Applies the transaction to the store, or reports the first conflict.
+    /// Returns the changes to fire watches for: one per node that existed
+    /// before or after, in first-access order, with its pre-commit perms.
     pub fn commit(self, store: &mut Store) -> Result<Vec<Change>, Conflict> {
-        for (path, seen) in &self.accessed {
+        for (path, (seen, _)) in &self.accessed {
             if store.node(path).map(|n| n.generation) != *seen {
                 return Err(Conflict(path.clone()));
             }
         }
-        // Outermost first keeps the store's parent-before-child invariant
-        // observable at every step (check() is happy at any point).
-        let mut writes: Vec<(String, Option<Node>)> = self.overlay.into_iter().collect();
-        writes.sort_by_key(|(p, _)| p.len());
-        for (path, node) in writes {
-            match node {
-                Some(n) => store.put(&path, n),
-                None => store.delete(&path),
+        let order = |p: &str| self.accessed.get(p).map_or(usize::MAX, |a| a.1);
+        let mut fires: Vec<(usize, Change)> = Vec::new();
+        let mut seen: FxHashMap<&str, usize> = FxHashMap::default();
+        for c in &self.changes {
+            match seen.get(c.path.as_str()) {
+                Some(&i) => fires[i].1.exact = c.exact,
+                None => {
+                    seen.insert(&c.path, fires.len());
+                    let before = store.node(&c.path).map(|n| n.perms.clone());
+                    let change = Change {
+                        path: c.path.clone(),
+                        exact: c.exact,
+                        old_perms: before,
+                    };
+                    fires.push((order(&c.path), change));
+                }
             }
         }
-        Ok(self.changes)
+        let mut writes: Vec<(usize, String, Option<Node>)> = self
+            .overlay
+            .into_iter()
+            .map(|(p, n)| (order(&p), p, n))
+            .collect();
+        writes.sort_by_key(|w| w.0);
+        for (_, path, node) in writes {
+            match node {
+                Some(n) => store.put(&path, n),
+                None => {
+                    store.unlink(&path);
+                }
+            }
+        }
+        fires.retain(|(_, c)| c.old_perms.is_some() || store.node(&c.path).is_some());
+        fires.sort_by_key(|f| f.0);
+        Ok(fires.into_iter().map(|f| f.1).collect())
     }
 }
 
@@ -62,7 +90,8 @@ impl TxTree<'_> {
     fn remember(&mut self, path: &str) {
         if !self.tx.accessed.contains_key(path) {
             let seen = self.store.node(path).map(|n| n.generation);
-            self.tx.accessed.insert(path.to_string(), seen);
+            let order = self.tx.accessed.len();
+            self.tx.accessed.insert(path.to_string(), (seen, order));
         }
     }
 
@@ -93,6 +122,9 @@ impl Tree for TxTree<'_> {
             }
             self.account(owner, 1);
         }
+        // upstream stamps the transaction's copy with a generation too
+        let mut node = node;
+        node.generation = self.store.next_generation();
         self.tx.overlay.insert(path.to_string(), Some(node));
     }
 
@@ -101,6 +133,11 @@ impl Tree for TxTree<'_> {
             self.account(o, -1);
         }
         self.tx.overlay.insert(path.to_string(), None);
+        self.store.next_generation();
+    }
+
+    fn bump(&mut self) {
+        self.store.next_generation();
     }
 
     fn owned(&self, domid: u32) -> usize {

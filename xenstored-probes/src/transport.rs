@@ -21,6 +21,13 @@ pub trait Transport {
     fn peer(&self) -> String;
     /// The dom0 client's pid (SO_PEERCRED); 0 for domain transports.
     fn pid(&self) -> u32;
+    /// True when a read that did not fill the buffer means nothing more is
+    /// waiting (a stream socket: later data raises a new edge), which saves
+    /// the read that would only say WouldBlock. False (the default) makes
+    /// the daemon read until WouldBlock.
+    fn short_read_drains(&self) -> bool {
+        false
+    }
 }
 
 /// Something that accepts connections (the dom0 socket, a domain socket).

@@ -70,6 +70,9 @@ impl Transport for SocketTransport {
     fn pid(&self) -> u32 {
         self.pid
     }
+    fn short_read_drains(&self) -> bool {
+        true
+    }
 }
 
 /// A listening socket at `path` (mode 0600, a stale socket replaced).
