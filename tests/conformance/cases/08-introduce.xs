@@ -108,3 +108,44 @@ case two-domains
 case negative-domid
   a: INTRODUCE "-1\0123\04\0"
     = INTRODUCE req=1 tx=0 "OK\0"
+
+case reintroduce-fires-watch
+  a: INTRODUCE "4\0123\04\0"
+    = INTRODUCE req=1 tx=0 "OK\0"
+  b: WATCH "@introduceDomain\0i\0"
+    = WATCH req=2 tx=0 "OK\0"
+  b: wait
+    = WATCH_EVENT req=0 tx=0 "@introduceDomain\0i\0"
+  a: INTRODUCE "4\0123\04\0"
+    = INTRODUCE req=3 tx=0 "OK\0"
+  b: quiet
+
+case reintroduce-new-port-fires-watch
+  a: INTRODUCE "4\0123\04\0"
+    = INTRODUCE req=1 tx=0 "OK\0"
+  b: WATCH "@introduceDomain\0i\0"
+    = WATCH req=2 tx=0 "OK\0"
+  b: wait
+    = WATCH_EVENT req=0 tx=0 "@introduceDomain\0i\0"
+  a: INTRODUCE "4\0123\05\0"
+    = INTRODUCE req=3 tx=0 "OK\0"
+  b: quiet
+
+case introduce-dom0-fires-watch
+  oxenstored: parses domids strictly (int_of_string) and accepts a missing final NUL; refuses dom0 or a new mfn in INTRODUCE
+  b: WATCH "@introduceDomain\0i\0"
+    = WATCH req=1 tx=0 "OK\0"
+  b: wait
+    = WATCH_EVENT req=0 tx=0 "@introduceDomain\0i\0"
+  a: INTRODUCE "0\0123\04\0"
+    = INTRODUCE req=2 tx=0 "OK\0"
+  b: quiet
+
+case introduce-error-fires-nothing
+  b: WATCH "@introduceDomain\0i\0"
+    = WATCH req=1 tx=0 "OK\0"
+  b: wait
+    = WATCH_EVENT req=0 tx=0 "@introduceDomain\0i\0"
+  a: INTRODUCE "4\0123\0"
+    = ERROR req=2 tx=0 "EINVAL\0"
+  b: quiet

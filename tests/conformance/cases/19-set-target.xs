@@ -39,3 +39,23 @@ case self
     = INTRODUCE req=1 tx=0 "OK\0"
   a: SET_TARGET "5\05\0"
     = SET_TARGET req=2 tx=0 "OK\0"
+
+case target-then-release-target
+  a: INTRODUCE "5\0123\04\0"
+    = INTRODUCE req=1 tx=0 "OK\0"
+  a: INTRODUCE "6\0124\05\0"
+    = INTRODUCE req=2 tx=0 "OK\0"
+  a: SET_TARGET "5\06\0"
+    = SET_TARGET req=3 tx=0 "OK\0"
+  a: RELEASE "6\0"
+    = RELEASE req=4 tx=0 "OK\0"
+  a: IS_DOMAIN_INTRODUCED "5\0"
+    = IS_DOMAIN_INTRODUCED req=5 tx=0 "T\0"
+  a: SET_TARGET "5\06\0"
+    = SET_TARGET req=6 tx=0 "OK\0"
+
+case target-dom0
+  a: INTRODUCE "5\0123\04\0"
+    = INTRODUCE req=1 tx=0 "OK\0"
+  a: SET_TARGET "5\00\0"
+    = SET_TARGET req=2 tx=0 "OK\0"
