@@ -63,7 +63,7 @@ pub fn session(seed: u64, len: usize) -> Case {
         let c = rng.below(2);
         let path = rng.pick(PATHS);
         let nul = |s: &str| format!("{s}\0");
-        let (ty, payload): (u32, String) = match rng.below(20) {
+        let (ty, payload): (u32, String) = match rng.below(23) {
             0..=3 => (11, format!("{path}\0{}", rng.pick(VALUES))),
             4 | 5 => (2, nul(path)),
             6 => (1, nul(path)),
@@ -123,11 +123,16 @@ pub fn session(seed: u64, len: usize) -> Case {
                 )
             }
             18 => (9, nul(rng.pick(DOMIDS))),
-            _ => (17, nul(rng.pick(DOMIDS))),
+            19 => (17, nul(rng.pick(DOMIDS))),
+            20 => (22, format!("{path}\0{}\0", rng.below(4))),
+            21 => (18, nul(rng.pick(DOMIDS))),
+            _ => (21, String::new()),
         };
         // Requests that may run in a transaction do so a third of the time.
         let tx = match open[c].last() {
-            Some(var) if matches!(ty, 1..=3 | 11..=14) && rng.below(3) != 0 => Tx::Var(var.clone()),
+            Some(var) if matches!(ty, 1..=3 | 11..=14 | 22) && rng.below(3) != 0 => {
+                Tx::Var(var.clone())
+            }
             _ => Tx::Num(0),
         };
         push(

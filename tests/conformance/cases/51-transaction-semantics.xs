@@ -457,3 +457,46 @@ case rm-in-tx-after-missing-parent-read
     = ERROR req=4 tx=$t "EINVAL\0"
   a: TRANSACTION_END tx=$t "T\0"
     = ERROR req=5 tx=$t "EAGAIN\0"
+
+case missing-node-stays-missing-in-tx
+  a: TRANSACTION_START "\0" -> $t
+    = TRANSACTION_START req=1 tx=0 "$t\0"
+  a: READ tx=$t "/n\0"
+    = ERROR req=2 tx=$t "ENOENT\0"
+  b: WRITE "/n\0v"
+    = WRITE req=3 tx=0 "OK\0"
+  a: READ tx=$t "/n\0"
+    = ERROR req=4 tx=$t "ENOENT\0"
+  a: DIRECTORY tx=$t "/n\0"
+    = ERROR req=5 tx=$t "ENOENT\0"
+
+case missing-after-directory-stays-missing-in-tx
+  oxenstored: transactions are snapshots: nodes created outside after the start are invisible (C reads through)
+  a: TRANSACTION_START "\0" -> $t
+    = TRANSACTION_START req=1 tx=0 "$t\0"
+  a: DIRECTORY tx=$t "/f/a\0"
+    = ERROR req=2 tx=$t "ENOENT\0"
+  b: WRITE "/f/a/c\0v"
+    = WRITE req=3 tx=0 "OK\0"
+  a: READ tx=$t "/f/a\0"
+    = ERROR req=4 tx=$t "ENOENT\0"
+  a: READ tx=$t "/f/a/c\0"
+    = READ req=5 tx=$t "v"
+  a: TRANSACTION_END tx=$t "T\0"
+    = ERROR req=6 tx=$t "EAGAIN\0"
+
+case existing-node-read-stays-in-tx
+  a: WRITE "/n\0old"
+    = WRITE req=1 tx=0 "OK\0"
+  a: TRANSACTION_START "\0" -> $t
+    = TRANSACTION_START req=2 tx=0 "$t\0"
+  a: READ tx=$t "/n\0"
+    = READ req=3 tx=$t "old"
+  b: WRITE "/n\0new"
+    = WRITE req=4 tx=0 "OK\0"
+  a: READ tx=$t "/n\0"
+    = READ req=5 tx=$t "old"
+  b: RM "/n\0"
+    = RM req=6 tx=0 "OK\0"
+  a: READ tx=$t "/n\0"
+    = READ req=7 tx=$t "old"
