@@ -286,7 +286,12 @@ fn random_sessions_shim_agrees_with_c_xenstored() {
     if !common::upstream::available(Flavor::C, test) {
         return;
     }
-    let (sessions, len) = (120u64, 40);
+    // XS_RANDOM_SESSIONS=1000 explores further when hunting differences.
+    let sessions = std::env::var("XS_RANDOM_SESSIONS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(120u64);
+    let len = 40;
     let next = AtomicUsize::new(1);
     let differing = Mutex::new(Vec::new());
     std::thread::scope(|s| {
