@@ -500,3 +500,23 @@ case existing-node-read-stays-in-tx
     = RM req=6 tx=0 "OK\0"
   a: READ tx=$t "/n\0"
     = READ req=7 tx=$t "old"
+
+case missing-node-stays-missing-for-rm-and-set-perms
+  a: TRANSACTION_START "\0" -> $t
+    = TRANSACTION_START req=1 tx=0 "$t\0"
+  a: READ tx=$t "/n\0"
+    = ERROR req=2 tx=$t "ENOENT\0"
+  b: WRITE "/n\0v"
+    = WRITE req=3 tx=0 "OK\0"
+  a: SET_PERMS tx=$t "/n\0n0\0r1\0"
+    = ERROR req=4 tx=$t "ENOENT\0"
+  a: GET_PERMS tx=$t "/n\0"
+    = ERROR req=5 tx=$t "ENOENT\0"
+  a: RM tx=$t "/n\0"
+    = RM req=6 tx=$t "OK\0"
+  a: WRITE tx=$t "/n\0mine"
+    = WRITE req=7 tx=$t "OK\0"
+  a: READ tx=$t "/n\0"
+    = READ req=8 tx=$t "mine"
+  a: TRANSACTION_END tx=$t "T\0"
+    = ERROR req=9 tx=$t "EAGAIN\0"
