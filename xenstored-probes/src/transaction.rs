@@ -160,6 +160,7 @@ mod tests {
     use super::*;
     use crate::perms::Identity;
     use crate::store::{self, Limits};
+    use crate::wire::XsError;
 
     const LIMITS: Limits = Limits {
         nodes: 1000,
@@ -262,6 +263,22 @@ mod tests {
         w(&mut tx.view(&s), "/b", "2");
         tx.commit(&mut s).unwrap();
         assert_eq!(s.node("/a").unwrap().generation, generation);
+    }
+
+    #[test]
+    fn rm_of_a_node_created_outside_as_upstream() {
+        let dom0 = Identity::dom0();
+        let mut s = Store::new();
+        let mut tx = Transaction::default();
+        w(&mut tx.view(&s), "/p", "");
+        w(&mut s, "/p/x", "");
+        let e = store::remove(&mut tx.view(&s), "/p/x", &dom0).unwrap_err();
+        assert_eq!(e.0, XsError::Eio, "its parent's copy lacks it");
+        let mut tx = Transaction::default();
+        assert_eq!(r(&mut tx.view(&s), "/f"), None);
+        w(&mut s, "/f/a/c", "");
+        let e = store::remove(&mut tx.view(&s), "/f/a", &dom0).unwrap_err();
+        assert_eq!(e.0, XsError::Einval, "its parent stays missing");
     }
 
     #[test]
