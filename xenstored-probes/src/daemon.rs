@@ -16,6 +16,7 @@ use crate::store::{self, Change, Fail, Limits, Store, Tree};
 use crate::transport::{Attachment, DomainBackend};
 use crate::watch::Watch;
 use crate::wire::{Header, MsgType, XsError};
+use rustc_hash::FxHashSet;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -51,6 +52,10 @@ pub struct Daemon {
     pub logfile: Option<String>,
     /// CONTROL log on|off.
     pub logging: bool,
+    /// Events (connection, path, token) queued by the current request:
+    /// upstream never queues one identical to one still queued, so one
+    /// request's fan-out sends each at most once.
+    queued_events: FxHashSet<(u32, String, Vec<u8>)>,
 }
 
 /// What executing a request leaves to do.
@@ -108,6 +113,7 @@ impl Daemon {
             log: RateLimitedLog::default(),
             logfile: None,
             logging: false,
+            queued_events: FxHashSet::default(),
         }
     }
 
@@ -141,6 +147,7 @@ impl Daemon {
         let Some(domid) = self.conns.get(&id).map(|c| c.domid) else {
             return;
         };
+        self.queued_events.clear();
         self.close(id, 0, "domain gone");
         if domid != 0 && self.domains.get(domid).is_some() {
             self.release(domid, 0, id);
@@ -175,6 +182,7 @@ impl Daemon {
     pub fn handle(&mut self, id: u32, h: Header, payload: &[u8]) {
         self.serial += 1;
         let serial = self.serial;
+        self.queued_events.clear();
         let Some(conn) = self.conns.get(&id) else {
             return;
         };
@@ -299,6 +307,12 @@ impl Daemon {
                     break;
                 }
                 let event_path = w.event_path(&change.path, domid);
+                if !self
+                    .queued_events
+                    .insert((who.conn, event_path.to_string(), w.token.clone()))
+                {
+                    continue;
+                }
                 encode_event(out, &who, serial, firer, &event_path, &w.token);
                 queued = true;
             }
@@ -1072,6 +1086,20 @@ mod tests {
         assert_eq!(err(&mut d, guest, MsgType::Write, 0, &big), "ENOSPC");
         let big = [b"/big\0".as_slice(), &[b'x'; 4000]].concat();
         ok(&mut d, dom0, MsgType::Write, &big);
+    }
+
+    #[test]
+    fn one_request_sends_an_identical_event_once() {
+        let mut d = daemon();
+        let a = d.open(0, 1, "socket", "a");
+        ok(&mut d, a, MsgType::Watch, b"/x\0t\0");
+        ok(&mut d, a, MsgType::Watch, b"/x/y\0t\0");
+        ok(&mut d, a, MsgType::Watch, b"/x/y\0u\0");
+        events(&mut d, a);
+        ok(&mut d, a, MsgType::Write, b"/x/y\0v");
+        assert_eq!(events(&mut d, a), ["/x/y t", "/x/y u"]);
+        ok(&mut d, a, MsgType::Write, b"/x/y\0w");
+        assert_eq!(events(&mut d, a), ["/x/y t", "/x/y u"], "per request");
     }
 
     #[test]
