@@ -41,6 +41,7 @@ case self
     = SET_TARGET req=2 tx=0 "OK\0"
 
 case target-then-release-target
+  differs: RELEASE of a SET_TARGET target releases it (C only drops a talloc reference, answers OK and keeps the domain)
   a: INTRODUCE "5\0123\04\0"
     = INTRODUCE req=1 tx=0 "OK\0"
   a: INTRODUCE "6\0124\05\0"
@@ -53,6 +54,7 @@ case target-then-release-target
     = IS_DOMAIN_INTRODUCED req=5 tx=0 "T\0"
   a: SET_TARGET "5\06\0"
     = SET_TARGET req=6 tx=0 "OK\0"
+  ~ ERROR req=6 tx=0 "ENOENT\0"
 
 case target-dom0
   a: INTRODUCE "5\0123\04\0"
