@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod shim;
+pub mod upstream;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

@@ -16,6 +16,7 @@ use crate::store::{self, Change, Fail, Limits, Store, Tree};
 use crate::transport::{Attachment, DomainBackend};
 use crate::watch::Watch;
 use crate::wire::{Header, MsgType, XsError};
+use rustc_hash::FxHashSet;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -51,6 +52,10 @@ pub struct Daemon {
     pub logfile: Option<String>,
     /// CONTROL log on|off.
     pub logging: bool,
+    /// Events (connection, path, token) queued by the current request:
+    /// upstream never queues one identical to one still queued, so one
+    /// request's fan-out sends each at most once.
+    queued_events: FxHashSet<(u32, String, Vec<u8>)>,
 }
 
 /// What executing a request leaves to do.
@@ -108,6 +113,7 @@ impl Daemon {
             log: RateLimitedLog::default(),
             logfile: None,
             logging: false,
+            queued_events: FxHashSet::default(),
         }
     }
 
@@ -141,6 +147,7 @@ impl Daemon {
         let Some(domid) = self.conns.get(&id).map(|c| c.domid) else {
             return;
         };
+        self.queued_events.clear();
         self.close(id, 0, "domain gone");
         if domid != 0 && self.domains.get(domid).is_some() {
             self.release(domid, 0, id);
@@ -175,6 +182,7 @@ impl Daemon {
     pub fn handle(&mut self, id: u32, h: Header, payload: &[u8]) {
         self.serial += 1;
         let serial = self.serial;
+        self.queued_events.clear();
         let Some(conn) = self.conns.get(&id) else {
             return;
         };
@@ -299,6 +307,12 @@ impl Daemon {
                     break;
                 }
                 let event_path = w.event_path(&change.path, domid);
+                if !self
+                    .queued_events
+                    .insert((who.conn, event_path.to_string(), w.token.clone()))
+                {
+                    continue;
+                }
                 encode_event(out, &who, serial, firer, &event_path, &w.token);
                 queued = true;
             }
@@ -517,11 +531,13 @@ impl Daemon {
                     Fail(XsError::Einval, "backend")
                 })?;
                 self.effects.attached.push((d, attachment));
+                let conn_slot = self.reserve_conn_id();
                 self.domains.insert(
                     d,
                     Domain {
                         gfn,
                         port,
+                        conn_slot,
                         ..Domain::default()
                     },
                 );
@@ -532,10 +548,11 @@ impl Daemon {
                 if d == 0 {
                     return Err(Fail(XsError::Einval, "domid"));
                 }
-                if self.domains.get(d).is_none() {
-                    return Err(Fail(XsError::Enoent, "domain"));
+                self.domains.get(d).ok_or(Fail(XsError::Enoent, "domain"))?;
+                if !self.release_waits_for_reply(id, d) {
+                    self.release(d, serial, id);
+                    return Ok(Done::Ack);
                 }
-                // upstream tears the domain down after acknowledging
                 self.respond(id, serial, h, Ok(b"OK\0"));
                 self.release(d, serial, id);
                 Ok(Done::Replied)
@@ -663,6 +680,39 @@ impl Daemon {
         }
         self.store.set_special_perms(name, perms);
         Ok(())
+    }
+
+    /// Whether upstream tears domain `d` down only after answering the
+    /// RELEASE from connection `id`. Its event loop holds a reference on the
+    /// connection it serves and on the next one in creation order, so
+    /// freeing the domain's connection is deferred past the reply when that
+    /// connection is the releaser's own or the very next one; otherwise
+    /// @releaseDomain fires before the reply.
+    fn release_waits_for_reply(&self, id: u32, d: u32) -> bool {
+        let slot_of = |domid: u32| self.domains.get(domid).map(|dom| dom.conn_slot);
+        let Some(target) = slot_of(d) else {
+            return false;
+        };
+        let releaser = match self.conns.get(&id) {
+            Some(c) if c.domid != 0 => slot_of(c.domid).unwrap_or(id),
+            _ => id,
+        };
+        if releaser == target {
+            return true;
+        }
+        // dom0 clients are connections of their own; a guest's ring
+        // connection is its domain's slot
+        let sockets = self.conns.values().filter(|c| c.domid == 0).map(|c| c.id);
+        let rings = self.domains.ids().filter(|&x| x != 0).filter_map(slot_of);
+        sockets.chain(rings).filter(|&s| s > releaser).min() == Some(target)
+    }
+
+    /// A connection id for a domain's ring connection, taken at INTRODUCE
+    /// so the domain has its place in the order connections were created.
+    fn reserve_conn_id(&mut self) -> u32 {
+        let id = self.next_conn;
+        self.next_conn += 1;
+        id
     }
 
     /// RELEASE: the domain's connections close (their transactions dropped,
@@ -1072,6 +1122,56 @@ mod tests {
         assert_eq!(err(&mut d, guest, MsgType::Write, 0, &big), "ENOSPC");
         let big = [b"/big\0".as_slice(), &[b'x'; 4000]].concat();
         ok(&mut d, dom0, MsgType::Write, &big);
+    }
+
+    #[test]
+    fn one_request_sends_an_identical_event_once() {
+        let mut d = daemon();
+        let a = d.open(0, 1, "socket", "a");
+        ok(&mut d, a, MsgType::Watch, b"/x\0t\0");
+        ok(&mut d, a, MsgType::Watch, b"/x/y\0t\0");
+        ok(&mut d, a, MsgType::Watch, b"/x/y\0u\0");
+        events(&mut d, a);
+        ok(&mut d, a, MsgType::Write, b"/x/y\0v");
+        assert_eq!(events(&mut d, a), ["/x/y t", "/x/y u"]);
+        ok(&mut d, a, MsgType::Write, b"/x/y\0w");
+        assert_eq!(events(&mut d, a), ["/x/y t", "/x/y u"], "per request");
+    }
+
+    /// Message types `id` gets for its RELEASE of `domid`, in order.
+    fn release_order(d: &mut Daemon, id: u32, domid: &[u8]) -> Vec<u32> {
+        let h = Header {
+            ty: MsgType::Release as u32,
+            req_id: 1,
+            tx_id: 0,
+            len: domid.len() as u32,
+        };
+        d.handle(id, h, domid);
+        drain(d, id).into_iter().map(|m| m.0).collect()
+    }
+
+    #[test]
+    fn release_event_precedes_the_reply_unless_the_ring_is_next() {
+        let (ev, rel) = (MsgType::WatchEvent as u32, MsgType::Release as u32);
+        let mut d = daemon();
+        let a = d.open(0, 1, "socket", "a");
+        ok(&mut d, a, MsgType::Introduce, b"4\x001\x001\0");
+        let b = d.open(0, 2, "socket", "b");
+        for c in [a, b] {
+            ok(&mut d, c, MsgType::Watch, b"@releaseDomain\0r\0");
+            events(&mut d, c);
+        }
+        // domain 4's ring connection comes right after a
+        assert_eq!(release_order(&mut d, a, b"4\0"), [rel, ev]);
+        // now b comes between a and the ring
+        ok(&mut d, a, MsgType::Introduce, b"4\x001\x001\0");
+        assert_eq!(release_order(&mut d, a, b"4\0"), [ev, rel]);
+        events(&mut d, b);
+        ok(&mut d, b, MsgType::Introduce, b"4\x001\x001\0");
+        assert_eq!(release_order(&mut d, b, b"4\0"), [rel, ev]);
+        ok(&mut d, b, MsgType::Introduce, b"4\x001\x001\0");
+        events(&mut d, a);
+        assert_eq!(release_order(&mut d, a, b"4\0"), [ev, rel]);
     }
 
     #[test]

@@ -17,6 +17,10 @@ pub struct Domain {
     pub target: Option<u32>,
     /// Features set by SET_FEATURE (newest xenstore.txt).
     pub features: u32,
+    /// Where its ring connection sits in the order connections were
+    /// created (a connection id, reserved at INTRODUCE; 0 for dom0):
+    /// upstream's event loop decides the @releaseDomain order by it.
+    pub conn_slot: u32,
 }
 
 #[derive(Debug)]

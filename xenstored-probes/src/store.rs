@@ -435,6 +435,12 @@ pub fn remove<T: Tree + ?Sized>(
     if path == "/" {
         return Err(Fail(XsError::Einval, "rm /"));
     }
+    let parent = path::parent(path);
+    // Only a transaction's view can lack the parent (it found it missing
+    // earlier, then the node was created outside): upstream's _rm says EINVAL.
+    if t.get(parent).is_none() {
+        return Err(Fail(XsError::Einval, "rm:parent-missing-in-tx"));
+    }
     let mut doomed = Vec::new();
     collect_post_order(t, path, &mut doomed);
     let mut changes = Vec::with_capacity(doomed.len());
@@ -450,8 +456,13 @@ pub fn remove<T: Tree + ?Sized>(
             old_perms: Some(perms),
         });
     }
-    let parent = path::parent(path);
-    let mut pnode = t.get(parent).expect("parent of an existing node").clone();
+    let mut pnode = t.get(parent).expect("parent checked above").clone();
+    if !pnode.children().any(|c| c == path::basename(path)) {
+        // A transaction's copy of the parent predates the node's creation
+        // outside: upstream's delete_child finds no entry and says EIO,
+        // after deleting the node in the transaction (the commit conflicts).
+        return Err(Fail(XsError::Eio, "rm:not-a-child-in-tx"));
+    }
     pnode.remove_child(path::basename(path));
     t.put(parent, pnode);
     Ok(changes)

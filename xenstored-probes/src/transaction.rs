@@ -1,5 +1,6 @@
 //! Transactions with C xenstored's semantics: a transaction sees its own
-//! writes; every node it touches is remembered with the generation it had
+//! writes; reads repeat (a node keeps the value, or the absence, it had when
+//! the transaction first touched it; untouched nodes are read live); every node it touches is remembered with the generation it had
 //! in the store at first touch; a commit fails with EAGAIN when any of them
 //! changed meanwhile; abort discards everything. On commit, watches fire
 //! once per changed node, in the order the transaction first touched them.
@@ -11,6 +12,9 @@ use rustc_hash::FxHashMap;
 pub struct Transaction {
     /// Nodes as this transaction sees them; None = deleted here.
     overlay: FxHashMap<String, Option<Node>>,
+    /// Nodes as this transaction first read them (None = missing): reads
+    /// repeat, as in upstream, but commit never writes these back.
+    read: FxHashMap<String, Option<Node>>,
     /// Store generation at first access (None = did not exist), and the
     /// order of first access.
     accessed: FxHashMap<String, (Option<u64>, usize)>,
@@ -110,7 +114,12 @@ impl Tree for TxTree<'_> {
             return self.tx.overlay.get(path).unwrap().as_ref();
         }
         self.remember(path);
-        self.store.node(path)
+        let store = self.store;
+        self.tx
+            .read
+            .entry(path.to_string())
+            .or_insert_with(|| store.node(path).cloned())
+            .as_ref()
     }
 
     fn put(&mut self, path: &str, node: Node) {
@@ -151,6 +160,7 @@ mod tests {
     use super::*;
     use crate::perms::Identity;
     use crate::store::{self, Limits};
+    use crate::wire::XsError;
 
     const LIMITS: Limits = Limits {
         nodes: 1000,
@@ -220,6 +230,55 @@ mod tests {
         assert_eq!(r(&mut s, "/x/a").unwrap(), b"2");
         assert_eq!(r(&mut s, "/y/b"), None);
         assert!(s.check().is_empty(), "{:?}", s.check());
+    }
+
+    #[test]
+    fn reads_repeat_and_a_missing_node_stays_missing() {
+        let mut s = Store::new();
+        w(&mut s, "/a", "old");
+        let mut tx = Transaction::default();
+        assert_eq!(r(&mut tx.view(&s), "/a").unwrap(), b"old");
+        assert_eq!(r(&mut tx.view(&s), "/n"), None);
+        w(&mut s, "/a", "new");
+        w(&mut s, "/n/c", "v");
+        w(&mut s, "/later", "l");
+        assert_eq!(r(&mut tx.view(&s), "/a").unwrap(), b"old");
+        assert_eq!(r(&mut tx.view(&s), "/n"), None);
+        assert_eq!(
+            r(&mut tx.view(&s), "/n/c").unwrap(),
+            b"v",
+            "untouched: live"
+        );
+        assert_eq!(r(&mut tx.view(&s), "/later").unwrap(), b"l");
+        assert!(tx.commit(&mut s).is_err());
+    }
+
+    #[test]
+    fn commit_writes_back_nothing_merely_read() {
+        let mut s = Store::new();
+        w(&mut s, "/a", "1");
+        let generation = s.node("/a").unwrap().generation;
+        let mut tx = Transaction::default();
+        r(&mut tx.view(&s), "/a");
+        w(&mut tx.view(&s), "/b", "2");
+        tx.commit(&mut s).unwrap();
+        assert_eq!(s.node("/a").unwrap().generation, generation);
+    }
+
+    #[test]
+    fn rm_of_a_node_created_outside_as_upstream() {
+        let dom0 = Identity::dom0();
+        let mut s = Store::new();
+        let mut tx = Transaction::default();
+        w(&mut tx.view(&s), "/p", "");
+        w(&mut s, "/p/x", "");
+        let e = store::remove(&mut tx.view(&s), "/p/x", &dom0).unwrap_err();
+        assert_eq!(e.0, XsError::Eio, "its parent's copy lacks it");
+        let mut tx = Transaction::default();
+        assert_eq!(r(&mut tx.view(&s), "/f"), None);
+        w(&mut s, "/f/a/c", "");
+        let e = store::remove(&mut tx.view(&s), "/f/a", &dom0).unwrap_err();
+        assert_eq!(e.0, XsError::Einval, "its parent stays missing");
     }
 
     #[test]

@@ -1,0 +1,331 @@
+//! The raw-wire differential suite: every case in tests/conformance/cases is
+//! replayed on a fresh daemon and its replies compared with those recorded
+//! from Debian's C xenstored 4.17. The shim must agree except where a case is
+//! marked `differs:` (and listed in DIFFERENCES.md); oxenstored is a second
+//! opinion with its own `oxenstored:` marks.
+//!
+//! Re-record the expectations from C xenstored with
+//! `cargo test --test conformance record -- --ignored`.
+mod common;
+mod conformance {
+    pub mod case;
+    pub mod random;
+    pub mod replay;
+}
+
+use common::shim::Shim;
+use common::upstream::{Flavor, Upstream};
+use conformance::case::{self, Case, CaseFile};
+use conformance::replay::replay;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Far above a healthy run (C xenstored: 2 s, oxenstored: 30 s).
+const SUITE_DEADLINE: Duration = Duration::from_secs(120);
+
+fn cases_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/cases")
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Target {
+    Upstream(Flavor),
+    Shim,
+}
+
+impl Target {
+    fn name(self) -> &'static str {
+        match self {
+            Target::Upstream(f) => f.name(),
+            Target::Shim => "the shim",
+        }
+    }
+
+    /// Which mark lets this target differ from the recording, if any.
+    fn allowed(self, case: &Case) -> Option<&str> {
+        match self {
+            Target::Upstream(Flavor::C) => None,
+            Target::Upstream(Flavor::Ocaml) => case.oxenstored.as_deref(),
+            Target::Shim => case.differs.as_deref(),
+        }
+    }
+}
+
+/// Runs a case on a fresh daemon; the daemon must survive it.
+fn run_case(target: Target, case: &Case) -> Vec<Vec<String>> {
+    let mut got = match target {
+        Target::Upstream(flavor) => {
+            let mut d = Upstream::start(flavor);
+            let got = replay(case, &d.socket);
+            if !d.alive() {
+                return vec![vec![format!("{} died", target.name())]];
+            }
+            got
+        }
+        Target::Shim => {
+            let mut shim = Shim::start();
+            let got = replay(case, &shim.socket);
+            assert!(
+                matches!(shim.child.try_wait(), Ok(None)),
+                "{}: the shim died",
+                case.name
+            );
+            got
+        }
+    };
+    got.truncate(case.steps.len());
+    got
+}
+
+struct Outcome {
+    name: String,
+    allowed: Option<String>,
+    /// How the replies differ from C xenstored's.
+    diff: Option<String>,
+    /// How they differ from the shim's own `~` expectations of a
+    /// documented difference: always a failure.
+    pinned: Option<String>,
+}
+
+/// Replays every case on `workers` threads; returns outcomes in file order.
+fn run_all(target: Target, files: &[CaseFile]) -> Vec<Outcome> {
+    let cases: Vec<&Case> = files.iter().flat_map(|f| &f.cases).collect();
+    let next = AtomicUsize::new(0);
+    let results = Mutex::new(Vec::new());
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(case) = cases.get(i) else { break };
+                // A daemon that hangs on every case must not hold CI for
+                // long: the remaining cases count as differences.
+                let (diff, pinned) = if started.elapsed() > SUITE_DEADLINE {
+                    let why =
+                        format!("  not run: the suite passed its {SUITE_DEADLINE:?} deadline\n");
+                    (Some(why), None)
+                } else {
+                    let got = run_case(target, case);
+                    let pinned = match target {
+                        Target::Shim if case.steps.iter().any(|s| s.shim_expect.is_some()) => {
+                            let expect = case
+                                .steps
+                                .iter()
+                                .map(|s| s.shim_expect.as_ref().unwrap_or(&s.expect));
+                            describe_diff_from(expect, case, &got, "shim (~)")
+                        }
+                        _ => None,
+                    };
+                    (describe_diff(case, &got), pinned)
+                };
+                results.lock().unwrap().push((
+                    i,
+                    Outcome {
+                        name: case.name.clone(),
+                        allowed: target.allowed(case).map(str::to_string),
+                        diff,
+                        pinned,
+                    },
+                ));
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap();
+    results.sort_by_key(|r| r.0);
+    results.into_iter().map(|r| r.1).collect()
+}
+
+fn describe_diff(case: &Case, got: &[Vec<String>]) -> Option<String> {
+    let expect = case.steps.iter().map(|s| &s.expect);
+    describe_diff_from(expect, case, got, "C xenstored")
+}
+
+fn describe_diff_from<'a>(
+    expect: impl Iterator<Item = &'a Vec<String>>,
+    case: &Case,
+    got: &[Vec<String>],
+    whose: &str,
+) -> Option<String> {
+    let mut out = String::new();
+    let missing = vec!["(not run)".to_string()];
+    let got = got.iter().chain(std::iter::repeat(&missing));
+    for ((step, expect), got) in case.steps.iter().zip(expect).zip(got) {
+        if expect != got {
+            out.push_str(&format!(
+                "  step {} ({}):\n    {whose}: {:?}\n    got: {:?}\n",
+                step.line + 1,
+                step.conn,
+                expect,
+                got
+            ));
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Prints the tally and fails on any difference that is not marked.
+fn check(target: Target) {
+    let files = case::load_dir(&cases_dir());
+    let outcomes = run_all(target, &files);
+    let total = outcomes.len();
+    let differing: Vec<&Outcome> = outcomes.iter().filter(|o| o.diff.is_some()).collect();
+    let unexplained: Vec<&&Outcome> = differing.iter().filter(|o| o.allowed.is_none()).collect();
+    let off_pin: Vec<&Outcome> = outcomes.iter().filter(|o| o.pinned.is_some()).collect();
+    let agreeing_marked: Vec<&Outcome> = outcomes
+        .iter()
+        .filter(|o| o.diff.is_none() && o.allowed.is_some())
+        .collect();
+    let tally = format!(
+        "conformance vs {}: {total} cases, {} differ from C xenstored ({} documented, {} undocumented)\n",
+        target.name(),
+        differing.len(),
+        differing.len() - unexplained.len(),
+        unexplained.len()
+    );
+    // Straight to fd 2, past the test harness's capture: the tally is
+    // printed on success too.
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), tally.as_bytes());
+    for o in &differing {
+        let why = o.allowed.as_deref().unwrap_or("UNDOCUMENTED");
+        eprintln!("- {} [{why}]\n{}", o.name, o.diff.as_deref().unwrap());
+    }
+    for o in &agreeing_marked {
+        eprintln!(
+            "note: {} is marked as differing ({}) but now agrees",
+            o.name,
+            o.allowed.as_deref().unwrap()
+        );
+    }
+    for o in &off_pin {
+        eprintln!(
+            "- {} answers other than its documented difference:\n{}",
+            o.name,
+            o.pinned.as_deref().unwrap()
+        );
+    }
+    assert!(total >= 200, "only {total} cases");
+    assert!(
+        off_pin.is_empty(),
+        "{} documented differences not answered as documented (see above)",
+        off_pin.len()
+    );
+    assert!(
+        unexplained.is_empty(),
+        "{} undocumented differences from C xenstored (see above)",
+        unexplained.len()
+    );
+}
+
+#[test]
+fn c_xenstored_replays_its_recording() {
+    if !common::upstream::available(Flavor::C, "c_xenstored_replays_its_recording") {
+        return;
+    }
+    check(Target::Upstream(Flavor::C));
+}
+
+#[test]
+fn oxenstored_second_opinion() {
+    if !common::upstream::available(Flavor::Ocaml, "oxenstored_second_opinion") {
+        return;
+    }
+    check(Target::Upstream(Flavor::Ocaml));
+}
+
+#[test]
+fn shim_agrees_with_c_xenstored() {
+    check(Target::Shim);
+}
+
+/// Every case marked `differs:` is named in DIFFERENCES.md, so the list of
+/// deliberate differences stays complete.
+#[test]
+fn shim_differences_are_documented() {
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/DIFFERENCES.md"),
+    )
+    .unwrap();
+    let files = case::load_dir(&cases_dir());
+    let missing: Vec<&str> = files
+        .iter()
+        .flat_map(|f| &f.cases)
+        .filter(|c| c.differs.is_some() && !doc.contains(&format!("`{}`", c.name)))
+        .map(|c| c.name.as_str())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "cases marked differs: but not in DIFFERENCES.md: {missing:?}"
+    );
+}
+
+/// Not a test: rewrites every case file's expectations from C xenstored.
+/// `cargo test --test conformance record -- --ignored`
+#[test]
+#[ignore]
+fn record() {
+    assert!(common::upstream::available(Flavor::C, "record"));
+    for file in case::load_dir(&cases_dir()) {
+        let recorded: Vec<Vec<Vec<String>>> = file
+            .cases
+            .iter()
+            .map(|c| run_case(Target::Upstream(Flavor::C), c))
+            .collect();
+        std::fs::write(&file.path, case::rewrite(&file, &recorded)).unwrap();
+        eprintln!("recorded {}", file.path.display());
+    }
+}
+
+/// Seeded random sessions (tests/conformance/random.rs) replayed live on C
+/// xenstored and on the shim must get the same replies and events. A
+/// differing session is printed in the case syntax, ready for cases/*.xs.
+#[test]
+fn random_sessions_shim_agrees_with_c_xenstored() {
+    let test = "random_sessions_shim_agrees_with_c_xenstored";
+    if !common::upstream::available(Flavor::C, test) {
+        return;
+    }
+    // XS_RANDOM_SESSIONS=1000 explores further when hunting differences.
+    let sessions = std::env::var("XS_RANDOM_SESSIONS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(120u64);
+    let len = 40;
+    let next = AtomicUsize::new(1);
+    let differing = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed) as u64;
+                if seed > sessions {
+                    break;
+                }
+                let mut case = conformance::random::session(seed, len);
+                let reference = run_case(Target::Upstream(Flavor::C), &case);
+                for (step, msgs) in case.steps.iter_mut().zip(&reference) {
+                    step.expect = msgs.clone();
+                }
+                let got = run_case(Target::Shim, &case);
+                if let Some(diff) = describe_diff(&case, &got) {
+                    differing.lock().unwrap().push((seed, case, diff));
+                }
+            });
+        }
+    });
+    let mut differing = differing.into_inner().unwrap();
+    differing.sort_by_key(|d| d.0);
+    let tally = format!(
+        "random sessions vs the shim: {sessions} sessions of {len} requests, {} differ from C xenstored\n",
+        differing.len()
+    );
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), tally.as_bytes());
+    for (_, case, diff) in differing.iter().take(5) {
+        eprintln!("{}{diff}", conformance::random::to_dsl(case));
+    }
+    assert!(
+        differing.is_empty(),
+        "{} random sessions differ (first ones above; steps numbered from 1)",
+        differing.len()
+    );
+}

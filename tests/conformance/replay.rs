@@ -1,0 +1,244 @@
+//! Replays one case against a daemon's socket and renders what came back,
+//! step by step, in the case format's expectation syntax.
+
+use super::case::{quote, Action, Case, Tx};
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+/// Generous: the daemons answer in microseconds, but CI machines are shared.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long `quiet` waits for a message that should not come.
+const QUIET: Duration = Duration::from_millis(100);
+const WATCH_EVENT: u32 = 15;
+
+enum Conn {
+    Open(UnixStream),
+    Closed,
+}
+
+/// One rendered message list per step.
+pub fn replay(case: &Case, socket: &Path) -> Vec<Vec<String>> {
+    let mut conns: HashMap<String, Conn> = HashMap::new();
+    // Transaction ids the daemon chose, by variable: (connection, id).
+    let mut vars: HashMap<String, (String, u32)> = HashMap::new();
+    let mut next_req = 1u32;
+    let mut out = Vec::new();
+    for step in &case.steps {
+        let conn = conns.entry(step.conn.clone()).or_insert_with(|| {
+            let s = UnixStream::connect(socket)
+                .unwrap_or_else(|e| panic!("{}: connect {}: {e}", case.name, socket.display()));
+            Conn::Open(s)
+        });
+        let render = |msgs: Vec<Msg>, vars: &HashMap<String, (String, u32)>| -> Vec<String> {
+            msgs.iter().map(|m| m.render(&step.conn, vars)).collect()
+        };
+        let lines = match (&step.action, &mut *conn) {
+            (Action::Close, c) => {
+                *c = Conn::Closed;
+                vec![]
+            }
+            (_, Conn::Closed) => vec!["closed".to_string()],
+            (Action::Wait, Conn::Open(s)) => render(read_one(s, REPLY_TIMEOUT), &vars),
+            (Action::Quiet, Conn::Open(s)) => render(read_until_quiet(s), &vars),
+            (Action::Raw { bytes, wait }, Conn::Open(s)) => {
+                if s.write_all(bytes).is_err() {
+                    vec!["closed".to_string()]
+                } else if *wait {
+                    render(read_reply(s), &vars)
+                } else {
+                    vec![]
+                }
+            }
+            (
+                Action::Send {
+                    ty,
+                    req,
+                    tx,
+                    len,
+                    payload,
+                    wait,
+                    capture,
+                },
+                Conn::Open(s),
+            ) => {
+                let req_id = req.unwrap_or_else(|| {
+                    next_req += 1;
+                    next_req - 1
+                });
+                let tx_id = match tx {
+                    Tx::Num(n) => *n,
+                    Tx::Var(v) => {
+                        vars.get(v)
+                            .unwrap_or_else(|| panic!("{}: ${v} never captured", case.name))
+                            .1
+                    }
+                };
+                let mut bytes = Vec::with_capacity(16 + payload.len());
+                for word in [*ty, req_id, tx_id, len.unwrap_or(payload.len() as u32)] {
+                    bytes.extend_from_slice(&word.to_ne_bytes());
+                }
+                bytes.extend_from_slice(payload);
+                if s.write_all(&bytes).is_err() {
+                    vec!["closed".to_string()]
+                } else if !*wait {
+                    vec![]
+                } else {
+                    let msgs = read_reply(s);
+                    if let (Some(var), Some(reply)) = (capture, msgs.last()) {
+                        if let Some(id) = reply.tx_id_payload() {
+                            vars.insert(var.clone(), (step.conn.clone(), id));
+                        }
+                    }
+                    render(msgs, &vars)
+                }
+            }
+        };
+        if lines.iter().any(|l| l == "closed") {
+            if let Some(c) = conns.get_mut(&step.conn) {
+                *c = Conn::Closed;
+            }
+        }
+        // A daemon that stops answering would cost a timeout a step: give
+        // up on the case at the first timeout the recording does not have.
+        let stalled =
+            lines.iter().any(|l| l == "timeout") && !step.expect.contains(&"timeout".to_string());
+        out.push(lines);
+        if stalled {
+            break;
+        }
+    }
+    out
+}
+
+pub struct Msg {
+    pub ty: u32,
+    pub req_id: u32,
+    pub tx_id: u32,
+    pub payload: Vec<u8>,
+    /// Set instead of a message: "closed" or "timeout".
+    pub end: Option<&'static str>,
+}
+
+impl Msg {
+    fn end(what: &'static str) -> Msg {
+        Msg {
+            ty: 0,
+            req_id: 0,
+            tx_id: 0,
+            payload: vec![],
+            end: Some(what),
+        }
+    }
+
+    /// The id in a TRANSACTION_START reply ("12\0").
+    fn tx_id_payload(&self) -> Option<u32> {
+        if self.ty != 6 || self.end.is_some() {
+            return None;
+        }
+        let text = std::str::from_utf8(&self.payload).ok()?;
+        text.trim_end_matches('\0').parse().ok()
+    }
+
+    /// `TYPE req=N tx=N "payload"`; transaction ids this connection captured
+    /// are shown as their variable, since daemons may number them differently.
+    fn render(&self, conn: &str, vars: &HashMap<String, (String, u32)>) -> String {
+        if let Some(end) = self.end {
+            return end.to_string();
+        }
+        let var_of = |id: u32| {
+            let mut names: Vec<&String> = vars
+                .iter()
+                .filter(|(_, (c, v))| c == conn && *v == id)
+                .map(|(n, _)| n)
+                .collect();
+            names.sort();
+            names.first().map(|n| format!("${n}"))
+        };
+        let ty = xenstored_probes::wire::msg_name(self.ty)
+            .map(|n| n.trim_start_matches("XS_").to_string())
+            .unwrap_or_else(|| self.ty.to_string());
+        let tx = match self.tx_id {
+            0 => "0".to_string(),
+            id => var_of(id).unwrap_or(id.to_string()),
+        };
+        let payload = match self.tx_id_payload().and_then(var_of) {
+            Some(var) => format!("\"{var}\\0\""),
+            None => quote(&self.payload),
+        };
+        format!("{ty} req={} tx={tx} {payload}", self.req_id)
+    }
+}
+
+/// Messages up to and including the first that is not a watch event.
+fn read_reply(s: &mut UnixStream) -> Vec<Msg> {
+    let mut msgs = Vec::new();
+    loop {
+        let mut one = read_one(s, REPLY_TIMEOUT);
+        let m = one.pop().unwrap();
+        let done = m.end.is_some() || m.ty != WATCH_EVENT;
+        msgs.push(m);
+        if done {
+            return msgs;
+        }
+    }
+}
+
+/// Whatever arrives before a short silence (nothing, usually).
+fn read_until_quiet(s: &mut UnixStream) -> Vec<Msg> {
+    let mut msgs = Vec::new();
+    loop {
+        let m = read_one(s, QUIET).pop().unwrap();
+        match m.end {
+            Some("timeout") => return msgs,
+            Some(_) => {
+                msgs.push(m);
+                return msgs;
+            }
+            None => msgs.push(m),
+        }
+    }
+}
+
+fn read_one(s: &mut UnixStream, timeout: Duration) -> Vec<Msg> {
+    s.set_read_timeout(Some(timeout)).unwrap();
+    let mut header = [0u8; 16];
+    match read_exact(s, &mut header) {
+        Ok(()) => {}
+        Err(e) => return vec![Msg::end(e)],
+    }
+    let word = |i: usize| u32::from_ne_bytes(header[i * 4..i * 4 + 4].try_into().unwrap());
+    let len = word(3) as usize;
+    if len > 1 << 20 {
+        return vec![Msg::end("closed")];
+    }
+    let mut payload = vec![0u8; len];
+    if let Err(e) = read_exact(s, &mut payload) {
+        return vec![Msg::end(e)];
+    }
+    vec![Msg {
+        ty: word(0),
+        req_id: word(1),
+        tx_id: word(2),
+        payload,
+        end: None,
+    }]
+}
+
+fn read_exact(s: &mut UnixStream, buf: &mut [u8]) -> Result<(), &'static str> {
+    let mut got = 0;
+    while got < buf.len() {
+        match s.read(&mut buf[got..]) {
+            Ok(0) => return Err("closed"),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return Err(if got == 0 { "timeout" } else { "closed" });
+            }
+            Err(_) => return Err("closed"),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,453 @@
+/*
+ * xenstub: an LD_PRELOAD library that lets Debian's upstream xenstored (C)
+ * and oxenstored run without a hypervisor, so the test suite can compare the
+ * shim with them byte for byte.
+ *
+ * Faked: the libxenctrl / libxengnttab / libxenevtchn entry points the two
+ * daemons call, the files /proc/xen/xsd_port and /proc/xen/xsd_kva, the
+ * compiled-in /var/run/xenstored directory of oxenstored, and raising
+ * RLIMIT_NOFILE (clamped to the hard limit instead of failing).
+ *
+ * Environment:
+ *   XENSTUB_DIR      directory that replaces /var/run/xenstored (required for
+ *                    oxenstored; C xenstored takes XENSTORED_RUNDIR instead)
+ *   XENSTUB_DOMIDS   domids that exist and run, "0-99,200" style; default
+ *                    every domid (a daemon without a hypervisor, like the
+ *                    shim, cannot tell a domain is gone)
+ *
+ * Built by the test harness: cc -shared -fPIC -o libxenstub.so xenstub.c -ldl
+ * Event channels are eventfds that are never signalled; grant maps and
+ * foreign maps are zeroed anonymous pages, so domain rings stay empty.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <xenctrl.h>
+#include <xenevtchn.h>
+#include <xengnttab.h>
+
+#define PAGE 4096
+#define RUN_DIR "/var/run/xenstored"
+
+/* ---- which domains exist ------------------------------------------- */
+
+static int domid_exists(uint32_t domid)
+{
+	const char *spec = getenv("XENSTUB_DOMIDS");
+	if (!spec || !*spec)
+		return domid < DOMID_FIRST_RESERVED;
+	while (*spec) {
+		char *end;
+		unsigned long lo = strtoul(spec, &end, 10), hi = lo;
+		if (end == spec)
+			return 0;
+		if (*end == '-')
+			hi = strtoul(end + 1, &end, 10);
+		if (domid >= lo && domid <= hi)
+			return 1;
+		spec = (*end == ',') ? end + 1 : end;
+		if (*end && *end != ',')
+			return 0;
+	}
+	return 0;
+}
+
+/* The first existing domid >= from, or -1. */
+static long next_domid(uint32_t from)
+{
+	for (uint32_t d = from; d < DOMID_FIRST_RESERVED; d++)
+		if (domid_exists(d))
+			return d;
+	return -1;
+}
+
+/* ---- libxenctrl ---------------------------------------------------- */
+
+static char fake_xc;
+
+xc_interface *xc_interface_open(xentoollog_logger *logger,
+				xentoollog_logger *dombuild_logger,
+				unsigned open_flags)
+{
+	(void)logger; (void)dombuild_logger; (void)open_flags;
+	return (xc_interface *)&fake_xc;
+}
+
+int xc_interface_close(xc_interface *xch)
+{
+	(void)xch;
+	return 0;
+}
+
+int xc_domain_getinfo(xc_interface *xch, uint32_t first_domid,
+		      unsigned int max_doms, xc_dominfo_t *info)
+{
+	unsigned int n = 0;
+	long d = first_domid;
+	(void)xch;
+	while (n < max_doms && (d = next_domid(d)) >= 0) {
+		memset(&info[n], 0, sizeof(info[n]));
+		info[n].domid = d;
+		info[n].running = 1;
+		info[n].nr_online_vcpus = 1;
+		n++;
+		d++;
+	}
+	return n;
+}
+
+int xc_domain_getinfolist(xc_interface *xch, uint32_t first_domain,
+			  unsigned int max_domains, xc_domaininfo_t *info)
+{
+	unsigned int n = 0;
+	long d = first_domain;
+	(void)xch;
+	while (n < max_domains && (d = next_domid(d)) >= 0) {
+		memset(&info[n], 0, sizeof(info[n]));
+		info[n].domain = d;
+		info[n].flags = XEN_DOMINF_running;
+		info[n].max_vcpu_id = 0;
+		n++;
+		d++;
+	}
+	return n;
+}
+
+static void *zero_page(void)
+{
+	void *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void *xc_map_foreign_range(xc_interface *xch, uint32_t dom, int size,
+			   int prot, unsigned long mfn)
+{
+	(void)xch; (void)dom; (void)prot; (void)mfn;
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* ---- libxengnttab -------------------------------------------------- */
+
+static char fake_gnttab;
+
+xengnttab_handle *xengnttab_open(xentoollog_logger *logger,
+				 unsigned open_flags)
+{
+	(void)logger; (void)open_flags;
+	return (xengnttab_handle *)&fake_gnttab;
+}
+
+int xengnttab_close(xengnttab_handle *xgt)
+{
+	(void)xgt;
+	return 0;
+}
+
+int xengnttab_set_max_grants(xengnttab_handle *xgt, uint32_t nr_grants)
+{
+	(void)xgt; (void)nr_grants;
+	return 0;
+}
+
+void *xengnttab_map_grant_ref(xengnttab_handle *xgt, uint32_t domid,
+			      uint32_t ref, int prot)
+{
+	(void)xgt; (void)domid; (void)ref; (void)prot;
+	return zero_page();
+}
+
+int xengnttab_unmap(xengnttab_handle *xgt, void *start_address,
+		    uint32_t count)
+{
+	(void)xgt;
+	return munmap(start_address, (size_t)count * PAGE);
+}
+
+/* ---- libxenevtchn -------------------------------------------------- */
+
+struct xenevtchn_handle {
+	int fd;
+};
+
+static evtchn_port_t next_port = 1;
+
+static xenevtchn_handle *new_evtchn(int fd)
+{
+	xenevtchn_handle *h = calloc(1, sizeof(*h));
+	if (!h)
+		return NULL;
+	h->fd = fd >= 0 ? fd : eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	return h;
+}
+
+xenevtchn_handle *xenevtchn_open(xentoollog_logger *logger,
+				 unsigned open_flags)
+{
+	(void)logger; (void)open_flags;
+	return new_evtchn(-1);
+}
+
+xenevtchn_handle *xenevtchn_fdopen(struct xentoollog_logger *logger,
+				   int fd, unsigned open_flags)
+{
+	(void)logger; (void)open_flags;
+	return new_evtchn(fd);
+}
+
+int xenevtchn_close(xenevtchn_handle *xce)
+{
+	if (xce) {
+		close(xce->fd);
+		free(xce);
+	}
+	return 0;
+}
+
+int xenevtchn_fd(xenevtchn_handle *xce)
+{
+	return xce->fd;
+}
+
+int xenevtchn_notify(xenevtchn_handle *xce, evtchn_port_t port)
+{
+	(void)xce; (void)port;
+	return 0;
+}
+
+xenevtchn_port_or_error_t xenevtchn_bind_unbound_port(xenevtchn_handle *xce,
+						      uint32_t domid)
+{
+	(void)xce; (void)domid;
+	return next_port++;
+}
+
+xenevtchn_port_or_error_t
+xenevtchn_bind_interdomain(xenevtchn_handle *xce, uint32_t domid,
+			   evtchn_port_t remote_port)
+{
+	(void)xce; (void)domid; (void)remote_port;
+	return next_port++;
+}
+
+xenevtchn_port_or_error_t xenevtchn_bind_virq(xenevtchn_handle *xce,
+					      unsigned int virq)
+{
+	(void)xce; (void)virq;
+	return next_port++;
+}
+
+int xenevtchn_unbind(xenevtchn_handle *xce, evtchn_port_t port)
+{
+	(void)xce; (void)port;
+	return 0;
+}
+
+xenevtchn_port_or_error_t xenevtchn_pending(xenevtchn_handle *xce)
+{
+	(void)xce;
+	errno = EAGAIN;
+	return -1;
+}
+
+int xenevtchn_unmask(xenevtchn_handle *xce, evtchn_port_t port)
+{
+	(void)xce; (void)port;
+	return 0;
+}
+
+/* ---- files and paths ----------------------------------------------- */
+
+/* A memfd standing in for a /proc/xen file, or -2 when path is not one. */
+static int proc_xen_fd(const char *path)
+{
+	int fd;
+	if (!path)
+		return -2;
+	if (strcmp(path, "/proc/xen/xsd_port") == 0) {
+		fd = memfd_create("xsd_port", MFD_CLOEXEC);
+		/* No newline: oxenstored parses it with int_of_string. */
+		if (fd >= 0 && (write(fd, "1", 1) != 1 ||
+				lseek(fd, 0, SEEK_SET) != 0))
+			return -1;
+		return fd;
+	}
+	if (strcmp(path, "/proc/xen/xsd_kva") == 0) {
+		fd = memfd_create("xsd_kva", MFD_CLOEXEC);
+		if (fd >= 0 && ftruncate(fd, PAGE) != 0)
+			return -1;
+		return fd;
+	}
+	return -2;
+}
+
+/*
+ * /var/run/xenstored/... rewritten under XENSTUB_DIR. Returns path itself
+ * when nothing needs rewriting, else buf.
+ */
+static const char *rewrite(const char *path, char *buf, size_t len)
+{
+	const char *dir = getenv("XENSTUB_DIR");
+	size_t n = strlen(RUN_DIR);
+	if (!path || !dir || strncmp(path, RUN_DIR, n) != 0 ||
+	    (path[n] != '\0' && path[n] != '/'))
+		return path;
+	if ((size_t)snprintf(buf, len, "%s%s", dir, path + n) >= len)
+		return path;
+	return buf;
+}
+
+#define REAL(ret, name, ...)                                             \
+	static ret (*real_##name)(__VA_ARGS__);                          \
+	if (!real_##name)                                                \
+		real_##name = (ret(*)(__VA_ARGS__))dlsym(RTLD_NEXT, #name)
+
+static mode_t open_mode(int flags, va_list ap)
+{
+	return (flags & (O_CREAT | O_TMPFILE)) ? va_arg(ap, mode_t) : 0;
+}
+
+int open(const char *path, int flags, ...)
+{
+	char buf[PATH_MAX];
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = open_mode(flags, ap);
+	va_end(ap);
+	int fd = proc_xen_fd(path);
+	if (fd != -2)
+		return fd;
+	REAL(int, open, const char *, int, ...);
+	return real_open(rewrite(path, buf, sizeof(buf)), flags, mode);
+}
+
+int open64(const char *path, int flags, ...)
+{
+	char buf[PATH_MAX];
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = open_mode(flags, ap);
+	va_end(ap);
+	int fd = proc_xen_fd(path);
+	if (fd != -2)
+		return fd;
+	REAL(int, open64, const char *, int, ...);
+	return real_open64(rewrite(path, buf, sizeof(buf)), flags, mode);
+}
+
+FILE *fopen(const char *path, const char *mode)
+{
+	char buf[PATH_MAX];
+	int fd = proc_xen_fd(path);
+	if (fd >= 0)
+		return fdopen(fd, strchr(mode, 'w') ? "r+" : "r");
+	REAL(FILE *, fopen, const char *, const char *);
+	return real_fopen(rewrite(path, buf, sizeof(buf)), mode);
+}
+
+int bind(int sock, const struct sockaddr *addr, socklen_t len)
+{
+	REAL(int, bind, int, const struct sockaddr *, socklen_t);
+	if (addr && addr->sa_family == AF_UNIX) {
+		const struct sockaddr_un *un = (const void *)addr;
+		char buf[PATH_MAX];
+		const char *p = rewrite(un->sun_path, buf, sizeof(buf));
+		if (p != un->sun_path) {
+			struct sockaddr_un moved = { .sun_family = AF_UNIX };
+			if (strlen(p) >= sizeof(moved.sun_path)) {
+				errno = ENAMETOOLONG;
+				return -1;
+			}
+			strcpy(moved.sun_path, p);
+			return real_bind(sock, (void *)&moved, sizeof(moved));
+		}
+	}
+	return real_bind(sock, addr, len);
+}
+
+#define PATH_WRAPPER(ret, name, ...)                                     \
+	ret name(const char *path, ##__VA_ARGS__)
+
+PATH_WRAPPER(int, mkdir, mode_t mode)
+{
+	char buf[PATH_MAX];
+	REAL(int, mkdir, const char *, mode_t);
+	return real_mkdir(rewrite(path, buf, sizeof(buf)), mode);
+}
+
+PATH_WRAPPER(int, unlink)
+{
+	char buf[PATH_MAX];
+	REAL(int, unlink, const char *);
+	return real_unlink(rewrite(path, buf, sizeof(buf)));
+}
+
+PATH_WRAPPER(int, access, int mode)
+{
+	char buf[PATH_MAX];
+	REAL(int, access, const char *, int);
+	return real_access(rewrite(path, buf, sizeof(buf)), mode);
+}
+
+PATH_WRAPPER(int, stat, struct stat *st)
+{
+	char buf[PATH_MAX];
+	REAL(int, stat, const char *, struct stat *);
+	return real_stat(rewrite(path, buf, sizeof(buf)), st);
+}
+
+PATH_WRAPPER(int, stat64, struct stat64 *st)
+{
+	char buf[PATH_MAX];
+	REAL(int, stat64, const char *, struct stat64 *);
+	return real_stat64(rewrite(path, buf, sizeof(buf)), st);
+}
+
+PATH_WRAPPER(DIR *, opendir)
+{
+	char buf[PATH_MAX];
+	REAL(DIR *, opendir, const char *);
+	return real_opendir(rewrite(path, buf, sizeof(buf)));
+}
+
+PATH_WRAPPER(char *, realpath, char *resolved)
+{
+	char buf[PATH_MAX];
+	REAL(char *, realpath, const char *, char *);
+	return real_realpath(rewrite(path, buf, sizeof(buf)), resolved);
+}
+
+/* oxenstored dies when it cannot raise RLIMIT_NOFILE: clamp to the hard limit. */
+int setrlimit(__rlimit_resource_t resource, const struct rlimit *rl)
+{
+	REAL(int, setrlimit, __rlimit_resource_t, const struct rlimit *);
+	if (resource == RLIMIT_NOFILE) {
+		struct rlimit now, want = *rl;
+		if (getrlimit(RLIMIT_NOFILE, &now) == 0) {
+			if (want.rlim_max > now.rlim_max)
+				want.rlim_max = now.rlim_max;
+			if (want.rlim_cur > want.rlim_max)
+				want.rlim_cur = want.rlim_max;
+		}
+		return real_setrlimit(resource, &want);
+	}
+	return real_setrlimit(resource, rl);
+}

@@ -1,0 +1,244 @@
+//! Debian's clients (xenstore-utils, pyxs) must not tell the shim from C
+//! xenstored: tests/conformance/clients/transcript.txt and pyxs_session.py
+//! run against both, and every command's exit status, stdout and stderr must
+//! match, except lines marked `## differs: <reason>` (see DIFFERENCES.md).
+mod common;
+
+use common::shim::Shim;
+use common::upstream::{Flavor, Upstream};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
+
+fn clients_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/clients")
+}
+
+struct Line {
+    command: Vec<String>,
+    /// Why the shim differs here (`## differs: <reason>`).
+    differs: Option<String>,
+    /// Why oxenstored differs here (`## oxenstored: <reason>`).
+    oxenstored: Option<String>,
+}
+
+fn transcript() -> Vec<Line> {
+    std::fs::read_to_string(clients_dir().join("transcript.txt"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let mark = |key: &str| {
+                l.split("## ")
+                    .find_map(|m| m.strip_prefix(key))
+                    .map(|why| why.trim().to_string())
+            };
+            Line {
+                command: l
+                    .split("##")
+                    .next()
+                    .unwrap()
+                    .split_whitespace()
+                    .map(str::to_string)
+                    .collect(),
+                differs: mark("differs:"),
+                oxenstored: mark("oxenstored:"),
+            }
+        })
+        .collect()
+}
+
+fn describe(out: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs every transcript line against the daemon on `socket`; one rendered
+/// result per line.
+fn run_transcript(socket: &Path, lines: &[Line]) -> Vec<String> {
+    // A background command: the child, its first stdout line, the rest.
+    let mut background: Option<(Child, String, JoinHandle<String>)> = None;
+    let mut results = Vec::new();
+    for line in lines {
+        let cmd = &line.command;
+        if cmd[0] == "wait" {
+            let (mut child, first, rest) = background.take().expect("wait without &");
+            let status = child.wait().unwrap();
+            let mut stderr = Vec::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_end(&mut stderr)
+                .unwrap();
+            let out = std::process::Output {
+                status,
+                stdout: rest.join().unwrap().into_bytes(),
+                stderr,
+            };
+            results.push(format!("first line: {first}{}", describe(&out)));
+            continue;
+        }
+        let (background_start, argv) = match cmd[0].as_str() {
+            "&" => (true, &cmd[1..]),
+            _ => (false, &cmd[..]),
+        };
+        let mut command = Command::new(&argv[0]);
+        command
+            .args(&argv[1..])
+            .env("XENSTORED_PATH", socket)
+            .stdin(Stdio::null());
+        if background_start {
+            let mut child = command
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap_or_else(|e| panic!("{}: {e}", argv[0]));
+            // Its first line (the watch's initial event) proves the watch is
+            // registered before the next command runs.
+            let mut stdout = BufReader::new(child.stdout.take().unwrap());
+            let mut first = String::new();
+            stdout.read_line(&mut first).unwrap();
+            let mut rest = String::new();
+            let reader = std::thread::spawn(move || {
+                stdout.read_to_string(&mut rest).unwrap();
+                rest
+            });
+            background = Some((child, first, reader));
+            results.push(String::new());
+        } else {
+            let out = command
+                .output()
+                .unwrap_or_else(|e| panic!("{}: {e}", argv[0]));
+            results.push(describe(&out));
+        }
+    }
+    results
+}
+
+fn pyxs_session(socket: &Path) -> String {
+    let out = Command::new("/usr/bin/python3")
+        .arg(clients_dir().join("pyxs_session.py"))
+        .arg(socket)
+        .output()
+        .expect("/usr/bin/python3");
+    describe(&out)
+}
+
+fn clients_installed(test: &str) -> bool {
+    let missing = ["/usr/bin/xenstore-read", "/usr/bin/python3"]
+        .into_iter()
+        .find(|p| !Path::new(p).exists());
+    match missing {
+        None => true,
+        Some(p) if std::env::var_os("CI").is_some() => {
+            panic!("{test}: {p} missing, and CI is set: this test must run")
+        }
+        Some(p) => {
+            eprintln!("\n*** SKIPPING {test}: {p} missing (CI unset) ***\n");
+            false
+        }
+    }
+}
+
+/// Compares a transcript run with the C xenstored one; `allowed` picks
+/// the mark that excuses a line. Panics on unexcused differences.
+fn compare(who: &str, lines: &[Line], got: &[String], allowed: fn(&Line) -> Option<&str>) {
+    let reference = run_transcript(&Upstream::start(Flavor::C).socket, lines);
+    let mut undocumented = 0;
+    let mut differing = 0;
+    for ((line, c), s) in lines.iter().zip(&reference).zip(got) {
+        if c != s {
+            differing += 1;
+            let why = allowed(line).unwrap_or_else(|| {
+                undocumented += 1;
+                "UNDOCUMENTED"
+            });
+            eprintln!(
+                "- `{}` [{why}]\n  C xenstored: {c:?}\n  {who}: {s:?}",
+                line.command.join(" ")
+            );
+        }
+    }
+    let tally = format!(
+        "xenstore-utils transcript vs {who}: {} commands, {differing} differ from C xenstored ({undocumented} undocumented)\n",
+        lines.len()
+    );
+    // Past the test harness's capture: printed on success too.
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), tally.as_bytes());
+    assert_eq!(undocumented, 0, "undocumented differences (see above)");
+}
+
+#[test]
+fn xenstore_utils_transcript_matches_c_xenstored() {
+    let test = "xenstore_utils_transcript_matches_c_xenstored";
+    if !clients_installed(test) || !common::upstream::available(Flavor::C, test) {
+        return;
+    }
+    let lines = transcript();
+    let shim = Shim::start();
+    let got = run_transcript(&shim.socket, &lines);
+    compare("the shim", &lines, &got, |l| l.differs.as_deref());
+}
+
+#[test]
+fn xenstore_utils_transcript_oxenstored_second_opinion() {
+    let test = "xenstore_utils_transcript_oxenstored_second_opinion";
+    if !clients_installed(test) || !common::upstream::available(Flavor::Ocaml, test) {
+        return;
+    }
+    let lines = transcript();
+    let got = run_transcript(&Upstream::start(Flavor::Ocaml).socket, &lines);
+    compare("oxenstored", &lines, &got, |l| l.oxenstored.as_deref());
+}
+
+#[test]
+fn pyxs_session_matches_c_xenstored() {
+    let test = "pyxs_session_matches_c_xenstored";
+    if !clients_installed(test) || !common::upstream::available(Flavor::C, test) {
+        return;
+    }
+    let reference = pyxs_session(&Upstream::start(Flavor::C).socket);
+    assert!(
+        reference.starts_with("exit Some(0)"),
+        "the pyxs session fails against C xenstored itself:\n{reference}"
+    );
+    let shim = Shim::start();
+    let got = pyxs_session(&shim.socket);
+    assert_eq!(got, reference, "pyxs: shim vs C xenstored");
+}
+
+/// The transcript is meaningful: against C xenstored the commands really
+/// read back what they wrote, and the watch really saw the writes.
+#[test]
+fn transcript_exercises_c_xenstored() {
+    let test = "transcript_exercises_c_xenstored";
+    if !clients_installed(test) || !common::upstream::available(Flavor::C, test) {
+        return;
+    }
+    let lines = transcript();
+    let out = run_transcript(&Upstream::start(Flavor::C).socket, &lines);
+    let all = out.join("\n");
+    assert!(all.contains("stdout: 1\ntwo\ndeep\n"), "{all}");
+    assert!(all.contains("/t/w/one"), "{all}");
+    assert!(out.iter().any(|o| o.starts_with("exit Some(1)")), "{all}");
+}
+
+#[test]
+fn pyxs_session_oxenstored_second_opinion() {
+    let test = "pyxs_session_oxenstored_second_opinion";
+    if !clients_installed(test)
+        || !common::upstream::available(Flavor::C, test)
+        || !common::upstream::available(Flavor::Ocaml, test)
+    {
+        return;
+    }
+    let reference = pyxs_session(&Upstream::start(Flavor::C).socket);
+    let got = pyxs_session(&Upstream::start(Flavor::Ocaml).socket);
+    assert_eq!(got, reference, "pyxs: oxenstored vs C xenstored");
+}

@@ -1,0 +1,83 @@
+//! The upstream peer harness itself: both Debian daemons run without Xen
+//! under tests/peer/xenstub.c, serve real clients on a private socket, honour
+//! XENSTUB_DOMIDS, and are gone once dropped.
+mod common;
+
+use common::upstream::{Flavor, Upstream};
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+
+/// One request on a fresh connection; returns (type, payload).
+fn request(daemon: &Upstream, ty: u32, payload: &[u8]) -> (u32, Vec<u8>) {
+    let mut s = UnixStream::connect(&daemon.socket).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let mut msg = Vec::new();
+    for word in [ty, 1, 0, payload.len() as u32] {
+        msg.extend_from_slice(&word.to_ne_bytes());
+    }
+    msg.extend_from_slice(payload);
+    s.write_all(&msg).unwrap();
+    let mut header = [0u8; 16];
+    s.read_exact(&mut header).unwrap();
+    let word = |i: usize| u32::from_ne_bytes(header[i * 4..i * 4 + 4].try_into().unwrap());
+    let mut body = vec![0u8; word(3) as usize];
+    s.read_exact(&mut body).unwrap();
+    (word(0), body)
+}
+
+fn serves_clients_and_dies_on_drop(flavor: Flavor) {
+    let test = format!("serves_clients_and_dies_on_drop({})", flavor.name());
+    if !common::upstream::available(flavor, &test) {
+        return;
+    }
+    let mut daemon = Upstream::start(flavor);
+    let pid = daemon.pid();
+    let out = daemon
+        .client("xenstore-write")
+        .args(["/peer/key", "value"])
+        .output()
+        .expect("xenstore-write (xenstore-utils)");
+    assert!(out.status.success(), "{out:?}");
+    let out = daemon
+        .client("xenstore-read")
+        .arg("/peer/key")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "value\n");
+    // Dom0 was set up through the stub: its domain path and introduction.
+    assert_eq!(request(&daemon, 17, b"0\0"), (17, b"T\0".to_vec()));
+    assert!(daemon.alive());
+    drop(daemon);
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "{} still running after drop",
+        flavor.name()
+    );
+}
+
+#[test]
+fn c_xenstored_serves_clients_and_dies_on_drop() {
+    serves_clients_and_dies_on_drop(Flavor::C);
+}
+
+#[test]
+fn oxenstored_serves_clients_and_dies_on_drop() {
+    serves_clients_and_dies_on_drop(Flavor::Ocaml);
+}
+
+/// C xenstored asks the (stubbed) hypervisor whether a permission's domain
+/// exists; XENSTUB_DOMIDS decides.
+#[test]
+fn stub_domids_decide_which_domains_exist() {
+    if !common::upstream::available(Flavor::C, "stub_domids_decide_which_domains_exist") {
+        return;
+    }
+    let daemon = Upstream::start_with_env(Flavor::C, &[], &[("XENSTUB_DOMIDS", "0-9,12")]);
+    assert_eq!(request(&daemon, 11, b"/p\0v").0, 11);
+    let set_perms = |perm: &str| request(&daemon, 14, format!("/p\0{perm}\0").as_bytes());
+    assert_eq!(set_perms("n9"), (14, b"OK\0".to_vec()));
+    assert_eq!(set_perms("n12"), (14, b"OK\0".to_vec()));
+    assert_eq!(set_perms("n10"), (16, b"ENOENT\0".to_vec()));
+    assert_eq!(set_perms("n13"), (16, b"ENOENT\0".to_vec()));
+}
