@@ -123,7 +123,7 @@ fn ratios_where(
 }
 
 struct Goal {
-    what: &'static str,
+    what: String,
     target: &'static str,
     measured: String,
     met: Option<bool>,
@@ -175,7 +175,7 @@ fn goals(r: &Results) -> Vec<Goal> {
                 c.conns == conns && c.client == Client::Raw && (conns > 1 || c.pin == Pin::Cpu0)
             });
             g.push(Goal {
-                what,
+                what: what.to_string(),
                 target,
                 measured,
                 met: min.map(|m| m >= want),
@@ -208,7 +208,7 @@ fn goals(r: &Results) -> Vec<Goal> {
             mean_cpu.map_or("?".into(), |c| format!("{c:+.1}%"))
         ));
         g.push(Goal {
-            what: "idle probes: throughput cost (mean over cases)",
+            what: "idle probes: throughput cost (mean over cases)".to_string(),
             target: "≤ 1%",
             measured: parts.join(", "),
             met: mean_cost.map(|w| w <= 1.0),
@@ -218,14 +218,14 @@ fn goals(r: &Results) -> Vec<Goal> {
         let c = &s.comparison;
         let (m, min) = ratios_where(c, 2, 0, |_| true);
         g.push(Goal {
-            what: "snooped by xenstore-snoop ÷ unsnooped ops/s",
+            what: "snooped by xenstore-snoop ÷ unsnooped ops/s".to_string(),
             target: "≥ 0.85",
             measured: m,
             met: min.map(|x| x >= 0.85),
         });
         let (m, min) = ratios_where(c, 2, 3, |_| true);
         g.push(Goal {
-            what: "snooped by xenstore-snoop ÷ snooped by bpftrace ops/s",
+            what: "snooped by xenstore-snoop ÷ snooped by bpftrace ops/s".to_string(),
             target: "≥ 2.5",
             measured: m,
             met: min.map(|x| x >= 2.5),
@@ -236,7 +236,7 @@ fn goals(r: &Results) -> Vec<Goal> {
         let (bare, snoop) = (costs[1], costs[2]);
         let ratio = bare.zip(snoop).map(|(b, s)| s / b);
         g.push(Goal {
-            what: "xenstore-snoop ÷ bare uprobe, ns per firing",
+            what: "xenstore-snoop ÷ bare uprobe, ns per firing".to_string(),
             target: "≤ 1.3",
             measured: match (bare, snoop, ratio) {
                 (Some(b), Some(s), Some(x)) => format!("{s:.0} ns ÷ {b:.0} ns = {x:.2}"),
@@ -248,7 +248,7 @@ fn goals(r: &Results) -> Vec<Goal> {
     if let Some(Ok(steps)) = &r.loss {
         let best = zero_loss_rate(steps);
         g.push(Goal {
-            what: "highest event rate with zero loss",
+            what: "highest event rate with zero loss".to_string(),
             target: "≥ 500k events/s",
             measured: best.map_or("none without loss".into(), |b| {
                 format!("{} events/s", ops(b))
@@ -265,7 +265,10 @@ fn goals(r: &Results) -> Vec<Goal> {
         };
         let ratio = rss("shim").zip(rss("C xenstored")).map(|(a, b)| a / b);
         g.push(Goal {
-            what: "shim RSS ÷ C xenstored RSS, 100k nodes",
+            what: format!(
+                "shim RSS ÷ C xenstored RSS, {} nodes",
+                r.budget.memory_nodes
+            ),
             target: "≤ 1.0",
             measured: ratio.map_or(String::new(), |x| format!("{x:.2}")),
             met: ratio.map(|x| x <= 1.0),
