@@ -223,7 +223,9 @@ pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopRes
 /// Section 4: Per-firing cost on the probe loop: no tracer, a bare uprobe with
 /// no reader, xenstore-snoop, bpftrace. Samples' ops_per_s are events/s.
 pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Comparison {
-    let mut lp = ProbeLoop::start(&b.probe_loop);
+    // The loop on CPU 0; a tracer's reader is left the other CPU(s).
+    let mut lp = ProbeLoop::start(&b.probe_loop)
+        .and_then(|lp| Pin::Cpu0.apply_to_process(lp.pid()).map(|_| lp));
     let snoop = TracerKind::Snoop {
         binary: b.snoop.clone(),
     };
@@ -231,7 +233,7 @@ pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compar
         script: bpftrace_script.to_path_buf(),
     };
     let secs = budget.run.as_secs_f64() / 2.0;
-    let case = Case::raw(Workload::Read, 1, Pin::Free);
+    let case = Case::raw(Workload::Read, 1, Pin::Cpu0);
     Comparison::run(
         "per firing",
         &[
@@ -241,7 +243,7 @@ pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compar
             "bpftrace",
         ],
         vec![case],
-        budget.rounds,
+        2 * budget.rounds,
         |_, k| {
             let lp = lp.as_mut().map_err(|e| anyhow!("{e:#}"))?;
             let fire = |lp: &mut ProbeLoop| -> Result<Sample> {

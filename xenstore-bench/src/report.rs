@@ -397,11 +397,12 @@ pub fn render(r: &Results) -> String {
             s,
             "\n## 4. Per-firing cost\n\n`xsbench-probe-loop` fires request/response probe \
              pairs in a tight loop through `xenstored_probes::probes` (strings built as the \
-             shim builds them). Bare uprobe: the same probe sites and fetch args defined in \
-             tracefs and enabled into a private trace instance, no reader. Cost per firing = \
+             shim builds them), pinned to CPU 0, {} rounds. Bare uprobe: the same probe \
+             sites and fetch args defined in tracefs and enabled into a private trace instance, no reader. Cost per firing = \
              ns per event with the tracer − ns per event with none.\n\n\
              | tracer | events/s | ns per event | cost per firing (ns) | ÷ bare uprobe |\n\
-             |---|---|---|---|---|"
+             |---|---|---|---|---|",
+            c.samples[0][0].len()
         );
         let costs = firing_costs(c);
         for (k, cfg) in c.configs.iter().enumerate() {
