@@ -5,7 +5,10 @@
 //! binaries where address != file offset).
 
 use anyhow::{bail, Context, Result};
-use goblin::elf::{program_header::PT_LOAD, Elf};
+use goblin::elf::{
+    program_header::{PF_X, PT_LOAD},
+    Elf,
+};
 use std::path::Path;
 
 const NT_STAPSDT: u32 = 3;
@@ -67,12 +70,15 @@ pub fn parse_probes(bytes: &[u8]) -> Result<Vec<SdtProbe>> {
         let mut strings = desc[24..].split(|&b| b == 0);
         let mut next = || String::from_utf8_lossy(strings.next().unwrap_or_default()).into_owned();
         let (provider, name, args) = (next(), next(), next());
-        let offset = file_offset(&elf, pc)
-            .with_context(|| format!("probe {provider}:{name} at {pc:#x} is in no PT_LOAD"))?;
+        // Notes of code the linker discarded stay behind with addresses
+        // outside any executable segment: a uprobe there would be bogus.
+        let Some(offset) = file_offset(&elf, pc, PF_X) else {
+            continue;
+        };
         let semaphore = if sema == 0 {
             0
         } else {
-            file_offset(&elf, sema).with_context(|| {
+            file_offset(&elf, sema, 0).with_context(|| {
                 format!("semaphore of {provider}:{name} at {sema:#x} is in no PT_LOAD")
             })?
         };
@@ -87,11 +93,12 @@ pub fn parse_probes(bytes: &[u8]) -> Result<Vec<SdtProbe>> {
     Ok(probes)
 }
 
-/// addr − p_vaddr + p_offset of the loadable segment holding `addr`.
-fn file_offset(elf: &Elf, addr: u64) -> Option<u64> {
+/// addr − p_vaddr + p_offset of the loadable segment holding `addr`, among
+/// those with all of `flags`.
+fn file_offset(elf: &Elf, addr: u64, flags: u32) -> Option<u64> {
     elf.program_headers
         .iter()
-        .filter(|ph| ph.p_type == PT_LOAD)
+        .filter(|ph| ph.p_type == PT_LOAD && ph.p_flags & flags == flags)
         .find(|ph| addr >= ph.p_vaddr && addr < ph.p_vaddr + ph.p_memsz)
         .map(|ph| addr - ph.p_vaddr + ph.p_offset)
 }
