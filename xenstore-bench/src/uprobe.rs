@@ -3,80 +3,22 @@
 //! instance with no reader at all.
 
 use anyhow::{bail, Context, Result};
-use goblin::elf::{
-    program_header::{PF_X, PT_LOAD},
-    Elf,
-};
 use std::path::{Path, PathBuf};
+use xenstore_snoop::sdt::{read_probes, SdtProbe};
 
 const TRACEFS: &str = "/sys/kernel/tracing";
 
-/// One probe site: its name and file offsets of the site and semaphore.
-#[derive(Debug)]
-pub struct Site {
-    pub name: String,
-    pub offset: u64,
-    pub semaphore: u64,
-}
-
-/// The `xenstore` provider's sites in `binary` (.note.stapsdt).
-pub fn sites(binary: &Path) -> Result<Vec<Site>> {
-    let data = std::fs::read(binary).with_context(|| format!("read {}", binary.display()))?;
-    let elf = Elf::parse(&data).context("parse ELF")?;
-    let file_offset = |addr: u64| -> Result<u64> {
-        elf.program_headers
-            .iter()
-            .find(|ph| {
-                ph.p_type == PT_LOAD && (ph.p_vaddr..ph.p_vaddr + ph.p_memsz).contains(&addr)
-            })
-            .map(|ph| addr - ph.p_vaddr + ph.p_offset)
-            .with_context(|| format!("address {addr:#x} is in no PT_LOAD segment"))
-    };
-    let stapsdt_base = elf
-        .section_headers
-        .iter()
-        .find(|s| elf.shdr_strtab.get_at(s.sh_name) == Some(".stapsdt.base"))
-        .map(|s| s.sh_addr);
-    let mut out = Vec::new();
-    for note in elf
-        .iter_note_sections(&data, Some(".note.stapsdt"))
-        .context("no .note.stapsdt")?
-    {
-        let note = note.context("bad note")?;
-        if note.name != "stapsdt" || note.n_type != 3 || note.desc.len() < 24 {
-            continue;
-        }
-        let word = |i: usize| u64::from_le_bytes(note.desc[i * 8..i * 8 + 8].try_into().unwrap());
-        let (mut pc, base, sem) = (word(0), word(1), word(2));
-        if let Some(actual) = stapsdt_base {
-            pc = pc.wrapping_add(actual).wrapping_sub(base);
-        }
-        // Notes of code the linker discarded survive with addresses near 0:
-        // only a site inside executable code can ever fire.
-        let executable = elf.program_headers.iter().any(|ph| {
-            ph.p_type == PT_LOAD
-                && ph.p_flags & PF_X != 0
-                && (ph.p_vaddr..ph.p_vaddr + ph.p_memsz).contains(&pc)
-        });
-        if !executable {
-            continue;
-        }
-        let mut strings = note.desc[24..].split(|&b| b == 0);
-        let provider = strings.next().unwrap_or_default();
-        let name = String::from_utf8_lossy(strings.next().unwrap_or_default()).into_owned();
-        if provider != b"xenstore" {
-            continue;
-        }
-        out.push(Site {
-            name,
-            offset: file_offset(pc)?,
-            semaphore: if sem == 0 { 0 } else { file_offset(sem)? },
-        });
-    }
-    if out.is_empty() {
+/// The `xenstore` provider's sites in `binary`, read as xenstore-snoop reads
+/// them (stale notes of discarded code skipped).
+pub fn sites(binary: &Path) -> Result<Vec<SdtProbe>> {
+    let sites: Vec<SdtProbe> = read_probes(binary)?
+        .into_iter()
+        .filter(|p| p.provider == "xenstore")
+        .collect();
+    if sites.is_empty() {
         bail!("{} has no xenstore probes", binary.display());
     }
-    Ok(out)
+    Ok(sites)
 }
 
 /// Uprobes on `binary`'s request and response sites, enabled while alive.
