@@ -1,0 +1,61 @@
+//! README's main command: scripts/demo boots domain 6 against a shim while
+//! xenstore-snoop watches, and exits 0 having cleaned up.
+
+mod common;
+
+use std::process::Command;
+
+#[test]
+fn demo_script_shows_the_classic_story() {
+    if !common::need_root("demo_script_shows_the_classic_story") {
+        return;
+    }
+    let bin_dir = common::bin("xenstored-shim")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let out = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/demo"))
+        .env("BIN_DIR", &bin_dir)
+        .output()
+        .expect("run scripts/demo");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "demo failed: {:?}\n{stdout}\n{stderr}",
+        out.status
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    let has = |pred: &dyn Fn(&[&str]) -> bool| {
+        lines
+            .iter()
+            .any(|l| pred(&l.split_whitespace().collect::<Vec<_>>()))
+    };
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        ["DOM", "PID", "TX", "OP"]
+    );
+    // dom0's toolstack with its real pid, in a transaction
+    assert!(
+        has(&|w| w.len() >= 4 && w[0] == "0" && w[1] != "0" && w[2] != "0" && w[3] == "XS_RM:"),
+        "{stdout}"
+    );
+    assert!(
+        has(&|w| w.len() >= 4 && w[0] == "0" && w[1] != "0" && w[3] == "XS_GET_DOMAIN_PATH:"),
+        "{stdout}"
+    );
+    // the guest over its ring: domain 6, pid 0, relative paths
+    assert!(
+        has(&|w| w.get(..5) == Some(&["6", "0", "0", "XS_READ:", "device/vbd/0/state"][..])),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("6   0      0   [ERROR] XS_READ: device/vif/0/type -> ENOENT"),
+        "{stdout}"
+    );
+    assert!(
+        has(&|w| w.len() >= 4 && w[2] == "-" && w[3] == "XS_WATCH_EVENT:"),
+        "{stdout}"
+    );
+    assert!(stderr.contains(" 0 lost"), "{stderr}");
+}
