@@ -156,22 +156,14 @@ impl Pairing {
             Probe::Request => match self.early_replies.remove(&ev.serial) {
                 Some(resp) => Some(Record::pair(ev, Some(resp))),
                 None => {
-                    self.requests.insert(ev.serial, ev);
-                    if self.requests.len() > MAX_UNMATCHED {
-                        self.requests.pop_first();
-                        self.dropped += 1;
-                    }
+                    park(&mut self.requests, ev, &mut self.dropped);
                     None
                 }
             },
             Probe::Response => match self.requests.remove(&ev.serial) {
                 Some(req) => Some(Record::pair(req, Some(ev))),
                 None => {
-                    self.early_replies.insert(ev.serial, ev);
-                    if self.early_replies.len() > MAX_UNMATCHED {
-                        self.early_replies.pop_first();
-                        self.dropped += 1;
-                    }
+                    park(&mut self.early_replies, ev, &mut self.dropped);
                     None
                 }
             },
@@ -189,6 +181,16 @@ impl Pairing {
             .into_values()
             .map(|e| Record::pair(e, None))
             .collect()
+    }
+}
+
+/// Keeps one half of a pair until the other arrives; past the bound the
+/// oldest is given up (and counted), so a lost half can't grow memory.
+fn park(waiting: &mut BTreeMap<u64, Event>, ev: Event, dropped: &mut u64) {
+    waiting.insert(ev.serial, ev);
+    if waiting.len() > MAX_UNMATCHED {
+        waiting.pop_first();
+        *dropped += 1;
     }
 }
 
