@@ -51,8 +51,9 @@ impl Record {
         }
     }
 
-    fn lone(ev: Event, kind: Kind) -> Record {
-        let mut r = Record {
+    /// Who and when, from `ev`; everything else empty.
+    fn base(ev: &Event, kind: Kind) -> Record {
+        Record {
             kind,
             mono_ns: ev.mono_ns,
             serial: ev.serial,
@@ -71,7 +72,11 @@ impl Record {
             fired_by: None,
             token: None,
             truncated: false,
-        };
+        }
+    }
+
+    fn lone(ev: Event, kind: Kind) -> Record {
+        let mut r = Record::base(&ev, kind);
         match kind {
             Kind::WatchEvent => {
                 r.op = Some(ev.op);
@@ -99,25 +104,14 @@ impl Record {
 
     fn pair(req: Event, resp: Option<Event>) -> Record {
         let mut r = Record {
-            kind: Kind::Op,
-            mono_ns: req.mono_ns,
-            serial: req.serial,
-            conn: req.conn,
-            dom: req.dom,
-            pid: req.pid,
             tx: Some(req.tx),
             req_id: Some(req.req_id()),
             op: Some(req.op),
             truncated: req.truncated(),
-            path: req.s1,
-            value: req.s2,
-            result: None,
-            error: None,
-            error_reason: None,
-            latency_ns: None,
-            fired_by: None,
-            token: None,
+            ..Record::base(&req, Kind::Op)
         };
+        r.path = req.s1;
+        r.value = req.s2;
         if let Some(resp) = resp {
             r.latency_ns = Some(resp.mono_ns.saturating_sub(req.mono_ns));
             r.truncated |= resp.truncated();
