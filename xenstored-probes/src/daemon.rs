@@ -8,7 +8,7 @@ use crate::connection::Connection;
 use crate::control;
 use crate::domain::{Domain, Domains, DOMID_FIRST_RESERVED};
 use crate::path;
-use crate::perms::{Identity, Perms, READ};
+use crate::perms::{Identity, Perm, PermList, Perms, READ};
 use crate::probes::{self, TxOutcome};
 use crate::quota::{Kind, Quotas};
 use crate::request::{self, Request};
@@ -279,11 +279,9 @@ impl Daemon {
     /// Queues a watch event for every watch `change` matches whose
     /// connection may read the node (or its parent, or the node as it was).
     pub fn fire(&mut self, serial: u64, firer: u32, change: &Change) {
-        let node_perms = self.store.node(&change.path).map(|n| &n.perms);
+        let node_perms = self.store.node(&change.path).map(|n| n.perms);
         let parent_perms = if change.path.starts_with('/') && change.path != "/" {
-            self.store
-                .node(path::parent(&change.path))
-                .map(|n| &n.perms)
+            self.store.node(path::parent(&change.path)).map(|n| n.perms)
         } else {
             None
         };
@@ -291,8 +289,8 @@ impl Daemon {
             if who.privileged {
                 return true;
             }
-            let can_read = |p: Option<&Perms>| p.is_some_and(|p| p.for_identity(who) & READ != 0);
-            if can_read(change.old_perms.as_ref()) || can_read(node_perms) {
+            let can_read = |p: Option<&[Perm]>| p.is_some_and(|p| p.for_identity(who) & READ != 0);
+            if can_read(change.old_perms.as_deref()) || can_read(node_perms) {
                 return true;
             }
             (node_perms.is_some() || change.old_perms.is_some()) && can_read(parent_perms)
@@ -354,7 +352,7 @@ impl Daemon {
             Request::Read(p) => {
                 let p = resolve(p)?;
                 self.tree(id, tx, |t| {
-                    store::read(t, &p, &who).map(|n| reply.extend_from_slice(&n.value))
+                    store::read(t, &p, &who).map(|n| reply.extend_from_slice(n.value))
                 })?;
                 Ok(Done::Reply)
             }
@@ -365,7 +363,7 @@ impl Daemon {
                         if n.children.len() > crate::wire::PAYLOAD_MAX {
                             return Err(Fail(XsError::E2big, "reply too long"));
                         }
-                        reply.extend_from_slice(&n.children);
+                        reply.extend_from_slice(n.children);
                         Ok(())
                     })
                 })?;
@@ -788,7 +786,7 @@ fn encode_event(
 /// DIRECTORY_PART as C xenstored: the node's generation, then as many
 /// whole children from byte `offset` as fit, and an empty string once the
 /// list is complete.
-fn directory_part(n: &store::Node, offset: usize, reply: &mut Vec<u8>) {
+fn directory_part(n: store::NodeRef<'_>, offset: usize, reply: &mut Vec<u8>) {
     reply.extend_from_slice(n.generation.to_string().as_bytes());
     reply.push(0);
     let gen_len = reply.len();

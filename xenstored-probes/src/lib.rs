@@ -12,6 +12,7 @@ pub mod path;
 pub mod perms;
 pub mod probes;
 pub mod quota;
+pub mod record;
 pub mod request;
 pub mod ring;
 pub mod server;

@@ -13,7 +13,10 @@ pub const OWNER: u8 = 4;
 /// XS_PERM_IGNORE, XSA-322). Still listed by GET_PERMS.
 pub const IGNORE: u8 = 0x10;
 
+// Packed (5 bytes, alignment 1): the store keeps these in place inside
+// node records (record.rs), most nodes having exactly one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, packed)]
 pub struct Perm {
     pub domid: u32,
     /// READ | WRITE bits.
@@ -21,9 +24,17 @@ pub struct Perm {
 }
 
 /// A node's permission list: entry 0 names the owner and the access of
-/// every domain not listed later.
+/// every domain not listed later. Read through [`PermList`], which the
+/// store's borrowed `&[Perm]` shares.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Perms(pub Vec<Perm>);
+
+impl std::ops::Deref for Perms {
+    type Target = [Perm];
+    fn deref(&self) -> &[Perm] {
+        &self.0
+    }
+}
 
 /// Who is asking: what decides the outcome of a permission check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,25 +58,6 @@ impl Identity {
 impl Perms {
     pub fn owned_by(domid: u32) -> Perms {
         Perms(vec![Perm { domid, access: 0 }])
-    }
-
-    pub fn owner(&self) -> u32 {
-        self.0[0].domid
-    }
-
-    /// C xenstored's perm_for_conn: owners and privileged connections get
-    /// everything; otherwise the first entry naming the domain (or its
-    /// target) decides, else the owner entry's access applies to everyone.
-    pub fn for_identity(&self, who: &Identity) -> u8 {
-        let is = |d: u32| d == who.domid || who.target == Some(d);
-        if who.privileged || is(self.owner()) {
-            return READ | WRITE | OWNER;
-        }
-        self.0[1..]
-            .iter()
-            .find(|p| p.access & IGNORE == 0 && is(p.domid))
-            .unwrap_or(&self.0[0])
-            .access
     }
 
     /// Parses `count` NUL-terminated entries such as `n0\0r5\0`, as
@@ -92,17 +84,45 @@ impl Perms {
         }
         Ok(Perms(perms))
     }
+}
+
+/// What a permission list answers, owned or borrowed from the store.
+pub trait PermList {
+    fn owner(&self) -> u32;
+    fn for_identity(&self, who: &Identity) -> u8;
+    fn write_to(&self, out: &mut Vec<u8>);
+}
+
+impl PermList for [Perm] {
+    fn owner(&self) -> u32 {
+        self[0].domid
+    }
+
+    /// C xenstored's perm_for_conn: owners and privileged connections get
+    /// everything; otherwise the first entry naming the domain (or its
+    /// target) decides, else the owner entry's access applies to everyone.
+    fn for_identity(&self, who: &Identity) -> u8 {
+        let is = |d: u32| d == who.domid || who.target == Some(d);
+        if who.privileged || is(self.owner()) {
+            return READ | WRITE | OWNER;
+        }
+        self[1..]
+            .iter()
+            .find(|p| p.access & IGNORE == 0 && is(p.domid))
+            .unwrap_or(&self[0])
+            .access
+    }
 
     /// Appends the wire form: each entry NUL-terminated.
-    pub fn write_to(&self, out: &mut Vec<u8>) {
-        for p in &self.0 {
+    fn write_to(&self, out: &mut Vec<u8>) {
+        for p in self {
             out.push(match p.access & (READ | WRITE) {
                 0 => b'n',
                 READ => b'r',
                 WRITE => b'w',
                 _ => b'b',
             });
-            out.extend_from_slice(p.domid.to_string().as_bytes());
+            out.extend_from_slice({ p.domid }.to_string().as_bytes());
             out.push(0);
         }
     }
@@ -159,7 +179,7 @@ mod tests {
         assert_eq!(Perms::parse(b"", 0), Err(XsError::Einval));
         // missing entries past the end are as malformed as bad ones
         assert_eq!(Perms::parse(b"r1\0", 2), Err(XsError::Einval));
-        assert_eq!(Perms::parse(b"r-1\0", 1).unwrap().0[0].domid, u32::MAX);
+        assert_eq!({ Perms::parse(b"r-1\0", 1).unwrap().0[0].domid }, u32::MAX);
     }
 
     #[test]

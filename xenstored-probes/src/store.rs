@@ -7,11 +7,13 @@
 //! failed request never leaves the tree half-changed.
 
 use crate::path;
-use crate::perms::{Identity, Perms, OWNER, READ, WRITE};
+use crate::perms::{Identity, Perm, PermList, Perms, OWNER, READ, WRITE};
+use crate::record::Record;
 use crate::wire::XsError;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::Cell;
 
+/// A node being edited: what tree operations build and `Tree::put` takes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Node {
     pub value: Vec<u8>,
@@ -19,6 +21,15 @@ pub struct Node {
     /// Child names, each NUL-terminated, in creation order (the DIRECTORY
     /// reply as is; DIRECTORY_PART offsets index into it).
     pub children: Vec<u8>,
+    pub generation: u64,
+}
+
+/// A node as a tree holds it, borrowed: what `Tree::get` returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeRef<'a> {
+    pub value: &'a [u8],
+    pub perms: &'a [Perm],
+    pub children: &'a [u8],
     pub generation: u64,
 }
 
@@ -37,11 +48,13 @@ impl Node {
         }
     }
 
-    pub fn children(&self) -> impl Iterator<Item = &str> {
-        self.children
-            .split(|&b| b == 0)
-            .filter(|c| !c.is_empty())
-            .map(|c| std::str::from_utf8(c).unwrap_or(""))
+    pub fn view(&self) -> NodeRef<'_> {
+        NodeRef {
+            value: &self.value,
+            perms: &self.perms,
+            children: &self.children,
+            generation: self.generation,
+        }
     }
 
     pub fn add_child(&mut self, name: &str) {
@@ -59,17 +72,35 @@ impl Node {
             at += c.len() + 1;
         }
     }
+}
+
+impl<'a> NodeRef<'a> {
+    pub fn to_node(self) -> Node {
+        Node {
+            value: self.value.to_vec(),
+            perms: Perms(self.perms.to_vec()),
+            children: self.children.to_vec(),
+            generation: self.generation,
+        }
+    }
+
+    pub fn children(self) -> impl Iterator<Item = &'a str> {
+        self.children
+            .split(|&b| b == 0)
+            .filter(|c| !c.is_empty())
+            .map(|c| std::str::from_utf8(c).unwrap_or(""))
+    }
 
     /// The size the node-size quota measures.
-    pub fn record_size(&self) -> usize {
-        RECORD_HEADER + RECORD_PERM * self.perms.0.len() + self.value.len() + self.children.len()
+    pub fn record_size(self) -> usize {
+        RECORD_HEADER + RECORD_PERM * self.perms.len() + self.value.len() + self.children.len()
     }
 }
 
 /// Read and write access to nodes by absolute path: the store itself, or a
 /// transaction's view of it.
 pub trait Tree {
-    fn get(&mut self, path: &str) -> Option<&Node>;
+    fn get(&mut self, path: &str) -> Option<NodeRef<'_>>;
     /// Stores `node` at `path` (created or replaced).
     fn put(&mut self, path: &str, node: Node);
     fn delete(&mut self, path: &str);
@@ -83,7 +114,8 @@ pub trait Tree {
 
 /// The global tree.
 pub struct Store {
-    nodes: FxHashMap<Box<str>, Node>,
+    /// Every node, keyed by the path inside its record.
+    nodes: FxHashSet<Record>,
     /// Upstream's global generation counter: bumped by every write and
     /// delete, transactions' included (hence a Cell: a transaction's view
     /// holds the store shared).
@@ -102,7 +134,7 @@ impl Store {
     /// `/tool/xenstored` and the special nodes, all `n0`.
     pub fn new() -> Store {
         let mut s = Store {
-            nodes: FxHashMap::default(),
+            nodes: FxHashSet::default(),
             generation: Cell::new(0),
             owned: FxHashMap::default(),
         };
@@ -115,25 +147,27 @@ impl Store {
         s.put("/tool", tool);
         s.put("/tool/xenstored", n0());
         // Not part of the tree: no generation, not counted.
-        s.nodes.insert(path::RELEASE_DOMAIN.into(), n0());
-        s.nodes.insert(path::INTRODUCE_DOMAIN.into(), n0());
+        for special in [path::RELEASE_DOMAIN, path::INTRODUCE_DOMAIN] {
+            s.nodes.insert(Record::new(special, n0().view()));
+        }
         s
     }
 
     /// @introduceDomain or @releaseDomain (their permissions decide who
     /// gets those events).
-    pub fn special(&self, name: &str) -> Option<&Node> {
-        self.nodes.get(name).filter(|_| name.starts_with('@'))
+    pub fn special(&self, name: &str) -> Option<NodeRef<'_>> {
+        self.node(name).filter(|_| name.starts_with('@'))
     }
 
     pub fn set_special_perms(&mut self, name: &str, perms: Perms) {
-        if let Some(n) = self.nodes.get_mut(name).filter(|_| name.starts_with('@')) {
+        if let Some(mut n) = self.special(name).map(NodeRef::to_node) {
             n.perms = perms;
+            self.nodes.replace(Record::new(name, n.view()));
         }
     }
 
-    pub fn node(&self, path: &str) -> Option<&Node> {
-        self.nodes.get(path)
+    pub fn node(&self, path: &str) -> Option<NodeRef<'_>> {
+        self.nodes.get(path).map(Record::node)
     }
 
     pub fn generation(&self) -> u64 {
@@ -154,12 +188,19 @@ impl Store {
         self.nodes.is_empty()
     }
 
+    /// Every node of the tree (special nodes excluded), in no order.
+    fn tree_nodes(&self) -> impl Iterator<Item = (&str, NodeRef<'_>)> {
+        self.nodes
+            .iter()
+            .map(|r| (r.path(), r.node()))
+            .filter(|(p, _)| p.starts_with('/'))
+    }
+
     /// Paths of every node owned by `domid`, outermost first.
     pub fn owned_paths(&self, domid: u32) -> Vec<String> {
         let mut v: Vec<String> = self
-            .nodes
-            .iter()
-            .filter(|(p, n)| n.perms.owner() == domid && p.starts_with('/'))
+            .tree_nodes()
+            .filter(|(_, n)| n.perms.owner() == domid)
             .map(|(p, _)| p.to_string())
             .collect();
         v.sort_by_key(|p| p.len());
@@ -168,10 +209,18 @@ impl Store {
 
     /// A released domain's permission entries stop granting anything.
     pub fn ignore_domain_in_perms(&mut self, domid: u32) {
-        for n in self.nodes.values_mut() {
+        let listing: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|r| r.node().perms[1..].iter().any(|p| p.domid == domid))
+            .map(|r| r.path().to_string())
+            .collect();
+        for path in listing {
+            let mut n = self.nodes.get(path.as_str()).unwrap().to_node();
             for p in n.perms.0.iter_mut().skip(1).filter(|p| p.domid == domid) {
                 p.access |= crate::perms::IGNORE;
             }
+            self.nodes.replace(Record::new(&path, n.view()));
         }
     }
 
@@ -180,15 +229,15 @@ impl Store {
     pub fn check(&self) -> Vec<String> {
         let mut problems = Vec::new();
         let mut counts: FxHashMap<u32, usize> = FxHashMap::default();
-        for (p, n) in self.nodes.iter().filter(|(p, _)| p.starts_with('/')) {
+        for (p, n) in self.tree_nodes() {
             *counts.entry(n.perms.owner()).or_default() += 1;
             for c in n.children() {
-                if !self.nodes.contains_key(path::child(p, c).as_str()) {
+                if !self.nodes.contains(path::child(p, c).as_str()) {
                     problems.push(format!("{p}: child {c} missing"));
                 }
             }
-            if p.starts_with('/') && &**p != "/" {
-                let parent = self.nodes.get(path::parent(p));
+            if p != "/" {
+                let parent = self.node(path::parent(p));
                 if !parent.is_some_and(|par| par.children().any(|c| c == path::basename(p))) {
                     problems.push(format!("{p}: not listed by its parent"));
                 }
@@ -208,9 +257,9 @@ impl Store {
     /// Removes a node without counting a generation (a transaction's
     /// commit does that, as upstream's does).
     pub fn unlink(&mut self, path: &str) -> bool {
-        match self.nodes.remove(path) {
+        match self.nodes.take(path) {
             Some(old) => {
-                self.account(old.perms.owner(), -1);
+                self.account(old.node().perms.owner(), -1);
                 true
             }
             None => false,
@@ -224,26 +273,22 @@ impl Store {
 }
 
 impl Tree for Store {
-    fn get(&mut self, path: &str) -> Option<&Node> {
-        self.nodes.get(path)
+    fn get(&mut self, path: &str) -> Option<NodeRef<'_>> {
+        self.node(path)
     }
 
     fn put(&mut self, path: &str, mut node: Node) {
         node.generation = self.next_generation();
         let owner = node.perms.owner();
-        match self.nodes.get_mut(path) {
+        match self.nodes.replace(Record::new(path, node.view())) {
             Some(old) => {
-                let old_owner = old.perms.owner();
-                *old = node;
+                let old_owner = old.node().perms.owner();
                 if old_owner != owner {
                     self.account(old_owner, -1);
                     self.account(owner, 1);
                 }
             }
-            None => {
-                self.nodes.insert(path.into(), node);
-                self.account(owner, 1);
-            }
+            None => self.account(owner, 1),
         }
     }
 
@@ -322,7 +367,7 @@ pub fn lookup<'t, T: Tree + ?Sized>(
     path: &str,
     who: &Identity,
     need: u8,
-) -> Result<&'t Node, Fail> {
+) -> Result<NodeRef<'t>, Fail> {
     if t.get(path).is_none() {
         let parent_access = access_from_ancestors(t, path, who);
         return Err(if parent_access & need == need {
@@ -339,7 +384,7 @@ pub fn lookup<'t, T: Tree + ?Sized>(
 }
 
 fn check_size(node: &Node, who: &Identity, limits: &Limits) -> Result<(), Fail> {
-    if !who.privileged && node.record_size() >= limits.node_size {
+    if !who.privileged && node.view().record_size() >= limits.node_size {
         return Err(Fail(XsError::Enospc, "quota:node-size"));
     }
     Ok(())
@@ -359,7 +404,7 @@ pub fn write<T: Tree + ?Sized>(
             let Some(value) = value else {
                 return Ok(None);
             };
-            let mut node = node.clone();
+            let mut node = node.to_node();
             node.value.clear();
             node.value.extend_from_slice(value);
             check_size(&node, who, limits)?;
@@ -390,7 +435,7 @@ fn create<T: Tree + ?Sized>(
         missing.push(existing);
         existing = path::parent(existing);
     }
-    let mut anchor = t.get(existing).unwrap().clone();
+    let mut anchor = t.get(existing).unwrap().to_node();
     let mut perms = anchor.perms.clone();
     if !who.privileged {
         perms.0[0].domid = who.domid;
@@ -456,8 +501,8 @@ pub fn remove<T: Tree + ?Sized>(
             old_perms: Some(perms),
         });
     }
-    let mut pnode = t.get(parent).expect("parent checked above").clone();
-    if !pnode.children().any(|c| c == path::basename(path)) {
+    let mut pnode = t.get(parent).expect("parent checked above").to_node();
+    if !pnode.view().children().any(|c| c == path::basename(path)) {
         // A transaction's copy of the parent predates the node's creation
         // outside: upstream's delete_child finds no entry and says EIO,
         // after deleting the node in the transaction (the commit conflicts).
@@ -470,7 +515,7 @@ pub fn remove<T: Tree + ?Sized>(
 
 fn collect_post_order<T: Tree + ?Sized>(t: &mut T, path: &str, out: &mut Vec<(String, Perms)>) {
     let Some(node) = t.get(path) else { return };
-    let perms = node.perms.clone();
+    let perms = Perms(node.perms.to_vec());
     let kids: Vec<String> = node.children().map(|c| path::child(path, c)).collect();
     for k in kids {
         collect_post_order(t, &k, out);
@@ -490,7 +535,7 @@ pub fn set_perms<T: Tree + ?Sized>(
     if !who.privileged && perms.owner() != node.perms.owner() {
         return Err(Fail(XsError::Eperm, "perm:owner"));
     }
-    let mut node = node.clone();
+    let mut node = node.to_node();
     let old = std::mem::replace(&mut node.perms, perms);
     t.put(path, node);
     Ok(Change {
@@ -505,7 +550,7 @@ pub fn read<'t, T: Tree + ?Sized>(
     t: &'t mut T,
     path: &str,
     who: &Identity,
-) -> Result<&'t Node, Fail> {
+) -> Result<NodeRef<'t>, Fail> {
     lookup(t, path, who, READ)
 }
 

@@ -5,7 +5,8 @@
 //! changed meanwhile; abort discards everything. On commit, watches fire
 //! once per changed node, in the order the transaction first touched them.
 
-use crate::store::{Change, Node, Store, Tree};
+use crate::perms::{PermList, Perms};
+use crate::store::{Change, Node, NodeRef, Store, Tree};
 use rustc_hash::FxHashMap;
 
 #[derive(Debug, Default)]
@@ -54,7 +55,7 @@ impl Transaction {
                 Some(&i) => fires[i].1.exact = c.exact,
                 None => {
                     seen.insert(&c.path, fires.len());
-                    let before = store.node(&c.path).map(|n| n.perms.clone());
+                    let before = store.node(&c.path).map(|n| Perms(n.perms.to_vec()));
                     let change = Change {
                         path: c.path.clone(),
                         exact: c.exact,
@@ -109,17 +110,18 @@ impl TxTree<'_> {
 }
 
 impl Tree for TxTree<'_> {
-    fn get(&mut self, path: &str) -> Option<&Node> {
+    fn get(&mut self, path: &str) -> Option<NodeRef<'_>> {
         if self.tx.overlay.contains_key(path) {
-            return self.tx.overlay.get(path).unwrap().as_ref();
+            return self.tx.overlay.get(path).unwrap().as_ref().map(Node::view);
         }
         self.remember(path);
         let store = self.store;
         self.tx
             .read
             .entry(path.to_string())
-            .or_insert_with(|| store.node(path).cloned())
+            .or_insert_with(|| store.node(path).map(NodeRef::to_node))
             .as_ref()
+            .map(Node::view)
     }
 
     fn put(&mut self, path: &str, node: Node) {
@@ -174,7 +176,7 @@ mod tests {
     fn r(t: &mut impl Tree, p: &str) -> Option<Vec<u8>> {
         store::read(t, p, &Identity::dom0())
             .ok()
-            .map(|n| n.value.clone())
+            .map(|n| n.value.to_vec())
     }
 
     #[test]

@@ -1,0 +1,193 @@
+//! A node as the global store keeps it: one heap block holding its path,
+//! generation, permissions, value and children, behind a thin pointer.
+//!
+//! Memory is a goal (RSS at least as low as C xenstored's TDB): a map of
+//! `Box<str>` to a struct of three `Vec`s cost four allocations and ~110
+//! bytes of table slot per node; this costs one allocation and 8 bytes.
+//! The map is a set of records keyed by the path inside them.
+//!
+//! Layout (native endian): generation u64 | value_len u32 | children_len
+//! u32 | path_len u16 | perm_count u16 | perms ([Perm], packed) | path |
+//! value | children.
+
+use crate::perms::Perm;
+use crate::store::{Node, NodeRef};
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::borrow::Borrow;
+use std::hash::{Hash, Hasher};
+use std::ptr::NonNull;
+
+const HEADER: usize = 20;
+const ALIGN: usize = 8;
+
+pub struct Record {
+    ptr: NonNull<u8>,
+}
+
+// SAFETY: a Record owns its block exclusively, like a Box<[u8]>.
+unsafe impl Send for Record {}
+unsafe impl Sync for Record {}
+
+impl Record {
+    /// Packs `node` stored at `path`. Paths (XENSTORE_ABS_PATH_MAX) and
+    /// permission lists (one payload) are far below u16::MAX.
+    pub fn new(path: &str, node: NodeRef<'_>) -> Record {
+        let path_len = u16::try_from(path.len()).expect("path longer than a payload");
+        let perm_count = u16::try_from(node.perms.len()).expect("perms longer than a payload");
+        let value_len = u32::try_from(node.value.len()).expect("value over 4 GiB");
+        let children_len = u32::try_from(node.children.len()).expect("children over 4 GiB");
+        let layout = layout(
+            node.perms.len(),
+            path.len() + node.value.len() + node.children.len(),
+        );
+        // SAFETY: layout has a non-zero size (HEADER); every byte written
+        // below lies inside it, and each region is written exactly once.
+        unsafe {
+            let Some(ptr) = NonNull::new(alloc(layout)) else {
+                handle_alloc_error(layout)
+            };
+            let p = ptr.as_ptr();
+            p.cast::<u64>().write(node.generation);
+            p.add(8).cast::<u32>().write(value_len);
+            p.add(12).cast::<u32>().write(children_len);
+            p.add(16).cast::<u16>().write(path_len);
+            p.add(18).cast::<u16>().write(perm_count);
+            let perms = p.add(HEADER).cast::<Perm>();
+            std::ptr::copy_nonoverlapping(node.perms.as_ptr(), perms, node.perms.len());
+            let mut at = p.add(HEADER + size_of_val(node.perms));
+            for bytes in [path.as_bytes(), node.value, node.children] {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), at, bytes.len());
+                at = at.add(bytes.len());
+            }
+            Record { ptr }
+        }
+    }
+
+    fn header(&self) -> (u64, usize, usize, usize, usize) {
+        let p = self.ptr.as_ptr();
+        // SAFETY: the header was written by new() and is aligned for each read.
+        unsafe {
+            (
+                p.cast::<u64>().read(),
+                p.add(8).cast::<u32>().read() as usize,
+                p.add(12).cast::<u32>().read() as usize,
+                p.add(16).cast::<u16>().read() as usize,
+                p.add(18).cast::<u16>().read() as usize,
+            )
+        }
+    }
+
+    fn bytes(&self, from: usize, len: usize) -> &[u8] {
+        // SAFETY: callers pass a region new() initialised from bytes.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(from), len) }
+    }
+
+    pub fn path(&self) -> &str {
+        let (_, _, _, path_len, perm_count) = self.header();
+        let bytes = self.bytes(HEADER + perm_count * size_of::<Perm>(), path_len);
+        // SAFETY: new() copied these bytes from a &str.
+        unsafe { std::str::from_utf8_unchecked(bytes) }
+    }
+
+    pub fn node(&self) -> NodeRef<'_> {
+        let (generation, value_len, children_len, path_len, perm_count) = self.header();
+        let perms_at = HEADER;
+        let value_at = perms_at + perm_count * size_of::<Perm>() + path_len;
+        // SAFETY: new() wrote perm_count Perms at HEADER (Perm is packed:
+        // any address is aligned for it).
+        let perms = unsafe {
+            std::slice::from_raw_parts(self.ptr.as_ptr().add(perms_at).cast::<Perm>(), perm_count)
+        };
+        NodeRef {
+            generation,
+            perms,
+            value: self.bytes(value_at, value_len),
+            children: self.bytes(value_at + value_len, children_len),
+        }
+    }
+
+    pub fn to_node(&self) -> Node {
+        self.node().to_node()
+    }
+}
+
+fn layout(perm_count: usize, bytes: usize) -> Layout {
+    let size = HEADER + perm_count * size_of::<Perm>() + bytes;
+    Layout::from_size_align(size, ALIGN).expect("record layout")
+}
+
+impl Drop for Record {
+    fn drop(&mut self) {
+        let (_, value_len, children_len, path_len, perm_count) = self.header();
+        // SAFETY: the same layout new() allocated with, from the same header.
+        unsafe {
+            dealloc(
+                self.ptr.as_ptr(),
+                layout(perm_count, path_len + value_len + children_len),
+            )
+        }
+    }
+}
+
+// The set is keyed by path: hashing and equality are the path's, so a
+// lookup by &str finds the record (Borrow's contract).
+impl Borrow<str> for Record {
+    fn borrow(&self) -> &str {
+        self.path()
+    }
+}
+
+impl Hash for Record {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.path().hash(state)
+    }
+}
+
+impl PartialEq for Record {
+    fn eq(&self, other: &Record) -> bool {
+        self.path() == other.path()
+    }
+}
+
+impl Eq for Record {}
+
+impl std::fmt::Debug for Record {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Record")
+            .field(&self.path())
+            .field(&self.node())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perms::Perms;
+
+    #[test]
+    fn round_trips_every_field() {
+        let mut node = Node::new(
+            b"value\0with nul",
+            Perms::parse(b"n5\0r7\0b9\0", 3).unwrap(),
+        );
+        node.generation = u64::MAX - 1;
+        node.add_child("a");
+        node.add_child("bb");
+        let r = Record::new("/local/domain/5/x", node.view());
+        assert_eq!(r.path(), "/local/domain/5/x");
+        assert_eq!(r.to_node(), node);
+    }
+
+    #[test]
+    fn empty_fields_and_lookup_by_path() {
+        let node = Node::new(b"", Perms::owned_by(0));
+        let mut set = std::collections::HashSet::new();
+        set.insert(Record::new("/", node.view()));
+        set.insert(Record::new("/a", node.view()));
+        assert_eq!(set.get("/").unwrap().to_node(), node);
+        assert!(!set.contains("/b"));
+        assert!(set.replace(Record::new("/a", node.view())).is_some());
+        assert_eq!(set.len(), 2);
+    }
+}
