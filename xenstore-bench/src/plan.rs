@@ -9,7 +9,7 @@ use crate::memory::{self, Rss};
 use crate::probe_loop::ProbeLoop;
 use crate::stats::Sample;
 use crate::tracers::{Counts, Tracer, TracerKind, MARKER};
-use crate::uprobe::BareUprobes;
+use crate::uprobe::{BareUprobes, Fetch};
 use crate::workload::{self, Workload};
 use crate::{libxs, load, upstream};
 use anyhow::{anyhow, Context, Result};
@@ -203,7 +203,7 @@ pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopRes
             match k {
                 0 => run(&shim, None, &mut other_counts),
                 1 => {
-                    let _floor = BareUprobes::enable(&b.shim)?;
+                    let _floor = BareUprobes::enable(&b.shim, Fetch::SnoopArgs)?;
                     run(&shim, None, &mut other_counts)
                 }
                 2 => run(&shim, Some((&snoop, &b.shim)), &mut snoop_counts),
@@ -221,7 +221,8 @@ pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopRes
 }
 
 /// Section 4: Per-firing cost on the probe loop: no tracer, a bare uprobe with
-/// no reader, xenstore-snoop, bpftrace. Samples' ops_per_s are events/s.
+/// no reader, xenstore-snoop, bpftrace, and the uprobe trap alone (a bare
+/// uprobe fetching nothing). Samples' ops_per_s are events/s.
 pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Comparison {
     // The loop on CPU 0; a tracer's reader is left the other CPU(s).
     let mut lp = ProbeLoop::start(&b.probe_loop)
@@ -241,6 +242,7 @@ pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compar
             "bare uprobe, no reader",
             "xenstore-snoop",
             "bpftrace",
+            "uprobe trap alone (no fetch args, no reader)",
         ],
         vec![case],
         2 * budget.rounds,
@@ -258,8 +260,13 @@ pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compar
             };
             match k {
                 0 => fire(lp),
-                1 => {
-                    let _probes = BareUprobes::enable(&lp.binary)?;
+                1 | 4 => {
+                    let fetch = if k == 1 {
+                        Fetch::SnoopArgs
+                    } else {
+                        Fetch::Nothing
+                    };
+                    let _probes = BareUprobes::enable(&lp.binary, fetch)?;
                     fire(lp)
                 }
                 _ => {

@@ -398,7 +398,8 @@ pub fn render(r: &Results) -> String {
             "\n## 4. Per-firing cost\n\n`xsbench-probe-loop` fires request/response probe \
              pairs in a tight loop through `xenstored_probes::probes` (strings built as the \
              shim builds them), pinned to CPU 0, {} rounds. Bare uprobe: the same probe \
-             sites and fetch args defined in tracefs and enabled into a private trace instance, no reader. Cost per firing = \
+             sites and fetch args defined in tracefs and enabled into a private trace instance, \
+             no reader; the trap alone: the same without fetch args. Cost per firing = \
              ns per event with the tracer − ns per event with none.\n\n\
              | tracer | events/s | ns per event | cost per firing (ns) | ÷ bare uprobe |\n\
              |---|---|---|---|---|",
@@ -515,18 +516,29 @@ fn limits(r: &Results) -> String {
                      {bpf:.1} µs under bpftrace. Two probe firings per op cost {:.1} µs in the kernel \
                      before any tracer reads a byte, so bare uprobes alone leave {} of the throughput \
                      (goal for the snooper: 0.85); xenstore-snoop adds {:.1} µs per op over that \
-                     floor, bpftrace {:.1} µs.",
+                     floor, bpftrace {:.1} µs. A single probe firing per op (one merged \
+                     request-and-reply probe) would raise that floor to about {:.2} by CPU per op, \
+                     still short of 0.85.",
                     c.cases[ci].describe().replace(" | ", ", "),
                     bare - none,
                     c.ratio(ci, 1, 0).map_or("?".into(), |x| format!("{x:.2}")),
                     snoop - bare,
-                    bpf - bare
+                    bpf - bare,
+                    none / (none + (bare - none) / 2.0)
                 ));
             }
         }
     }
     if let Some(f) = &r.firing {
         let costs = firing_costs(f);
+        if let Some((bare, trap)) = costs[1].zip(costs.get(4).copied().flatten()) {
+            notes.push(format!(
+                "Of a bare uprobe's {bare:.0} ns per firing, {trap:.0} ns ({:.0}%) is the trap \
+                 itself (a uprobe that fetches nothing and that nobody reads): every uprobe-based \
+                 tracer pays it, whatever it does with the event.",
+                100.0 * trap / bare
+            ));
+        }
         if let (Some(bare), Some(snoop), Some(bpf)) = (costs[1], costs[2], costs[3]) {
             notes.push(format!(
                 "Per firing, bpftrace costs {:.1}× what xenstore-snoop does ({bpf:.0} ns against \

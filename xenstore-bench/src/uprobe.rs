@@ -21,6 +21,15 @@ pub fn sites(binary: &Path) -> Result<Vec<SdtProbe>> {
     Ok(sites)
 }
 
+/// What the bare uprobes fetch when they fire.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Fetch {
+    /// xenstore-snoop's fetch args: four registers and two strings.
+    SnoopArgs,
+    /// Nothing: the cost of the trap alone.
+    Nothing,
+}
+
 /// Uprobes on `binary`'s request and response sites, enabled while alive.
 pub struct BareUprobes {
     group: String,
@@ -29,7 +38,7 @@ pub struct BareUprobes {
 }
 
 impl BareUprobes {
-    pub fn enable(binary: &Path) -> Result<BareUprobes> {
+    pub fn enable(binary: &Path, fetch: Fetch) -> Result<BareUprobes> {
         let group = format!("xsbench_{}", std::process::id());
         let mut defs = String::new();
         let mut names = Vec::new();
@@ -39,9 +48,15 @@ impl BareUprobes {
             .enumerate()
         {
             names.push(format!("{}_{i}", site.name));
+            let args = match fetch {
+                Fetch::SnoopArgs => {
+                    " serial=%di:u64 ident=%si:u64 client=%dx:u64 extra=%cx:u64 \
+                     s1=+0(%r8):string s2=+0(%r9):string"
+                }
+                Fetch::Nothing => "",
+            };
             defs += &format!(
-                "p:{group}/{}_{i} {}:{:#x}({:#x}) serial=%di:u64 ident=%si:u64 client=%dx:u64 \
-                 extra=%cx:u64 s1=+0(%r8):string s2=+0(%r9):string\n",
+                "p:{group}/{}_{i} {}:{:#x}({:#x}){args}\n",
                 site.name,
                 binary.display(),
                 site.offset,
