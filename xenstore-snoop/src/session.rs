@@ -92,7 +92,8 @@ pub fn run(args: &Args) -> Result<i32> {
     for stale in remove_stale_groups(&tracefs)? {
         eprintln!("xenstore-snoop: removed stale uprobes of {stale}");
     }
-    let mut group = Group::new(tracefs);
+    let kernel_filter = filter.kernel_filter();
+    let mut group = Group::new(tracefs, kernel_filter.is_some());
     let mut decoders: HashMap<u16, Decoder> = HashMap::new();
     let mut seen_names: HashMap<String, u32> = HashMap::new();
     for p in &probes {
@@ -112,7 +113,6 @@ pub fn run(args: &Args) -> Result<i32> {
         decoders.insert(format.id, Decoder::new(probe, &format)?);
     }
     let ids: Vec<u16> = decoders.keys().copied().collect();
-    let kernel_filter = filter.kernel_filter();
     let mut rings = Rings::open(
         &ids,
         (args.ring_mb as usize) << 20,
