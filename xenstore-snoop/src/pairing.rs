@@ -2,6 +2,7 @@
 //! watch events and connection/transaction events pass through as records.
 
 use crate::event::{Event, Probe};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use xenstored_probes::wire;
 
@@ -42,12 +43,12 @@ pub struct Record {
 }
 
 impl Record {
-    pub fn op_name(&self) -> String {
+    pub fn op_name(&self) -> Cow<'static, str> {
         match self.op {
             Some(op) => wire::msg_name(op as u32)
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("XS_UNKNOWN({op})")),
-            None => String::new(),
+                .map(Cow::Borrowed)
+                .unwrap_or_else(|| Cow::Owned(format!("XS_UNKNOWN({op})"))),
+            None => Cow::Borrowed(""),
         }
     }
 
