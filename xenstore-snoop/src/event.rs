@@ -155,8 +155,14 @@ impl Decoder {
 
     /// Decodes the raw tracepoint record of one sample.
     pub fn decode(&self, raw: &[u8], mono_ns: u64, tgid: u32, tid: u32) -> Result<Event> {
-        let text =
-            |f: &Field| -> Result<String> { Ok(String::from_utf8_lossy(f.str(raw)?).into_owned()) };
+        let text = |f: &Field| -> Result<String> {
+            let bytes = f.str(raw)?;
+            // Valid UTF-8 (nearly always) checks faster than the lossy walk.
+            Ok(match std::str::from_utf8(bytes) {
+                Ok(s) => s.to_owned(),
+                Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+            })
+        };
         Ok(Event {
             probe: self.probe,
             mono_ns,

@@ -302,7 +302,11 @@ impl<W: Write> Loop<'_, W> {
         });
         self.undecodable += undecodable;
         self.seen += batch.len() as u64;
-        batch.sort_by_key(|e| e.mono_ns);
+        // One CPU's events come sorted; a stable sort would still allocate
+        // its scratch (megabytes a drain at high rates).
+        if !batch.is_sorted_by_key(|e| e.mono_ns) {
+            batch.sort_by_key(|e| e.mono_ns);
+        }
         for ev in batch.drain(..) {
             let Some(r) = self.pairing.push(ev) else {
                 continue;
