@@ -16,6 +16,9 @@
 //!   perf-drain    the same with a reader thread that only frees ring space
 //!   ftrace-read   snoop-defs into an instance (16 MiB/CPU, trace_clock mono) with
 //!                 a reader thread walking every event of per_cpu/cpuN/trace_pipe_raw
+//!   ftrace-read-pid  the same, with the instance keeping only the loop's
+//!                 threads (set_event_pid, options/event-fork): ftrace records
+//!                 carry a thread id, not a process, so a reader needs this
 //!   snoop=PATH    that xenstore-snoop binary, full capture to a file
 use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
@@ -92,7 +95,7 @@ fn one(lp: &mut ProbeLoop, config: &str, secs: f64) -> Result<(f64, f64)> {
         }
         "snoop-defs" => {
             let group = SnoopGroup::define(&lp.binary)?;
-            let _inst = Instance::enable(&group.group.name, None)?;
+            let _inst = Instance::enable(&group.group.name, None, None)?;
             Ok((fire(lp)?.1, 0.0))
         }
         "perf-noread" => {
@@ -119,9 +122,10 @@ fn one(lp: &mut ProbeLoop, config: &str, secs: f64) -> Result<(f64, f64)> {
                 Ok((n, rings.lost()))
             })
         }
-        "ftrace-read" => {
+        "ftrace-read" | "ftrace-read-pid" => {
             let group = SnoopGroup::define(&lp.binary)?;
-            let inst = Instance::enable(&group.group.name, Some(16 << 10))?;
+            let pid = (config == "ftrace-read-pid").then(|| lp.pid());
+            let inst = Instance::enable(&group.group.name, Some(16 << 10), pid)?;
             with_reader(lp, fire, |stop| read_pipes(&inst.dir, &group.ids, stop))
         }
         c if c.starts_with("snoop=") => {
@@ -208,7 +212,7 @@ struct Instance {
 }
 
 impl Instance {
-    fn enable(group: &str, buffer_kb: Option<usize>) -> Result<Instance> {
+    fn enable(group: &str, buffer_kb: Option<usize>, pid: Option<u32>) -> Result<Instance> {
         let dir = Path::new(INSTANCES).join(group);
         std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
         let inst = Instance {
@@ -219,6 +223,21 @@ impl Instance {
             write(&inst.dir.join("buffer_size_kb"), &kb.to_string())?;
             // What the snooper would need: perf's CLOCK_MONOTONIC stamps.
             write(&inst.dir.join("trace_clock"), "mono")?;
+        }
+        if let Some(pid) = pid {
+            // The threads the process has now and those they start later.
+            write(&inst.dir.join("options/event-fork"), "1")?;
+            let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))?;
+            for task in tasks {
+                let tid = task?.file_name().to_string_lossy().into_owned();
+                let path = inst.dir.join("set_event_pid");
+                use std::io::Write;
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&path)?
+                    .write_all(format!("{tid}\n").as_bytes())
+                    .with_context(|| format!("add {tid} to {}", path.display()))?;
+            }
         }
         write(&inst.dir.join(format!("events/{group}/enable")), "1")?;
         Ok(inst)
