@@ -19,7 +19,15 @@
 //!   ftrace-read-pid  the same, with the instance keeping only the loop's
 //!                 threads (set_event_pid, options/event-fork): ftrace records
 //!                 carry a thread id, not a process, so a reader needs this
+//!   perf-task     the snooper's events into perf rings opened for the loop's
+//!                 process only (pid, each CPU, inherit) and sampling TIME|RAW,
+//!                 no TID: the kernel filters by process; a reader frees space
+//!   perf-notid    perf-drain with TIME|RAW samples, still every process
 //!   snoop=PATH    that xenstore-snoop binary, full capture to a file
+//!
+//! `firing-parts ops ROUNDS SECONDS CONFIG...` measures the same pieces at
+//! the op level instead: the shim under a pinned 1-connection read load
+//! (see `ops` below), where the daemon context-switches with its client.
 use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -36,6 +44,9 @@ const INSTANCES: &str = "/sys/kernel/tracing/instances";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("ops") {
+        return ops(&args[1..]);
+    }
     let [rounds, secs, configs @ ..] = args.as_slice() else {
         bail!("usage: firing-parts ROUNDS SECONDS CONFIG...");
     };
@@ -127,6 +138,20 @@ fn one(lp: &mut ProbeLoop, config: &str, secs: f64) -> Result<(f64, f64)> {
             let pid = (config == "ftrace-read-pid").then(|| lp.pid());
             let inst = Instance::enable(&group.group.name, Some(16 << 10), pid)?;
             with_reader(lp, fire, |stop| read_pipes(&inst.dir, &group.ids, stop))
+        }
+        "perf-task" | "perf-notid" => {
+            let group = SnoopGroup::define(&lp.binary)?;
+            let pid = (config == "perf-task").then(|| lp.pid());
+            let mut rings = raw_perf::Rings::open(&group.ids, pid, false, 16 << 20)?;
+            with_reader(lp, fire, |stop| {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    n += rings.drain();
+                }
+                n += rings.drain();
+                Ok((n, 0))
+            })
         }
         c if c.starts_with("snoop=") => {
             let kind = TracerKind::Snoop {
@@ -350,4 +375,229 @@ fn walk_page(page: &[u8], ids: &[u16]) -> (u64, bool) {
         at += len;
     }
     (n, commit & (3 << 30) != 0)
+}
+
+/// Perf rings with a choice the snooper's perf module does not offer:
+/// events scoped to one process (pid, each CPU, inherit) sampling TIME|RAW.
+mod raw_perf {
+    use anyhow::{bail, Result};
+    use perf_event_open_sys as sys;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    pub struct Rings {
+        _fds: Vec<OwnedFd>,
+        maps: Vec<(*mut u8, usize)>,
+    }
+
+    // SAFETY: the mappings are ours alone.
+    unsafe impl Send for Rings {}
+
+    impl Drop for Rings {
+        fn drop(&mut self) {
+            for &(base, len) in &self.maps {
+                unsafe { libc::munmap(base.cast(), len) };
+            }
+        }
+    }
+
+    impl Rings {
+        pub fn open(
+            ids: &[u16],
+            pid: Option<u32>,
+            with_tid: bool,
+            data_size: usize,
+        ) -> Result<Rings> {
+            let page = 4096;
+            let (mut fds, mut maps) = (Vec::new(), Vec::new());
+            // Every thread the process has now; inherit covers later ones.
+            let tids: Vec<i32> = match pid {
+                Some(pid) => std::fs::read_dir(format!("/proc/{pid}/task"))?
+                    .map(|t| Ok(t?.file_name().to_string_lossy().parse()?))
+                    .collect::<Result<_>>()?,
+                None => vec![-1],
+            };
+            for cpu in xenstore_snoop::perf::online_cpus()? {
+                let mut ring: Option<i32> = None;
+                for &tid in &tids {
+                    for &id in ids {
+                        let mut attr = sys::bindings::perf_event_attr {
+                            type_: sys::bindings::PERF_TYPE_TRACEPOINT,
+                            size: std::mem::size_of::<sys::bindings::perf_event_attr>() as u32,
+                            config: id as u64,
+                            sample_type: (sys::bindings::PERF_SAMPLE_TIME
+                                | sys::bindings::PERF_SAMPLE_RAW
+                                | if with_tid {
+                                    sys::bindings::PERF_SAMPLE_TID
+                                } else {
+                                    0
+                                }) as u64,
+                            ..Default::default()
+                        };
+                        attr.__bindgen_anon_1.sample_period = 1;
+                        attr.set_use_clockid(1);
+                        attr.clockid = libc::CLOCK_MONOTONIC;
+                        attr.set_inherit(pid.is_some() as u64);
+                        attr.set_watermark(1);
+                        attr.__bindgen_anon_2.wakeup_watermark = (data_size / 8) as u32;
+                        let fd = unsafe {
+                            sys::perf_event_open(
+                                &mut attr,
+                                tid,
+                                cpu as i32,
+                                -1,
+                                sys::bindings::PERF_FLAG_FD_CLOEXEC as _,
+                            )
+                        };
+                        if fd < 0 {
+                            bail!("perf_event_open: {}", std::io::Error::last_os_error());
+                        }
+                        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+                        match ring {
+                            None => {
+                                let len = data_size + page;
+                                let base = unsafe {
+                                    libc::mmap(
+                                        std::ptr::null_mut(),
+                                        len,
+                                        libc::PROT_READ | libc::PROT_WRITE,
+                                        libc::MAP_SHARED,
+                                        fd.as_raw_fd(),
+                                        0,
+                                    )
+                                };
+                                if base == libc::MAP_FAILED {
+                                    bail!("mmap: {}", std::io::Error::last_os_error());
+                                }
+                                maps.push((base.cast(), len));
+                                ring = Some(fd.as_raw_fd());
+                            }
+                            Some(out) => {
+                                if unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), out) } < 0 {
+                                    bail!("SET_OUTPUT: {}", std::io::Error::last_os_error());
+                                }
+                            }
+                        }
+                        fds.push(fd);
+                    }
+                }
+            }
+            Ok(Rings { _fds: fds, maps })
+        }
+
+        /// Frees every ring's space; returns the sample records it held.
+        pub fn drain(&mut self) -> u64 {
+            let mut n = 0;
+            for &(base, len) in &self.maps {
+                let meta = base as *mut sys::bindings::perf_event_mmap_page;
+                let data_size = len - 4096;
+                let data = unsafe { base.add(4096) };
+                let head = unsafe { std::ptr::read_volatile(&(*meta).data_head) };
+                std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+                let mut tail = unsafe { (*meta).data_tail };
+                while tail < head {
+                    let at = (tail as usize) & (data_size - 1);
+                    // Record headers are 8-byte aligned and never wrap.
+                    let hdr = unsafe { std::slice::from_raw_parts(data.add(at), 8) };
+                    let ty = u32::from_ne_bytes(hdr[0..4].try_into().unwrap());
+                    let size = u16::from_ne_bytes(hdr[6..8].try_into().unwrap()) as u64;
+                    if size < 8 {
+                        break;
+                    }
+                    n += (ty == sys::bindings::PERF_RECORD_SAMPLE) as u64;
+                    tail += size;
+                }
+                std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+                unsafe { std::ptr::write_volatile(&mut (*meta).data_tail, tail) };
+            }
+            n
+        }
+    }
+}
+
+/// `ops ROUNDS SECONDS CONFIG...`: the shim under the bench's pinned
+/// single-connection read load (client and shim on CPU 0), with
+/// CONFIG: none | bare | perf-sys-tid (the snooper's perf events: every
+/// process, TID|TIME|RAW) | perf-sys (TIME|RAW) | perf-task (the shim's
+/// process only, TIME|RAW, inherit); a reader thread frees ring space |
+/// ftrace-read | ftrace-read-pid (as in the per-firing configs).
+/// Prints ops/s and the shim's CPU µs per op, medians.
+fn ops(args: &[String]) -> Result<()> {
+    use xenstore_bench::daemons::Daemon;
+    use xenstore_bench::workload::{self, Workload};
+    let [rounds, secs, configs @ ..] = args else {
+        bail!("usage: firing-parts ops ROUNDS SECONDS CONFIG...");
+    };
+    let (rounds, secs): (usize, f64) = (rounds.parse()?, secs.parse()?);
+    let shim =
+        xenstore_bench::builds::workspace_root().join("target/bench/probes/release/xenstored-shim");
+    let daemon = Daemon::shim("shim", &shim)?;
+    workload::seed(&daemon.socket, 1)?;
+    Pin::Cpu0.apply_to_process(daemon.pid())?;
+    let mut results = vec![Vec::new(); configs.len()];
+    for round in 0..rounds {
+        for (i, c) in configs.iter().enumerate() {
+            let group = SnoopGroup::define(&shim)?;
+            let ftrace = c.starts_with("ftrace-read");
+            let pid = (c == "ftrace-read-pid").then(|| daemon.pid());
+            let inst = ftrace
+                .then(|| Instance::enable(&group.group.name, Some(16 << 10), pid))
+                .transpose()?;
+            let mut rings = match c.as_str() {
+                "none" | "bare" | "ftrace-read" | "ftrace-read-pid" => None,
+                "perf-sys-tid" => Some(raw_perf::Rings::open(&group.ids, None, true, 16 << 20)?),
+                "perf-sys" => Some(raw_perf::Rings::open(&group.ids, None, false, 16 << 20)?),
+                "perf-task" => Some(raw_perf::Rings::open(
+                    &group.ids,
+                    Some(daemon.pid()),
+                    false,
+                    16 << 20,
+                )?),
+                _ => bail!("unknown config {c}"),
+            };
+            let _bare = (c == "bare")
+                .then(|| BareUprobes::enable(&shim))
+                .transpose()?;
+            let stop = AtomicBool::new(false);
+            let (sample, cpu) = std::thread::scope(|s| -> Result<_> {
+                let reader = s.spawn(|| {
+                    if let Some(inst) = &inst {
+                        read_pipes(&inst.dir, &group.ids, &stop).expect("read trace_pipe_raw");
+                        return;
+                    }
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                        if let Some(r) = rings.as_mut() {
+                            r.drain();
+                        }
+                    }
+                });
+                let before = daemon.cpu_ns()?;
+                let sample = xenstore_bench::load::run(
+                    &daemon.socket,
+                    Workload::Read,
+                    1,
+                    std::time::Duration::from_secs_f64(secs),
+                    Pin::Cpu0,
+                );
+                let cpu = daemon.cpu_ns()? - before;
+                stop.store(true, Ordering::Relaxed);
+                reader.join().expect("reader panicked");
+                Ok((sample?, cpu))
+            })?;
+            let cpu_us = cpu as f64 / 1000.0 / sample.ops.max(1) as f64;
+            eprintln!(
+                "round {round} {c}: {:.0} ops/s, {cpu_us:.2} µs/op",
+                sample.ops_per_s
+            );
+            results[i].push((sample.ops_per_s, cpu_us));
+        }
+    }
+    println!("| config | ops/s | shim CPU µs/op |");
+    println!("|---|---|---|");
+    for (i, c) in configs.iter().enumerate() {
+        let ops = median(results[i].iter().map(|r| r.0).collect());
+        let cpu = median(results[i].iter().map(|r| r.1).collect());
+        println!("| {c} | {ops:.0} | {cpu:.2} |");
+    }
+    Ok(())
 }
