@@ -667,7 +667,8 @@ fn lost_events_are_counted_exactly() {
     if !common::need_root("lost_events_are_counted_exactly") {
         return;
     }
-    const N: u64 = 10_000;
+    // 2N samples of ~90 B: more than two CPUs' 1 MiB rings hold.
+    const N: u64 = 20_000;
     let shim = Shim::private_copy();
     let snoop = Snooper::attach(&shim, &["--ring-mb", "1"]);
     // A snooper that does not read: the 1 MiB rings overflow.

@@ -83,16 +83,48 @@ impl Event {
     }
 }
 
+/// An integer in a record: a field of its own, or bits of a packed one.
+struct Part {
+    field: Field,
+    shift: u32,
+    mask: u64,
+}
+
+impl Part {
+    /// `own` if the format has it (older layouts split every packed arg
+    /// in the kernel; `dom` is split out for the kernel filter), else
+    /// `bits` bits at `shift` of the packed field.
+    fn find(format: &Format, own: &str, packed: &str, shift: u32, bits: u32) -> Result<Part> {
+        let mask = (1u64 << bits) - 1;
+        Ok(match format.field(own) {
+            Ok(f) => Part {
+                field: f.clone(),
+                shift: 0,
+                mask,
+            },
+            Err(_) => Part {
+                field: format.field(packed)?.clone(),
+                shift,
+                mask,
+            },
+        })
+    }
+
+    fn get(&self, raw: &[u8]) -> Result<u64> {
+        Ok((self.field.uint(raw)? >> self.shift) & self.mask)
+    }
+}
+
 /// Field offsets of one event's format, looked up once.
 pub struct Decoder {
     pub probe: Probe,
     pub id: u16,
     serial: Field,
-    dom: Field,
-    op: Field,
-    conn: Field,
-    pid: Field,
-    tx: Field,
+    dom: Part,
+    op: Part,
+    conn: Part,
+    pid: Part,
+    tx: Part,
     extra: Field,
     s1: Field,
     s2: Field,
@@ -109,11 +141,12 @@ impl Decoder {
             probe,
             id: format.id,
             serial: f("serial")?,
-            dom: f("dom")?,
-            op: f("op")?,
-            conn: f("conn")?,
-            pid: f("pid")?,
-            tx: f("tx")?,
+            // ident = conn << 32 | op << 16 | dom; client = tx << 32 | pid
+            dom: Part::find(format, "dom", "ident", 0, 16)?,
+            op: Part::find(format, "op", "ident", 16, 16)?,
+            conn: Part::find(format, "conn", "ident", 32, 32)?,
+            pid: Part::find(format, "pid", "client", 0, 32)?,
+            tx: Part::find(format, "tx", "client", 32, 32)?,
             extra: f("extra")?,
             s1,
             s2: f("s2")?,
@@ -122,19 +155,25 @@ impl Decoder {
 
     /// Decodes the raw tracepoint record of one sample.
     pub fn decode(&self, raw: &[u8], mono_ns: u64, tgid: u32, tid: u32) -> Result<Event> {
-        let text =
-            |f: &Field| -> Result<String> { Ok(String::from_utf8_lossy(f.str(raw)?).into_owned()) };
+        let text = |f: &Field| -> Result<String> {
+            let bytes = f.str(raw)?;
+            // Valid UTF-8 (nearly always) checks faster than the lossy walk.
+            Ok(match std::str::from_utf8(bytes) {
+                Ok(s) => s.to_owned(),
+                Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+            })
+        };
         Ok(Event {
             probe: self.probe,
             mono_ns,
             tgid,
             tid,
             serial: self.serial.uint(raw)?,
-            dom: self.dom.uint(raw)? as u16,
-            op: self.op.uint(raw)? as u16,
-            conn: self.conn.uint(raw)? as u32,
-            pid: self.pid.uint(raw)? as u32,
-            tx: self.tx.uint(raw)? as u32,
+            dom: self.dom.get(raw)? as u16,
+            op: self.op.get(raw)? as u16,
+            conn: self.conn.get(raw)? as u32,
+            pid: self.pid.get(raw)? as u32,
+            tx: self.tx.get(raw)? as u32,
             extra: self.extra.uint(raw)?,
             s1: text(&self.s1)?,
             s2: text(&self.s2)?,
@@ -200,5 +239,48 @@ mod tests {
         assert!(e.truncated());
         assert_eq!(e.s1, "device/vbd/0/state");
         assert_eq!(e.s2, "");
+    }
+
+    /// The layout the snooper defines now: ident and client fetched whole.
+    #[test]
+    fn splits_packed_ident_and_client() {
+        let field = |name: &str, offset, size, data_loc| Field {
+            name: name.into(),
+            offset,
+            size,
+            signed: false,
+            data_loc,
+        };
+        let format = Format {
+            name: "response".into(),
+            id: 7,
+            fields: vec![
+                field("serial", 16, 8, false),
+                field("ident", 24, 8, false),
+                field("client", 32, 8, false),
+                field("extra", 40, 8, false),
+                field("s1", 48, 4, true),
+                field("s2", 52, 4, true),
+            ],
+        };
+        let d = Decoder::new(Probe::Response, &format).unwrap();
+        let mut rec = vec![0u8; 56];
+        let put = |rec: &mut Vec<u8>, off: usize, v: u64| {
+            rec[off..off + 8].copy_from_slice(&v.to_ne_bytes())
+        };
+        put(&mut rec, 16, 9);
+        put(&mut rec, 24, (0x8000_0003 << 32) | (2 << 16) | 0xfff6);
+        put(&mut rec, 32, (0x8000_0005 << 32) | 0xffff_fffe);
+        put(&mut rec, 40, (2 << 32) | 8);
+        rec[48..52].copy_from_slice(&((7u32 << 16) | 56).to_ne_bytes());
+        rec.extend_from_slice(b"ENOENT\0");
+        rec[52..56].copy_from_slice(&((1u32 << 16) | 63).to_ne_bytes());
+        rec.push(0);
+        let e = d.decode(&rec, 1000, 7, 8).unwrap();
+        assert_eq!(
+            (e.serial, e.dom, e.op, e.conn, e.pid, e.tx),
+            (9, 0xfff6, 2, 0x8000_0003, 0xffff_fffe, 0x8000_0005)
+        );
+        assert_eq!((e.req_id(), e.errno(), e.s1.as_str()), (8, 2, "ENOENT"));
     }
 }

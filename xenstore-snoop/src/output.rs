@@ -42,7 +42,10 @@ pub fn clock_ns(clock: libc::clockid_t) -> u64 {
 /// Escapes what could break or forge a line: control characters (newline,
 /// carriage return, escape sequences...) and the backslash itself.
 pub fn escape(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(|c| c.is_control() || c == '\\') {
+    // Control characters are U+0000-001F, U+007F and U+0080-009F (C2 80-9F
+    // in UTF-8): bytes tell most strings clean without decoding chars.
+    let suspect = |b: u8| b < 0x20 || b == 0x7f || b == 0xc2 || b == b'\\';
+    if !s.bytes().any(suspect) || !s.chars().any(|c| c.is_control() || c == '\\') {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
@@ -99,6 +102,12 @@ impl TextStyle {
 
     pub fn line(&self, r: &Record, clock: &Clock) -> String {
         let mut l = String::with_capacity(96);
+        self.write_line(r, clock, &mut l);
+        l
+    }
+
+    /// Appends the line of `r` (no newline) to `l`.
+    pub fn write_line(&self, r: &Record, clock: &Clock, l: &mut String) {
         match self.time {
             TimeColumn::None => {}
             TimeColumn::Wall => {
@@ -109,8 +118,9 @@ impl TextStyle {
                 let _ = write!(l, "{secs:<12.6} ");
             }
         }
-        let tx = r.tx.map_or("-".to_string(), |t| t.to_string());
-        let _ = write!(l, "{:<3} {:<6} {:<3} ", r.dom, r.pid, tx);
+        push_column(l, Some(r.dom.into()), 3);
+        push_column(l, Some(r.pid.into()), 6);
+        push_column(l, r.tx.map(u64::from), 3);
         if self.latency {
             match r.latency_ns {
                 Some(ns) => {
@@ -126,13 +136,16 @@ impl TextStyle {
                 if r.error.is_some() {
                     l.push_str("[ERROR] ");
                 }
-                let _ = write!(l, "{}:", r.op_name());
+                l.push_str(&r.op_name());
+                l.push(':');
                 for arg in [&r.path, &r.value] {
                     if !arg.is_empty() {
-                        let _ = write!(l, " {}", escape(arg));
+                        l.push(' ');
+                        l.push_str(&escape(arg));
                     }
                 }
-                let _ = write!(l, " -> {}", escape(r.result.as_deref().unwrap_or("?")));
+                l.push_str(" -> ");
+                l.push_str(&escape(r.result.as_deref().unwrap_or("?")));
                 if self.verbose {
                     if let Some(reason) = &r.error_reason {
                         let _ = write!(l, " ({})", escape(reason));
@@ -172,8 +185,31 @@ impl TextStyle {
                 }
             }
         }
-        l
     }
+}
+
+/// `n` (or `-`) left-aligned in `width` columns, then a space: the classic
+/// columns, without core::fmt's padding machinery on every line.
+fn push_column(l: &mut String, n: Option<u64>, width: usize) {
+    let start = l.len();
+    match n {
+        Some(mut n) => {
+            let mut digits = [0u8; 20];
+            let mut i = digits.len();
+            loop {
+                i -= 1;
+                digits[i] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            l.push_str(std::str::from_utf8(&digits[i..]).expect("ASCII digits"));
+        }
+        None => l.push('-'),
+    }
+    let pad = width.saturating_sub(l.len() - start);
+    l.extend(std::iter::repeat_n(' ', pad + 1));
 }
 
 /// The JSON line schema shared with scripts/xs-stack-correlate.
@@ -188,7 +224,7 @@ pub struct JsonRecord<'a> {
     pub pid: u32,
     pub tx: Option<u32>,
     pub req_id: Option<u32>,
-    pub op: Option<String>,
+    pub op: Option<Cow<'static, str>>,
     pub path: &'a str,
     pub value: &'a str,
     pub result: Option<&'a str>,
@@ -201,30 +237,35 @@ pub struct JsonRecord<'a> {
 }
 
 pub fn json_line(r: &Record, clock: &Clock) -> String {
-    let j = JsonRecord {
-        kind: r.kind,
-        ts: clock
-            .wall(r.mono_ns)
-            .to_rfc3339_opts(SecondsFormat::Micros, true),
-        mono_ns: r.mono_ns,
-        serial: r.serial,
-        conn: r.conn,
-        dom: r.dom,
-        pid: r.pid,
-        tx: r.tx,
-        req_id: r.req_id,
-        op: r.op.map(|_| r.op_name()),
-        path: &r.path,
-        value: &r.value,
-        result: r.result.as_deref(),
-        error: r.error.as_deref(),
-        error_reason: r.error_reason.as_deref(),
-        latency_us: r.latency_ns.map(|ns| ns as f64 / 1e3),
-        fired_by: r.fired_by,
-        token: r.token.as_deref(),
-        truncated: r.truncated,
-    };
-    serde_json::to_string(&j).expect("records always serialize")
+    serde_json::to_string(&JsonRecord::new(r, clock)).expect("records always serialize")
+}
+
+impl<'a> JsonRecord<'a> {
+    pub fn new(r: &'a Record, clock: &Clock) -> JsonRecord<'a> {
+        JsonRecord {
+            kind: r.kind,
+            ts: clock
+                .wall(r.mono_ns)
+                .to_rfc3339_opts(SecondsFormat::Micros, true),
+            mono_ns: r.mono_ns,
+            serial: r.serial,
+            conn: r.conn,
+            dom: r.dom,
+            pid: r.pid,
+            tx: r.tx,
+            req_id: r.req_id,
+            op: r.op.map(|_| r.op_name()),
+            path: &r.path,
+            value: &r.value,
+            result: r.result.as_deref(),
+            error: r.error.as_deref(),
+            error_reason: r.error_reason.as_deref(),
+            latency_us: r.latency_ns.map(|ns| ns as f64 / 1e3),
+            fired_by: r.fired_by,
+            token: r.token.as_deref(),
+            truncated: r.truncated,
+        }
+    }
 }
 
 #[cfg(test)]

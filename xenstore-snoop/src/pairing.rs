@@ -2,6 +2,7 @@
 //! watch events and connection/transaction events pass through as records.
 
 use crate::event::{Event, Probe};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use xenstored_probes::wire;
 
@@ -42,12 +43,12 @@ pub struct Record {
 }
 
 impl Record {
-    pub fn op_name(&self) -> String {
+    pub fn op_name(&self) -> Cow<'static, str> {
         match self.op {
             Some(op) => wire::msg_name(op as u32)
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("XS_UNKNOWN({op})")),
-            None => String::new(),
+                .map(Cow::Borrowed)
+                .unwrap_or_else(|| Cow::Owned(format!("XS_UNKNOWN({op})"))),
+            None => Cow::Borrowed(""),
         }
     }
 
@@ -130,6 +131,9 @@ impl Record {
 /// when lost events leave halves unmatched, the oldest go first.
 #[derive(Default)]
 pub struct Pairing {
+    /// The latest request, kept out of `requests`: its reply nearly always
+    /// comes next, and pairing it here saves a map insert and remove.
+    latest: Option<Event>,
     requests: BTreeMap<u64, Event>,
     early_replies: BTreeMap<u64, Event>,
     /// Halves dropped to bound memory.
@@ -150,17 +154,32 @@ impl Pairing {
             Probe::Request => match self.early_replies.remove(&ev.serial) {
                 Some(resp) => Some(Record::pair(ev, Some(resp))),
                 None => {
-                    park(&mut self.requests, ev, &mut self.dropped);
+                    if let Some(older) = self.latest.replace(ev) {
+                        // `latest` counts against the bound too.
+                        let max = MAX_UNMATCHED - 1;
+                        park(&mut self.requests, older, max, &mut self.dropped);
+                    }
                     None
                 }
             },
-            Probe::Response => match self.requests.remove(&ev.serial) {
-                Some(req) => Some(Record::pair(req, Some(ev))),
-                None => {
-                    park(&mut self.early_replies, ev, &mut self.dropped);
-                    None
+            Probe::Response => {
+                let req = match &self.latest {
+                    Some(latest) if latest.serial == ev.serial => self.latest.take(),
+                    _ => self.requests.remove(&ev.serial),
+                };
+                match req {
+                    Some(req) => Some(Record::pair(req, Some(ev))),
+                    None => {
+                        park(
+                            &mut self.early_replies,
+                            ev,
+                            MAX_UNMATCHED,
+                            &mut self.dropped,
+                        );
+                        None
+                    }
                 }
-            },
+            }
             Probe::WatchEvent => Some(Record::lone(ev, Kind::WatchEvent)),
             Probe::ConnOpen => Some(Record::lone(ev, Kind::ConnOpen)),
             Probe::ConnClose => Some(Record::lone(ev, Kind::ConnClose)),
@@ -171,6 +190,9 @@ impl Pairing {
     /// At exit: the requests that never got a reply, oldest first.
     pub fn unanswered(&mut self) -> Vec<Record> {
         self.early_replies.clear();
+        if let Some(latest) = self.latest.take() {
+            self.requests.insert(latest.serial, latest);
+        }
         std::mem::take(&mut self.requests)
             .into_values()
             .map(|e| Record::pair(e, None))
@@ -180,9 +202,9 @@ impl Pairing {
 
 /// Keeps one half of a pair until the other arrives; past the bound the
 /// oldest is given up (and counted), so a lost half can't grow memory.
-fn park(waiting: &mut BTreeMap<u64, Event>, ev: Event, dropped: &mut u64) {
+fn park(waiting: &mut BTreeMap<u64, Event>, ev: Event, max: usize, dropped: &mut u64) {
     waiting.insert(ev.serial, ev);
-    if waiting.len() > MAX_UNMATCHED {
+    if waiting.len() > max {
         waiting.pop_first();
         *dropped += 1;
     }

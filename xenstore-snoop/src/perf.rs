@@ -310,8 +310,12 @@ fn map_ring(fd: &OwnedFd, data_size: usize, page: usize) -> Result<Ring> {
 /// `len` bytes of the ring's data area from `at`, contiguous: borrowed in
 /// place, or copied into `scratch` when they wrap past the end.
 fn copy_out(data: *const u8, size: usize, at: usize, len: usize, scratch: &mut Vec<u8>) -> &[u8] {
+    if at + len <= size {
+        // SAFETY: within the mapping, which outlives the drain that reads it.
+        return unsafe { std::slice::from_raw_parts(data.add(at), len) };
+    }
     scratch.clear();
-    let first = len.min(size - at);
+    let first = size - at;
     unsafe {
         scratch.extend_from_slice(std::slice::from_raw_parts(data.add(at), first));
         scratch.extend_from_slice(std::slice::from_raw_parts(data, len - first));

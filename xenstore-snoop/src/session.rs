@@ -5,7 +5,7 @@ use crate::cli::Args;
 use crate::event::{Decoder, Event, Probe};
 use crate::filter::Filter;
 use crate::format::Format;
-use crate::output::{json_line, Clock, TextStyle, TimeColumn};
+use crate::output::{Clock, JsonRecord, TextStyle, TimeColumn};
 use crate::pairing::Pairing;
 use crate::perf::Rings;
 use crate::summary::Summary;
@@ -92,8 +92,9 @@ pub fn run(args: &Args) -> Result<i32> {
     for stale in remove_stale_groups(&tracefs)? {
         eprintln!("xenstore-snoop: removed stale uprobes of {stale}");
     }
-    let mut group = Group::new(tracefs);
-    let mut decoders: HashMap<u16, Decoder> = HashMap::new();
+    let kernel_filter = filter.kernel_filter();
+    let mut group = Group::new(tracefs, kernel_filter.is_some());
+    let mut decoders: Vec<Decoder> = Vec::new();
     let mut seen_names: HashMap<String, u32> = HashMap::new();
     for p in &probes {
         // A probe inlined at several sites has several notes: one event each.
@@ -109,10 +110,9 @@ pub fn run(args: &Args) -> Result<i32> {
             .with_context(|| format!("reading {}", path.display()))?;
         let format = Format::parse(&text).with_context(|| format!("parsing {}", path.display()))?;
         let probe = Probe::from_name(&p.name).expect("filtered above");
-        decoders.insert(format.id, Decoder::new(probe, &format)?);
+        decoders.push(Decoder::new(probe, &format)?);
     }
-    let ids: Vec<u16> = decoders.keys().copied().collect();
-    let kernel_filter = filter.kernel_filter();
+    let ids: Vec<u16> = decoders.iter().map(|d| d.id).collect();
     let mut rings = Rings::open(
         &ids,
         (args.ring_mb as usize) << 20,
@@ -144,7 +144,8 @@ pub fn run(args: &Args) -> Result<i32> {
             verbose: args.verbose,
         },
         clock,
-        out: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock()),
+        out: std::io::BufWriter::with_capacity(1 << 18, std::io::stdout().lock()),
+        line: String::with_capacity(256),
         pairing: Pairing::new(),
         summary: Summary::default(),
         shown: 0,
@@ -183,6 +184,8 @@ struct Loop<'a, W: Write> {
     style: TextStyle,
     clock: Clock,
     out: W,
+    /// The text line being built, reused.
+    line: String,
     pairing: Pairing,
     summary: Summary,
     shown: u64,
@@ -194,7 +197,7 @@ impl<W: Write> Loop<'_, W> {
     fn trace(
         &mut self,
         rings: &mut Rings,
-        decoders: &HashMap<u16, Decoder>,
+        decoders: &[Decoder],
         daemon: u32,
         stop_flag: &AtomicBool,
     ) -> Result<Stop> {
@@ -275,7 +278,7 @@ impl<W: Write> Loop<'_, W> {
     fn drain(
         &mut self,
         rings: &mut Rings,
-        decoders: &HashMap<u16, Decoder>,
+        decoders: &[Decoder],
         daemon: u32,
         batch: &mut Vec<Event>,
     ) -> Result<Option<Stop>> {
@@ -287,8 +290,10 @@ impl<W: Write> Loop<'_, W> {
                 return;
             }
             let id = u16::from_ne_bytes([s.raw[0], s.raw[1]]);
+            // A handful of decoders: a scan beats hashing the id.
             match decoders
-                .get(&id)
+                .iter()
+                .find(|d| d.id == id)
                 .map(|d| d.decode(s.raw, s.time_ns, s.pid, s.tid))
             {
                 Some(Ok(ev)) => batch.push(ev),
@@ -297,7 +302,11 @@ impl<W: Write> Loop<'_, W> {
         });
         self.undecodable += undecodable;
         self.seen += batch.len() as u64;
-        batch.sort_by_key(|e| e.mono_ns);
+        // One CPU's events come sorted; a stable sort would still allocate
+        // its scratch (megabytes a drain at high rates).
+        if !batch.is_sorted_by_key(|e| e.mono_ns) {
+            batch.sort_by_key(|e| e.mono_ns);
+        }
         for ev in batch.drain(..) {
             let Some(r) = self.pairing.push(ev) else {
                 continue;
@@ -324,12 +333,14 @@ impl<W: Write> Loop<'_, W> {
             self.summary.add(r);
             return Ok(());
         }
-        let line = if self.args.json {
-            json_line(r, &self.clock)
+        if self.args.json {
+            serde_json::to_writer(&mut self.out, &JsonRecord::new(r, &self.clock))?;
         } else {
-            self.style.line(r, &self.clock)
-        };
-        writeln!(self.out, "{line}")
+            self.line.clear();
+            self.style.write_line(r, &self.clock, &mut self.line);
+            self.out.write_all(self.line.as_bytes())?;
+        }
+        self.out.write_all(b"\n")
     }
 
     fn emit(&mut self, text: &str) -> std::io::Result<()> {

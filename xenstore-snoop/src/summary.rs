@@ -47,7 +47,7 @@ impl Summary {
     pub fn add(&mut self, r: &Record) {
         match r.kind {
             Kind::Op => {
-                self.ops.entry(r.op_name()).or_default().add(r);
+                self.ops.entry(r.op_name().into_owned()).or_default().add(r);
                 self.domains.entry(r.dom).or_default().add(r);
                 *self.paths.entry(r.path.clone()).or_default() += 1;
                 if self.fanout.contains_key(&r.serial) {
