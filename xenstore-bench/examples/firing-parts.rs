@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use xenstore_bench::affinity::Pin;
 use xenstore_bench::probe_loop::ProbeLoop;
 use xenstore_bench::tracers::{Tracer, TracerKind};
-use xenstore_bench::uprobe::BareUprobes;
+use xenstore_bench::uprobe::{BareUprobes, Fetch};
 use xenstore_snoop::format::Format;
 use xenstore_snoop::perf::Rings;
 use xenstore_snoop::uprobe::Group;
@@ -101,7 +101,7 @@ fn one(lp: &mut ProbeLoop, config: &str, secs: f64) -> Result<(f64, f64)> {
     match config {
         "none" => Ok((fire(lp)?.1, 0.0)),
         "bare" => {
-            let _floor = BareUprobes::enable(&lp.binary)?;
+            let _floor = BareUprobes::enable(&lp.binary, Fetch::SnoopArgs)?;
             Ok((fire(lp)?.1, 0.0))
         }
         "snoop-defs" => {
@@ -555,7 +555,7 @@ fn ops(args: &[String]) -> Result<()> {
                 _ => bail!("unknown config {c}"),
             };
             let _bare = (c == "bare")
-                .then(|| BareUprobes::enable(&shim))
+                .then(|| BareUprobes::enable(&shim, Fetch::SnoopArgs))
                 .transpose()?;
             let stop = AtomicBool::new(false);
             let (sample, cpu) = std::thread::scope(|s| -> Result<_> {
