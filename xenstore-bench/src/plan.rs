@@ -245,7 +245,9 @@ pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compar
             "uprobe trap alone (no fetch args, no reader)",
         ],
         vec![case],
-        2 * budget.rounds,
+        // Half-second runs, many rounds: a firing costs ~1 µs, so noise from the
+        // shared machine weighs more here than in the op-level sections.
+        4 * budget.rounds,
         |_, k| {
             let lp = lp.as_mut().map_err(|e| anyhow!("{e:#}"))?;
             let fire = |lp: &mut ProbeLoop| -> Result<Sample> {

@@ -518,13 +518,15 @@ fn limits(r: &Results) -> String {
                      (goal for the snooper: 0.85); xenstore-snoop adds {:.1} µs per op over that \
                      floor, bpftrace {:.1} µs. A single probe firing per op (one merged \
                      request-and-reply probe) would raise that floor to about {:.2} by CPU per op, \
-                     still short of 0.85.",
+                     still short of 0.85. Against bpftrace, a tracer costing nothing over the floor \
+                     would be at most {:.2}× as fast by CPU per op (goal: 2.5).",
                     c.cases[ci].describe().replace(" | ", ", "),
                     bare - none,
                     c.ratio(ci, 1, 0).map_or("?".into(), |x| format!("{x:.2}")),
                     snoop - bare,
                     bpf - bare,
-                    none / (none + (bare - none) / 2.0)
+                    none / (none + (bare - none) / 2.0),
+                    bpf / bare
                 ));
             }
         }
@@ -544,9 +546,11 @@ fn limits(r: &Results) -> String {
                 "Per firing, bpftrace costs {:.1}× what xenstore-snoop does ({bpf:.0} ns against \
                  {snoop:.0} ns), but per op the daemon's own work dilutes that, which is why the \
                  op-level snoop ÷ bpftrace ratio stays below it. xenstore-snoop's {:.0} ns over the \
-                 bare uprobe ({bare:.0} ns) is its kernel side (perf ring output where the bare \
-                 uprobe writes the ftrace ring) plus its reader sharing the CPUs with the loop \
-                 (the reader's own CPU per event is in section 5).",
+                 bare uprobe ({bare:.0} ns) is the kernel's perf output path (a sample with thread \
+                 id and time into a perf ring, where the bare uprobe writes the ftrace ring): \
+                 the same events into perf rings that nobody reads cost as much, and the reader \
+                 adds nothing measurable on the traced CPU (`xenstore-bench/examples/firing-parts.rs`; \
+                 the reader's own CPU per event is in section 5).",
                 bpf / snoop,
                 snoop - bare
             ));
