@@ -147,13 +147,11 @@ impl TextStyle {
                 }
             }
             Kind::WatchEvent => {
-                let _ = write!(
-                    l,
-                    "{}: {} {}",
-                    r.op_name(),
-                    escape(&r.path),
-                    escape(r.token.as_deref().unwrap_or(""))
-                );
+                l.push_str(&r.op_name());
+                l.push_str(": ");
+                l.push_str(&escape(&r.path));
+                l.push(' ');
+                l.push_str(&escape(r.token.as_deref().unwrap_or("")));
             }
             Kind::ConnOpen => {
                 let _ = write!(
