@@ -46,9 +46,6 @@ pub struct Event {
     pub probe: Probe,
     /// CLOCK_MONOTONIC ns, from perf.
     pub mono_ns: u64,
-    /// Daemon process and thread that fired it.
-    pub tgid: u32,
-    pub tid: u32,
     pub serial: u64,
     pub dom: u16,
     pub op: u16,
@@ -154,7 +151,7 @@ impl Decoder {
     }
 
     /// Decodes the raw tracepoint record of one sample.
-    pub fn decode(&self, raw: &[u8], mono_ns: u64, tgid: u32, tid: u32) -> Result<Event> {
+    pub fn decode(&self, raw: &[u8], mono_ns: u64) -> Result<Event> {
         let text = |f: &Field| -> Result<String> {
             let bytes = f.str(raw)?;
             // Valid UTF-8 (nearly always) checks faster than the lossy walk.
@@ -166,8 +163,6 @@ impl Decoder {
         Ok(Event {
             probe: self.probe,
             mono_ns,
-            tgid,
-            tid,
             serial: self.serial.uint(raw)?,
             dom: self.dom.get(raw)? as u16,
             op: self.op.get(raw)? as u16,
@@ -190,8 +185,6 @@ mod tests {
         let mut e = Event {
             probe: Probe::Response,
             mono_ns: 0,
-            tgid: 1,
-            tid: 1,
             serial: 1,
             dom: 0,
             op: 2,
@@ -231,7 +224,7 @@ mod tests {
         let s2_at = rec.len() as u32;
         rec[76..80].copy_from_slice(&((1u32 << 16) | s2_at).to_ne_bytes());
         rec.push(0);
-        let e = d.decode(&rec, 1000, 7, 8).unwrap();
+        let e = d.decode(&rec, 1000).unwrap();
         assert_eq!(
             (e.serial, e.dom, e.op, e.conn, e.pid, e.tx, e.req_id()),
             (9, 6, 2, 3, 100, 5, 8)
@@ -276,7 +269,7 @@ mod tests {
         rec.extend_from_slice(b"ENOENT\0");
         rec[52..56].copy_from_slice(&((1u32 << 16) | 63).to_ne_bytes());
         rec.push(0);
-        let e = d.decode(&rec, 1000, 7, 8).unwrap();
+        let e = d.decode(&rec, 1000).unwrap();
         assert_eq!(
             (e.serial, e.dom, e.op, e.conn, e.pid, e.tx),
             (9, 0xfff6, 2, 0x8000_0003, 0xffff_fffe, 0x8000_0005)

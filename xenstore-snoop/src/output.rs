@@ -100,12 +100,6 @@ impl TextStyle {
         h
     }
 
-    pub fn line(&self, r: &Record, clock: &Clock) -> String {
-        let mut l = String::with_capacity(96);
-        self.write_line(r, clock, &mut l);
-        l
-    }
-
     /// Appends the line of `r` (no newline) to `l`.
     pub fn write_line(&self, r: &Record, clock: &Clock, l: &mut String) {
         match self.time {
@@ -153,13 +147,11 @@ impl TextStyle {
                 }
             }
             Kind::WatchEvent => {
-                let _ = write!(
-                    l,
-                    "{}: {} {}",
-                    r.op_name(),
-                    escape(&r.path),
-                    escape(r.token.as_deref().unwrap_or(""))
-                );
+                l.push_str(&r.op_name());
+                l.push_str(": ");
+                l.push_str(&escape(&r.path));
+                l.push(' ');
+                l.push_str(&escape(r.token.as_deref().unwrap_or("")));
             }
             Kind::ConnOpen => {
                 let _ = write!(
@@ -236,10 +228,6 @@ pub struct JsonRecord<'a> {
     pub truncated: bool,
 }
 
-pub fn json_line(r: &Record, clock: &Clock) -> String {
-    serde_json::to_string(&JsonRecord::new(r, clock)).expect("records always serialize")
-}
-
 impl<'a> JsonRecord<'a> {
     pub fn new(r: &'a Record, clock: &Clock) -> JsonRecord<'a> {
         JsonRecord {
@@ -273,6 +261,19 @@ mod tests {
     use super::*;
     use crate::event::Probe;
     use crate::pairing::{tests::ev, Pairing};
+
+    // The snooper writes both into its output buffer; tests want strings.
+    impl TextStyle {
+        pub(crate) fn line(&self, r: &Record, clock: &Clock) -> String {
+            let mut l = String::new();
+            self.write_line(r, clock, &mut l);
+            l
+        }
+    }
+
+    fn json_line(r: &Record, clock: &Clock) -> String {
+        serde_json::to_string(&JsonRecord::new(r, clock)).unwrap()
+    }
 
     fn clock() -> Clock {
         Clock {

@@ -218,8 +218,6 @@ pub(crate) mod tests {
         Event {
             probe,
             mono_ns: serial * 1000,
-            tgid: 1,
-            tid: 1,
             serial,
             dom: 0,
             op,
@@ -324,9 +322,7 @@ mod captured {
                 .collect();
             let id = u16::from_ne_bytes([raw[0], raw[1]]);
             let d = decoders.iter().find(|d| d.id == id).unwrap();
-            let ev = d
-                .decode(&raw, 1000 + i as u64 * 25_000, 26063, 26063)
-                .unwrap();
+            let ev = d.decode(&raw, 1000 + i as u64 * 25_000).unwrap();
             records.extend(pairing.push(ev));
         }
         assert_eq!(records.len(), 1);

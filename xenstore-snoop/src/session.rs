@@ -294,7 +294,7 @@ impl<W: Write> Loop<'_, W> {
             match decoders
                 .iter()
                 .find(|d| d.id == id)
-                .map(|d| d.decode(s.raw, s.time_ns, s.pid, s.tid))
+                .map(|d| d.decode(s.raw, s.time_ns))
             {
                 Some(Ok(ev)) => batch.push(ev),
                 _ => undecodable += 1,

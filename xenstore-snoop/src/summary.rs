@@ -3,6 +3,7 @@
 
 use crate::pairing::{Kind, Record};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 #[derive(Default)]
@@ -34,11 +35,13 @@ impl Stats {
 
 #[derive(Default)]
 pub struct Summary {
-    ops: HashMap<String, Stats>,
+    /// By op name: borrowed from the wire table, no allocation per record.
+    ops: HashMap<Cow<'static, str>, Stats>,
     domains: HashMap<u16, Stats>,
     paths: HashMap<String, u64>,
-    /// Firing request serial -> (its op/path if seen, events fired).
+    /// Firing request serial -> watch events it fired.
     fanout: HashMap<u64, u64>,
+    /// Firing request serial -> its op and path, once its record is seen.
     firers: HashMap<u64, String>,
     watch_events: u64,
 }
@@ -47,9 +50,15 @@ impl Summary {
     pub fn add(&mut self, r: &Record) {
         match r.kind {
             Kind::Op => {
-                self.ops.entry(r.op_name().into_owned()).or_default().add(r);
+                self.ops.entry(r.op_name()).or_default().add(r);
                 self.domains.entry(r.dom).or_default().add(r);
-                *self.paths.entry(r.path.clone()).or_default() += 1;
+                // Busy paths repeat: copy a path only the first time.
+                match self.paths.get_mut(&r.path) {
+                    Some(n) => *n += 1,
+                    None => {
+                        self.paths.insert(r.path.clone(), 1);
+                    }
+                }
                 if self.fanout.contains_key(&r.serial) {
                     self.firers
                         .insert(r.serial, format!("{} {}", r.op_name(), r.path));
@@ -72,7 +81,13 @@ impl Summary {
         for n in names {
             let s = self.ops.get_mut(&n).unwrap();
             let (p50, p99) = (s.percentile_us(0.5), s.percentile_us(0.99));
-            ops.add_row(vec![n, s.count.to_string(), s.errors.to_string(), p50, p99]);
+            ops.add_row(vec![
+                n.into_owned(),
+                s.count.to_string(),
+                s.errors.to_string(),
+                p50,
+                p99,
+            ]);
         }
         out += &format!("{ops}\n");
 
