@@ -41,7 +41,7 @@ pub fn replay(case: &Case, socket: &Path) -> Vec<Vec<String>> {
                 vec![]
             }
             (_, Conn::Closed) => vec!["closed".to_string()],
-            (Action::Wait, Conn::Open(s)) => render(read_one(s, REPLY_TIMEOUT), &vars),
+            (Action::Wait, Conn::Open(s)) => render(vec![read_one(s, REPLY_TIMEOUT)], &vars),
             (Action::Quiet, Conn::Open(s)) => render(read_until_quiet(s), &vars),
             (Action::Raw { bytes, wait }, Conn::Open(s)) => {
                 if s.write_all(bytes).is_err() {
@@ -178,8 +178,7 @@ impl Msg {
 fn read_reply(s: &mut UnixStream) -> Vec<Msg> {
     let mut msgs = Vec::new();
     loop {
-        let mut one = read_one(s, REPLY_TIMEOUT);
-        let m = one.pop().unwrap();
+        let m = read_one(s, REPLY_TIMEOUT);
         let done = m.end.is_some() || m.ty != MsgType::WatchEvent as u32;
         msgs.push(m);
         if done {
@@ -192,7 +191,7 @@ fn read_reply(s: &mut UnixStream) -> Vec<Msg> {
 fn read_until_quiet(s: &mut UnixStream) -> Vec<Msg> {
     let mut msgs = Vec::new();
     loop {
-        let m = read_one(s, QUIET).pop().unwrap();
+        let m = read_one(s, QUIET);
         match m.end {
             Some("timeout") => return msgs,
             Some(_) => {
@@ -204,28 +203,28 @@ fn read_until_quiet(s: &mut UnixStream) -> Vec<Msg> {
     }
 }
 
-fn read_one(s: &mut UnixStream, timeout: Duration) -> Vec<Msg> {
+fn read_one(s: &mut UnixStream, timeout: Duration) -> Msg {
     s.set_read_timeout(Some(timeout)).unwrap();
     let mut header = [0u8; HEADER_LEN];
     if let Err(e) = read_exact(s, &mut header) {
-        return vec![Msg::end(e)];
+        return Msg::end(e);
     }
     let header = Header::decode(&header);
     let len = header.len as usize;
     if len > 1 << 20 {
-        return vec![Msg::end("closed")];
+        return Msg::end("closed");
     }
     let mut payload = vec![0u8; len];
     if let Err(e) = read_exact(s, &mut payload) {
-        return vec![Msg::end(e)];
+        return Msg::end(e);
     }
-    vec![Msg {
+    Msg {
         ty: header.ty,
         req_id: header.req_id,
         tx_id: header.tx_id,
         payload,
         end: None,
-    }]
+    }
 }
 
 fn read_exact(s: &mut UnixStream, buf: &mut [u8]) -> Result<(), &'static str> {
