@@ -44,10 +44,7 @@ struct Tracer(Child);
 
 impl Drop for Tracer {
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .arg("-INT")
-            .arg(self.0.id().to_string())
-            .status();
+        common::signal(self.0.id(), 2);
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.0.try_wait() {

@@ -4,6 +4,7 @@
 mod common;
 
 use common::shim::{wait_for, Shim};
+use common::wire;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -22,22 +23,9 @@ impl Raw {
     }
 
     fn call(&mut self, ty: u32, payload: &[u8]) -> (u32, Vec<u8>) {
-        let mut msg = Vec::new();
-        for w in [ty, 1, 0, payload.len() as u32] {
-            msg.extend_from_slice(&w.to_ne_bytes());
-        }
-        msg.extend_from_slice(payload);
-        self.0.write_all(&msg).unwrap();
-        loop {
-            let mut h = [0u8; 16];
-            self.0.read_exact(&mut h).unwrap();
-            let word = |i: usize| u32::from_ne_bytes(h[i * 4..i * 4 + 4].try_into().unwrap());
-            let mut body = vec![0; word(3) as usize];
-            self.0.read_exact(&mut body).unwrap();
-            if word(0) != 15 {
-                return (word(0), body);
-            }
-        }
+        self.0.write_all(&wire::message(ty, 1, 0, payload)).unwrap();
+        let (header, body) = wire::reply(&mut self.0);
+        (header.ty, body)
     }
 }
 

@@ -3,9 +3,11 @@
 mod common;
 
 use common::shim::Shim;
+use common::wire;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
+use xenstored_probes::wire::Header;
 
 const READ: u32 = 2;
 const WATCH: u32 = 4;
@@ -20,26 +22,13 @@ fn connect(shim: &Shim) -> UnixStream {
 }
 
 fn send(s: &mut UnixStream, ty: u32, req_id: u32, payload: &[u8]) {
-    let mut msg = Vec::new();
-    for w in [ty, req_id, 0, payload.len() as u32] {
-        msg.extend_from_slice(&w.to_ne_bytes());
-    }
-    msg.extend_from_slice(payload);
-    s.write_all(&msg).unwrap();
+    s.write_all(&wire::message(ty, req_id, 0, payload)).unwrap();
 }
 
 /// The next message that is not a watch event: (type, req_id, payload).
 fn reply(s: &mut UnixStream) -> (u32, u32, Vec<u8>) {
-    loop {
-        let mut h = [0u8; 16];
-        s.read_exact(&mut h).expect("a reply within 30 s");
-        let word = |i: usize| u32::from_ne_bytes(h[i * 4..i * 4 + 4].try_into().unwrap());
-        let mut body = vec![0; word(3) as usize];
-        s.read_exact(&mut body).unwrap();
-        if word(0) != WATCH_EVENT {
-            return (word(0), word(1), body);
-        }
-    }
+    let (header, body) = wire::reply(s);
+    (header.ty, header.req_id, body)
 }
 
 fn alive(shim: &Shim) {
@@ -95,11 +84,13 @@ fn an_oversized_length_disconnects_only_that_client() {
     send(&mut other, WRITE, 1, b"/keep\0me");
     assert_eq!(reply(&mut other).0, WRITE);
     let mut bad = connect(&shim);
-    let mut h = Vec::new();
-    for w in [WRITE, 1, 0, 4097] {
-        h.extend_from_slice(&w.to_ne_bytes());
-    }
-    bad.write_all(&h).unwrap();
+    let h = Header {
+        ty: WRITE,
+        req_id: 1,
+        tx_id: 0,
+        len: 4097,
+    };
+    bad.write_all(&h.encode()).unwrap();
     let mut buf = [0u8; 16];
     assert_eq!(bad.read(&mut buf).unwrap(), 0, "the daemon hung up");
     send(&mut other, READ, 2, b"/keep\0");
@@ -168,11 +159,7 @@ fn concurrent_hostile_clients_leave_a_consistent_daemon() {
                             payload.push(0);
                         }
                     }
-                    let mut msg = Vec::new();
-                    for w in [ty, i, (rnd() % 3) as u32, payload.len() as u32] {
-                        msg.extend_from_slice(&w.to_ne_bytes());
-                    }
-                    msg.extend_from_slice(&payload);
+                    let msg = wire::message(ty, i, (rnd() % 3) as u32, &payload);
                     c.write_all(&msg).unwrap();
                     let (_, req_id, _) = reply(&mut c);
                     assert_eq!(req_id, i, "replies come back in order");

@@ -4,7 +4,8 @@
 mod common;
 
 use common::upstream::{Flavor, Upstream};
-use std::io::{Read, Write};
+use common::wire;
+use std::io::Write;
 use std::os::unix::net::UnixStream;
 
 /// One request on a fresh connection; returns (type, payload).
@@ -12,18 +13,9 @@ fn request(daemon: &Upstream, ty: u32, payload: &[u8]) -> (u32, Vec<u8>) {
     let mut s = UnixStream::connect(&daemon.socket).unwrap();
     s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
         .unwrap();
-    let mut msg = Vec::new();
-    for word in [ty, 1, 0, payload.len() as u32] {
-        msg.extend_from_slice(&word.to_ne_bytes());
-    }
-    msg.extend_from_slice(payload);
-    s.write_all(&msg).unwrap();
-    let mut header = [0u8; 16];
-    s.read_exact(&mut header).unwrap();
-    let word = |i: usize| u32::from_ne_bytes(header[i * 4..i * 4 + 4].try_into().unwrap());
-    let mut body = vec![0u8; word(3) as usize];
-    s.read_exact(&mut body).unwrap();
-    (word(0), body)
+    s.write_all(&wire::message(ty, 1, 0, payload)).unwrap();
+    let (header, body) = wire::reply(&mut s);
+    (header.ty, body)
 }
 
 fn serves_clients_and_dies_on_drop(flavor: Flavor) {

@@ -4,6 +4,7 @@
 
 pub mod shim;
 pub mod upstream;
+pub mod wire;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

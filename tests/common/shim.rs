@@ -101,7 +101,7 @@ impl Drop for Shim {
     }
 }
 
-/// A fresh directory under the target dir's tmp, unique per call.
+/// A fresh directory under $TMPDIR/xenstore-e2e, unique per call.
 pub fn private_dir(tag: &str) -> PathBuf {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(0);

@@ -7,12 +7,12 @@ use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
+use xenstored_probes::wire::{Header, MsgType, HEADER_LEN};
 
 /// Generous: the daemons answer in microseconds, but CI machines are shared.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long `quiet` waits for a message that should not come.
 const QUIET: Duration = Duration::from_millis(100);
-const WATCH_EVENT: u32 = 15;
 
 enum Conn {
     Open(UnixStream),
@@ -41,7 +41,7 @@ pub fn replay(case: &Case, socket: &Path) -> Vec<Vec<String>> {
                 vec![]
             }
             (_, Conn::Closed) => vec!["closed".to_string()],
-            (Action::Wait, Conn::Open(s)) => render(read_one(s, REPLY_TIMEOUT), &vars),
+            (Action::Wait, Conn::Open(s)) => render(vec![read_one(s, REPLY_TIMEOUT)], &vars),
             (Action::Quiet, Conn::Open(s)) => render(read_until_quiet(s), &vars),
             (Action::Raw { bytes, wait }, Conn::Open(s)) => {
                 if s.write_all(bytes).is_err() {
@@ -76,11 +76,13 @@ pub fn replay(case: &Case, socket: &Path) -> Vec<Vec<String>> {
                             .1
                     }
                 };
-                let mut bytes = Vec::with_capacity(16 + payload.len());
-                for word in [*ty, req_id, tx_id, len.unwrap_or(payload.len() as u32)] {
-                    bytes.extend_from_slice(&word.to_ne_bytes());
-                }
-                bytes.extend_from_slice(payload);
+                let header = Header {
+                    ty: *ty,
+                    req_id,
+                    tx_id,
+                    len: len.unwrap_or(payload.len() as u32),
+                };
+                let bytes = [&header.encode()[..], payload].concat();
                 if s.write_all(&bytes).is_err() {
                     vec!["closed".to_string()]
                 } else if !*wait {
@@ -135,7 +137,7 @@ impl Msg {
 
     /// The id in a TRANSACTION_START reply ("12\0").
     fn tx_id_payload(&self) -> Option<u32> {
-        if self.ty != 6 || self.end.is_some() {
+        if self.ty != MsgType::TransactionStart as u32 || self.end.is_some() {
             return None;
         }
         let text = std::str::from_utf8(&self.payload).ok()?;
@@ -176,9 +178,8 @@ impl Msg {
 fn read_reply(s: &mut UnixStream) -> Vec<Msg> {
     let mut msgs = Vec::new();
     loop {
-        let mut one = read_one(s, REPLY_TIMEOUT);
-        let m = one.pop().unwrap();
-        let done = m.end.is_some() || m.ty != WATCH_EVENT;
+        let m = read_one(s, REPLY_TIMEOUT);
+        let done = m.end.is_some() || m.ty != MsgType::WatchEvent as u32;
         msgs.push(m);
         if done {
             return msgs;
@@ -190,7 +191,7 @@ fn read_reply(s: &mut UnixStream) -> Vec<Msg> {
 fn read_until_quiet(s: &mut UnixStream) -> Vec<Msg> {
     let mut msgs = Vec::new();
     loop {
-        let m = read_one(s, QUIET).pop().unwrap();
+        let m = read_one(s, QUIET);
         match m.end {
             Some("timeout") => return msgs,
             Some(_) => {
@@ -202,29 +203,28 @@ fn read_until_quiet(s: &mut UnixStream) -> Vec<Msg> {
     }
 }
 
-fn read_one(s: &mut UnixStream, timeout: Duration) -> Vec<Msg> {
+fn read_one(s: &mut UnixStream, timeout: Duration) -> Msg {
     s.set_read_timeout(Some(timeout)).unwrap();
-    let mut header = [0u8; 16];
-    match read_exact(s, &mut header) {
-        Ok(()) => {}
-        Err(e) => return vec![Msg::end(e)],
+    let mut header = [0u8; HEADER_LEN];
+    if let Err(e) = read_exact(s, &mut header) {
+        return Msg::end(e);
     }
-    let word = |i: usize| u32::from_ne_bytes(header[i * 4..i * 4 + 4].try_into().unwrap());
-    let len = word(3) as usize;
+    let header = Header::decode(&header);
+    let len = header.len as usize;
     if len > 1 << 20 {
-        return vec![Msg::end("closed")];
+        return Msg::end("closed");
     }
     let mut payload = vec![0u8; len];
     if let Err(e) = read_exact(s, &mut payload) {
-        return vec![Msg::end(e)];
+        return Msg::end(e);
     }
-    vec![Msg {
-        ty: word(0),
-        req_id: word(1),
-        tx_id: word(2),
+    Msg {
+        ty: header.ty,
+        req_id: header.req_id,
+        tx_id: header.tx_id,
         payload,
         end: None,
-    }]
+    }
 }
 
 fn read_exact(s: &mut UnixStream, buf: &mut [u8]) -> Result<(), &'static str> {

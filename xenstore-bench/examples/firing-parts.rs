@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use xenstore_bench::affinity::Pin;
 use xenstore_bench::probe_loop::ProbeLoop;
+use xenstore_bench::stats::median;
 use xenstore_bench::tracers::{Tracer, TracerKind};
 use xenstore_bench::uprobe::{BareUprobes, Fetch};
 use xenstore_snoop::format::Format;
@@ -85,11 +86,6 @@ fn main() -> Result<()> {
         );
     }
     Ok(())
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// One measured run: (ns per event, reader CPU ns per event).

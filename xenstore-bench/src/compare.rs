@@ -49,7 +49,6 @@ impl Case {
 }
 
 pub struct Comparison {
-    pub title: String,
     pub configs: Vec<String>,
     pub cases: Vec<Case>,
     /// samples[case][config], one per round that succeeded.
@@ -104,7 +103,6 @@ impl Comparison {
             }
         }
         Comparison {
-            title: title.to_string(),
             configs: configs.iter().map(|c| c.to_string()).collect(),
             cases,
             samples,

@@ -12,7 +12,7 @@ use crate::tracers::{Counts, Tracer, TracerKind, MARKER};
 use crate::uprobe::{BareUprobes, Fetch};
 use crate::workload::{self, Workload};
 use crate::{libxs, load, upstream};
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -355,30 +355,11 @@ pub fn memory(b: &Builds, budget: &Budget) -> Vec<(String, Result<Rss>)> {
         .collect()
 }
 
-/// The bpftrace script: the project's own if present.
-pub fn bpftrace_script(work: &Path) -> Result<PathBuf> {
-    let ours = crate::builds::workspace_root().join("scripts/xenstore-snoop.bt");
-    if ours.exists() {
-        return Ok(ours);
+/// The project's bpftrace snoop script, scripts/xenstore-snoop.bt.
+pub fn bpftrace_script() -> Result<PathBuf> {
+    let script = crate::builds::workspace_root().join("scripts/xenstore-snoop.bt");
+    if !script.exists() {
+        bail!("{} is missing", script.display());
     }
-    std::fs::create_dir_all(work)?;
-    let fallback = work.join("xenstore-snoop-fallback.bt");
-    std::fs::write(&fallback, FALLBACK_BT)?;
-    Ok(fallback)
+    Ok(script)
 }
-
-/// The same fields as scripts/xenstore-snoop.bt, used until that lands.
-const FALLBACK_BT: &str = r#"
-usdt:$1:xenstore:request
-{
-	@path[arg0] = str(arg4);
-	@rest[arg0] = str(arg5);
-}
-usdt:$1:xenstore:response
-{
-	printf("%-3d %-6d %-3d %d: %s %s -> %s\n", arg1 & 0xffff, arg2 & 0xffffffff,
-	       arg2 >> 32, (arg1 >> 16) & 0xffff, @path[arg0], @rest[arg0], str(arg4));
-	delete(@path[arg0]);
-	delete(@rest[arg0]);
-}
-"#;

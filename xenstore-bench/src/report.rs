@@ -149,6 +149,13 @@ fn firing_costs(c: &Comparison) -> Vec<Option<f64>> {
         .collect()
 }
 
+/// The RSS measured for the daemon called `label`, if it was measured.
+fn rss_of<'a>(mem: &'a [(String, Result<Rss>)], label: &str) -> Option<&'a Rss> {
+    mem.iter()
+        .find(|(l, _)| l == label)
+        .and_then(|(_, r)| r.as_ref().ok())
+}
+
 fn zero_loss_rate(steps: &[LossStep]) -> Option<f64> {
     steps
         .iter()
@@ -257,12 +264,7 @@ fn goals(r: &Results) -> Vec<Goal> {
         });
     }
     if let Some(m) = &r.memory {
-        let rss = |label: &str| {
-            m.iter()
-                .find(|(l, _)| l == label)
-                .and_then(|(_, r)| r.as_ref().ok())
-                .map(|r| r.after_kib as f64)
-        };
+        let rss = |label: &str| rss_of(m, label).map(|r| r.after_kib as f64);
         let ratio = rss("shim").zip(rss("C xenstored")).map(|(a, b)| a / b);
         g.push(Goal {
             what: format!(
@@ -473,11 +475,7 @@ pub fn render(r: &Results) -> String {
              | daemon | RSS before (KiB) | RSS after (KiB) | ÷ C xenstored |\n|---|---|---|---|",
             b.memory_nodes
         );
-        let c_after = mem
-            .iter()
-            .find(|(l, _)| l == "C xenstored")
-            .and_then(|(_, r)| r.as_ref().ok())
-            .map(|r| r.after_kib as f64);
+        let c_after = rss_of(mem, "C xenstored").map(|r| r.after_kib as f64);
         for (label, rss) in mem {
             match rss {
                 Ok(x) => {
@@ -558,12 +556,9 @@ fn limits(r: &Results) -> String {
     }
     if let Some(mem) = &r.memory {
         let per_node = |label: &str| {
-            mem.iter()
-                .find(|(l, _)| l == label)
-                .and_then(|(_, x)| x.as_ref().ok())
-                .map(|x| {
-                    (x.after_kib - x.before_kib) as f64 * 1024.0 / r.budget.memory_nodes as f64
-                })
+            rss_of(mem, label).map(|x| {
+                (x.after_kib - x.before_kib) as f64 * 1024.0 / r.budget.memory_nodes as f64
+            })
         };
         let values: f64 = (0..r.budget.memory_nodes)
             .map(crate::memory::value_len)

@@ -41,7 +41,7 @@ pub fn all(args: &AllArgs) -> Result<()> {
     let xs_load = libxs::build(&b.work)
         .map_err(|e| eprintln!("bench: libxenstore client: {e:#}"))
         .ok();
-    let script = plan::bpftrace_script(&b.work)?;
+    let script = plan::bpftrace_script()?;
     let mut r = Results {
         machine,
         load_after: String::new(),

@@ -5,6 +5,7 @@
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use xenstore_snoop::sdt::{read_probes, SdtProbe};
+use xenstore_snoop::uprobe::fetch_args;
 
 const TRACEFS: &str = "/sys/kernel/tracing";
 
@@ -24,7 +25,8 @@ pub fn sites(binary: &Path) -> Result<Vec<SdtProbe>> {
 /// What the bare uprobes fetch when they fire.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Fetch {
-    /// xenstore-snoop's fetch args: four registers and two strings.
+    /// xenstore-snoop's fetch args (`uprobe::fetch_args`, without the
+    /// kernel-filter `dom` field).
     SnoopArgs,
     /// Nothing: the cost of the trap alone.
     Nothing,
@@ -49,11 +51,8 @@ impl BareUprobes {
         {
             names.push(format!("{}_{i}", site.name));
             let args = match fetch {
-                Fetch::SnoopArgs => {
-                    " serial=%di:u64 ident=%si:u64 client=%dx:u64 extra=%cx:u64 \
-                     s1=+0(%r8):string s2=+0(%r9):string"
-                }
-                Fetch::Nothing => "",
+                Fetch::SnoopArgs => format!(" {}", fetch_args(&site.args, false)?),
+                Fetch::Nothing => String::new(),
             };
             defs += &format!(
                 "p:{group}/{}_{i} {}:{:#x}({:#x}){args}\n",
