@@ -384,10 +384,6 @@ impl SimGuest {
         Ok(n > 0)
     }
 
-    pub fn paths(&self) -> &SimPaths {
-        &self.paths
-    }
-
     /// The domain dies: its page goes away first (the daemon notices), then
     /// the rest of its directory.
     pub fn destroy(run_dir: &Path, domid: u16) -> io::Result<()> {
