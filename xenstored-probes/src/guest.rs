@@ -266,6 +266,14 @@ fn cstr(s: &str) -> Vec<u8> {
     v
 }
 
+/// A reply's NUL-separated strings.
+fn strings(body: &[u8]) -> Vec<String> {
+    body.split(|&b| b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect()
+}
+
 fn oversized(big: frame::Oversized) -> XsClientError {
     XsClientError::Protocol(format!("reply length {} exceeds {PAYLOAD_MAX}", big.0))
 }
@@ -418,22 +426,14 @@ impl<L: Link> Xs<L> {
     }
 
     pub fn directory(&mut self, tx: u32, path: &str) -> Result<Vec<String>> {
-        let body = self.request(MsgType::Directory, tx, &cstr(path))?;
-        Ok(body
-            .split(|&b| b == 0)
-            .filter(|s| !s.is_empty())
-            .map(|s| String::from_utf8_lossy(s).into_owned())
-            .collect())
+        self.request(MsgType::Directory, tx, &cstr(path))
+            .map(|v| strings(&v))
     }
 
     /// Permissions in xenstore's text form: "n0", "r6", ...
     pub fn get_perms(&mut self, tx: u32, path: &str) -> Result<Vec<String>> {
-        let body = self.request(MsgType::GetPerms, tx, &cstr(path))?;
-        Ok(body
-            .split(|&b| b == 0)
-            .filter(|s| !s.is_empty())
-            .map(|s| String::from_utf8_lossy(s).into_owned())
-            .collect())
+        self.request(MsgType::GetPerms, tx, &cstr(path))
+            .map(|v| strings(&v))
     }
 
     pub fn set_perms(&mut self, tx: u32, path: &str, perms: &[&str]) -> Result<()> {
