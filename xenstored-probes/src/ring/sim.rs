@@ -135,6 +135,11 @@ impl SimBackend {
             run_dir: run_dir.to_path_buf(),
         }
     }
+
+    /// A guest prepared this domain's directory (`xs-guest prepare`).
+    pub fn prepared(&self, domid: u32) -> bool {
+        u16::try_from(domid).is_ok_and(|id| SimPaths::new(&self.run_dir, id).dir.exists())
+    }
 }
 
 impl RingBackend for SimBackend {
