@@ -98,7 +98,9 @@ impl Transport for RingTransport {
     }
 
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.conn.stopped().is_some() || self.conn.server().reconnect_requested() {
+        // A stopped ring takes nothing until the guest reconnects (a
+        // reconnect in progress is already WouldBlock from RingConn::write).
+        if self.conn.stopped().is_some() {
             return Err(io::ErrorKind::WouldBlock.into());
         }
         self.conn.write(buf)
