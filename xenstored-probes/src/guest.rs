@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::frame::{self, InBuf};
-use crate::ring::sim::SimGuest;
+use crate::ring::sim::{wait_readable, SimGuest};
 use crate::ring::{Client, RingError, FEATURE_RECONNECTION};
 use crate::wire::{msg_name, MsgType, XsError, PAYLOAD_MAX};
 
@@ -110,20 +110,7 @@ impl Link for SocketLink {
     }
 
     fn wait(&mut self, timeout: Duration) -> io::Result<()> {
-        let mut pfd = libc::pollfd {
-            fd: self.stream.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: one valid pollfd.
-        if unsafe { libc::poll(&mut pfd, 1, ms) } < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        }
-        Ok(())
+        wait_readable(self.stream.as_raw_fd(), timeout).map(drop)
     }
 }
 
@@ -511,12 +498,7 @@ mod tests {
         let mut inbuf = InBuf::default();
         let mut served = 0;
         while served < requests {
-            let mut pfd = libc::pollfd {
-                fd: conn.fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            unsafe { libc::poll(&mut pfd, 1, 100) };
+            wait_readable(conn.fd(), Duration::from_millis(100)).unwrap();
             match conn.wake().unwrap() {
                 Wake::Ready => {}
                 // Guest::open starts a fresh session.
