@@ -13,9 +13,10 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::ring::sim::SimGuest;
+use crate::frame::{self, InBuf};
+use crate::ring::sim::{wait_readable, SimGuest};
 use crate::ring::{Client, RingError, FEATURE_RECONNECTION};
-use crate::wire::{msg_name, Header, MsgType, XsError, HEADER_LEN, PAYLOAD_MAX};
+use crate::wire::{msg_name, MsgType, XsError, PAYLOAD_MAX};
 
 /// A byte pipe to the daemon.
 pub trait Link {
@@ -109,20 +110,7 @@ impl Link for SocketLink {
     }
 
     fn wait(&mut self, timeout: Duration) -> io::Result<()> {
-        let mut pfd = libc::pollfd {
-            fd: self.stream.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: one valid pollfd.
-        if unsafe { libc::poll(&mut pfd, 1, ms) } < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        }
-        Ok(())
+        wait_readable(self.stream.as_raw_fd(), timeout).map(drop)
     }
 }
 
@@ -191,11 +179,20 @@ pub struct WatchEvent {
     pub token: String,
 }
 
+impl WatchEvent {
+    fn parse(payload: &[u8]) -> WatchEvent {
+        let mut parts = payload.split(|&b| b == 0);
+        let path = text(parts.next().unwrap_or_default());
+        let token = text(parts.next().unwrap_or_default());
+        WatchEvent { path, token }
+    }
+}
+
 /// A xenstore client over any [`Link`].
 pub struct Xs<L: Link> {
     link: L,
     next_req_id: u32,
-    inbuf: Vec<u8>,
+    inbuf: InBuf,
     events: VecDeque<WatchEvent>,
     /// How long a request may wait for its reply.
     pub timeout: Duration,
@@ -237,7 +234,7 @@ impl Guest {
             }
             self.link.wait(Duration::from_millis(50))?;
         }
-        self.inbuf.clear();
+        self.inbuf = InBuf::default();
         self.events.clear();
         Ok(())
     }
@@ -256,6 +253,18 @@ fn cstr(s: &str) -> Vec<u8> {
     v
 }
 
+/// A reply's NUL-separated strings.
+fn strings(body: &[u8]) -> Vec<String> {
+    body.split(|&b| b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect()
+}
+
+fn oversized(big: frame::Oversized) -> XsClientError {
+    XsClientError::Protocol(format!("reply length {} exceeds {PAYLOAD_MAX}", big.0))
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes.strip_suffix(&[0]).unwrap_or(bytes)).into_owned()
 }
@@ -265,7 +274,7 @@ impl<L: Link> Xs<L> {
         Xs {
             link,
             next_req_id: 1,
-            inbuf: Vec::new(),
+            inbuf: InBuf::default(),
             events: VecDeque::new(),
             timeout: Duration::from_secs(10),
         }
@@ -297,46 +306,23 @@ impl<L: Link> Xs<L> {
         Ok(())
     }
 
-    /// Moves everything the daemon sent into `inbuf`.
-    fn pump(&mut self) -> Result<bool> {
-        let mut buf = [0u8; 4096];
-        let mut any = false;
+    /// Moves what the daemon sent into `inbuf`, as much as fits.
+    fn pump(&mut self) -> Result<()> {
+        let link = &mut self.link;
         loop {
-            let n = self.link.recv(&mut buf)?;
+            // An empty slice means a full buffer: stop until messages are
+            // taken (a socket would read 0 and look closed).
+            let n = self.inbuf.fill(|buf| {
+                if buf.is_empty() {
+                    Ok(0)
+                } else {
+                    link.recv(buf)
+                }
+            })?;
             if n == 0 {
-                return Ok(any);
+                return Ok(());
             }
-            any = true;
-            self.inbuf.extend_from_slice(&buf[..n]);
         }
-    }
-
-    /// The next whole message in `inbuf`, if there is one.
-    fn take_message(&mut self) -> Result<Option<(Header, Vec<u8>)>> {
-        if self.inbuf.len() < HEADER_LEN {
-            return Ok(None);
-        }
-        let header = Header::decode(self.inbuf[..HEADER_LEN].try_into().unwrap());
-        if header.len as usize > PAYLOAD_MAX {
-            return Err(XsClientError::Protocol(format!(
-                "reply length {} exceeds {PAYLOAD_MAX}",
-                header.len
-            )));
-        }
-        let end = HEADER_LEN + header.len as usize;
-        if self.inbuf.len() < end {
-            return Ok(None);
-        }
-        let payload = self.inbuf[HEADER_LEN..end].to_vec();
-        self.inbuf.drain(..end);
-        Ok(Some((header, payload)))
-    }
-
-    fn queue_event(&mut self, payload: &[u8]) {
-        let mut parts = payload.split(|&b| b == 0);
-        let path = text(parts.next().unwrap_or_default());
-        let token = text(parts.next().unwrap_or_default());
-        self.events.push_back(WatchEvent { path, token });
     }
 
     /// One request, its reply's payload (XS_ERROR becomes Err).
@@ -345,22 +331,15 @@ impl<L: Link> Xs<L> {
         let arg = text(payload.split(|&b| b == 0).next().unwrap_or_default());
         let req_id = self.next_req_id;
         self.next_req_id = self.next_req_id.wrapping_add(1);
-        let mut msg = Header {
-            ty: ty as u32,
-            req_id,
-            tx_id: tx,
-            len: payload.len() as u32,
-        }
-        .encode()
-        .to_vec();
-        msg.extend_from_slice(payload);
+        let mut msg = Vec::new();
+        frame::encode(&mut msg, ty as u32, req_id, tx, &[payload]);
         self.send_raw(&msg)?;
         let deadline = Instant::now() + self.timeout;
         loop {
             self.pump()?;
-            while let Some((header, body)) = self.take_message()? {
+            while let Some((header, body)) = self.inbuf.next_message().map_err(oversized)? {
                 if header.ty == MsgType::WatchEvent as u32 {
-                    self.queue_event(&body);
+                    self.events.push_back(WatchEvent::parse(body));
                 } else if header.req_id != req_id {
                     return Err(XsClientError::Protocol(format!(
                         "{} reply for req_id {} while waiting for {req_id}",
@@ -371,10 +350,10 @@ impl<L: Link> Xs<L> {
                     return Err(XsClientError::Xs {
                         op,
                         arg,
-                        error: text(&body),
+                        error: text(body),
                     });
                 } else {
-                    return Ok(body);
+                    return Ok(body.to_vec());
                 }
             }
             if Instant::now() > deadline {
@@ -392,9 +371,9 @@ impl<L: Link> Xs<L> {
                 return Ok(Some(ev));
             }
             self.pump()?;
-            while let Some((header, body)) = self.take_message()? {
+            while let Some((header, body)) = self.inbuf.next_message().map_err(oversized)? {
                 if header.ty == MsgType::WatchEvent as u32 {
-                    self.queue_event(&body);
+                    self.events.push_back(WatchEvent::parse(body));
                 } else {
                     return Err(XsClientError::Protocol(format!(
                         "unsolicited {} reply",
@@ -434,22 +413,14 @@ impl<L: Link> Xs<L> {
     }
 
     pub fn directory(&mut self, tx: u32, path: &str) -> Result<Vec<String>> {
-        let body = self.request(MsgType::Directory, tx, &cstr(path))?;
-        Ok(body
-            .split(|&b| b == 0)
-            .filter(|s| !s.is_empty())
-            .map(|s| String::from_utf8_lossy(s).into_owned())
-            .collect())
+        self.request(MsgType::Directory, tx, &cstr(path))
+            .map(|v| strings(&v))
     }
 
     /// Permissions in xenstore's text form: "n0", "r6", ...
     pub fn get_perms(&mut self, tx: u32, path: &str) -> Result<Vec<String>> {
-        let body = self.request(MsgType::GetPerms, tx, &cstr(path))?;
-        Ok(body
-            .split(|&b| b == 0)
-            .filter(|s| !s.is_empty())
-            .map(|s| String::from_utf8_lossy(s).into_owned())
-            .collect())
+        self.request(MsgType::GetPerms, tx, &cstr(path))
+            .map(|v| strings(&v))
     }
 
     pub fn set_perms(&mut self, tx: u32, path: &str, perms: &[&str]) -> Result<()> {
@@ -524,16 +495,10 @@ mod tests {
     /// A stand-in server thread: answers each request with its own payload
     /// reversed, after first firing a watch event; XS_RM gets ENOENT.
     fn serve(mut conn: RingConn, requests: usize) {
-        let mut inbuf = Vec::new();
+        let mut inbuf = InBuf::default();
         let mut served = 0;
-        let mut buf = [0u8; 512];
         while served < requests {
-            let mut pfd = libc::pollfd {
-                fd: conn.fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            unsafe { libc::poll(&mut pfd, 1, 100) };
+            wait_readable(conn.fd(), Duration::from_millis(100)).unwrap();
             match conn.wake().unwrap() {
                 Wake::Ready => {}
                 // Guest::open starts a fresh session.
@@ -541,41 +506,22 @@ mod tests {
                 Wake::Gone => panic!("guest gone"),
             }
             loop {
-                match conn.read(&mut buf) {
-                    Ok(n) => inbuf.extend_from_slice(&buf[..n]),
+                match inbuf.fill(|buf| conn.read(buf)) {
+                    Ok(_) => {}
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) => panic!("{e}"),
                 }
             }
-            while inbuf.len() >= HEADER_LEN {
-                let h = Header::decode(inbuf[..HEADER_LEN].try_into().unwrap());
-                let end = HEADER_LEN + h.len as usize;
-                if inbuf.len() < end {
-                    break;
-                }
-                let mut body: Vec<u8> = inbuf[HEADER_LEN..end].to_vec();
-                body.retain(|&b| b != 0);
-                inbuf.drain(..end);
-                body.reverse();
+            while let Some((h, payload)) = inbuf.next_message().unwrap() {
+                let body: Vec<u8> = payload.iter().rev().copied().filter(|&b| b != 0).collect();
                 let mut out = Vec::new();
-                for (ty, req_id, payload) in [
-                    (MsgType::WatchEvent as u32, 0, b"a/b\0tok\0".to_vec()),
-                    if h.ty == MsgType::Rm as u32 {
-                        (MsgType::Error as u32, h.req_id, b"ENOENT\0".to_vec())
-                    } else {
-                        (h.ty, h.req_id, body)
-                    },
-                ] {
-                    out.extend(
-                        Header {
-                            ty,
-                            req_id,
-                            tx_id: h.tx_id,
-                            len: payload.len() as u32,
-                        }
-                        .encode(),
-                    );
-                    out.extend(payload);
+                let event = MsgType::WatchEvent as u32;
+                frame::encode(&mut out, event, 0, h.tx_id, &[b"a/b\0tok\0"]);
+                if h.ty == MsgType::Rm as u32 {
+                    let error = MsgType::Error as u32;
+                    frame::encode(&mut out, error, h.req_id, h.tx_id, &[b"ENOENT\0"]);
+                } else {
+                    frame::encode(&mut out, h.ty, h.req_id, h.tx_id, &[&body]);
                 }
                 let mut sent = 0;
                 while sent < out.len() {

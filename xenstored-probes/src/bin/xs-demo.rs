@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Parser;
-use xenstored_probes::guest::{Guest, Link, SocketLink, Xs, XsClientError};
+use xenstored_probes::guest::{Guest, Link, SocketLink, Xs};
 use xenstored_probes::ring::sim::SimGuest;
 
 type Result<T> = std::result::Result<T, Box<dyn Error + Send + Sync>>;
@@ -281,7 +281,7 @@ fn publish_ring(xs: &mut Guest) -> Result<()> {
         }
         match xs.transaction_end(tx, true) {
             Ok(()) => return Ok(()),
-            Err(XsClientError::Xs { error, .. }) if error == "EAGAIN" => continue,
+            Err(e) if e.xs_error() == Some("EAGAIN") => continue,
             Err(e) => return Err(e.into()),
         }
     }

@@ -79,10 +79,6 @@ impl RingConn {
         self.channel.describe()
     }
 
-    pub fn server(&self) -> &Server {
-        &self.server
-    }
-
     /// Call when `fd` polls readable (and once right after attaching: the
     /// guest may have queued requests before it was introduced).
     pub fn wake(&mut self) -> io::Result<Wake> {

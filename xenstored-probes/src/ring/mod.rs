@@ -51,7 +51,7 @@ const SERVER_FEATURES: usize = 2064;
 const CONNECTION: usize = 2068;
 const ERROR: usize = 2072;
 
-pub fn mask(idx: u32) -> usize {
+fn mask(idx: u32) -> usize {
     (idx & (RING_SIZE - 1)) as usize
 }
 
@@ -202,12 +202,6 @@ impl Interface {
             .store(cons.wrapping_add(n as u32), Ordering::Release);
         Ok(n)
     }
-
-    fn queued(&self, q: Queue) -> u32 {
-        let prod = self.word(q.prod).load(Ordering::Acquire);
-        let cons = self.word(q.cons).load(Ordering::Acquire);
-        prod.wrapping_sub(cons)
-    }
 }
 
 /// The page's fields, for callers that inspect them (tests, diagnostics).
@@ -299,10 +293,6 @@ impl Server {
         }
     }
 
-    pub fn interface(&self) -> &Interface {
-        &self.iface
-    }
-
     /// The guest asked for a ring close and reconnect.
     pub fn reconnect_requested(&self) -> bool {
         self.iface.load(Field::Connection) == RECONNECT
@@ -371,11 +361,6 @@ impl Server {
         self.iface
             .produce(RESPONSES, bytes)
             .map_err(|e| self.stop(e))
-    }
-
-    /// Request bytes are waiting.
-    pub fn readable(&self) -> bool {
-        self.stopped.is_none() && self.iface.queued(REQUESTS) != 0
     }
 }
 

@@ -124,6 +124,23 @@ fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
+/// Waits up to `timeout` for `fd` to become readable; true if it did.
+pub fn wait_readable(fd: RawFd, timeout: Duration) -> io::Result<bool> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    loop {
+        // SAFETY: one valid pollfd.
+        match cvt(unsafe { libc::poll(&mut pfd, 1, ms) }) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            r => return Ok(r? > 0),
+        }
+    }
+}
+
 /// Simulated domains under a daemon's run directory.
 pub struct SimBackend {
     run_dir: PathBuf,
@@ -134,6 +151,11 @@ impl SimBackend {
         SimBackend {
             run_dir: run_dir.to_path_buf(),
         }
+    }
+
+    /// A guest prepared this domain's directory (`xs-guest prepare`).
+    pub fn prepared(&self, domid: u32) -> bool {
+        u16::try_from(domid).is_ok_and(|id| SimPaths::new(&self.run_dir, id).dir.exists())
     }
 }
 
@@ -368,24 +390,9 @@ impl SimGuest {
 
     /// Waits up to `timeout` for a notification; true if one came.
     pub fn wait(&self, timeout: Duration) -> io::Result<bool> {
-        let mut pfd = libc::pollfd {
-            fd: self.sock.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        let n = loop {
-            match cvt(unsafe { libc::poll(&mut pfd, 1, ms) }) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                r => break r?,
-            }
-        };
+        let signalled = wait_readable(self.sock.as_raw_fd(), timeout)?;
         drain_socket(&self.sock)?;
-        Ok(n > 0)
-    }
-
-    pub fn paths(&self) -> &SimPaths {
-        &self.paths
+        Ok(signalled)
     }
 
     /// The domain dies: its page goes away first (the daemon notices), then
@@ -404,13 +411,8 @@ mod tests {
     use crate::ring::conn::{RingConn, Wake};
     use crate::ring::Client;
 
-    fn readable(fd: RawFd, ms: i32) -> bool {
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        unsafe { libc::poll(&mut pfd, 1, ms) > 0 }
+    fn readable(fd: RawFd, ms: u64) -> bool {
+        wait_readable(fd, Duration::from_millis(ms)).unwrap()
     }
 
     #[test]

@@ -18,15 +18,8 @@ fn set_indices(c: &Client, req: u32, rsp: u32) {
 }
 
 fn message(ty: u32, payload: &[u8]) -> Vec<u8> {
-    let mut m = Header {
-        ty,
-        req_id: 7,
-        tx_id: 0,
-        len: payload.len() as u32,
-    }
-    .encode()
-    .to_vec();
-    m.extend_from_slice(payload);
+    let mut m = Vec::new();
+    crate::frame::encode(&mut m, ty, 7, 0, &[payload]);
     m
 }
 

@@ -12,14 +12,14 @@
 
 use std::io;
 use std::os::fd::RawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use mio::event::Source;
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 
 use super::conn::{RingBackend, RingConn, Wake};
-use super::sim::{SimBackend, SimPaths};
+use super::sim::SimBackend;
 use crate::transport::{Attachment, DomainBackend, Transport};
 
 pub struct RingTransport {
@@ -98,7 +98,9 @@ impl Transport for RingTransport {
     }
 
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.conn.stopped().is_some() || self.conn.server().reconnect_requested() {
+        // A stopped ring takes nothing until the guest reconnects (a
+        // reconnect in progress is already WouldBlock from RingConn::write).
+        if self.conn.stopped().is_some() {
             return Err(io::ErrorKind::WouldBlock.into());
         }
         self.conn.write(buf)
@@ -150,7 +152,6 @@ impl Source for RingFd {
 /// directory (`ring/<domid>/page-<gfn>`, see [`super::sim`]); any other
 /// domain goes to `fallback` (the per-domain socket backend).
 pub struct SimRingDomains {
-    run_dir: PathBuf,
     rings: SimBackend,
     fallback: Box<dyn DomainBackend>,
 }
@@ -158,7 +159,6 @@ pub struct SimRingDomains {
 impl SimRingDomains {
     pub fn new(run_dir: &Path, fallback: Box<dyn DomainBackend>) -> SimRingDomains {
         SimRingDomains {
-            run_dir: run_dir.to_path_buf(),
             rings: SimBackend::new(run_dir),
             fallback,
         }
@@ -167,10 +167,7 @@ impl SimRingDomains {
 
 impl DomainBackend for SimRingDomains {
     fn introduce(&mut self, domid: u32, gfn: u64, port: u32) -> io::Result<Attachment> {
-        let prepared = u16::try_from(domid)
-            .map(|id| SimPaths::new(&self.run_dir, id).dir.exists())
-            .unwrap_or(false);
-        if !prepared {
+        if !self.rings.prepared(domid) {
             return self.fallback.introduce(domid, gfn, port);
         }
         let ring = RingTransport::attach(&self.rings, domid, gfn, port)?;
