@@ -298,31 +298,52 @@ impl<L: Link> Xs<L> {
                         arg: format!("{} bytes", bytes.len()),
                     });
                 }
-                // Waiting for room; replies meanwhile must not wedge the daemon.
-                self.pump()?;
+                // Waiting for room; what the daemon sends meanwhile must not
+                // wedge it: a full buffer of events moves to the queue.
+                if self.pump()? {
+                    self.queue_events()?;
+                }
                 self.link.wait(Duration::from_millis(50))?;
             }
         }
         Ok(())
     }
 
-    /// Moves what the daemon sent into `inbuf`, as much as fits.
-    fn pump(&mut self) -> Result<()> {
+    /// Moves what the daemon sent into `inbuf`, as much as fits. True when
+    /// it stopped on a full buffer: more may be waiting on the link.
+    fn pump(&mut self) -> Result<bool> {
         let link = &mut self.link;
         loop {
             // An empty slice means a full buffer: stop until messages are
             // taken (a socket would read 0 and look closed).
+            let mut full = false;
             let n = self.inbuf.fill(|buf| {
-                if buf.is_empty() {
+                full = buf.is_empty();
+                if full {
                     Ok(0)
                 } else {
                     link.recv(buf)
                 }
             })?;
             if n == 0 {
-                return Ok(());
+                return Ok(full);
             }
         }
+    }
+
+    /// Queues the watch events waiting in `inbuf`; a reply there is one
+    /// nobody asked for.
+    fn queue_events(&mut self) -> Result<()> {
+        while let Some((header, body)) = self.inbuf.next_message().map_err(oversized)? {
+            if header.ty != MsgType::WatchEvent as u32 {
+                return Err(XsClientError::Protocol(format!(
+                    "unsolicited {} reply",
+                    msg_name(header.ty).unwrap_or("unknown")
+                )));
+            }
+            self.events.push_back(WatchEvent::parse(body));
+        }
+        Ok(())
     }
 
     /// One request, its reply's payload (XS_ERROR becomes Err).
@@ -336,7 +357,7 @@ impl<L: Link> Xs<L> {
         self.send_raw(&msg)?;
         let deadline = Instant::now() + self.timeout;
         loop {
-            self.pump()?;
+            let full = self.pump()?;
             while let Some((header, body)) = self.inbuf.next_message().map_err(oversized)? {
                 if header.ty == MsgType::WatchEvent as u32 {
                     self.events.push_back(WatchEvent::parse(body));
@@ -359,7 +380,9 @@ impl<L: Link> Xs<L> {
             if Instant::now() > deadline {
                 return Err(XsClientError::Timeout { op, arg });
             }
-            self.link.wait(Duration::from_millis(100))?;
+            if !full {
+                self.link.wait(Duration::from_millis(100))?;
+            }
         }
     }
 
@@ -370,18 +393,9 @@ impl<L: Link> Xs<L> {
             if let Some(ev) = self.events.pop_front() {
                 return Ok(Some(ev));
             }
-            self.pump()?;
-            while let Some((header, body)) = self.inbuf.next_message().map_err(oversized)? {
-                if header.ty == MsgType::WatchEvent as u32 {
-                    self.events.push_back(WatchEvent::parse(body));
-                } else {
-                    return Err(XsClientError::Protocol(format!(
-                        "unsolicited {} reply",
-                        msg_name(header.ty).unwrap_or("unknown")
-                    )));
-                }
-            }
-            if !self.events.is_empty() {
+            let full = self.pump()?;
+            self.queue_events()?;
+            if full || !self.events.is_empty() {
                 continue;
             }
             let now = Instant::now();
