@@ -257,7 +257,13 @@ impl Daemon {
     }
 
     /// Fires now, or records for the transaction's commit.
-    fn changed(&mut self, id: u32, tx: Option<u32>, serial: u64, changes: Vec<Change>) {
+    fn changed(
+        &mut self,
+        id: u32,
+        tx: Option<u32>,
+        serial: u64,
+        changes: impl IntoIterator<Item = Change>,
+    ) {
         match tx {
             Some(t) => {
                 if let Some(tx) = self
@@ -269,8 +275,8 @@ impl Daemon {
                 }
             }
             None => {
-                for c in &changes {
-                    self.fire(serial, id, c);
+                for c in changes {
+                    self.fire(serial, id, &c);
                 }
             }
         }
@@ -388,14 +394,14 @@ impl Daemon {
                 let limits = self.limits(domid);
                 let change =
                     self.tree(id, tx, |t| store::write(t, &p, Some(value), &who, &limits))?;
-                self.changed(id, tx, serial, change.into_iter().collect());
+                self.changed(id, tx, serial, change);
                 Ok(Done::Ack)
             }
             Request::Mkdir(p) => {
                 let p = resolve(p)?;
                 let limits = self.limits(domid);
                 let change = self.tree(id, tx, |t| store::write(t, &p, None, &who, &limits))?;
-                self.changed(id, tx, serial, change.into_iter().collect());
+                self.changed(id, tx, serial, change);
                 Ok(Done::Ack)
             }
             Request::Rm(p) => {
@@ -423,7 +429,7 @@ impl Daemon {
                     return Err(Fail(XsError::Enoent, "perms:no such domain"));
                 }
                 let change = self.tree(id, tx, |t| store::set_perms(t, &p, perms, &who))?;
-                self.changed(id, tx, serial, vec![change]);
+                self.changed(id, tx, serial, [change]);
                 Ok(Done::Ack)
             }
             Request::Watch { path: p, token } => {
