@@ -317,7 +317,7 @@ impl Daemon {
                 {
                     continue;
                 }
-                encode_event(out, &who, serial, firer, &event_path, &w.token);
+                encode_event(out, &who, serial, firer, event_path, &w.token);
                 queued = true;
             }
             if queued {
@@ -447,14 +447,23 @@ impl Daemon {
                     relative,
                 };
                 let conn = self.conns.get_mut(&id).unwrap();
-                if !conn.watches.add(w.clone()) {
+                if !conn.watches.add(w) {
                     return Err(Fail(XsError::Eexist, "watch exists"));
                 }
                 self.respond(id, serial, h, Ok(b"OK\0"));
                 // The initial event, after the reply, as upstream.
                 let conn = self.conns.get_mut(&id).unwrap();
-                let event_path = w.event_path(&w.path, domid);
-                queue_event(conn, serial, id, &event_path, &w.token);
+                let who = conn.who();
+                let (watches, out) = conn.watches_and_output();
+                let w = watches.last().expect("the watch just added");
+                encode_event(
+                    out,
+                    &who,
+                    serial,
+                    id,
+                    w.event_path(&w.path, domid),
+                    &w.token,
+                );
                 Self::mark_dirty(&mut self.effects, conn);
                 Ok(Done::Replied)
             }
@@ -762,12 +771,6 @@ fn special(name: &str) -> Change {
         exact: true,
         old_perms: None,
     }
-}
-
-fn queue_event(conn: &mut Connection, serial: u64, firer: u32, path: &str, token: &[u8]) {
-    let who = conn.who();
-    let (_, out) = conn.watches_and_output();
-    encode_event(out, &who, serial, firer, path, token);
 }
 
 /// A watch event for `who`, fired by request `serial` of connection `firer`.
