@@ -285,16 +285,22 @@ impl Daemon {
     /// Queues a watch event for every watch `change` matches whose
     /// connection may read the node (or its parent, or the node as it was).
     pub fn fire(&mut self, serial: u64, firer: u32, change: &Change) {
-        let node_perms = self.store.node(&change.path).map(|n| n.perms);
-        let parent_perms = if change.path.starts_with('/') && change.path != "/" {
-            self.store.node(path::parent(&change.path)).map(|n| n.perms)
-        } else {
-            None
-        };
+        // Looked up once, and only when an unprivileged watcher matches.
+        let store = &self.store;
+        let perms = std::cell::OnceCell::new();
         let allowed = |who: &Identity| {
             if who.privileged {
                 return true;
             }
+            let &(node_perms, parent_perms) = perms.get_or_init(|| {
+                let node = store.node(&change.path).map(|n| n.perms);
+                let parent = if change.path.starts_with('/') && change.path != "/" {
+                    store.node(path::parent(&change.path)).map(|n| n.perms)
+                } else {
+                    None
+                };
+                (node, parent)
+            });
             let can_read = |p: Option<&[Perm]>| p.is_some_and(|p| p.for_identity(who) & READ != 0);
             if can_read(change.old_perms.as_deref()) || can_read(node_perms) {
                 return true;
