@@ -115,13 +115,12 @@ impl Tree for TxTree<'_> {
             return self.tx.overlay.get(path).unwrap().as_ref().map(Node::view);
         }
         self.remember(path);
-        let store = self.store;
-        self.tx
-            .read
-            .entry(path.to_string())
-            .or_insert_with(|| store.node(path).map(NodeRef::to_node))
-            .as_ref()
-            .map(Node::view)
+        // The key is allocated on first touch only, not on every read.
+        if !self.tx.read.contains_key(path) {
+            let node = self.store.node(path).map(NodeRef::to_node);
+            self.tx.read.insert(path.to_string(), node);
+        }
+        self.tx.read[path].as_ref().map(Node::view)
     }
 
     fn put(&mut self, path: &str, node: Node) {
