@@ -18,6 +18,7 @@ use crate::watch::Watch;
 use crate::wire::{Header, MsgType, XsError};
 use rustc_hash::FxHashSet;
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::time::Instant;
 
 /// Features the daemon supports (GET_FEATURE without a domid): none of
@@ -494,8 +495,7 @@ impl Daemon {
                 conn.transactions.insert(tx_id, Default::default());
                 // upstream stamps each transaction with a generation
                 self.store.next_generation();
-                reply.extend_from_slice(tx_id.to_string().as_bytes());
-                reply.push(0);
+                write!(reply, "{tx_id}\0").expect("writing to a Vec");
                 Ok(Done::Reply)
             }
             Request::TransactionEnd { commit } => {
@@ -628,7 +628,7 @@ impl Daemon {
                             .features
                     }
                 };
-                reply.extend_from_slice(format!("{v}\0").as_bytes());
+                write!(reply, "{v}\0").expect("writing to a Vec");
                 Ok(Done::Reply)
             }
             Request::SetFeature { domid: d, value } => {
@@ -657,7 +657,7 @@ impl Daemon {
                         self.quotas.get(kind, d)
                     }
                 };
-                reply.extend_from_slice(format!("{v}\0").as_bytes());
+                write!(reply, "{v}\0").expect("writing to a Vec");
                 Ok(Done::Reply)
             }
             Request::SetQuota {
@@ -797,8 +797,7 @@ fn encode_event(
 /// whole children from byte `offset` as fit, and an empty string once the
 /// list is complete.
 fn directory_part(n: store::NodeRef<'_>, offset: usize, reply: &mut Vec<u8>) {
-    reply.extend_from_slice(n.generation.to_string().as_bytes());
-    reply.push(0);
+    write!(reply, "{}\0", n.generation).expect("writing to a Vec");
     let gen_len = reply.len();
     if offset >= n.children.len() {
         reply.push(0);
