@@ -257,6 +257,20 @@ impl Daemon {
         }
     }
 
+    /// A READ-type request: `emit` puts into the reply what it takes of
+    /// the node at `path`.
+    fn reply_from(
+        &mut self,
+        id: u32,
+        tx: Option<u32>,
+        path: &str,
+        who: &Identity,
+        emit: impl FnOnce(store::NodeRef<'_>),
+    ) -> Result<Done, Fail> {
+        self.tree(id, tx, |t| store::read(t, path, who).map(emit))?;
+        Ok(Done::Reply)
+    }
+
     /// Fires now, or records for the transaction's commit.
     fn changed(
         &mut self,
@@ -362,34 +376,20 @@ impl Daemon {
         let path_max = self.quotas.get(Kind::PathMax, domid) as usize;
         let resolve = |raw| node_path(raw, domid, path_max);
         match req {
-            Request::Read(p) => {
-                let p = resolve(p)?;
-                self.tree(id, tx, |t| {
-                    store::read(t, &p, &who).map(|n| reply.extend_from_slice(n.value))
-                })?;
-                Ok(Done::Reply)
-            }
-            Request::Directory(p) => {
-                let p = resolve(p)?;
-                // handle() refuses a listing too long for one reply
-                self.tree(id, tx, |t| {
-                    store::read(t, &p, &who).map(|n| reply.extend_from_slice(n.children))
-                })?;
-                Ok(Done::Reply)
-            }
+            Request::Read(p) => self.reply_from(id, tx, &resolve(p)?, &who, |n| {
+                reply.extend_from_slice(n.value)
+            }),
+            // handle() refuses a listing too long for one reply
+            Request::Directory(p) => self.reply_from(id, tx, &resolve(p)?, &who, |n| {
+                reply.extend_from_slice(n.children)
+            }),
             Request::DirectoryPart { path: p, offset } => {
-                let p = resolve(p)?;
-                self.tree(id, tx, |t| {
-                    store::read(t, &p, &who).map(|n| directory_part(n, offset, reply))
-                })?;
-                Ok(Done::Reply)
+                self.reply_from(id, tx, &resolve(p)?, &who, |n| {
+                    directory_part(n, offset, reply)
+                })
             }
             Request::GetPerms(p) => {
-                let p = resolve(p)?;
-                self.tree(id, tx, |t| {
-                    store::read(t, &p, &who).map(|n| n.perms.write_to(reply))
-                })?;
-                Ok(Done::Reply)
+                self.reply_from(id, tx, &resolve(p)?, &who, |n| n.perms.write_to(reply))
             }
             Request::Write { path: p, value } => {
                 let p = resolve(p)?;
