@@ -58,8 +58,14 @@ pub fn pack_ident(who: &Who, op: u32) -> (u64, u64, u64) {
 pub fn render(bytes: &[u8], max: usize) -> (String, bool) {
     let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
     let cut = bytes.len() > max;
-    let bytes = &bytes[..bytes.len().min(max)];
-    let mut s = String::from_utf8_lossy(bytes).into_owned();
+    // NUL and space are both one ASCII byte: swapped before decoding, they
+    // decode alike, and valid text needs no second copy.
+    let spaced: Vec<u8> = bytes[..bytes.len().min(max)]
+        .iter()
+        .map(|&b| if b == 0 { b' ' } else { b })
+        .collect();
+    let mut s = String::from_utf8(spaced)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     if s.len() > max {
         let mut end = max;
         while !s.is_char_boundary(end) {
@@ -67,8 +73,6 @@ pub fn render(bytes: &[u8], max: usize) -> (String, bool) {
         }
         s.truncate(end);
     }
-    // SAFETY-free: NUL and space are both one byte, so boundaries stay put.
-    let s = s.replace('\0', " ");
     (s, cut)
 }
 
