@@ -46,11 +46,11 @@ mod provider {
     include!(concat!(env!("OUT_DIR"), "/xenstore.rs"));
 }
 
-/// Packs arg1 and arg2 (see xenstore.d).
+/// Packs arg1 (ident) and the pid half of arg2 (see xenstore.d).
 #[inline]
-pub fn pack_ident(who: &Who, op: u32) -> (u64, u64, u64) {
+pub fn pack_ident(who: &Who, op: u32) -> (u64, u64) {
     let ident = (who.conn as u64) << 32 | ((op & 0xffff) as u64) << 16 | who.domid as u64;
-    (ident, who.pid as u64, 0)
+    (ident, who.pid as u64)
 }
 
 /// The printable rendering of payload bytes: one trailing NUL dropped, the
@@ -104,7 +104,7 @@ macro_rules! fire {
 #[inline]
 pub fn request(serial: u64, who: &Who, op: u32, tx_id: u32, req_id: u32, payload: &[u8]) {
     fire!(request, {
-        let (ident, pid, _) = pack_ident(who, op);
+        let (ident, pid) = pack_ident(who, op);
         let (path, rest) = split_first(payload);
         let (s1, s2, flags) = render_pair(path, rest);
         (
@@ -130,7 +130,7 @@ pub fn response(
     result: Result<&[u8], (crate::wire::XsError, &str)>,
 ) {
     fire!(response, {
-        let (ident, pid, _) = pack_ident(who, op);
+        let (ident, pid) = pack_ident(who, op);
         let (errno, s1, s2, flags) = match result {
             Ok(payload) => {
                 let (s1, t1) = render(payload, STRINGS_MAX);
@@ -156,7 +156,7 @@ pub fn response(
 #[inline]
 pub fn watch_event(serial: u64, who: &Who, firer: u32, path: &[u8], token: &[u8]) {
     fire!(watch_event, {
-        let (ident, pid, _) = pack_ident(who, crate::wire::MsgType::WatchEvent as u32);
+        let (ident, pid) = pack_ident(who, crate::wire::MsgType::WatchEvent as u32);
         let (s1, s2, _) = render_pair(path, token);
         (serial, ident, pid, firer as u64, s1, s2)
     });
@@ -165,7 +165,7 @@ pub fn watch_event(serial: u64, who: &Who, firer: u32, path: &[u8], token: &[u8]
 #[inline]
 pub fn conn_open(who: &Who, transport: &str, peer: &str) {
     fire!(conn_open, {
-        let (ident, pid, _) = pack_ident(who, 0);
+        let (ident, pid) = pack_ident(who, 0);
         (
             0u64,
             ident,
@@ -180,7 +180,7 @@ pub fn conn_open(who: &Who, transport: &str, peer: &str) {
 #[inline]
 pub fn conn_close(serial: u64, who: &Who, reason: &str) {
     fire!(conn_close, {
-        let (ident, pid, _) = pack_ident(who, 0);
+        let (ident, pid) = pack_ident(who, 0);
         (serial, ident, pid, 0u64, reason.to_string(), String::new())
     });
 }
@@ -189,7 +189,7 @@ pub fn conn_close(serial: u64, who: &Who, reason: &str) {
 pub fn tx_end(serial: u64, who: &Who, tx_id: u32, outcome: TxOutcome, reason: &str) {
     fire!(tx_end, {
         let op = crate::wire::MsgType::TransactionEnd as u32;
-        let (ident, pid, _) = pack_ident(who, op);
+        let (ident, pid) = pack_ident(who, op);
         let client = (tx_id as u64) << 32 | pid;
         (
             serial,
