@@ -120,8 +120,7 @@ impl Daemon {
 
     /// A new connection of `domid` (0: a privileged dom0 client).
     pub fn open(&mut self, domid: u32, pid: u32, kind: &str, peer: &str) -> u32 {
-        let id = self.next_conn;
-        self.next_conn += 1;
+        let id = self.reserve_conn_id();
         let target = self.domains.get(domid).and_then(|d| d.target);
         let conn = Connection::new(id, domid, pid, domid == 0, target);
         probes::conn_open(&conn.who(), kind, peer);
@@ -721,8 +720,9 @@ impl Daemon {
         sockets.chain(rings).filter(|&s| s > releaser).min() == Some(target)
     }
 
-    /// A connection id for a domain's ring connection, taken at INTRODUCE
-    /// so the domain has its place in the order connections were created.
+    /// The next connection id. INTRODUCE takes one for the domain's ring
+    /// connection, so the domain has its place in the order connections
+    /// were created.
     fn reserve_conn_id(&mut self) -> u32 {
         let id = self.next_conn;
         self.next_conn += 1;
