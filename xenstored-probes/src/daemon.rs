@@ -130,14 +130,11 @@ impl Daemon {
 
     /// Closes a connection: its transactions are dropped, its watches go.
     pub fn close(&mut self, id: u32, serial: u64, reason: &str) {
-        let Some(conn) = self.conns.remove(&id) else {
+        let Some(mut conn) = self.conns.remove(&id) else {
             return;
         };
-        let who = conn.who();
-        for tx_id in conn.transactions.keys() {
-            probes::tx_end(serial, &who, *tx_id, TxOutcome::Dropped, reason);
-        }
-        probes::conn_close(serial, &who, reason);
+        conn.drop_transactions(serial, reason);
+        probes::conn_close(serial, &conn.who(), reason);
         self.effects.closed.push(id);
     }
 
@@ -607,10 +604,7 @@ impl Daemon {
             Request::ResetWatches => {
                 let conn = self.conns.get_mut(&id).unwrap();
                 conn.watches.clear();
-                let who = conn.who();
-                for tx_id in std::mem::take(&mut conn.transactions).into_keys() {
-                    probes::tx_end(serial, &who, tx_id, TxOutcome::Dropped, "reset");
-                }
+                conn.drop_transactions(serial, "reset");
                 Ok(Done::Ack)
             }
             Request::Control(args) => {
