@@ -3,7 +3,7 @@
 
 use crate::frame;
 use crate::perms::Identity;
-use crate::probes::Who;
+use crate::probes::{self, TxOutcome, Who};
 use crate::transaction::Transaction;
 use crate::watch::Watches;
 use std::collections::BTreeMap;
@@ -62,6 +62,15 @@ impl Connection {
             }
         }
         id
+    }
+
+    /// Ends every open transaction (tx_end "dropped", in id order):
+    /// the connection closed, or reset its watches and transactions.
+    pub fn drop_transactions(&mut self, serial: u64, reason: &str) {
+        let who = self.who();
+        for tx_id in std::mem::take(&mut self.transactions).into_keys() {
+            probes::tx_end(serial, &who, tx_id, TxOutcome::Dropped, reason);
+        }
     }
 
     /// The watches and the output queue at once, to queue their events.

@@ -18,6 +18,7 @@ use crate::watch::Watch;
 use crate::wire::{Header, MsgType, XsError};
 use rustc_hash::FxHashSet;
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::time::Instant;
 
 /// Features the daemon supports (GET_FEATURE without a domid): none of
@@ -119,8 +120,7 @@ impl Daemon {
 
     /// A new connection of `domid` (0: a privileged dom0 client).
     pub fn open(&mut self, domid: u32, pid: u32, kind: &str, peer: &str) -> u32 {
-        let id = self.next_conn;
-        self.next_conn += 1;
+        let id = self.reserve_conn_id();
         let target = self.domains.get(domid).and_then(|d| d.target);
         let conn = Connection::new(id, domid, pid, domid == 0, target);
         probes::conn_open(&conn.who(), kind, peer);
@@ -130,14 +130,11 @@ impl Daemon {
 
     /// Closes a connection: its transactions are dropped, its watches go.
     pub fn close(&mut self, id: u32, serial: u64, reason: &str) {
-        let Some(conn) = self.conns.remove(&id) else {
+        let Some(mut conn) = self.conns.remove(&id) else {
             return;
         };
-        let who = conn.who();
-        for tx_id in conn.transactions.keys() {
-            probes::tx_end(serial, &who, *tx_id, TxOutcome::Dropped, reason);
-        }
-        probes::conn_close(serial, &who, reason);
+        conn.drop_transactions(serial, reason);
+        probes::conn_close(serial, &conn.who(), reason);
         self.effects.closed.push(id);
     }
 
@@ -256,8 +253,28 @@ impl Daemon {
         }
     }
 
+    /// A READ-type request: `emit` puts into the reply what it takes of
+    /// the node at `path`.
+    fn reply_from(
+        &mut self,
+        id: u32,
+        tx: Option<u32>,
+        path: &str,
+        who: &Identity,
+        emit: impl FnOnce(store::NodeRef<'_>),
+    ) -> Result<Done, Fail> {
+        self.tree(id, tx, |t| store::read(t, path, who).map(emit))?;
+        Ok(Done::Reply)
+    }
+
     /// Fires now, or records for the transaction's commit.
-    fn changed(&mut self, id: u32, tx: Option<u32>, serial: u64, changes: Vec<Change>) {
+    fn changed(
+        &mut self,
+        id: u32,
+        tx: Option<u32>,
+        serial: u64,
+        changes: impl IntoIterator<Item = Change>,
+    ) {
         match tx {
             Some(t) => {
                 if let Some(tx) = self
@@ -269,8 +286,8 @@ impl Daemon {
                 }
             }
             None => {
-                for c in &changes {
-                    self.fire(serial, id, c);
+                for c in changes {
+                    self.fire(serial, id, &c);
                 }
             }
         }
@@ -279,16 +296,22 @@ impl Daemon {
     /// Queues a watch event for every watch `change` matches whose
     /// connection may read the node (or its parent, or the node as it was).
     pub fn fire(&mut self, serial: u64, firer: u32, change: &Change) {
-        let node_perms = self.store.node(&change.path).map(|n| n.perms);
-        let parent_perms = if change.path.starts_with('/') && change.path != "/" {
-            self.store.node(path::parent(&change.path)).map(|n| n.perms)
-        } else {
-            None
-        };
+        // Looked up once, and only when an unprivileged watcher matches.
+        let store = &self.store;
+        let perms = std::cell::OnceCell::new();
         let allowed = |who: &Identity| {
             if who.privileged {
                 return true;
             }
+            let &(node_perms, parent_perms) = perms.get_or_init(|| {
+                let node = store.node(&change.path).map(|n| n.perms);
+                let parent = if change.path.starts_with('/') && change.path != "/" {
+                    store.node(path::parent(&change.path)).map(|n| n.perms)
+                } else {
+                    None
+                };
+                (node, parent)
+            });
             let can_read = |p: Option<&[Perm]>| p.is_some_and(|p| p.for_identity(who) & READ != 0);
             if can_read(change.old_perms.as_deref()) || can_read(node_perms) {
                 return true;
@@ -311,7 +334,7 @@ impl Daemon {
                 {
                     continue;
                 }
-                encode_event(out, &who, serial, firer, &event_path, &w.token);
+                encode_event(out, &who, serial, firer, event_path, &w.token);
                 queued = true;
             }
             if queued {
@@ -349,53 +372,34 @@ impl Daemon {
         let path_max = self.quotas.get(Kind::PathMax, domid) as usize;
         let resolve = |raw| node_path(raw, domid, path_max);
         match req {
-            Request::Read(p) => {
-                let p = resolve(p)?;
-                self.tree(id, tx, |t| {
-                    store::read(t, &p, &who).map(|n| reply.extend_from_slice(n.value))
-                })?;
-                Ok(Done::Reply)
-            }
-            Request::Directory(p) => {
-                let p = resolve(p)?;
-                self.tree(id, tx, |t| {
-                    store::read(t, &p, &who).and_then(|n| {
-                        if n.children.len() > crate::wire::PAYLOAD_MAX {
-                            return Err(Fail(XsError::E2big, "reply too long"));
-                        }
-                        reply.extend_from_slice(n.children);
-                        Ok(())
-                    })
-                })?;
-                Ok(Done::Reply)
-            }
+            Request::Read(p) => self.reply_from(id, tx, &resolve(p)?, &who, |n| {
+                reply.extend_from_slice(n.value)
+            }),
+            // handle() refuses a listing too long for one reply
+            Request::Directory(p) => self.reply_from(id, tx, &resolve(p)?, &who, |n| {
+                reply.extend_from_slice(n.children)
+            }),
             Request::DirectoryPart { path: p, offset } => {
-                let p = resolve(p)?;
-                self.tree(id, tx, |t| {
-                    store::read(t, &p, &who).map(|n| directory_part(n, offset, reply))
-                })?;
-                Ok(Done::Reply)
+                self.reply_from(id, tx, &resolve(p)?, &who, |n| {
+                    directory_part(n, offset, reply)
+                })
             }
             Request::GetPerms(p) => {
-                let p = resolve(p)?;
-                self.tree(id, tx, |t| {
-                    store::read(t, &p, &who).map(|n| n.perms.write_to(reply))
-                })?;
-                Ok(Done::Reply)
+                self.reply_from(id, tx, &resolve(p)?, &who, |n| n.perms.write_to(reply))
             }
             Request::Write { path: p, value } => {
                 let p = resolve(p)?;
                 let limits = self.limits(domid);
                 let change =
                     self.tree(id, tx, |t| store::write(t, &p, Some(value), &who, &limits))?;
-                self.changed(id, tx, serial, change.into_iter().collect());
+                self.changed(id, tx, serial, change);
                 Ok(Done::Ack)
             }
             Request::Mkdir(p) => {
                 let p = resolve(p)?;
                 let limits = self.limits(domid);
                 let change = self.tree(id, tx, |t| store::write(t, &p, None, &who, &limits))?;
-                self.changed(id, tx, serial, change.into_iter().collect());
+                self.changed(id, tx, serial, change);
                 Ok(Done::Ack)
             }
             Request::Rm(p) => {
@@ -423,7 +427,7 @@ impl Daemon {
                     return Err(Fail(XsError::Enoent, "perms:no such domain"));
                 }
                 let change = self.tree(id, tx, |t| store::set_perms(t, &p, perms, &who))?;
-                self.changed(id, tx, serial, vec![change]);
+                self.changed(id, tx, serial, [change]);
                 Ok(Done::Ack)
             }
             Request::Watch { path: p, token } => {
@@ -446,14 +450,23 @@ impl Daemon {
                     relative,
                 };
                 let conn = self.conns.get_mut(&id).unwrap();
-                if !conn.watches.add(w.clone()) {
+                if !conn.watches.add(w) {
                     return Err(Fail(XsError::Eexist, "watch exists"));
                 }
                 self.respond(id, serial, h, Ok(b"OK\0"));
                 // The initial event, after the reply, as upstream.
                 let conn = self.conns.get_mut(&id).unwrap();
-                let event_path = w.event_path(&w.path, domid);
-                queue_event(conn, serial, id, &event_path, &w.token);
+                let who = conn.who();
+                let (watches, out) = conn.watches_and_output();
+                let w = watches.last().expect("the watch just added");
+                encode_event(
+                    out,
+                    &who,
+                    serial,
+                    id,
+                    w.event_path(&w.path, domid),
+                    &w.token,
+                );
                 Self::mark_dirty(&mut self.effects, conn);
                 Ok(Done::Replied)
             }
@@ -478,8 +491,7 @@ impl Daemon {
                 conn.transactions.insert(tx_id, Default::default());
                 // upstream stamps each transaction with a generation
                 self.store.next_generation();
-                reply.extend_from_slice(tx_id.to_string().as_bytes());
-                reply.push(0);
+                write!(reply, "{tx_id}\0").expect("writing to a Vec");
                 Ok(Done::Reply)
             }
             Request::TransactionEnd { commit } => {
@@ -592,10 +604,7 @@ impl Daemon {
             Request::ResetWatches => {
                 let conn = self.conns.get_mut(&id).unwrap();
                 conn.watches.clear();
-                let who = conn.who();
-                for tx_id in std::mem::take(&mut conn.transactions).into_keys() {
-                    probes::tx_end(serial, &who, tx_id, TxOutcome::Dropped, "reset");
-                }
+                conn.drop_transactions(serial, "reset");
                 Ok(Done::Ack)
             }
             Request::Control(args) => {
@@ -612,7 +621,7 @@ impl Daemon {
                             .features
                     }
                 };
-                reply.extend_from_slice(format!("{v}\0").as_bytes());
+                write!(reply, "{v}\0").expect("writing to a Vec");
                 Ok(Done::Reply)
             }
             Request::SetFeature { domid: d, value } => {
@@ -641,7 +650,7 @@ impl Daemon {
                         self.quotas.get(kind, d)
                     }
                 };
-                reply.extend_from_slice(format!("{v}\0").as_bytes());
+                write!(reply, "{v}\0").expect("writing to a Vec");
                 Ok(Done::Reply)
             }
             Request::SetQuota {
@@ -705,8 +714,9 @@ impl Daemon {
         sockets.chain(rings).filter(|&s| s > releaser).min() == Some(target)
     }
 
-    /// A connection id for a domain's ring connection, taken at INTRODUCE
-    /// so the domain has its place in the order connections were created.
+    /// The next connection id. INTRODUCE takes one for the domain's ring
+    /// connection, so the domain has its place in the order connections
+    /// were created.
     fn reserve_conn_id(&mut self) -> u32 {
         let id = self.next_conn;
         self.next_conn += 1;
@@ -763,12 +773,6 @@ fn special(name: &str) -> Change {
     }
 }
 
-fn queue_event(conn: &mut Connection, serial: u64, firer: u32, path: &str, token: &[u8]) {
-    let who = conn.who();
-    let (_, out) = conn.watches_and_output();
-    encode_event(out, &who, serial, firer, path, token);
-}
-
 /// A watch event for `who`, fired by request `serial` of connection `firer`.
 fn encode_event(
     out: &mut Vec<u8>,
@@ -787,8 +791,7 @@ fn encode_event(
 /// whole children from byte `offset` as fit, and an empty string once the
 /// list is complete.
 fn directory_part(n: store::NodeRef<'_>, offset: usize, reply: &mut Vec<u8>) {
-    reply.extend_from_slice(n.generation.to_string().as_bytes());
-    reply.push(0);
+    write!(reply, "{}\0", n.generation).expect("writing to a Vec");
     let gen_len = reply.len();
     if offset >= n.children.len() {
         reply.push(0);

@@ -5,6 +5,7 @@
 use crate::wire::REL_PATH_MAX;
 use crate::wire::{XsError, ABS_PATH_MAX};
 use std::borrow::Cow;
+use std::io::Write;
 
 pub const INTRODUCE_DOMAIN: &str = "@introduceDomain";
 pub const RELEASE_DOMAIN: &str = "@releaseDomain";
@@ -48,9 +49,9 @@ pub fn resolve(raw: &[u8], domid: u32, path_max: usize) -> Result<Cow<'_, str>, 
         }
         Some(b'@') => Err(XsError::Einval),
         _ => {
-            let mut path = Vec::with_capacity(raw.len() + 20);
-            path.extend_from_slice(domain_path(domid).as_bytes());
-            path.push(b'/');
+            // domain_path(domid) + "/" + raw, in one allocation
+            let mut path = Vec::with_capacity(raw.len() + 25);
+            write!(path, "/local/domain/{domid}/").expect("writing to a Vec");
             path.extend_from_slice(raw);
             check(&path, path_max)?;
             Ok(Cow::Owned(String::from_utf8(path).unwrap()))

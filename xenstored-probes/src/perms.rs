@@ -3,6 +3,7 @@
 
 use crate::cnum::strtol_whole;
 use crate::wire::XsError;
+use std::io::Write;
 
 pub const READ: u8 = 1;
 pub const WRITE: u8 = 2;
@@ -122,7 +123,7 @@ impl PermList for [Perm] {
                 WRITE => b'w',
                 _ => b'b',
             });
-            out.extend_from_slice({ p.domid }.to_string().as_bytes());
+            write!(out, "{}", { p.domid }).expect("writing to a Vec");
             out.push(0);
         }
     }

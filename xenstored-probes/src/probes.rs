@@ -46,11 +46,11 @@ mod provider {
     include!(concat!(env!("OUT_DIR"), "/xenstore.rs"));
 }
 
-/// Packs arg1 and arg2 (see xenstore.d).
+/// Packs arg1 (ident) and the pid half of arg2 (see xenstore.d).
 #[inline]
-pub fn pack_ident(who: &Who, op: u32) -> (u64, u64, u64) {
+pub fn pack_ident(who: &Who, op: u32) -> (u64, u64) {
     let ident = (who.conn as u64) << 32 | ((op & 0xffff) as u64) << 16 | who.domid as u64;
-    (ident, who.pid as u64, 0)
+    (ident, who.pid as u64)
 }
 
 /// The printable rendering of payload bytes: one trailing NUL dropped, the
@@ -58,8 +58,14 @@ pub fn pack_ident(who: &Who, op: u32) -> (u64, u64, u64) {
 pub fn render(bytes: &[u8], max: usize) -> (String, bool) {
     let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
     let cut = bytes.len() > max;
-    let bytes = &bytes[..bytes.len().min(max)];
-    let mut s = String::from_utf8_lossy(bytes).into_owned();
+    // NUL and space are both one ASCII byte: swapped before decoding, they
+    // decode alike, and valid text needs no second copy.
+    let spaced: Vec<u8> = bytes[..bytes.len().min(max)]
+        .iter()
+        .map(|&b| if b == 0 { b' ' } else { b })
+        .collect();
+    let mut s = String::from_utf8(spaced)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     if s.len() > max {
         let mut end = max;
         while !s.is_char_boundary(end) {
@@ -67,8 +73,6 @@ pub fn render(bytes: &[u8], max: usize) -> (String, bool) {
         }
         s.truncate(end);
     }
-    // SAFETY-free: NUL and space are both one byte, so boundaries stay put.
-    let s = s.replace('\0', " ");
     (s, cut)
 }
 
@@ -100,7 +104,7 @@ macro_rules! fire {
 #[inline]
 pub fn request(serial: u64, who: &Who, op: u32, tx_id: u32, req_id: u32, payload: &[u8]) {
     fire!(request, {
-        let (ident, pid, _) = pack_ident(who, op);
+        let (ident, pid) = pack_ident(who, op);
         let (path, rest) = split_first(payload);
         let (s1, s2, flags) = render_pair(path, rest);
         (
@@ -126,7 +130,7 @@ pub fn response(
     result: Result<&[u8], (crate::wire::XsError, &str)>,
 ) {
     fire!(response, {
-        let (ident, pid, _) = pack_ident(who, op);
+        let (ident, pid) = pack_ident(who, op);
         let (errno, s1, s2, flags) = match result {
             Ok(payload) => {
                 let (s1, t1) = render(payload, STRINGS_MAX);
@@ -152,7 +156,7 @@ pub fn response(
 #[inline]
 pub fn watch_event(serial: u64, who: &Who, firer: u32, path: &[u8], token: &[u8]) {
     fire!(watch_event, {
-        let (ident, pid, _) = pack_ident(who, crate::wire::MsgType::WatchEvent as u32);
+        let (ident, pid) = pack_ident(who, crate::wire::MsgType::WatchEvent as u32);
         let (s1, s2, _) = render_pair(path, token);
         (serial, ident, pid, firer as u64, s1, s2)
     });
@@ -161,7 +165,7 @@ pub fn watch_event(serial: u64, who: &Who, firer: u32, path: &[u8], token: &[u8]
 #[inline]
 pub fn conn_open(who: &Who, transport: &str, peer: &str) {
     fire!(conn_open, {
-        let (ident, pid, _) = pack_ident(who, 0);
+        let (ident, pid) = pack_ident(who, 0);
         (
             0u64,
             ident,
@@ -176,7 +180,7 @@ pub fn conn_open(who: &Who, transport: &str, peer: &str) {
 #[inline]
 pub fn conn_close(serial: u64, who: &Who, reason: &str) {
     fire!(conn_close, {
-        let (ident, pid, _) = pack_ident(who, 0);
+        let (ident, pid) = pack_ident(who, 0);
         (serial, ident, pid, 0u64, reason.to_string(), String::new())
     });
 }
@@ -185,7 +189,7 @@ pub fn conn_close(serial: u64, who: &Who, reason: &str) {
 pub fn tx_end(serial: u64, who: &Who, tx_id: u32, outcome: TxOutcome, reason: &str) {
     fire!(tx_end, {
         let op = crate::wire::MsgType::TransactionEnd as u32;
-        let (ident, pid, _) = pack_ident(who, op);
+        let (ident, pid) = pack_ident(who, op);
         let client = (tx_id as u64) << 32 | pid;
         (
             serial,

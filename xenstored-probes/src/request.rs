@@ -105,8 +105,8 @@ fn strings<const N: usize>(p: &[u8]) -> Result<([&[u8]; N], &[u8]), BadRequest> 
 
 /// Exactly two NUL-terminated strings (a third is EINVAL, as upstream).
 fn two_strings(p: &[u8]) -> Result<[&[u8]; 2], BadRequest> {
-    match all_strings(p).as_slice() {
-        [a, b] => Ok([a, b]),
+    match strings::<2>(p)? {
+        (pair, rest) if !rest.contains(&0) => Ok(pair),
         _ => Err(EINVAL_ARGS),
     }
 }

@@ -4,7 +4,7 @@
 //! and wait in the queue otherwise, so a slow or dead client only ever
 //! delays itself.
 
-use crate::daemon::Daemon;
+use crate::daemon::{Daemon, Effects};
 use crate::frame::InBuf;
 use crate::ring;
 use crate::transport::{Attachment, Listener, Transport};
@@ -46,6 +46,8 @@ pub struct Server {
     /// Listeners whose accept failed (e.g. out of fds): edge-triggered
     /// polling will not report them again, so they are retried on a timer.
     retry_accept: Vec<usize>,
+    /// apply_effects' other set of lists (see there).
+    spare_effects: Effects,
 }
 
 /// How soon a failed accept is retried.
@@ -61,6 +63,7 @@ impl Server {
             next_port: LISTENER_BASE,
             ready: VecDeque::new(),
             retry_accept: Vec::new(),
+            spare_effects: Effects::default(),
         })
     }
 
@@ -302,22 +305,25 @@ impl Server {
     }
 
     /// Carries out what the daemon asked for: closing, attaching, flushing.
+    /// Two sets of lists take turns with the daemon, so their capacity is
+    /// kept instead of allocated again for every request.
     fn apply_effects(&mut self) {
+        let mut fx = std::mem::take(&mut self.spare_effects);
         loop {
-            let fx = std::mem::take(&mut self.daemon.effects);
+            std::mem::swap(&mut fx, &mut self.daemon.effects);
             if fx.dirty.is_empty()
                 && fx.closed.is_empty()
                 && fx.attached.is_empty()
                 && fx.released.is_empty()
             {
-                return;
+                break;
             }
-            for id in fx.closed {
+            for id in fx.closed.drain(..) {
                 if let Some(mut link) = self.links.remove(&id) {
                     let _ = self.poll.registry().deregister(link.transport.source());
                 }
             }
-            for domid in fx.released {
+            for domid in fx.released.drain(..) {
                 let tokens: Vec<usize> = self
                     .ports
                     .iter()
@@ -330,7 +336,7 @@ impl Server {
                     }
                 }
             }
-            for (domid, a) in fx.attached {
+            for (domid, a) in fx.attached.drain(..) {
                 let r = match a {
                     Attachment::Connection(t) => self.attach(t, domid).map(|_| ()),
                     Attachment::Listener(l) => self.listen(l, domid),
@@ -339,12 +345,13 @@ impl Server {
                     eprintln!("xenstored-shim: attaching domain {domid}: {e}");
                 }
             }
-            for id in fx.dirty {
+            for id in fx.dirty.drain(..) {
                 if let Some(c) = self.daemon.conn_mut(id) {
                     c.dirty = false;
                 }
                 self.flush(id);
             }
         }
+        self.spare_effects = fx;
     }
 }

@@ -404,9 +404,7 @@ pub fn write<T: Tree + ?Sized>(
             let Some(value) = value else {
                 return Ok(None);
             };
-            let mut node = node.to_node();
-            node.value.clear();
-            node.value.extend_from_slice(value);
+            let node = NodeRef { value, ..node }.to_node();
             check_size(&node, who, limits)?;
             t.put(path, node);
             Ok(Some(Change::at(path)))

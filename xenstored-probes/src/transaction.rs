@@ -13,12 +13,11 @@ use rustc_hash::FxHashMap;
 pub struct Transaction {
     /// Nodes as this transaction sees them; None = deleted here.
     overlay: FxHashMap<String, Option<Node>>,
-    /// Nodes as this transaction first read them (None = missing): reads
-    /// repeat, as in upstream, but commit never writes these back.
-    read: FxHashMap<String, Option<Node>>,
-    /// Store generation at first access (None = did not exist), and the
-    /// order of first access.
-    accessed: FxHashMap<String, (Option<u64>, usize)>,
+    /// Every node touched, as the store had it at first access (None =
+    /// missing; its generation is what commit checks), and the order of
+    /// first access. Reads repeat, as in upstream, but commit never writes
+    /// these back.
+    read: FxHashMap<String, (Option<Node>, usize)>,
     owned_delta: FxHashMap<u32, isize>,
     /// Changes made, to fire watches for on commit.
     pub changes: Vec<Change>,
@@ -35,19 +34,19 @@ impl Transaction {
 
     /// Nodes touched so far.
     pub fn accessed(&self) -> usize {
-        self.accessed.len()
+        self.read.len()
     }
 
     /// Applies the transaction to the store, or reports the first conflict.
     /// Returns the changes to fire watches for: one per node that existed
     /// before or after, in first-access order, with its pre-commit perms.
     pub fn commit(self, store: &mut Store) -> Result<Vec<Change>, Conflict> {
-        for (path, (seen, _)) in &self.accessed {
-            if store.node(path).map(|n| n.generation) != *seen {
+        for (path, (seen, _)) in &self.read {
+            if store.node(path).map(|n| n.generation) != seen.as_ref().map(|n| n.generation) {
                 return Err(Conflict(path.clone()));
             }
         }
-        let order = |p: &str| self.accessed.get(p).map_or(usize::MAX, |a| a.1);
+        let order = |p: &str| self.read.get(p).map_or(usize::MAX, |a| a.1);
         let mut fires: Vec<(usize, Change)> = Vec::new();
         let mut seen: FxHashMap<&str, usize> = FxHashMap::default();
         for c in &self.changes {
@@ -92,14 +91,6 @@ pub struct TxTree<'a> {
 }
 
 impl TxTree<'_> {
-    fn remember(&mut self, path: &str) {
-        if !self.tx.accessed.contains_key(path) {
-            let seen = self.store.node(path).map(|n| n.generation);
-            let order = self.tx.accessed.len();
-            self.tx.accessed.insert(path.to_string(), (seen, order));
-        }
-    }
-
     fn visible_owner(&mut self, path: &str) -> Option<u32> {
         self.get(path).map(|n| n.perms.owner())
     }
@@ -114,14 +105,13 @@ impl Tree for TxTree<'_> {
         if self.tx.overlay.contains_key(path) {
             return self.tx.overlay.get(path).unwrap().as_ref().map(Node::view);
         }
-        self.remember(path);
-        let store = self.store;
-        self.tx
-            .read
-            .entry(path.to_string())
-            .or_insert_with(|| store.node(path).map(NodeRef::to_node))
-            .as_ref()
-            .map(Node::view)
+        // The key is allocated on first touch only, not on every read.
+        if !self.tx.read.contains_key(path) {
+            let node = self.store.node(path).map(NodeRef::to_node);
+            let order = self.tx.read.len();
+            self.tx.read.insert(path.to_string(), (node, order));
+        }
+        self.tx.read[path].0.as_ref().map(Node::view)
     }
 
     fn put(&mut self, path: &str, node: Node) {

@@ -23,14 +23,14 @@ impl Watch {
     }
 
     /// The path an event about `node` is sent with to a connection of `domid`.
-    pub fn event_path<'p>(&self, node: &'p str, domid: u32) -> std::borrow::Cow<'p, str> {
+    pub fn event_path<'p>(&self, node: &'p str, domid: u32) -> &'p str {
         if !self.relative {
-            return node.into();
+            return node;
         }
         let home = path::domain_path(domid);
         match node.strip_prefix(home.as_str()) {
-            Some(rest) => rest.strip_prefix('/').unwrap_or(rest).to_string().into(),
-            None => node.into(),
+            Some(rest) => rest.strip_prefix('/').unwrap_or(rest),
+            None => node,
         }
     }
 }
