@@ -196,8 +196,7 @@ impl Server {
             });
             let drained = matches!(filled, Ok(n) if n < offered) && transport.short_read_drains();
             match filled {
-                Ok(0) if link.transport.kind() == "ring" => {
-                    // A ring ends only when its domain died unreleased.
+                Ok(0) if link.transport.eof_means_domain_gone() => {
                     self.daemon.domain_gone(id);
                     return;
                 }

@@ -28,6 +28,11 @@ pub trait Transport {
     fn short_read_drains(&self) -> bool {
         false
     }
+    /// True when `read` returning 0 means the domain behind the connection
+    /// died unreleased (a ring ends no other way), not a client hanging up.
+    fn eof_means_domain_gone(&self) -> bool {
+        false
+    }
 }
 
 /// Something that accepts connections (the dom0 socket, a domain socket).

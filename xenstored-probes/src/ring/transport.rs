@@ -121,6 +121,10 @@ impl Transport for RingTransport {
     fn pid(&self) -> u32 {
         0
     }
+
+    fn eof_means_domain_gone(&self) -> bool {
+        true
+    }
 }
 
 /// The doorbell fd, registered with mio as-is.
