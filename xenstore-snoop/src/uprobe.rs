@@ -6,6 +6,7 @@ use anyhow::{bail, Context, Result};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 const GROUP_PREFIX: &str = "xssnoop_";
 
@@ -148,26 +149,48 @@ fn append(file: &Path, line: &str) -> std::io::Result<()> {
     f.write_all(format!("{line}\n").as_bytes())
 }
 
+/// How long a dead snooper's events may stay busy: the kernel releases a
+/// SIGKILLed process's perf events shortly after its exit, not at it.
+const STALE_BUSY_WAIT: Duration = Duration::from_secs(3);
+
 /// Deletes the events of snoopers that died without cleaning up (SIGKILL).
-/// Returns the groups removed.
+/// Returns the groups removed; warns about any still busy after
+/// [`STALE_BUSY_WAIT`].
 pub fn remove_stale_groups(tracefs: &Path) -> Result<Vec<String>> {
     let file = tracefs.join("uprobe_events");
     let text =
         std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let deadline = Instant::now() + STALE_BUSY_WAIT;
     let mut removed = Vec::new();
     for (group, event) in stale_events(&text, snooper_alive) {
-        match append(&file, &format!("-:{group}/{event}")) {
-            Ok(()) => {
-                if !removed.contains(&group) {
-                    removed.push(group);
+        let line = format!("-:{group}/{event}");
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match append(&file, &line) {
+                Ok(()) => {
+                    if !removed.contains(&group) {
+                        removed.push(group);
+                    }
+                    break;
                 }
-            }
-            // Still in use by a live reader we misjudged: leave it.
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
-            // Another snooper starting at the same time removed it first.
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
-            Err(e) => {
-                return Err(e).with_context(|| format!("removing stale uprobe {group}/{event}"))
+                // Another snooper starting at the same time removed it first.
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => break,
+                // The dead owner's perf events are still being released.
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    eprintln!(
+                        "xenstore-snoop: stale uprobe {group}/{event} is still busy after {:?}; \
+                         left in place",
+                        STALE_BUSY_WAIT
+                    );
+                    break;
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| format!("removing stale uprobe {group}/{event}"))
+                }
             }
         }
     }
