@@ -4,7 +4,8 @@
 
 use crate::cnum::atoi;
 use crate::daemon::Daemon;
-use crate::store::{Fail, Tree};
+use crate::error::Fail;
+use crate::tree::Tree;
 use crate::wire::XsError;
 use std::io::Write;
 

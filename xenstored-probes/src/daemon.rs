@@ -7,13 +7,16 @@
 use crate::connection::Connection;
 use crate::control;
 use crate::domain::{Domain, Domains, DOMID_FIRST_RESERVED};
+use crate::error::Fail;
+use crate::node::NodeRef;
 use crate::path;
 use crate::perms::{Identity, Perm, PermList, Perms, READ};
 use crate::probes::{self, TxOutcome};
 use crate::quota::{Kind, Quotas};
 use crate::request::{self, Request};
-use crate::store::{self, Change, Fail, Limits, Store, Tree};
+use crate::store::Store;
 use crate::transport::{Attachment, DomainBackend};
+use crate::tree::{self, Change, Limits, Tree};
 use crate::watch::Watch;
 use crate::wire::{Header, MsgType, XsError};
 use rustc_hash::FxHashSet;
@@ -261,9 +264,9 @@ impl Daemon {
         tx: Option<u32>,
         path: &str,
         who: &Identity,
-        emit: impl FnOnce(store::NodeRef<'_>),
+        emit: impl FnOnce(NodeRef<'_>),
     ) -> Result<Done, Fail> {
-        self.tree(id, tx, |t| store::read(t, path, who).map(emit))?;
+        self.tree(id, tx, |t| tree::read(t, path, who).map(emit))?;
         Ok(Done::Reply)
     }
 
@@ -368,7 +371,7 @@ impl Daemon {
         } else {
             return Err(Fail(XsError::Enoent, "tx:unknown"));
         };
-        let req = request::parse(ty, payload).map_err(|b| Fail(b.0, b.1))?;
+        let req = request::parse(ty, payload)?;
         let path_max = self.quotas.get(Kind::PathMax, domid) as usize;
         let resolve = |raw| node_path(raw, domid, path_max);
         match req {
@@ -391,20 +394,20 @@ impl Daemon {
                 let p = resolve(p)?;
                 let limits = self.limits(domid);
                 let change =
-                    self.tree(id, tx, |t| store::write(t, &p, Some(value), &who, &limits))?;
+                    self.tree(id, tx, |t| tree::write(t, &p, Some(value), &who, &limits))?;
                 self.changed(id, tx, serial, change);
                 Ok(Done::Ack)
             }
             Request::Mkdir(p) => {
                 let p = resolve(p)?;
                 let limits = self.limits(domid);
-                let change = self.tree(id, tx, |t| store::write(t, &p, None, &who, &limits))?;
+                let change = self.tree(id, tx, |t| tree::write(t, &p, None, &who, &limits))?;
                 self.changed(id, tx, serial, change);
                 Ok(Done::Ack)
             }
             Request::Rm(p) => {
                 let p = resolve(p)?;
-                let changes = self.tree(id, tx, |t| store::remove(t, &p, &who))?;
+                let changes = self.tree(id, tx, |t| tree::remove(t, &p, &who))?;
                 self.changed(id, tx, serial, changes);
                 Ok(Done::Ack)
             }
@@ -426,7 +429,7 @@ impl Daemon {
                 if perms.0.iter().any(|e| e.domid >= DOMID_FIRST_RESERVED) {
                     return Err(Fail(XsError::Enoent, "perms:no such domain"));
                 }
-                let change = self.tree(id, tx, |t| store::set_perms(t, &p, perms, &who))?;
+                let change = self.tree(id, tx, |t| tree::set_perms(t, &p, perms, &who))?;
                 self.changed(id, tx, serial, [change]);
                 Ok(Done::Ack)
             }
@@ -750,7 +753,7 @@ impl Daemon {
             if p == "/" || self.store.node(&p).is_none() {
                 continue;
             }
-            if let Ok(changes) = store::remove(&mut self.store, &p, &Identity::dom0()) {
+            if let Ok(changes) = tree::remove(&mut self.store, &p, &Identity::dom0()) {
                 for c in &changes {
                     self.fire(serial, firer, c);
                 }
@@ -790,7 +793,7 @@ fn encode_event(
 /// DIRECTORY_PART as C xenstored: the node's generation, then as many
 /// whole children from byte `offset` as fit, and an empty string once the
 /// list is complete.
-fn directory_part(n: store::NodeRef<'_>, offset: usize, reply: &mut Vec<u8>) {
+fn directory_part(n: NodeRef<'_>, offset: usize, reply: &mut Vec<u8>) {
     write!(reply, "{}\0", n.generation).expect("writing to a Vec");
     let gen_len = reply.len();
     if offset >= n.children.len() {

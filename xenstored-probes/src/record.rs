@@ -10,8 +10,8 @@
 //! u32 | path_len u16 | perm_count u16 | perms ([Perm], packed) | path |
 //! value | children.
 
+use crate::node::{Node, NodeRef};
 use crate::perms::Perm;
-use crate::store::{Node, NodeRef};
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};

@@ -4,6 +4,7 @@
 //! NUL-terminated; numbers are read with atoi.
 
 use crate::cnum::atoi;
+use crate::error::Fail;
 use crate::wire::{MsgType, XsError};
 
 #[derive(Debug, PartialEq, Eq)]
@@ -70,15 +71,10 @@ pub enum Request<'a> {
     },
 }
 
-/// A request that cannot be parsed: the reply error and a reason for logs
-/// and the probe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BadRequest(pub XsError, pub &'static str);
-
-const EINVAL_ARGS: BadRequest = BadRequest(XsError::Einval, "args");
+const EINVAL_ARGS: Fail = Fail(XsError::Einval, "args");
 
 /// Exactly one NUL-terminated string filling the payload.
-fn onearg(p: &[u8]) -> Result<&[u8], BadRequest> {
+fn onearg(p: &[u8]) -> Result<&[u8], Fail> {
     match p.iter().position(|&b| b == 0) {
         Some(i) if i + 1 == p.len() => Ok(&p[..i]),
         _ => Err(EINVAL_ARGS),
@@ -87,12 +83,12 @@ fn onearg(p: &[u8]) -> Result<&[u8], BadRequest> {
 
 /// A lone path argument. Upstream passes a malformed one on as a NULL
 /// name, which its lookups answer with ENOENT and MKDIR/RM with ENOMEM.
-fn path_arg(p: &[u8], error: XsError) -> Result<&[u8], BadRequest> {
-    onearg(p).map_err(|_| BadRequest(error, "args"))
+fn path_arg(p: &[u8], error: XsError) -> Result<&[u8], Fail> {
+    onearg(p).map_err(|_| Fail(error, "args"))
 }
 
 /// The first `N` NUL-terminated strings and what follows them.
-fn strings<const N: usize>(p: &[u8]) -> Result<([&[u8]; N], &[u8]), BadRequest> {
+fn strings<const N: usize>(p: &[u8]) -> Result<([&[u8]; N], &[u8]), Fail> {
     let mut out = [&p[..0]; N];
     let mut rest = p;
     for slot in out.iter_mut() {
@@ -104,7 +100,7 @@ fn strings<const N: usize>(p: &[u8]) -> Result<([&[u8]; N], &[u8]), BadRequest> 
 }
 
 /// Exactly two NUL-terminated strings (a third is EINVAL, as upstream).
-fn two_strings(p: &[u8]) -> Result<[&[u8]; 2], BadRequest> {
+fn two_strings(p: &[u8]) -> Result<[&[u8]; 2], Fail> {
     match strings::<2>(p)? {
         (pair, rest) if !rest.contains(&0) => Ok(pair),
         _ => Err(EINVAL_ARGS),
@@ -119,7 +115,7 @@ fn all_strings(p: &[u8]) -> Vec<&[u8]> {
 }
 
 /// Strictly decimal, for the newest xenstore.txt's commands.
-fn number(s: &[u8]) -> Result<u32, BadRequest> {
+fn number(s: &[u8]) -> Result<u32, Fail> {
     if s.is_empty() || s.len() > 10 || !s.iter().all(u8::is_ascii_digit) {
         return Err(EINVAL_ARGS);
     }
@@ -129,7 +125,7 @@ fn number(s: &[u8]) -> Result<u32, BadRequest> {
         .map_err(|_| EINVAL_ARGS)
 }
 
-pub fn parse(ty: MsgType, p: &[u8]) -> Result<Request<'_>, BadRequest> {
+pub fn parse(ty: MsgType, p: &[u8]) -> Result<Request<'_>, Fail> {
     use Request as R;
     Ok(match ty {
         MsgType::Control => {
@@ -170,7 +166,7 @@ pub fn parse(ty: MsgType, p: &[u8]) -> Result<Request<'_>, BadRequest> {
             let ([domid, gfn, port], _) = strings::<3>(p)?;
             let port = atoi(port);
             if port as i32 <= 0 {
-                return Err(BadRequest(XsError::Einval, "port"));
+                return Err(Fail(XsError::Einval, "port"));
             }
             let gfn = std::str::from_utf8(gfn)
                 .ok()
@@ -254,7 +250,7 @@ pub fn parse(ty: MsgType, p: &[u8]) -> Result<Request<'_>, BadRequest> {
             _ => return Err(EINVAL_ARGS),
         },
         MsgType::WatchEvent | MsgType::Error => {
-            return Err(BadRequest(XsError::Enosys, "server-only type"))
+            return Err(Fail(XsError::Enosys, "server-only type"))
         }
     })
 }
@@ -267,9 +263,9 @@ mod tests {
     fn onearg_needs_exactly_one_terminated_string() {
         assert_eq!(parse(MsgType::Read, b"/a\0"), Ok(Request::Read(b"/a")));
         for bad in [&b""[..], b"/a", b"/a\0\0", b"/a\0b", b"\0/a\0"] {
-            let e = BadRequest(XsError::Enoent, "args");
+            let e = Fail(XsError::Enoent, "args");
             assert_eq!(parse(MsgType::Read, bad), Err(e), "{bad:?}");
-            let e = BadRequest(XsError::Enomem, "args");
+            let e = Fail(XsError::Enomem, "args");
             assert_eq!(parse(MsgType::Rm, bad), Err(e), "{bad:?}");
             assert_eq!(parse(MsgType::Release, bad), Err(EINVAL_ARGS), "{bad:?}");
         }

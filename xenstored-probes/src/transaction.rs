@@ -5,8 +5,10 @@
 //! changed meanwhile; abort discards everything. On commit, watches fire
 //! once per changed node, in the order the transaction first touched them.
 
+use crate::node::{Node, NodeRef};
 use crate::perms::{PermList, Perms};
-use crate::store::{Change, Node, NodeRef, Store, Tree};
+use crate::store::Store;
+use crate::tree::{Change, Tree};
 use rustc_hash::FxHashMap;
 
 #[derive(Debug, Default)]
@@ -151,7 +153,7 @@ impl Tree for TxTree<'_> {
 mod tests {
     use super::*;
     use crate::perms::Identity;
-    use crate::store::{self, Limits};
+    use crate::tree::{self, Limits};
     use crate::wire::XsError;
 
     const LIMITS: Limits = Limits {
@@ -160,11 +162,11 @@ mod tests {
     };
 
     fn w(t: &mut impl Tree, p: &str, v: &str) {
-        store::write(t, p, Some(v.as_bytes()), &Identity::dom0(), &LIMITS).unwrap();
+        tree::write(t, p, Some(v.as_bytes()), &Identity::dom0(), &LIMITS).unwrap();
     }
 
     fn r(t: &mut impl Tree, p: &str) -> Option<Vec<u8>> {
-        store::read(t, p, &Identity::dom0())
+        tree::read(t, p, &Identity::dom0())
             .ok()
             .map(|n| n.value.to_vec())
     }
@@ -215,7 +217,7 @@ mod tests {
         let mut t1 = Transaction::default();
         let mut t2 = Transaction::default();
         w(&mut t1.view(&s), "/x/a", "2");
-        store::remove(&mut t2.view(&s), "/y/b", &Identity::dom0()).unwrap();
+        tree::remove(&mut t2.view(&s), "/y/b", &Identity::dom0()).unwrap();
         assert_eq!(r(&mut t2.view(&s), "/y/b"), None);
         t1.commit(&mut s).unwrap();
         t2.commit(&mut s).unwrap();
@@ -264,12 +266,12 @@ mod tests {
         let mut tx = Transaction::default();
         w(&mut tx.view(&s), "/p", "");
         w(&mut s, "/p/x", "");
-        let e = store::remove(&mut tx.view(&s), "/p/x", &dom0).unwrap_err();
+        let e = tree::remove(&mut tx.view(&s), "/p/x", &dom0).unwrap_err();
         assert_eq!(e.0, XsError::Eio, "its parent's copy lacks it");
         let mut tx = Transaction::default();
         assert_eq!(r(&mut tx.view(&s), "/f"), None);
         w(&mut s, "/f/a/c", "");
-        let e = store::remove(&mut tx.view(&s), "/f/a", &dom0).unwrap_err();
+        let e = tree::remove(&mut tx.view(&s), "/f/a", &dom0).unwrap_err();
         assert_eq!(e.0, XsError::Einval, "its parent stays missing");
     }
 

@@ -2,7 +2,7 @@
 //! reported with (relative watches get paths relative to the domain home).
 
 use crate::path;
-use crate::store::Change;
+use crate::tree::Change;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Watch {

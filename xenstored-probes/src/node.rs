@@ -1,0 +1,89 @@
+//! A node of the tree: its value, permissions, children and generation,
+//! owned while being edited ([`Node`]) or borrowed from wherever a tree
+//! keeps it ([`NodeRef`]).
+
+use crate::perms::{Perm, Perms};
+
+/// A node being edited: what tree operations build and `Tree::put` takes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    pub value: Vec<u8>,
+    pub perms: Perms,
+    /// Child names, each NUL-terminated, in creation order (the DIRECTORY
+    /// reply as is; DIRECTORY_PART offsets index into it).
+    pub children: Vec<u8>,
+    pub generation: u64,
+}
+
+/// A node as a tree holds it, borrowed: what `Tree::get` returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeRef<'a> {
+    pub value: &'a [u8],
+    pub perms: &'a [Perm],
+    pub children: &'a [u8],
+    pub generation: u64,
+}
+
+/// C xenstored's record header (generation, num_perms, datalen, childlen,
+/// padded) counts towards the node-size quota like the rest of the record.
+const RECORD_HEADER: usize = 24;
+const RECORD_PERM: usize = 8;
+
+impl Node {
+    pub fn new(value: &[u8], perms: Perms) -> Node {
+        Node {
+            value: value.to_vec(),
+            perms,
+            children: Vec::new(),
+            generation: 0,
+        }
+    }
+
+    pub fn view(&self) -> NodeRef<'_> {
+        NodeRef {
+            value: &self.value,
+            perms: &self.perms,
+            children: &self.children,
+            generation: self.generation,
+        }
+    }
+
+    pub fn add_child(&mut self, name: &str) {
+        self.children.extend_from_slice(name.as_bytes());
+        self.children.push(0);
+    }
+
+    pub fn remove_child(&mut self, name: &str) {
+        let mut at = 0;
+        for c in self.children.split(|&b| b == 0) {
+            if c == name.as_bytes() {
+                self.children.drain(at..at + c.len() + 1);
+                return;
+            }
+            at += c.len() + 1;
+        }
+    }
+}
+
+impl<'a> NodeRef<'a> {
+    pub fn to_node(self) -> Node {
+        Node {
+            value: self.value.to_vec(),
+            perms: Perms(self.perms.to_vec()),
+            children: self.children.to_vec(),
+            generation: self.generation,
+        }
+    }
+
+    pub fn children(self) -> impl Iterator<Item = &'a str> {
+        self.children
+            .split(|&b| b == 0)
+            .filter(|c| !c.is_empty())
+            .map(|c| std::str::from_utf8(c).unwrap_or(""))
+    }
+
+    /// The size the node-size quota measures.
+    pub fn record_size(self) -> usize {
+        RECORD_HEADER + RECORD_PERM * self.perms.len() + self.value.len() + self.children.len()
+    }
+}

@@ -1,0 +1,261 @@
+//! Tree operations written once against [`Tree`], which both the global
+//! store (store.rs) and a transaction's view (transaction.rs) implement.
+//! Every operation checks everything (permissions, quotas, sizes) before
+//! it changes anything, so a failed request never leaves the tree
+//! half-changed.
+
+use crate::error::Fail;
+use crate::node::{Node, NodeRef};
+use crate::path;
+use crate::perms::{Identity, PermList, Perms, OWNER, READ, WRITE};
+use crate::wire::XsError;
+
+/// Read and write access to nodes by absolute path: the store itself, or a
+/// transaction's view of it.
+pub trait Tree {
+    fn get(&mut self, path: &str) -> Option<NodeRef<'_>>;
+    /// Stores `node` at `path` (created or replaced).
+    fn put(&mut self, path: &str, node: Node);
+    fn delete(&mut self, path: &str);
+    /// Counts a write the tree does not need (upstream rewrites a removed
+    /// node's parent even when the parent goes next): generations stay
+    /// upstream's.
+    fn bump(&mut self);
+    /// Nodes owned by `domid` as this view sees them.
+    fn owned(&self, domid: u32) -> usize;
+}
+
+/// Limits applied to unprivileged writers (see quota.rs for the values).
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub nodes: usize,
+    pub node_size: usize,
+}
+
+/// A change watches may fire for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub path: String,
+    /// Only watches on exactly this path (descendants of a removed node).
+    pub exact: bool,
+    /// Permissions the node had when it went away (RM) or before the change
+    /// (SET_PERMS): a watcher allowed to read them is allowed the event.
+    pub old_perms: Option<Perms>,
+}
+
+impl Change {
+    fn at(path: &str) -> Change {
+        Change {
+            path: path.to_string(),
+            exact: false,
+            old_perms: None,
+        }
+    }
+}
+
+/// The access `who` has to the nearest existing node at or above `path`.
+fn access_from_ancestors<T: Tree + ?Sized>(t: &mut T, path: &str, who: &Identity) -> u8 {
+    let mut p = path;
+    loop {
+        if let Some(n) = t.get(p) {
+            return n.perms.for_identity(who);
+        }
+        if p == "/" || !p.starts_with('/') {
+            return 0;
+        }
+        p = path::parent(p);
+    }
+}
+
+/// Looks a node up for `who` needing `need`: EACCES when it exists without
+/// that access; for a missing node ENOENT, or EACCES when the nearest
+/// existing ancestor does not grant `need` (upstream's errno_from_parents).
+pub fn lookup<'t, T: Tree + ?Sized>(
+    t: &'t mut T,
+    path: &str,
+    who: &Identity,
+    need: u8,
+) -> Result<NodeRef<'t>, Fail> {
+    if t.get(path).is_none() {
+        let parent_access = access_from_ancestors(t, path, who);
+        return Err(if parent_access & need == need {
+            Fail(XsError::Enoent, "")
+        } else {
+            Fail(XsError::Eacces, "perm")
+        });
+    }
+    let node = t.get(path).unwrap();
+    if node.perms.for_identity(who) & need != need {
+        return Err(Fail(XsError::Eacces, "perm"));
+    }
+    Ok(node)
+}
+
+fn check_size(node: &Node, who: &Identity, limits: &Limits) -> Result<(), Fail> {
+    if !who.privileged && node.view().record_size() >= limits.node_size {
+        return Err(Fail(XsError::Enospc, "quota:node-size"));
+    }
+    Ok(())
+}
+
+/// WRITE (value Some) or MKDIR (None: an existing node stays as it is).
+/// Returns the change to fire watches for, if anything changed.
+pub fn write<T: Tree + ?Sized>(
+    t: &mut T,
+    path: &str,
+    value: Option<&[u8]>,
+    who: &Identity,
+    limits: &Limits,
+) -> Result<Option<Change>, Fail> {
+    match lookup(t, path, who, WRITE) {
+        Ok(node) => {
+            let Some(value) = value else {
+                return Ok(None);
+            };
+            let node = NodeRef { value, ..node }.to_node();
+            check_size(&node, who, limits)?;
+            t.put(path, node);
+            Ok(Some(Change::at(path)))
+        }
+        Err(Fail(XsError::Enoent, _)) => {
+            create(t, path, value.unwrap_or(b""), who, limits)?;
+            Ok(Some(Change::at(path)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates `path` and its missing ancestors; each inherits its parent's
+/// permissions, and unprivileged creators own what they create.
+fn create<T: Tree + ?Sized>(
+    t: &mut T,
+    path: &str,
+    value: &[u8],
+    who: &Identity,
+    limits: &Limits,
+) -> Result<(), Fail> {
+    // Missing nodes, innermost first, down from the first existing ancestor.
+    let mut missing = vec![path];
+    let mut existing = path::parent(path);
+    while t.get(existing).is_none() {
+        missing.push(existing);
+        existing = path::parent(existing);
+    }
+    let mut anchor = t.get(existing).unwrap().to_node();
+    let mut perms = anchor.perms.clone();
+    if !who.privileged {
+        perms.0[0].domid = who.domid;
+        let owner = who.domid;
+        if t.owned(owner) + missing.len() > limits.nodes {
+            return Err(Fail(XsError::Enospc, "quota:nodes"));
+        }
+    }
+    anchor.add_child(path::basename(missing[missing.len() - 1]));
+    check_size(&anchor, who, limits)?;
+    let leaf = Node::new(value, perms.clone());
+    check_size(&leaf, who, limits)?;
+    // Bottom up, as upstream writes them: generations come out the same.
+    t.put(path, leaf);
+    for (i, p) in missing.iter().enumerate().skip(1) {
+        let mut n = Node::new(b"", perms.clone());
+        n.add_child(path::basename(missing[i - 1]));
+        t.put(p, n);
+    }
+    t.put(existing, anchor);
+    Ok(())
+}
+
+/// RM: the node and everything below it. A missing node whose parent
+/// exists is fine (no change). Changes come deepest first, the node last.
+pub fn remove<T: Tree + ?Sized>(
+    t: &mut T,
+    path: &str,
+    who: &Identity,
+) -> Result<Vec<Change>, Fail> {
+    match lookup(t, path, who, WRITE) {
+        Ok(_) => {}
+        Err(Fail(XsError::Enoent, r)) => {
+            return if t.get(path::parent(path)).is_some() {
+                Ok(Vec::new())
+            } else {
+                Err(Fail(XsError::Enoent, r))
+            };
+        }
+        Err(e) => return Err(e),
+    }
+    if path == "/" {
+        return Err(Fail(XsError::Einval, "rm /"));
+    }
+    let parent = path::parent(path);
+    // Only a transaction's view can lack the parent (it found it missing
+    // earlier, then the node was created outside): upstream's _rm says EINVAL.
+    if t.get(parent).is_none() {
+        return Err(Fail(XsError::Einval, "rm:parent-missing-in-tx"));
+    }
+    let mut doomed = Vec::new();
+    collect_post_order(t, path, &mut doomed);
+    let mut changes = Vec::with_capacity(doomed.len());
+    for (p, perms) in doomed {
+        t.delete(&p);
+        if p != path {
+            // its parent is removed next; upstream still rewrites it first
+            t.bump();
+        }
+        changes.push(Change {
+            exact: p != path,
+            path: p,
+            old_perms: Some(perms),
+        });
+    }
+    let mut pnode = t.get(parent).expect("parent checked above").to_node();
+    if !pnode.view().children().any(|c| c == path::basename(path)) {
+        // A transaction's copy of the parent predates the node's creation
+        // outside: upstream's delete_child finds no entry and says EIO,
+        // after deleting the node in the transaction (the commit conflicts).
+        return Err(Fail(XsError::Eio, "rm:not-a-child-in-tx"));
+    }
+    pnode.remove_child(path::basename(path));
+    t.put(parent, pnode);
+    Ok(changes)
+}
+
+fn collect_post_order<T: Tree + ?Sized>(t: &mut T, path: &str, out: &mut Vec<(String, Perms)>) {
+    let Some(node) = t.get(path) else { return };
+    let perms = Perms(node.perms.to_vec());
+    let kids: Vec<String> = node.children().map(|c| path::child(path, c)).collect();
+    for k in kids {
+        collect_post_order(t, &k, out);
+    }
+    out.push((path.to_string(), perms));
+}
+
+/// SET_PERMS: the caller must own the node (or be privileged);
+/// unprivileged callers may not give it away.
+pub fn set_perms<T: Tree + ?Sized>(
+    t: &mut T,
+    path: &str,
+    perms: Perms,
+    who: &Identity,
+) -> Result<Change, Fail> {
+    let node = lookup(t, path, who, WRITE | OWNER)?;
+    if !who.privileged && perms.owner() != node.perms.owner() {
+        return Err(Fail(XsError::Eperm, "perm:owner"));
+    }
+    let mut node = node.to_node();
+    let old = std::mem::replace(&mut node.perms, perms);
+    t.put(path, node);
+    Ok(Change {
+        path: path.to_string(),
+        exact: false,
+        old_perms: Some(old),
+    })
+}
+
+/// READ-type lookups.
+pub fn read<'t, T: Tree + ?Sized>(
+    t: &'t mut T,
+    path: &str,
+    who: &Identity,
+) -> Result<NodeRef<'t>, Fail> {
+    lookup(t, path, who, READ)
+}
