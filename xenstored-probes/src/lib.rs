@@ -3,7 +3,6 @@
 
 pub mod cnum;
 pub mod connection;
-pub mod control;
 pub mod daemon;
 pub mod domain;
 pub mod error;

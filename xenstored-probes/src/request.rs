@@ -1,75 +1,12 @@
 //! Parsing a request's payload into typed arguments, apart from executing
-//! it. Argument rules follow C xenstored: `onearg` payloads are exactly one
+//! it: one function per message type (or shared argument shape), called by
+//! that type's handler first thing. Argument rules follow C xenstored: `onearg` payloads are exactly one
 //! NUL-terminated string; multi-argument payloads need every argument
 //! NUL-terminated; numbers are read with atoi.
 
 use crate::cnum::atoi;
 use crate::error::Fail;
-use crate::wire::{MsgType, XsError};
-
-#[derive(Debug, PartialEq, Eq)]
-pub enum Request<'a> {
-    Control(Vec<&'a [u8]>),
-    Directory(&'a [u8]),
-    DirectoryPart {
-        path: &'a [u8],
-        offset: usize,
-    },
-    Read(&'a [u8]),
-    GetPerms(&'a [u8]),
-    Watch {
-        path: &'a [u8],
-        token: &'a [u8],
-    },
-    Unwatch {
-        path: &'a [u8],
-        token: &'a [u8],
-    },
-    TransactionStart,
-    TransactionEnd {
-        commit: bool,
-    },
-    Introduce {
-        domid: u32,
-        gfn: u64,
-        port: u32,
-    },
-    Release(u32),
-    GetDomainPath(u32),
-    Write {
-        path: &'a [u8],
-        value: &'a [u8],
-    },
-    Mkdir(&'a [u8]),
-    Rm(&'a [u8]),
-    /// `perms` holds `count` NUL-terminated entries (parsed by perms.rs).
-    SetPerms {
-        path: &'a [u8],
-        perms: &'a [u8],
-        count: usize,
-    },
-    IsDomainIntroduced(u32),
-    Resume(u32),
-    SetTarget {
-        domid: u32,
-        target: u32,
-    },
-    ResetWatches,
-    GetFeature(Option<u32>),
-    SetFeature {
-        domid: u32,
-        value: u32,
-    },
-    GetQuota {
-        domid: Option<u32>,
-        name: Option<&'a [u8]>,
-    },
-    SetQuota {
-        domid: Option<u32>,
-        name: &'a [u8],
-        value: u32,
-    },
-}
+use crate::wire::XsError;
 
 const EINVAL_ARGS: Fail = Fail(XsError::Einval, "args");
 
@@ -79,12 +16,6 @@ fn onearg(p: &[u8]) -> Result<&[u8], Fail> {
         Some(i) if i + 1 == p.len() => Ok(&p[..i]),
         _ => Err(EINVAL_ARGS),
     }
-}
-
-/// A lone path argument. Upstream passes a malformed one on as a NULL
-/// name, which its lookups answer with ENOENT and MKDIR/RM with ENOMEM.
-fn path_arg(p: &[u8], error: XsError) -> Result<&[u8], Fail> {
-    onearg(p).map_err(|_| Fail(error, "args"))
 }
 
 /// The first `N` NUL-terminated strings and what follows them.
@@ -125,133 +56,195 @@ fn number(s: &[u8]) -> Result<u32, Fail> {
         .map_err(|_| EINVAL_ARGS)
 }
 
-pub fn parse(ty: MsgType, p: &[u8]) -> Result<Request<'_>, Fail> {
-    use Request as R;
-    Ok(match ty {
-        MsgType::Control => {
-            let args = all_strings(p);
-            if args.is_empty() {
-                return Err(EINVAL_ARGS);
-            }
-            R::Control(args)
-        }
-        MsgType::Directory => R::Directory(path_arg(p, XsError::Enoent)?),
-        MsgType::DirectoryPart => {
-            let args = all_strings(p);
-            if args.len() != 2 {
-                return Err(EINVAL_ARGS);
-            }
-            R::DirectoryPart {
-                path: args[0],
-                offset: atoi(args[1]) as i32 as isize as usize,
-            }
-        }
-        MsgType::Read => R::Read(path_arg(p, XsError::Enoent)?),
-        MsgType::GetPerms => R::GetPerms(path_arg(p, XsError::Enoent)?),
-        MsgType::Watch => {
-            let [path, token] = two_strings(p)?;
-            R::Watch { path, token }
-        }
-        MsgType::Unwatch => {
-            let [path, token] = two_strings(p)?;
-            R::Unwatch { path, token }
-        }
-        MsgType::TransactionStart => R::TransactionStart,
-        MsgType::TransactionEnd => match onearg(p)? {
-            b"T" => R::TransactionEnd { commit: true },
-            b"F" => R::TransactionEnd { commit: false },
-            _ => return Err(EINVAL_ARGS),
-        },
-        MsgType::Introduce => {
-            let ([domid, gfn, port], _) = strings::<3>(p)?;
-            let port = atoi(port);
-            if port as i32 <= 0 {
-                return Err(Fail(XsError::Einval, "port"));
-            }
-            let gfn = std::str::from_utf8(gfn)
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-                .unwrap_or(0);
-            R::Introduce {
-                domid: atoi(domid),
-                gfn,
-                port,
-            }
-        }
-        MsgType::Release => R::Release(atoi(onearg(p)?)),
-        MsgType::GetDomainPath => R::GetDomainPath(atoi(onearg(p)?)),
-        MsgType::Write => {
-            let ([path], value) = strings::<1>(p)?;
-            R::Write { path, value }
-        }
-        MsgType::Mkdir => R::Mkdir(path_arg(p, XsError::Enomem)?),
-        MsgType::Rm => R::Rm(path_arg(p, XsError::Enomem)?),
-        MsgType::SetPerms => {
-            let nuls = p.iter().filter(|&&b| b == 0).count();
-            if nuls < 2 {
-                return Err(EINVAL_ARGS);
-            }
-            let ([path], perms) = strings::<1>(p)?;
-            R::SetPerms {
-                path,
-                perms,
-                count: nuls - 1,
-            }
-        }
-        MsgType::IsDomainIntroduced => R::IsDomainIntroduced(atoi(onearg(p)?)),
-        MsgType::Resume => R::Resume(atoi(onearg(p)?)),
-        MsgType::SetTarget => {
-            let ([domid, target], _) = strings::<2>(p)?;
-            R::SetTarget {
-                domid: atoi(domid),
-                target: atoi(target),
-            }
-        }
-        MsgType::ResetWatches => R::ResetWatches,
-        MsgType::GetFeature => match all_strings(p).as_slice() {
-            [] => R::GetFeature(None),
-            [b""] => R::GetFeature(None),
-            [d] => R::GetFeature(Some(number(d)?)),
-            _ => return Err(EINVAL_ARGS),
-        },
-        MsgType::SetFeature => match all_strings(p).as_slice() {
-            [d, v] => R::SetFeature {
-                domid: number(d)?,
-                value: number(v)?,
-            },
-            _ => return Err(EINVAL_ARGS),
-        },
-        MsgType::GetQuota => match all_strings(p).as_slice() {
-            [] => R::GetQuota {
-                domid: None,
-                name: None,
-            },
-            [n] => R::GetQuota {
-                domid: None,
-                name: Some(n),
-            },
-            [d, n] => R::GetQuota {
-                domid: Some(number(d)?),
-                name: Some(n),
-            },
-            _ => return Err(EINVAL_ARGS),
-        },
-        MsgType::SetQuota => match all_strings(p).as_slice() {
-            [n, v] => R::SetQuota {
-                domid: None,
-                name: n,
-                value: number(v)?,
-            },
-            [d, n, v] => R::SetQuota {
-                domid: Some(number(d)?),
-                name: n,
-                value: number(v)?,
-            },
-            _ => return Err(EINVAL_ARGS),
-        },
-        MsgType::WatchEvent | MsgType::Error => {
-            return Err(Fail(XsError::Enosys, "server-only type"))
-        }
+/// READ, DIRECTORY, GET_PERMS (`missing` ENOENT), MKDIR, RM (ENOMEM):
+/// a lone path. Upstream passes a malformed one on as a NULL name, which
+/// its lookups answer with ENOENT and MKDIR/RM with ENOMEM.
+pub fn path(p: &[u8], missing: XsError) -> Result<&[u8], Fail> {
+    onearg(p).map_err(|_| Fail(missing, "args"))
+}
+
+/// RELEASE, GET_DOMAIN_PATH, IS_DOMAIN_INTRODUCED, RESUME: one domid.
+pub fn domid(p: &[u8]) -> Result<u32, Fail> {
+    Ok(atoi(onearg(p)?))
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct Write<'a> {
+    pub path: &'a [u8],
+    /// Everything after the path's NUL, binary data included.
+    pub value: &'a [u8],
+}
+
+pub fn write(p: &[u8]) -> Result<Write<'_>, Fail> {
+    let ([path], value) = strings::<1>(p)?;
+    Ok(Write { path, value })
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct DirectoryPart<'a> {
+    pub path: &'a [u8],
+    pub offset: usize,
+}
+
+pub fn directory_part(p: &[u8]) -> Result<DirectoryPart<'_>, Fail> {
+    match all_strings(p).as_slice() {
+        [path, offset] => Ok(DirectoryPart {
+            path,
+            offset: atoi(offset) as i32 as isize as usize,
+        }),
+        _ => Err(EINVAL_ARGS),
+    }
+}
+
+/// WATCH and UNWATCH.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Watch<'a> {
+    pub path: &'a [u8],
+    pub token: &'a [u8],
+}
+
+pub fn watch(p: &[u8]) -> Result<Watch<'_>, Fail> {
+    let [path, token] = two_strings(p)?;
+    Ok(Watch { path, token })
+}
+
+/// TRANSACTION_END: true to commit, false to abort.
+pub fn transaction_end(p: &[u8]) -> Result<bool, Fail> {
+    match onearg(p)? {
+        b"T" => Ok(true),
+        b"F" => Ok(false),
+        _ => Err(EINVAL_ARGS),
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct Introduce {
+    pub domid: u32,
+    pub gfn: u64,
+    pub port: u32,
+}
+
+pub fn introduce(p: &[u8]) -> Result<Introduce, Fail> {
+    let ([domid, gfn, port], _) = strings::<3>(p)?;
+    let port = atoi(port);
+    if port as i32 <= 0 {
+        return Err(Fail(XsError::Einval, "port"));
+    }
+    let gfn = std::str::from_utf8(gfn)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    Ok(Introduce {
+        domid: atoi(domid),
+        gfn,
+        port,
+    })
+}
+
+/// `perms` holds `count` NUL-terminated entries (parsed by perms.rs).
+#[derive(Debug, PartialEq, Eq)]
+pub struct SetPerms<'a> {
+    pub path: &'a [u8],
+    pub perms: &'a [u8],
+    pub count: usize,
+}
+
+pub fn set_perms(p: &[u8]) -> Result<SetPerms<'_>, Fail> {
+    let nuls = p.iter().filter(|&&b| b == 0).count();
+    if nuls < 2 {
+        return Err(EINVAL_ARGS);
+    }
+    let ([path], perms) = strings::<1>(p)?;
+    Ok(SetPerms {
+        path,
+        perms,
+        count: nuls - 1,
+    })
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct SetTarget {
+    pub domid: u32,
+    pub target: u32,
+}
+
+pub fn set_target(p: &[u8]) -> Result<SetTarget, Fail> {
+    let ([domid, target], _) = strings::<2>(p)?;
+    Ok(SetTarget {
+        domid: atoi(domid),
+        target: atoi(target),
+    })
+}
+
+/// CONTROL: the command and its arguments.
+pub fn control(p: &[u8]) -> Result<Vec<&[u8]>, Fail> {
+    let args = all_strings(p);
+    if args.is_empty() {
+        return Err(EINVAL_ARGS);
+    }
+    Ok(args)
+}
+
+/// GET_FEATURE: a domid, or none for the daemon's own features.
+pub fn get_feature(p: &[u8]) -> Result<Option<u32>, Fail> {
+    match all_strings(p).as_slice() {
+        [] | [b""] => Ok(None),
+        [d] => Ok(Some(number(d)?)),
+        _ => Err(EINVAL_ARGS),
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct SetFeature {
+    pub domid: u32,
+    pub value: u32,
+}
+
+pub fn set_feature(p: &[u8]) -> Result<SetFeature, Fail> {
+    match all_strings(p).as_slice() {
+        [d, v] => Ok(SetFeature {
+            domid: number(d)?,
+            value: number(v)?,
+        }),
+        _ => Err(EINVAL_ARGS),
+    }
+}
+
+/// GET_QUOTA: no name lists the quotas; no domid asks for the global value.
+#[derive(Debug, PartialEq, Eq)]
+pub struct GetQuota<'a> {
+    pub domid: Option<u32>,
+    pub name: Option<&'a [u8]>,
+}
+
+pub fn get_quota(p: &[u8]) -> Result<GetQuota<'_>, Fail> {
+    let (domid, name) = match all_strings(p).as_slice() {
+        [] => (None, None),
+        [n] => (None, Some(*n)),
+        [d, n] => (Some(number(d)?), Some(*n)),
+        _ => return Err(EINVAL_ARGS),
+    };
+    Ok(GetQuota { domid, name })
+}
+
+/// SET_QUOTA: no domid sets the global value.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SetQuota<'a> {
+    pub domid: Option<u32>,
+    pub name: &'a [u8],
+    pub value: u32,
+}
+
+pub fn set_quota(p: &[u8]) -> Result<SetQuota<'_>, Fail> {
+    let (domid, name, value) = match all_strings(p).as_slice() {
+        [n, v] => (None, *n, *v),
+        [d, n, v] => (Some(number(d)?), *n, *v),
+        _ => return Err(EINVAL_ARGS),
+    };
+    Ok(SetQuota {
+        domid,
+        name,
+        value: number(value)?,
     })
 }
 
@@ -261,54 +254,53 @@ mod tests {
 
     #[test]
     fn onearg_needs_exactly_one_terminated_string() {
-        assert_eq!(parse(MsgType::Read, b"/a\0"), Ok(Request::Read(b"/a")));
+        assert_eq!(path(b"/a\0", XsError::Enoent), Ok(&b"/a"[..]));
         for bad in [&b""[..], b"/a", b"/a\0\0", b"/a\0b", b"\0/a\0"] {
             let e = Fail(XsError::Enoent, "args");
-            assert_eq!(parse(MsgType::Read, bad), Err(e), "{bad:?}");
+            assert_eq!(path(bad, XsError::Enoent), Err(e), "{bad:?}");
             let e = Fail(XsError::Enomem, "args");
-            assert_eq!(parse(MsgType::Rm, bad), Err(e), "{bad:?}");
-            assert_eq!(parse(MsgType::Release, bad), Err(EINVAL_ARGS), "{bad:?}");
+            assert_eq!(path(bad, XsError::Enomem), Err(e), "{bad:?}");
+            assert_eq!(domid(bad), Err(EINVAL_ARGS), "{bad:?}");
         }
     }
 
     #[test]
     fn write_value_keeps_binary_data() {
         assert_eq!(
-            parse(MsgType::Write, b"/a\0v\0w"),
-            Ok(Request::Write {
+            write(b"/a\0v\0w"),
+            Ok(Write {
                 path: b"/a",
                 value: b"v\0w"
             })
         );
         assert_eq!(
-            parse(MsgType::Write, b"/a\0"),
-            Ok(Request::Write {
+            write(b"/a\0"),
+            Ok(Write {
                 path: b"/a",
                 value: b""
             })
         );
-        assert!(parse(MsgType::Write, b"/a").is_err());
+        assert!(write(b"/a").is_err());
     }
 
     #[test]
     fn watch_needs_two_strings() {
-        assert!(parse(MsgType::Watch, b"/a\0tok").is_err());
-        assert!(parse(MsgType::Watch, b"/a\0tok\0").is_ok());
-        assert!(parse(MsgType::Watch, b"/a\0tok\0extra\0").is_err());
-        assert!(parse(MsgType::Unwatch, b"/a\0tok\0extra\0").is_err());
+        assert!(watch(b"/a\0tok").is_err());
+        assert!(watch(b"/a\0tok\0").is_ok());
+        assert!(watch(b"/a\0tok\0extra\0").is_err());
     }
 
     #[test]
     fn set_perms_counts_terminated_entries() {
         assert_eq!(
-            parse(MsgType::SetPerms, b"/a\0n0\0r1"),
-            Ok(Request::SetPerms {
+            set_perms(b"/a\0n0\0r1"),
+            Ok(SetPerms {
                 path: b"/a",
                 perms: b"n0\0r1",
                 count: 1
             })
         );
-        assert!(parse(MsgType::SetPerms, b"/a\0").is_err());
+        assert!(set_perms(b"/a\0").is_err());
     }
 
     #[test]
@@ -318,10 +310,10 @@ mod tests {
         assert_eq!(atoi(b"abc"), 0);
         assert_eq!(atoi(b"-1"), u32::MAX);
         assert_eq!(atoi(b"99999999999999999999"), u32::MAX);
-        assert!(parse(MsgType::Introduce, b"1\0\x30\0\0").is_err(), "port 0");
+        assert!(introduce(b"1\0\x30\0\0").is_err(), "port 0");
         assert_eq!(
-            parse(MsgType::Introduce, b"5\x00123\x007\x00"),
-            Ok(Request::Introduce {
+            introduce(b"5\x00123\x007\x00"),
+            Ok(Introduce {
                 domid: 5,
                 gfn: 123,
                 port: 7
@@ -339,13 +331,21 @@ mod tests {
             b"a\0b\0c\0d\0",
             &[0u8; 4096],
         ];
-        for ty in 0..27 {
-            let Some(t) = MsgType::from_u32(ty) else {
-                continue;
-            };
-            for s in samples {
-                let _ = parse(t, s);
-            }
+        for s in samples {
+            let _ = path(s, XsError::Enoent);
+            let _ = domid(s);
+            let _ = write(s);
+            let _ = directory_part(s);
+            let _ = watch(s);
+            let _ = transaction_end(s);
+            let _ = introduce(s);
+            let _ = set_perms(s);
+            let _ = set_target(s);
+            let _ = control(s);
+            let _ = get_feature(s);
+            let _ = set_feature(s);
+            let _ = get_quota(s);
+            let _ = set_quota(s);
         }
     }
 }

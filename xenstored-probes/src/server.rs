@@ -309,7 +309,7 @@ impl Server {
     fn apply_effects(&mut self) {
         let mut fx = std::mem::take(&mut self.spare_effects);
         loop {
-            std::mem::swap(&mut fx, &mut self.daemon.effects);
+            self.daemon.swap_effects(&mut fx);
             if fx.dirty.is_empty()
                 && fx.closed.is_empty()
                 && fx.attached.is_empty()

@@ -1,13 +1,21 @@
-//! XS_CONTROL commands as upstream C xenstored 4.17 answers them (`help`
-//! lists them). Live update answers its status queries; starting one is
-//! refused, since there is no binary to hand state to.
+//! Handlers of the administrative operations: CONTROL, GET/SET_FEATURE
+//! and GET/SET_QUOTA. CONTROL's commands are answered as upstream C
+//! xenstored 4.17 answers them (`help` lists them); live update answers
+//! its status queries, and starting one is refused, since there is no
+//! binary to hand state to.
 
+use super::{Call, Daemon};
 use crate::cnum::atoi;
-use crate::daemon::Daemon;
 use crate::error::Fail;
+use crate::quota::Quotas;
+use crate::request;
 use crate::tree::Tree;
 use crate::wire::XsError;
 use std::io::Write;
+
+/// Features the daemon supports (GET_FEATURE without a domid): none of
+/// the ring-level ones over sockets.
+const FEATURES: u32 = 0;
 
 /// (command, parameters) in upstream's order.
 const COMMANDS: [(&str, &str); 9] = [
@@ -36,7 +44,8 @@ fn arg(a: &[u8]) -> String {
     String::from_utf8_lossy(a).into_owned()
 }
 
-pub fn run(d: &mut Daemon, args: &[&[u8]], reply: &mut Vec<u8>) -> Result<(), Fail> {
+pub(super) fn control(d: &mut Daemon, _: &Call, p: &[u8], reply: &mut Vec<u8>) -> Result<(), Fail> {
+    let args = request::control(p)?;
     let (cmd, rest) = args.split_first().ok_or(EINVAL)?;
     match *cmd {
         b"check" => {
@@ -137,10 +146,89 @@ pub fn run(d: &mut Daemon, args: &[&[u8]], reply: &mut Vec<u8>) -> Result<(), Fa
     Ok(())
 }
 
+/// GET_FEATURE: the daemon's features, or a domain's.
+pub(super) fn get_feature(
+    d: &mut Daemon,
+    _: &Call,
+    p: &[u8],
+    reply: &mut Vec<u8>,
+) -> Result<(), Fail> {
+    let v = match request::get_feature(p)? {
+        None => FEATURES,
+        Some(domid) => {
+            d.domains
+                .get(domid)
+                .ok_or(Fail(XsError::Enoent, "domain"))?
+                .features
+        }
+    };
+    write!(reply, "{v}\0").expect("writing to a Vec");
+    Ok(())
+}
+
+/// SET_FEATURE: only features the daemon supports.
+pub(super) fn set_feature(d: &mut Daemon, _: &Call, p: &[u8]) -> Result<(), Fail> {
+    let req = request::set_feature(p)?;
+    let dom = d
+        .domains
+        .get_mut(req.domid)
+        .ok_or(Fail(XsError::Enoent, "domain"))?;
+    if req.value & !FEATURES != 0 {
+        return Err(Fail(XsError::Einval, "feature unsupported"));
+    }
+    dom.features = req.value;
+    Ok(())
+}
+
+/// GET_QUOTA: the quota names, a global quota or a domain's.
+pub(super) fn get_quota(
+    d: &mut Daemon,
+    _: &Call,
+    p: &[u8],
+    reply: &mut Vec<u8>,
+) -> Result<(), Fail> {
+    let req = request::get_quota(p)?;
+    let Some(name) = req.name else {
+        let names: Vec<&str> = Quotas::names().collect();
+        text(reply, &names.join(" "));
+        return Ok(());
+    };
+    let kind = Quotas::kind_by_name(name).ok_or(Fail(XsError::Einval, "quota name"))?;
+    let v = match req.domid {
+        None => d.quotas.global(kind),
+        Some(domid) => {
+            d.domains
+                .get(domid)
+                .ok_or(Fail(XsError::Enoent, "domain"))?;
+            d.quotas.get(kind, domid)
+        }
+    };
+    write!(reply, "{v}\0").expect("writing to a Vec");
+    Ok(())
+}
+
+/// SET_QUOTA: a global quota or a domain's.
+pub(super) fn set_quota(d: &mut Daemon, _: &Call, p: &[u8]) -> Result<(), Fail> {
+    let req = request::set_quota(p)?;
+    let kind = Quotas::kind_by_name(req.name).ok_or(Fail(XsError::Einval, "quota name"))?;
+    match req.domid {
+        None => {
+            d.quotas.set_global(req.name, req.value);
+        }
+        Some(domid) => {
+            d.domains
+                .get(domid)
+                .ok_or(Fail(XsError::Enoent, "domain"))?;
+            d.quotas.set_domain(domid, kind, req.value);
+        }
+    }
+    Ok(())
+}
+
 /// `quota <domid>`: the domain's usage, upstream's layout.
 fn domain_quota(d: &Daemon, domid: u32) -> Option<String> {
     d.domains.get(domid)?;
-    let conns = d.connections().filter(|c| c.domid == domid);
+    let conns = d.conns.values().filter(|c| c.domid == domid);
     let (watches, transactions) = conns.fold((0, 0), |(w, t), c| {
         (w + c.watches.len(), t + c.transactions.len())
     });
@@ -167,7 +255,7 @@ fn memreport(d: &Daemon) -> String {
     let mut s = format!(
         "xenstored-shim memory report\nnodes: {}\nconnections: {}\n",
         d.store.len(),
-        d.connections().count()
+        d.conns.values().count()
     );
     for domid in d.domains.ids() {
         s += &format!("domain {domid}: {} nodes\n", d.store.owned(domid));

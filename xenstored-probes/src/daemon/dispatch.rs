@@ -1,0 +1,176 @@
+//! From a message to its handler, as oxenstored's `function_of_type`: the
+//! table says, for each message type, which handler executes it, how it
+//! replies, whether only privileged connections may send it and whether it
+//! runs in the header's transaction. Adding a message type means a row
+//! here and a handler (with its argument parser in request.rs).
+
+use super::{admin, domains, nodes, transactions, watches, Call, Daemon};
+use crate::error::Fail;
+use crate::probes;
+use crate::wire::{msg_name, Header, MsgType, XsError, PAYLOAD_MAX};
+
+/// A handler taking the request's payload.
+type Run = fn(&mut Daemon, &Call, &[u8]) -> Result<(), Fail>;
+/// A handler taking the payload and the reply to fill.
+type RunReplying = fn(&mut Daemon, &Call, &[u8], &mut Vec<u8>) -> Result<(), Fail>;
+
+/// A handler, by how the request is answered.
+enum Handler {
+    /// "OK" on success.
+    Ack(Run),
+    /// What the handler put into the reply buffer.
+    Data(RunReplying),
+    /// The handler queues "OK" itself: it orders the reply among the
+    /// watch events it queues.
+    Own(Run),
+}
+
+/// Who may send a message type.
+#[derive(PartialEq)]
+enum Sender {
+    Anyone,
+    /// dom0 only (and whoever dom0 made privileged).
+    Privileged,
+}
+
+/// Which transaction a message type runs in.
+#[derive(PartialEq)]
+enum Tx {
+    /// The one the header's tx_id names (0: none).
+    Header,
+    /// None: the header's tx_id is not even looked up (upstream's
+    /// XS_FLAG_NOTID).
+    Ignored,
+}
+
+struct Op {
+    handler: Handler,
+    sender: Sender,
+    tx: Tx,
+}
+
+/// How message type `ty` is executed; None for the types only the daemon
+/// sends (WATCH_EVENT, ERROR).
+fn op(ty: MsgType) -> Option<Op> {
+    use Handler::{Ack, Data, Own};
+    use MsgType as T;
+    use Sender::{Anyone, Privileged};
+    let op = |handler, sender, tx| {
+        Some(Op {
+            handler,
+            sender,
+            tx,
+        })
+    };
+    match ty {
+        T::Read => op(Data(nodes::read), Anyone, Tx::Header),
+        T::Directory => op(Data(nodes::directory), Anyone, Tx::Header),
+        T::DirectoryPart => op(Data(nodes::directory_part), Anyone, Tx::Header),
+        T::GetPerms => op(Data(nodes::get_perms), Anyone, Tx::Header),
+        T::Write => op(Ack(nodes::write), Anyone, Tx::Header),
+        T::Mkdir => op(Ack(nodes::mkdir), Anyone, Tx::Header),
+        T::Rm => op(Ack(nodes::rm), Anyone, Tx::Header),
+        T::SetPerms => op(Ack(nodes::set_perms), Anyone, Tx::Header),
+        T::Watch => op(Own(watches::watch), Anyone, Tx::Ignored),
+        T::Unwatch => op(Ack(watches::unwatch), Anyone, Tx::Ignored),
+        T::ResetWatches => op(Ack(watches::reset_watches), Anyone, Tx::Ignored),
+        T::TransactionStart => op(Data(transactions::start), Anyone, Tx::Header),
+        T::TransactionEnd => op(Ack(transactions::end), Anyone, Tx::Header),
+        T::Introduce => op(Ack(domains::introduce), Privileged, Tx::Ignored),
+        T::Release => op(Own(domains::release), Privileged, Tx::Ignored),
+        T::GetDomainPath => op(Data(domains::get_domain_path), Anyone, Tx::Ignored),
+        T::IsDomainIntroduced => op(Data(domains::is_introduced), Anyone, Tx::Ignored),
+        T::Resume => op(Ack(domains::resume), Privileged, Tx::Ignored),
+        T::SetTarget => op(Ack(domains::set_target), Privileged, Tx::Ignored),
+        T::Control => op(Data(admin::control), Privileged, Tx::Header),
+        T::GetFeature => op(Data(admin::get_feature), Privileged, Tx::Ignored),
+        T::SetFeature => op(Ack(admin::set_feature), Privileged, Tx::Ignored),
+        T::GetQuota => op(Data(admin::get_quota), Privileged, Tx::Ignored),
+        T::SetQuota => op(Ack(admin::set_quota), Privileged, Tx::Ignored),
+        T::WatchEvent | T::Error => None,
+    }
+}
+
+/// What executing a request left to do.
+enum Done {
+    /// Queue the reply buffer as the reply.
+    Reply,
+    /// Queue "OK".
+    Ack,
+    /// The reply is already queued.
+    Replied,
+}
+
+impl Daemon {
+    /// Executes one request read from connection `id`.
+    pub fn handle(&mut self, id: u32, header: Header, payload: &[u8]) {
+        self.serial += 1;
+        self.queued_events.clear();
+        let Some(conn) = self.conns.get(&id) else {
+            return;
+        };
+        let mut call = Call {
+            conn: id,
+            serial: self.serial,
+            header,
+            tx: None,
+            who: conn.ident,
+        };
+        let h = &call.header;
+        probes::request(call.serial, &conn.who(), h.ty, h.tx_id, h.req_id, payload);
+        let tx_open = h.tx_id != 0 && conn.transactions.contains_key(&h.tx_id);
+        let mut reply = std::mem::take(&mut self.reply);
+        reply.clear();
+        let mut result = self.execute(&mut call, tx_open, payload, &mut reply);
+        if matches!(result, Ok(Done::Reply)) && reply.len() > PAYLOAD_MAX {
+            // upstream's send_reply refuses to send more
+            result = Err(Fail(XsError::E2big, "reply too long"));
+        }
+        let (serial, h) = (call.serial, &call.header);
+        match result {
+            Ok(Done::Reply) => self.respond(id, serial, h, Ok(&reply)),
+            Ok(Done::Ack) => self.respond(id, serial, h, Ok(b"OK\0")),
+            Ok(Done::Replied) => {}
+            Err(Fail(e, reason)) => {
+                if e == XsError::Enosys || reason == "args" || reason == "tx:unknown" {
+                    let name = msg_name(h.ty).unwrap_or("unknown type");
+                    self.log
+                        .log(id, format_args!("{name} ({}) refused: {e} {reason}", h.ty));
+                }
+                self.respond(id, serial, h, Err((e, reason)))
+            }
+        }
+        self.reply = reply;
+    }
+
+    /// Checks the table's rules, settles the transaction `call` runs in
+    /// (`tx_open`: the header's tx_id names one of the connection's), then
+    /// runs the handler.
+    fn execute(
+        &mut self,
+        call: &mut Call,
+        tx_open: bool,
+        payload: &[u8],
+        reply: &mut Vec<u8>,
+    ) -> Result<Done, Fail> {
+        let op = MsgType::from_u32(call.header.ty)
+            .and_then(op)
+            .ok_or(Fail(XsError::Enosys, "type"))?;
+        if op.sender == Sender::Privileged && !call.who.privileged {
+            return Err(Fail(XsError::Eacces, "perm:privileged"));
+        }
+        call.tx = if op.tx == Tx::Ignored || call.header.tx_id == 0 {
+            None
+        } else if tx_open {
+            Some(call.header.tx_id)
+        } else {
+            return Err(Fail(XsError::Enoent, "tx:unknown"));
+        };
+        let call = &*call;
+        match op.handler {
+            Handler::Ack(run) => run(self, call, payload).map(|()| Done::Ack),
+            Handler::Data(run) => run(self, call, payload, reply).map(|()| Done::Reply),
+            Handler::Own(run) => run(self, call, payload).map(|()| Done::Replied),
+        }
+    }
+}

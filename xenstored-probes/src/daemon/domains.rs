@@ -1,0 +1,194 @@
+//! Handlers of the domain operations (INTRODUCE, RELEASE, GET_DOMAIN_PATH,
+//! IS_DOMAIN_INTRODUCED, RESUME, SET_TARGET) and a domain's teardown, on
+//! RELEASE or when it dies unreleased.
+
+use super::watches::special;
+use super::{Call, Daemon};
+use crate::domain::Domain;
+use crate::error::Fail;
+use crate::path;
+use crate::perms::Identity;
+use crate::request;
+use crate::tree;
+use crate::wire::XsError;
+
+pub(super) fn introduce(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
+    let req = request::introduce(p)?;
+    if d.domains.get(req.domid).is_some() {
+        return Ok(());
+    }
+    let attachment = d
+        .backend
+        .introduce(req.domid, req.gfn, req.port)
+        .map_err(|e| {
+            d.log
+                .log(call.conn, format_args!("INTRODUCE {}: {e}", req.domid));
+            Fail(XsError::Einval, "backend")
+        })?;
+    d.effects.attached.push((req.domid, attachment));
+    let conn_slot = d.reserve_conn_id();
+    d.domains.insert(
+        req.domid,
+        Domain {
+            gfn: req.gfn,
+            port: req.port,
+            conn_slot,
+            ..Domain::default()
+        },
+    );
+    d.fire(call.serial, call.conn, &special(path::INTRODUCE_DOMAIN));
+    Ok(())
+}
+
+/// Replies before or after @releaseDomain fires, as upstream (see
+/// `release_waits_for_reply`).
+pub(super) fn release(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
+    let domid = request::domid(p)?;
+    if domid == 0 {
+        return Err(Fail(XsError::Einval, "domid"));
+    }
+    d.domains
+        .get(domid)
+        .ok_or(Fail(XsError::Enoent, "domain"))?;
+    if d.release_waits_for_reply(call.conn, domid) {
+        d.ack(call);
+        d.release(domid, call.serial, call.conn);
+    } else {
+        d.release(domid, call.serial, call.conn);
+        d.ack(call);
+    }
+    Ok(())
+}
+
+pub(super) fn get_domain_path(
+    _: &mut Daemon,
+    _: &Call,
+    p: &[u8],
+    reply: &mut Vec<u8>,
+) -> Result<(), Fail> {
+    let domid = request::domid(p)?;
+    reply.extend_from_slice(path::domain_path(domid).as_bytes());
+    reply.push(0);
+    Ok(())
+}
+
+pub(super) fn is_introduced(
+    d: &mut Daemon,
+    _: &Call,
+    p: &[u8],
+    reply: &mut Vec<u8>,
+) -> Result<(), Fail> {
+    let domid = request::domid(p)?;
+    reply.extend_from_slice(if d.domains.is_introduced(domid) {
+        b"T\0"
+    } else {
+        b"F\0"
+    });
+    Ok(())
+}
+
+pub(super) fn resume(d: &mut Daemon, _: &Call, p: &[u8]) -> Result<(), Fail> {
+    let domid = request::domid(p)?;
+    if domid == 0 {
+        return Err(Fail(XsError::Einval, "domid"));
+    }
+    d.domains
+        .get(domid)
+        .ok_or(Fail(XsError::Enoent, "domain"))?;
+    Ok(())
+}
+
+/// The (device-model) domain acts for its target from now on, on every
+/// connection, present and future.
+pub(super) fn set_target(d: &mut Daemon, _: &Call, p: &[u8]) -> Result<(), Fail> {
+    let req = request::set_target(p)?;
+    if d.domains.get(req.target).is_none() {
+        return Err(Fail(XsError::Enoent, "target"));
+    }
+    let dom = d
+        .domains
+        .get_mut(req.domid)
+        .ok_or(Fail(XsError::Enoent, "domain"))?;
+    dom.target = Some(req.target);
+    for c in d.conns.values_mut().filter(|c| c.domid == req.domid) {
+        c.ident.target = Some(req.target);
+    }
+    Ok(())
+}
+
+impl Daemon {
+    /// Connection `id` was its domain's ring and the domain died without
+    /// a RELEASE (its page vanished): released as if dom0 had asked.
+    pub fn domain_gone(&mut self, id: u32) {
+        let Some(domid) = self.conns.get(&id).map(|c| c.domid) else {
+            return;
+        };
+        self.queued_events.clear();
+        self.close(id, 0, "domain gone");
+        if domid != 0 && self.domains.get(domid).is_some() {
+            self.release(domid, 0, id);
+        }
+    }
+
+    /// Whether upstream tears domain `d` down only after answering the
+    /// RELEASE from connection `id`. Its event loop holds a reference on the
+    /// connection it serves and on the next one in creation order, so
+    /// freeing the domain's connection is deferred past the reply when that
+    /// connection is the releaser's own or the very next one; otherwise
+    /// @releaseDomain fires before the reply.
+    fn release_waits_for_reply(&self, id: u32, d: u32) -> bool {
+        let slot_of = |domid: u32| self.domains.get(domid).map(|dom| dom.conn_slot);
+        let Some(target) = slot_of(d) else {
+            return false;
+        };
+        let releaser = match self.conns.get(&id) {
+            Some(c) if c.domid != 0 => slot_of(c.domid).unwrap_or(id),
+            _ => id,
+        };
+        if releaser == target {
+            return true;
+        }
+        // dom0 clients are connections of their own; a guest's ring
+        // connection is its domain's slot
+        let sockets = self.conns.values().filter(|c| c.domid == 0).map(|c| c.id);
+        let rings = self.domains.ids().filter(|&x| x != 0).filter_map(slot_of);
+        sockets.chain(rings).filter(|&s| s > releaser).min() == Some(target)
+    }
+
+    /// The domain's connections close (their transactions dropped, their
+    /// watches gone, so its own nodes' removal fires nothing at it), the
+    /// nodes it owns are removed as upstream does for a dead domain, and
+    /// @releaseDomain fires.
+    fn release(&mut self, domid: u32, serial: u64, firer: u32) {
+        let ids: Vec<u32> = self
+            .conns
+            .values()
+            .filter(|c| c.domid == domid)
+            .map(|c| c.id)
+            .collect();
+        for c in ids {
+            self.close(c, serial, "domain released");
+        }
+        self.domains.remove(domid);
+        self.quotas.forget_domain(domid);
+        self.backend.release(domid);
+        self.effects.released.push(domid);
+        for c in self.conns.values_mut() {
+            if c.ident.target == Some(domid) {
+                c.ident.target = None;
+            }
+        }
+        for p in self.store.owned_paths(domid) {
+            if p == "/" || self.store.node(&p).is_none() {
+                continue;
+            }
+            if let Ok(changes) = tree::remove(&mut self.store, &p, &Identity::dom0()) {
+                for c in &changes {
+                    self.fire(serial, firer, c);
+                }
+            }
+        }
+        self.store.ignore_domain_in_perms(domid);
+        self.fire(serial, firer, &special(path::RELEASE_DOMAIN));
+    }
+}

@@ -1,0 +1,194 @@
+//! The daemon: the store, the domains, the quotas and every connection,
+//! and the execution of requests, with no event loop: server.rs feeds it
+//! decoded messages and carries out its [`Effects`]. Every request fires
+//! `request` when read and `response` when its reply is queued; watch
+//! events, transaction ends and connection changes fire their probes where
+//! they happen.
+//!
+//! This file holds the daemon's state and connection lifecycle;
+//! dispatch.rs maps a message type to its handler and checks the rules
+//! that apply before it runs; the handlers live by concern in nodes.rs,
+//! watches.rs, transactions.rs, domains.rs and admin.rs.
+
+mod admin;
+mod dispatch;
+mod domains;
+mod log;
+mod nodes;
+#[cfg(test)]
+mod tests;
+mod transactions;
+mod watches;
+
+use crate::connection::Connection;
+use crate::domain::Domains;
+use crate::error::Fail;
+use crate::perms::Identity;
+use crate::probes;
+use crate::quota::Quotas;
+use crate::store::Store;
+use crate::transport::{Attachment, DomainBackend};
+use crate::wire::{Header, MsgType, XsError};
+use log::RateLimitedLog;
+use rustc_hash::FxHashSet;
+use std::collections::BTreeMap;
+
+/// Work for the event loop that only it can do.
+#[derive(Default)]
+pub struct Effects {
+    /// Connections with newly queued output.
+    pub dirty: Vec<u32>,
+    /// Connections the daemon closed (drop their transports).
+    pub closed: Vec<u32>,
+    /// Transports/listeners of newly introduced domains.
+    pub attached: Vec<(u32, Attachment)>,
+    /// Released domains (drop their listeners).
+    pub released: Vec<u32>,
+}
+
+pub struct Daemon {
+    store: Store,
+    quotas: Quotas,
+    domains: Domains,
+    conns: BTreeMap<u32, Connection>,
+    next_conn: u32,
+    serial: u64,
+    backend: Box<dyn DomainBackend>,
+    /// The reply being built (kept: its capacity is reused).
+    reply: Vec<u8>,
+    effects: Effects,
+    log: RateLimitedLog,
+    /// CONTROL logfile: where memreport writes without a file argument.
+    logfile: Option<String>,
+    /// CONTROL log on|off.
+    logging: bool,
+    /// Events (connection, path, token) queued by the current request:
+    /// upstream never queues one identical to one still queued, so one
+    /// request's fan-out sends each at most once.
+    queued_events: FxHashSet<(u32, String, Vec<u8>)>,
+}
+
+/// The request being executed, as its handler sees it.
+struct Call {
+    /// The connection it came from.
+    conn: u32,
+    /// Its number, shared by every probe it fires.
+    serial: u64,
+    header: Header,
+    /// The transaction it runs in (None: the store itself).
+    tx: Option<u32>,
+    /// The connection's identity.
+    who: Identity,
+}
+
+impl Daemon {
+    pub fn new(quotas: Quotas, backend: Box<dyn DomainBackend>) -> Daemon {
+        Daemon {
+            store: Store::new(),
+            quotas,
+            domains: Domains::default(),
+            conns: BTreeMap::new(),
+            next_conn: 1,
+            serial: 0,
+            backend,
+            reply: Vec::new(),
+            effects: Effects::default(),
+            log: RateLimitedLog::default(),
+            logfile: None,
+            logging: false,
+            queued_events: FxHashSet::default(),
+        }
+    }
+
+    /// A new connection of `domid` (0: a privileged dom0 client).
+    pub fn open(&mut self, domid: u32, pid: u32, kind: &str, peer: &str) -> u32 {
+        let id = self.reserve_conn_id();
+        let target = self.domains.get(domid).and_then(|d| d.target);
+        let conn = Connection::new(id, domid, pid, domid == 0, target);
+        probes::conn_open(&conn.who(), kind, peer);
+        self.conns.insert(id, conn);
+        id
+    }
+
+    /// Closes a connection: its transactions are dropped, its watches go.
+    pub fn close(&mut self, id: u32, serial: u64, reason: &str) {
+        let Some(mut conn) = self.conns.remove(&id) else {
+            return;
+        };
+        conn.drop_transactions(serial, reason);
+        probes::conn_close(serial, &conn.who(), reason);
+        self.effects.closed.push(id);
+    }
+
+    /// The next connection id. INTRODUCE takes one for the domain's ring
+    /// connection, so the domain has its place in the order connections
+    /// were created.
+    fn reserve_conn_id(&mut self) -> u32 {
+        let id = self.next_conn;
+        self.next_conn += 1;
+        id
+    }
+
+    pub fn conn_mut(&mut self, id: u32) -> Option<&mut Connection> {
+        self.conns.get_mut(&id)
+    }
+
+    pub fn conn(&self, id: u32) -> Option<&Connection> {
+        self.conns.get(&id)
+    }
+
+    /// The connection a request came from.
+    fn caller(&mut self, call: &Call) -> Result<&mut Connection, Fail> {
+        // handle() found it; only a handler that closed it could miss it
+        self.conns
+            .get_mut(&call.conn)
+            .ok_or(Fail(XsError::Eio, "connection gone"))
+    }
+
+    /// Trades the effects gathered so far for `spare` (emptied, its
+    /// capacity kept) in one move, so none are allocated per request.
+    pub fn swap_effects(&mut self, spare: &mut Effects) {
+        std::mem::swap(spare, &mut self.effects);
+    }
+
+    /// Logs bad input to stderr, at most a few lines a second.
+    pub fn log_bad(&mut self, id: u32, what: std::fmt::Arguments) {
+        self.log.log(id, what);
+    }
+
+    fn mark_dirty(effects: &mut Effects, conn: &mut Connection) {
+        if !conn.dirty {
+            conn.dirty = true;
+            effects.dirty.push(conn.id);
+        }
+    }
+
+    /// Queues a reply (or error) echoing the request's req_id and tx_id.
+    fn respond(
+        &mut self,
+        id: u32,
+        serial: u64,
+        h: &Header,
+        result: Result<&[u8], (XsError, &str)>,
+    ) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        match result {
+            Ok(payload) => conn.queue(h.ty, h.req_id, h.tx_id, &[payload]),
+            Err((e, _)) => conn.queue(
+                MsgType::Error as u32,
+                h.req_id,
+                h.tx_id,
+                &[e.name().as_bytes(), b"\0"],
+            ),
+        }
+        probes::response(serial, &conn.who(), h.ty, h.tx_id, h.req_id, result);
+        Self::mark_dirty(&mut self.effects, conn);
+    }
+
+    /// Queues "OK" for a handler that orders its reply itself.
+    fn ack(&mut self, call: &Call) {
+        self.respond(call.conn, call.serial, &call.header, Ok(b"OK\0"));
+    }
+}

@@ -1,0 +1,172 @@
+//! Handlers of the node operations: READ, DIRECTORY, DIRECTORY_PART,
+//! GET_PERMS, WRITE, MKDIR, RM, SET_PERMS. Each runs on the store, or on
+//! the view of the transaction it belongs to; changes fire watches now, or
+//! at the transaction's commit.
+
+use super::{Call, Daemon};
+use crate::domain::DOMID_FIRST_RESERVED;
+use crate::error::Fail;
+use crate::node::NodeRef;
+use crate::path;
+use crate::perms::{Identity, PermList, Perms};
+use crate::quota::Kind;
+use crate::request;
+use crate::tree::{self, Limits};
+use crate::wire::{XsError, PAYLOAD_MAX};
+use std::borrow::Cow;
+use std::io::Write;
+
+pub(super) fn read(d: &mut Daemon, call: &Call, p: &[u8], reply: &mut Vec<u8>) -> Result<(), Fail> {
+    let raw = request::path(p, XsError::Enoent)?;
+    reply_from(d, call, raw, |n| reply.extend_from_slice(n.value))
+}
+
+/// handle() refuses a listing too long for one reply.
+pub(super) fn directory(
+    d: &mut Daemon,
+    call: &Call,
+    p: &[u8],
+    reply: &mut Vec<u8>,
+) -> Result<(), Fail> {
+    let raw = request::path(p, XsError::Enoent)?;
+    reply_from(d, call, raw, |n| reply.extend_from_slice(n.children))
+}
+
+pub(super) fn directory_part(
+    d: &mut Daemon,
+    call: &Call,
+    p: &[u8],
+    reply: &mut Vec<u8>,
+) -> Result<(), Fail> {
+    let req = request::directory_part(p)?;
+    reply_from(d, call, req.path, |n| {
+        directory_part_reply(n, req.offset, reply)
+    })
+}
+
+pub(super) fn get_perms(
+    d: &mut Daemon,
+    call: &Call,
+    p: &[u8],
+    reply: &mut Vec<u8>,
+) -> Result<(), Fail> {
+    let raw = request::path(p, XsError::Enoent)?;
+    reply_from(d, call, raw, |n| n.perms.write_to(reply))
+}
+
+pub(super) fn write(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
+    let req = request::write(p)?;
+    write_node(d, call, req.path, Some(req.value))
+}
+
+pub(super) fn mkdir(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
+    let raw = request::path(p, XsError::Enomem)?;
+    write_node(d, call, raw, None)
+}
+
+pub(super) fn rm(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
+    let raw = request::path(p, XsError::Enomem)?;
+    let path = node_path(d, call, raw)?;
+    let changes = d.tree(call, |t| tree::remove(t, &path, &call.who))?;
+    d.changed(call, changes);
+    Ok(())
+}
+
+pub(super) fn set_perms(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
+    let req = request::set_perms(p)?;
+    let domid = call.who.domid;
+    if !call.who.privileged && req.count > d.quotas.get(Kind::Permissions, domid) as usize {
+        return Err(Fail(XsError::Enospc, "quota:permissions"));
+    }
+    let perms = Perms::parse(req.perms, req.count).map_err(|e| Fail(e, "perms"))?;
+    if req.path.first() == Some(&b'@') {
+        return set_special_perms(d, req.path, perms, &call.who);
+    }
+    let path = node_path(d, call, req.path)?;
+    // Xen has no such domain (we cannot ask it about others).
+    if perms.0.iter().any(|e| e.domid >= DOMID_FIRST_RESERVED) {
+        return Err(Fail(XsError::Enoent, "perms:no such domain"));
+    }
+    let change = d.tree(call, |t| tree::set_perms(t, &path, perms, &call.who))?;
+    d.changed(call, [change]);
+    Ok(())
+}
+
+/// The absolute path a request names (relative paths are under the
+/// connection's domain home).
+fn node_path<'p>(d: &Daemon, call: &Call, raw: &'p [u8]) -> Result<Cow<'p, str>, Fail> {
+    let domid = call.who.domid;
+    let path_max = d.quotas.get(Kind::PathMax, domid) as usize;
+    path::resolve(raw, domid, path_max).map_err(|e| Fail(e, "path"))
+}
+
+/// A READ-type request: `emit` puts into the reply what it takes of the
+/// node at `raw`.
+fn reply_from(
+    d: &mut Daemon,
+    call: &Call,
+    raw: &[u8],
+    emit: impl FnOnce(NodeRef<'_>),
+) -> Result<(), Fail> {
+    let path = node_path(d, call, raw)?;
+    d.tree(call, |t| tree::read(t, &path, &call.who).map(emit))
+}
+
+/// WRITE (a value) or MKDIR (None).
+fn write_node(d: &mut Daemon, call: &Call, raw: &[u8], value: Option<&[u8]>) -> Result<(), Fail> {
+    let path = node_path(d, call, raw)?;
+    let domid = call.who.domid;
+    let limits = Limits {
+        nodes: d.quotas.get(Kind::Nodes, domid) as usize,
+        node_size: d.quotas.get(Kind::NodeSize, domid) as usize,
+    };
+    let change = d.tree(call, |t| tree::write(t, &path, value, &call.who, &limits))?;
+    d.changed(call, change);
+    Ok(())
+}
+
+/// SET_PERMS on @introduceDomain/@releaseDomain: not nodes of the tree
+/// (GET_PERMS cannot read them), outside transactions, no watch fires.
+fn set_special_perms(
+    d: &mut Daemon,
+    name: &[u8],
+    perms: Perms,
+    who: &Identity,
+) -> Result<(), Fail> {
+    let name = std::str::from_utf8(name).map_err(|_| Fail(XsError::Enoent, "special"))?;
+    let node = d
+        .store
+        .special(name)
+        .ok_or(Fail(XsError::Enoent, "special"))?;
+    let need = crate::perms::WRITE | crate::perms::OWNER;
+    if node.perms.for_identity(who) & need != need {
+        return Err(Fail(XsError::Eacces, "perm"));
+    }
+    d.store.set_special_perms(name, perms);
+    Ok(())
+}
+
+/// DIRECTORY_PART as C xenstored: the node's generation, then as many
+/// whole children from byte `offset` as fit, and an empty string once the
+/// list is complete.
+fn directory_part_reply(n: NodeRef<'_>, offset: usize, reply: &mut Vec<u8>) {
+    write!(reply, "{}\0", n.generation).expect("writing to a Vec");
+    let gen_len = reply.len();
+    if offset >= n.children.len() {
+        reply.push(0);
+        return;
+    }
+    let max = PAYLOAD_MAX - gen_len - 1;
+    let mut len = 0;
+    let rest = &n.children[offset..];
+    for child in rest.split_inclusive(|&b| b == 0) {
+        if len + child.len() > max {
+            break;
+        }
+        len += child.len();
+    }
+    reply.extend_from_slice(&rest[..len]);
+    if offset + len == n.children.len() {
+        reply.push(0);
+    }
+}

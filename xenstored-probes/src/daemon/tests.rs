@@ -1,0 +1,464 @@
+//! The daemon's behaviour, request by request: every test drives
+//! `Daemon::handle` as the event loop does and reads what it queued.
+
+use super::*;
+use crate::transport::Listener;
+use crate::wire::HEADER_LEN;
+
+struct NoBackend;
+struct NoListener;
+
+impl Listener for NoListener {
+    fn source(&mut self) -> &mut dyn mio::event::Source {
+        unreachable!("daemon tests run no event loop")
+    }
+    fn accept(&mut self) -> std::io::Result<Option<Box<dyn crate::transport::Transport>>> {
+        Ok(None)
+    }
+}
+
+impl DomainBackend for NoBackend {
+    fn introduce(&mut self, _: u32, _: u64, _: u32) -> std::io::Result<Attachment> {
+        Ok(Attachment::Listener(Box::new(NoListener)))
+    }
+    fn release(&mut self, _: u32) {}
+}
+
+fn daemon() -> Daemon {
+    Daemon::new(Quotas::default(), Box::new(NoBackend))
+}
+
+/// Everything queued for `id` since the last call: (type, tx_id, payload).
+fn drain(d: &mut Daemon, id: u32) -> Vec<(u32, u32, Vec<u8>)> {
+    let Some(c) = d.conn_mut(id) else {
+        return vec![];
+    };
+    let mut out = Vec::new();
+    let mut b = c.pending();
+    while b.len() >= HEADER_LEN {
+        let h = Header::decode(b[..HEADER_LEN].try_into().unwrap());
+        let end = HEADER_LEN + h.len as usize;
+        out.push((h.ty, h.tx_id, b[HEADER_LEN..end].to_vec()));
+        b = &b[end..];
+    }
+    let n = c.pending().len();
+    c.consumed(n);
+    out
+}
+
+fn call(d: &mut Daemon, id: u32, ty: MsgType, tx: u32, payload: &[u8]) -> (u32, Vec<u8>) {
+    let h = Header {
+        ty: ty as u32,
+        req_id: 9,
+        tx_id: tx,
+        len: payload.len() as u32,
+    };
+    d.handle(id, h, payload);
+    let (evs, replies): (Vec<_>, Vec<_>) = drain(d, id)
+        .into_iter()
+        .partition(|m| m.0 == MsgType::WatchEvent as u32);
+    STASH.with(|s| s.borrow_mut().entry(id).or_default().extend(evs));
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    let (t, _, p) = replies.into_iter().next().unwrap();
+    (t, p)
+}
+
+fn ok(d: &mut Daemon, id: u32, ty: MsgType, payload: &[u8]) -> Vec<u8> {
+    let (t, p) = call(d, id, ty, 0, payload);
+    assert_eq!(t, ty as u32, "{}", String::from_utf8_lossy(&p));
+    p
+}
+
+fn err(d: &mut Daemon, id: u32, ty: MsgType, tx: u32, payload: &[u8]) -> String {
+    let (t, p) = call(d, id, ty, tx, payload);
+    assert_eq!(t, MsgType::Error as u32, "{}", String::from_utf8_lossy(&p));
+    String::from_utf8(p)
+        .unwrap()
+        .trim_end_matches('\0')
+        .to_string()
+}
+
+type Message = (u32, u32, Vec<u8>);
+
+thread_local! {
+    /// Watch events `call` read past, per connection.
+    static STASH: std::cell::RefCell<std::collections::HashMap<u32, Vec<Message>>> =
+        Default::default();
+}
+
+fn events(d: &mut Daemon, id: u32) -> Vec<String> {
+    let mut all = STASH.with(|s| s.borrow_mut().remove(&id).unwrap_or_default());
+    all.extend(drain(d, id));
+    all.into_iter()
+        .filter(|m| m.0 == MsgType::WatchEvent as u32)
+        .map(|m| {
+            String::from_utf8_lossy(&m.2)
+                .replace('\0', " ")
+                .trim_end()
+                .to_string()
+        })
+        .collect()
+}
+
+/// dom0 connection, domain 6 introduced with /local/domain/6 owned by it,
+/// and a connection of domain 6.
+fn with_guest() -> (Daemon, u32, u32) {
+    let mut d = daemon();
+    let dom0 = d.open(0, 100, "socket", "test");
+    ok(&mut d, dom0, MsgType::Introduce, b"6\x001\x001\x00");
+    ok(&mut d, dom0, MsgType::Mkdir, b"/local/domain/6\0");
+    ok(&mut d, dom0, MsgType::SetPerms, b"/local/domain/6\0n6\0");
+    let guest = d.open(6, 0, "socket", "guest");
+    (d, dom0, guest)
+}
+
+#[test]
+fn unknown_types_privileged_ops_and_unknown_transactions() {
+    let (mut d, dom0, guest) = with_guest();
+    assert_eq!(err(&mut d, dom0, MsgType::Read, 0, b"/nope\0"), "ENOENT");
+    let h = Header {
+        ty: 20,
+        req_id: 1,
+        tx_id: 0,
+        len: 0,
+    };
+    d.handle(dom0, h, b"");
+    assert_eq!(drain(&mut d, dom0)[0].2, b"ENOSYS\0");
+    assert_eq!(
+        err(&mut d, guest, MsgType::Introduce, 0, b"7\x001\x001\x00"),
+        "EACCES"
+    );
+    assert_eq!(
+        err(&mut d, guest, MsgType::Control, 0, b"check\0"),
+        "EACCES"
+    );
+    assert_eq!(err(&mut d, dom0, MsgType::Read, 42, b"/tool\0"), "ENOENT");
+    // WATCH ignores the tx id as upstream (XS_FLAG_NOTID)
+    let (t, _) = call(&mut d, dom0, MsgType::Watch, 42, b"/tool\0t\0");
+    assert_eq!(t, MsgType::Watch as u32);
+}
+
+#[test]
+fn guests_use_relative_paths_and_meet_permissions() {
+    let (mut d, dom0, guest) = with_guest();
+    ok(&mut d, guest, MsgType::Write, b"data/x\0v");
+    assert_eq!(
+        ok(&mut d, dom0, MsgType::Read, b"/local/domain/6/data/x\0"),
+        b"v"
+    );
+    assert_eq!(ok(&mut d, guest, MsgType::GetPerms, b"data/x\0"), b"n6\0");
+    assert_eq!(err(&mut d, guest, MsgType::Read, 0, b"/tool\0"), "EACCES");
+    assert_eq!(err(&mut d, guest, MsgType::Write, 0, b"/x\0v"), "EACCES");
+    // a guest cannot give its node away, dom0 can
+    assert_eq!(
+        err(&mut d, guest, MsgType::SetPerms, 0, b"data/x\0n0\0"),
+        "EPERM"
+    );
+    ok(&mut d, guest, MsgType::SetPerms, b"data/x\0n6\0r7\0");
+    assert_eq!(
+        ok(&mut d, guest, MsgType::GetDomainPath, b"6\0"),
+        b"/local/domain/6\0"
+    );
+}
+
+#[test]
+fn watches_fire_only_for_readers_with_relative_paths_for_relative_watches() {
+    let (mut d, dom0, guest) = with_guest();
+    ok(&mut d, guest, MsgType::Watch, b"data\0rel\0");
+    ok(&mut d, guest, MsgType::Watch, b"/tool\0abs\0");
+    assert_eq!(
+        events(&mut d, guest),
+        ["data rel", "/tool abs"],
+        "initial events"
+    );
+    ok(&mut d, dom0, MsgType::Write, b"/local/domain/6/data/y\0z");
+    assert_eq!(events(&mut d, guest), ["data/y rel"]);
+    ok(&mut d, dom0, MsgType::Write, b"/tool/secret\0z");
+    assert_eq!(
+        events(&mut d, guest),
+        Vec::<String>::new(),
+        "unreadable for domain 6"
+    );
+    ok(&mut d, dom0, MsgType::SetPerms, b"/tool/secret\0n0\0r6\0");
+    assert_eq!(events(&mut d, guest), ["/tool/secret abs"]);
+    // RM: the removed node and each descendant's exact watchers
+    ok(&mut d, dom0, MsgType::Watch, b"/a/b/c\0deep\0");
+    ok(&mut d, dom0, MsgType::Write, b"/a/b/c\0v");
+    ok(&mut d, dom0, MsgType::Watch, b"/a\0top\0");
+    events(&mut d, dom0);
+    ok(&mut d, dom0, MsgType::Rm, b"/a/b\0");
+    assert_eq!(events(&mut d, dom0), ["/a/b/c deep", "/a/b top"]);
+    assert_eq!(err(&mut d, dom0, MsgType::Watch, 0, b"/a\0top\0"), "EEXIST");
+    ok(&mut d, dom0, MsgType::Unwatch, b"/a\0top\0");
+    assert_eq!(
+        err(&mut d, dom0, MsgType::Unwatch, 0, b"/a\0top\0"),
+        "ENOENT"
+    );
+}
+
+#[test]
+fn transactions_see_own_writes_fire_on_commit_and_conflict() {
+    let mut d = daemon();
+    let a = d.open(0, 1, "socket", "a");
+    let b = d.open(0, 2, "socket", "b");
+    ok(&mut d, b, MsgType::Watch, b"/t\0w\0");
+    events(&mut d, b);
+    let tx = ok(&mut d, a, MsgType::TransactionStart, b"\0");
+    assert_eq!(tx, b"1\0");
+    assert_eq!(
+        call(&mut d, a, MsgType::Write, 1, b"/t/x\0in-tx").0,
+        MsgType::Write as u32
+    );
+    assert_eq!(call(&mut d, a, MsgType::Read, 1, b"/t/x\0").1, b"in-tx");
+    assert_eq!(err(&mut d, b, MsgType::Read, 0, b"/t/x\0"), "ENOENT");
+    assert_eq!(
+        events(&mut d, b),
+        Vec::<String>::new(),
+        "nothing before commit"
+    );
+    assert_eq!(err(&mut d, a, MsgType::TransactionStart, 1, b"\0"), "EBUSY");
+    assert_eq!(
+        call(&mut d, a, MsgType::TransactionEnd, 1, b"T\0").1,
+        b"OK\0"
+    );
+    assert_eq!(events(&mut d, b), ["/t/x w"]);
+    // conflict: b changes what a's transaction read
+    assert_eq!(ok(&mut d, a, MsgType::TransactionStart, b"\0"), b"2\0");
+    call(&mut d, a, MsgType::Read, 2, b"/t/x\0");
+    call(&mut d, a, MsgType::Write, 2, b"/t/y\x001");
+    ok(&mut d, b, MsgType::Write, b"/t/x\0changed");
+    assert_eq!(err(&mut d, a, MsgType::TransactionEnd, 2, b"T\0"), "EAGAIN");
+    assert_eq!(err(&mut d, a, MsgType::Read, 0, b"/t/y\0"), "ENOENT");
+    assert_eq!(err(&mut d, a, MsgType::TransactionEnd, 2, b"T\0"), "ENOENT");
+    // abort discards
+    ok(&mut d, a, MsgType::TransactionStart, b"\0");
+    call(&mut d, a, MsgType::Write, 3, b"/t/z\0");
+    assert_eq!(
+        call(&mut d, a, MsgType::TransactionEnd, 3, b"F\0").1,
+        b"OK\0"
+    );
+    assert_eq!(err(&mut d, a, MsgType::Read, 0, b"/t/z\0"), "ENOENT");
+    assert!(d.store.check().is_empty());
+}
+
+#[test]
+fn guest_quotas_apply_and_dom0_is_exempt() {
+    let (mut d, dom0, guest) = with_guest();
+    ok(&mut d, dom0, MsgType::Control, b"quota\0set\0nodes\x003\0");
+    ok(
+        &mut d,
+        dom0,
+        MsgType::Control,
+        b"quota\0set\0watches\x001\0",
+    );
+    ok(
+        &mut d,
+        dom0,
+        MsgType::Control,
+        b"quota\0set\0transactions\x001\0",
+    );
+    // /local/domain/6 is the first of its 3 nodes
+    ok(&mut d, guest, MsgType::Write, b"a/b\0");
+    assert_eq!(err(&mut d, guest, MsgType::Write, 0, b"c\0"), "ENOSPC");
+    ok(&mut d, dom0, MsgType::Write, b"/local/domain/6/c\0");
+    ok(&mut d, guest, MsgType::Watch, b"a\0t\0");
+    assert_eq!(err(&mut d, guest, MsgType::Watch, 0, b"c\0t\0"), "E2BIG");
+    ok(&mut d, guest, MsgType::TransactionStart, b"\0");
+    assert_eq!(
+        err(&mut d, guest, MsgType::TransactionStart, 0, b"\0"),
+        "ENOSPC"
+    );
+    let perms = b"a\0n6\0r1\0r2\0r3\0r4\0r5\0";
+    assert_eq!(err(&mut d, guest, MsgType::SetPerms, 0, perms), "ENOSPC");
+    let big = [b"a\0".as_slice(), &[b'x'; 2048]].concat();
+    assert_eq!(err(&mut d, guest, MsgType::Write, 0, &big), "ENOSPC");
+    let big = [b"/big\0".as_slice(), &[b'x'; 4000]].concat();
+    ok(&mut d, dom0, MsgType::Write, &big);
+}
+
+#[test]
+fn one_request_sends_an_identical_event_once() {
+    let mut d = daemon();
+    let a = d.open(0, 1, "socket", "a");
+    ok(&mut d, a, MsgType::Watch, b"/x\0t\0");
+    ok(&mut d, a, MsgType::Watch, b"/x/y\0t\0");
+    ok(&mut d, a, MsgType::Watch, b"/x/y\0u\0");
+    events(&mut d, a);
+    ok(&mut d, a, MsgType::Write, b"/x/y\0v");
+    assert_eq!(events(&mut d, a), ["/x/y t", "/x/y u"]);
+    ok(&mut d, a, MsgType::Write, b"/x/y\0w");
+    assert_eq!(events(&mut d, a), ["/x/y t", "/x/y u"], "per request");
+}
+
+/// Message types `id` gets for its RELEASE of `domid`, in order.
+fn release_order(d: &mut Daemon, id: u32, domid: &[u8]) -> Vec<u32> {
+    let h = Header {
+        ty: MsgType::Release as u32,
+        req_id: 1,
+        tx_id: 0,
+        len: domid.len() as u32,
+    };
+    d.handle(id, h, domid);
+    drain(d, id).into_iter().map(|m| m.0).collect()
+}
+
+#[test]
+fn release_event_precedes_the_reply_unless_the_ring_is_next() {
+    let (ev, rel) = (MsgType::WatchEvent as u32, MsgType::Release as u32);
+    let mut d = daemon();
+    let a = d.open(0, 1, "socket", "a");
+    ok(&mut d, a, MsgType::Introduce, b"4\x001\x001\0");
+    let b = d.open(0, 2, "socket", "b");
+    for c in [a, b] {
+        ok(&mut d, c, MsgType::Watch, b"@releaseDomain\0r\0");
+        events(&mut d, c);
+    }
+    // domain 4's ring connection comes right after a
+    assert_eq!(release_order(&mut d, a, b"4\0"), [rel, ev]);
+    // now b comes between a and the ring
+    ok(&mut d, a, MsgType::Introduce, b"4\x001\x001\0");
+    assert_eq!(release_order(&mut d, a, b"4\0"), [ev, rel]);
+    events(&mut d, b);
+    ok(&mut d, b, MsgType::Introduce, b"4\x001\x001\0");
+    assert_eq!(release_order(&mut d, b, b"4\0"), [rel, ev]);
+    ok(&mut d, b, MsgType::Introduce, b"4\x001\x001\0");
+    events(&mut d, a);
+    assert_eq!(release_order(&mut d, a, b"4\0"), [ev, rel]);
+}
+
+#[test]
+fn release_closes_the_domain_and_removes_what_it_owned() {
+    let (mut d, dom0, guest) = with_guest();
+    ok(&mut d, guest, MsgType::Write, b"x\0");
+    ok(&mut d, guest, MsgType::TransactionStart, b"\0");
+    ok(&mut d, dom0, MsgType::Watch, b"@releaseDomain\0r\0");
+    ok(&mut d, dom0, MsgType::Watch, b"/local\0l\0");
+    events(&mut d, dom0);
+    assert_eq!(
+        ok(&mut d, dom0, MsgType::IsDomainIntroduced, b"6\0"),
+        b"T\0"
+    );
+    ok(&mut d, dom0, MsgType::Release, b"6\0");
+    assert!(d.conn(guest).is_none());
+    assert!(d.effects.closed.contains(&guest));
+    assert_eq!(d.effects.released, [6]);
+    assert_eq!(
+        events(&mut d, dom0),
+        // descendants of a removed node only fire exact watches
+        ["/local/domain/6 l", "@releaseDomain r"]
+    );
+    assert_eq!(
+        err(&mut d, dom0, MsgType::Read, 0, b"/local/domain/6\0"),
+        "ENOENT"
+    );
+    assert_eq!(
+        ok(&mut d, dom0, MsgType::IsDomainIntroduced, b"6\0"),
+        b"F\0"
+    );
+    assert_eq!(err(&mut d, dom0, MsgType::Release, 0, b"6\0"), "ENOENT");
+    assert_eq!(err(&mut d, dom0, MsgType::Release, 0, b"0\0"), "EINVAL");
+    assert!(d.store.check().is_empty());
+}
+
+#[test]
+fn set_target_gives_a_device_model_its_targets_rights() {
+    let (mut d, dom0, guest) = with_guest();
+    ok(&mut d, guest, MsgType::Write, b"private\0secret");
+    ok(&mut d, dom0, MsgType::Introduce, b"7\x001\x001\x00");
+    let dm = d.open(7, 0, "socket", "device model");
+    assert_eq!(
+        err(&mut d, dm, MsgType::Read, 0, b"/local/domain/6/private\0"),
+        "EACCES"
+    );
+    assert_eq!(
+        err(&mut d, dm, MsgType::SetTarget, 0, b"7\x006\x00"),
+        "EACCES"
+    );
+    assert_eq!(
+        err(&mut d, dom0, MsgType::SetTarget, 0, b"7\x009\x00"),
+        "ENOENT"
+    );
+    ok(&mut d, dom0, MsgType::SetTarget, b"7\x006\x00");
+    assert_eq!(
+        ok(&mut d, dm, MsgType::Read, b"/local/domain/6/private\0"),
+        b"secret"
+    );
+    ok(
+        &mut d,
+        dm,
+        MsgType::Write,
+        b"/local/domain/6/private\0changed",
+    );
+    // and connections opened later inherit it
+    let dm2 = d.open(7, 0, "socket", "device model 2");
+    assert_eq!(
+        ok(&mut d, dm2, MsgType::Read, b"/local/domain/6/private\0"),
+        b"changed"
+    );
+}
+
+#[test]
+fn a_reused_domid_inherits_no_rights() {
+    let (mut d, dom0, guest) = with_guest();
+    ok(&mut d, dom0, MsgType::Write, b"/shared\0v");
+    ok(&mut d, dom0, MsgType::SetPerms, b"/shared\0n0\0r6\0");
+    assert_eq!(ok(&mut d, guest, MsgType::Read, b"/shared\0"), b"v");
+    ok(&mut d, dom0, MsgType::Release, b"6\0");
+    ok(&mut d, dom0, MsgType::Introduce, b"6\x001\x001\x00");
+    let again = d.open(6, 0, "socket", "new guest");
+    assert_eq!(err(&mut d, again, MsgType::Read, 0, b"/shared\0"), "EACCES");
+    assert_eq!(
+        ok(&mut d, dom0, MsgType::GetPerms, b"/shared\0"),
+        b"n0\0r6\0"
+    );
+}
+
+#[test]
+fn hostile_requests_never_panic_nor_corrupt_the_store() {
+    let (mut d, dom0, guest) = with_guest();
+    let mut seed = 0x9e3779b97f4a7c15u64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let words: [&[u8]; 12] = [
+        b"/",
+        b"/a",
+        b"a",
+        b"@releaseDomain",
+        b"\0",
+        b"T",
+        b"n0",
+        b"r6",
+        b"6",
+        b"-1",
+        b"//",
+        b"\xff",
+    ];
+    for _ in 0..20000 {
+        let ty = (rnd() % 30) as u32;
+        let mut payload = Vec::new();
+        for _ in 0..rnd() % 5 {
+            payload.extend_from_slice(words[(rnd() % 12) as usize]);
+            if rnd() % 3 != 0 {
+                payload.push(0);
+            }
+        }
+        let conn = if rnd() % 2 == 0 { dom0 } else { guest };
+        let h = Header {
+            ty,
+            req_id: 1,
+            tx_id: (rnd() % 4) as u32,
+            len: payload.len() as u32,
+        };
+        if ty == MsgType::Release as u32 || ty == MsgType::ResetWatches as u32 {
+            continue;
+        }
+        d.handle(conn, h, &payload);
+        drain(&mut d, dom0);
+        drain(&mut d, guest);
+    }
+    assert!(d.store.check().is_empty(), "{:?}", d.store.check());
+}

@@ -1,0 +1,166 @@
+//! Handlers of WATCH, UNWATCH and RESET_WATCHES, and watch firing: which
+//! connections a change sends an event to, and when (now, or at the
+//! commit of the transaction that made it).
+
+use super::{Call, Daemon};
+use crate::error::Fail;
+use crate::path;
+use crate::perms::{Identity, Perm, PermList, READ};
+use crate::probes;
+use crate::quota::Kind;
+use crate::request;
+use crate::tree::Change;
+use crate::watch::Watch;
+use crate::wire::{MsgType, XsError};
+
+/// Replies before the watch's initial event, as upstream.
+pub(super) fn watch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
+    let req = request::watch(p)?;
+    let domid = call.who.domid;
+    let path_max = d.quotas.get(Kind::PathMax, domid) as usize;
+    let (abs, relative) =
+        path::resolve_watch(req.path, domid, path_max).map_err(|e| Fail(e, "path"))?;
+    if !call.who.privileged {
+        let used: usize = d
+            .conns
+            .values()
+            .filter(|c| c.domid == domid)
+            .map(|c| c.watches.len())
+            .sum();
+        if used >= d.quotas.get(Kind::Watches, domid) as usize {
+            return Err(Fail(XsError::E2big, "quota:watches"));
+        }
+    }
+    let w = Watch {
+        path: abs,
+        token: req.token.to_vec(),
+        relative,
+    };
+    if !d.caller(call)?.watches.add(w) {
+        return Err(Fail(XsError::Eexist, "watch exists"));
+    }
+    d.ack(call);
+    let Some(conn) = d.conns.get_mut(&call.conn) else {
+        return Ok(()); // replied already
+    };
+    let who = conn.who();
+    let (watches, out) = conn.watches_and_output();
+    if let Some(w) = watches.last() {
+        let event_path = w.event_path(&w.path, domid);
+        encode_event(out, &who, call.serial, call.conn, event_path, &w.token);
+    }
+    Daemon::mark_dirty(&mut d.effects, conn);
+    Ok(())
+}
+
+pub(super) fn unwatch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
+    let req = request::watch(p)?;
+    let abs = path::canonical(req.path, call.who.domid);
+    if !d.caller(call)?.watches.remove(&abs, req.token) {
+        return Err(Fail(XsError::Enoent, "no such watch"));
+    }
+    Ok(())
+}
+
+/// Drops the connection's watches and its transactions.
+pub(super) fn reset_watches(d: &mut Daemon, call: &Call, _: &[u8]) -> Result<(), Fail> {
+    let conn = d.caller(call)?;
+    conn.watches.clear();
+    conn.drop_transactions(call.serial, "reset");
+    Ok(())
+}
+
+/// A change to a special node (@introduceDomain, @releaseDomain).
+pub(super) fn special(name: &str) -> Change {
+    Change {
+        path: name.to_string(),
+        exact: true,
+        old_perms: None,
+    }
+}
+
+impl Daemon {
+    /// Fires now, or records for the commit of the request's transaction.
+    pub(super) fn changed(&mut self, call: &Call, changes: impl IntoIterator<Item = Change>) {
+        match call.tx {
+            Some(t) => {
+                if let Some(tx) = self
+                    .conns
+                    .get_mut(&call.conn)
+                    .and_then(|c| c.transactions.get_mut(&t))
+                {
+                    tx.changes.extend(changes);
+                }
+            }
+            None => {
+                for c in changes {
+                    self.fire(call.serial, call.conn, &c);
+                }
+            }
+        }
+    }
+
+    /// Queues a watch event for every watch `change` matches whose
+    /// connection may read the node (or its parent, or the node as it was).
+    pub(super) fn fire(&mut self, serial: u64, firer: u32, change: &Change) {
+        // Looked up once, and only when an unprivileged watcher matches.
+        let store = &self.store;
+        let perms = std::cell::OnceCell::new();
+        let allowed = |who: &Identity| {
+            if who.privileged {
+                return true;
+            }
+            let &(node_perms, parent_perms) = perms.get_or_init(|| {
+                let node = store.node(&change.path).map(|n| n.perms);
+                let parent = if change.path.starts_with('/') && change.path != "/" {
+                    store.node(path::parent(&change.path)).map(|n| n.perms)
+                } else {
+                    None
+                };
+                (node, parent)
+            });
+            let can_read = |p: Option<&[Perm]>| p.is_some_and(|p| p.for_identity(who) & READ != 0);
+            if can_read(change.old_perms.as_deref()) || can_read(node_perms) {
+                return true;
+            }
+            (node_perms.is_some() || change.old_perms.is_some()) && can_read(parent_perms)
+        };
+        for conn in self.conns.values_mut() {
+            let (who, domid, ident) = (conn.who(), conn.domid, conn.ident);
+            let mut permitted = None;
+            let mut queued = false;
+            let (watches, out) = conn.watches_and_output();
+            for w in watches.iter().filter(|w| w.matches(change)) {
+                if !*permitted.get_or_insert_with(|| allowed(&ident)) {
+                    break;
+                }
+                let event_path = w.event_path(&change.path, domid);
+                if !self
+                    .queued_events
+                    .insert((who.conn, event_path.to_string(), w.token.clone()))
+                {
+                    continue;
+                }
+                encode_event(out, &who, serial, firer, event_path, &w.token);
+                queued = true;
+            }
+            if queued {
+                Self::mark_dirty(&mut self.effects, conn);
+            }
+        }
+    }
+}
+
+/// A watch event for `who`, fired by request `serial` of connection `firer`.
+fn encode_event(
+    out: &mut Vec<u8>,
+    who: &probes::Who,
+    serial: u64,
+    firer: u32,
+    path: &str,
+    token: &[u8],
+) {
+    let parts: [&[u8]; 4] = [path.as_bytes(), b"\0", token, b"\0"];
+    crate::frame::encode(out, MsgType::WatchEvent as u32, 0, 0, &parts);
+    probes::watch_event(serial, who, firer, path.as_bytes(), token);
+}
