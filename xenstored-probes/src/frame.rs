@@ -32,6 +32,16 @@ impl Default for InBuf {
 }
 
 impl InBuf {
+    /// A buffer with no room, which allocates nothing: it holds a
+    /// connection's place while the connection's own is being executed.
+    pub fn placeholder() -> InBuf {
+        InBuf {
+            data: Box::default(),
+            start: 0,
+            end: 0,
+        }
+    }
+
     /// Reads once through `read` into the free space; returns what it returned.
     pub fn fill(&mut self, read: impl FnOnce(&mut [u8]) -> io::Result<usize>) -> io::Result<usize> {
         if self.start == self.end {

@@ -1,11 +1,12 @@
 //! The event loop: one thread, non-blocking transports polled with mio
-//! (epoll, edge-triggered). Each connection has its own input buffer and
-//! output queue; replies go straight out when the transport accepts them
-//! and wait in the queue otherwise, so a slow or dead client only ever
-//! delays itself.
+//! (epoll, edge-triggered). It decides when each connection (owned by the
+//! daemon, see connection.rs) reads, executes and writes: replies go
+//! straight out when the transport accepts them and wait in the
+//! connection's queue otherwise, so a slow or dead client only ever delays
+//! itself. It owns the listeners, and carries out the daemon's Effects.
 
+use crate::connection::Received;
 use crate::daemon::{Daemon, Effects};
-use crate::frame::InBuf;
 use crate::ring;
 use crate::transport::{Attachment, Listener, Transport};
 use mio::{Events, Interest, Poll, Token};
@@ -18,17 +19,6 @@ use std::time::Duration;
 const LISTENER_BASE: usize = 1 << 40;
 /// Reads per connection before others get a turn.
 const READS_PER_TURN: usize = 16;
-/// A connection with this much unsent output is not read from until it
-/// has drained to a quarter of it (it is not reading its replies).
-const OUT_THROTTLE: usize = 1 << 20;
-/// A connection this far behind is dropped rather than grow without bound.
-const OUT_LIMIT: usize = 64 << 20;
-
-struct Link {
-    transport: Box<dyn Transport>,
-    input: InBuf,
-    throttled: bool,
-}
 
 struct Port {
     listener: Box<dyn Listener>,
@@ -37,8 +27,7 @@ struct Port {
 
 pub struct Server {
     poll: Poll,
-    pub daemon: Daemon,
-    links: FxHashMap<u32, Link>,
+    daemon: Daemon,
     ports: FxHashMap<usize, Port>,
     next_port: usize,
     /// Connections that may have unread input.
@@ -58,7 +47,6 @@ impl Server {
         Ok(Server {
             poll: Poll::new()?,
             daemon,
-            links: FxHashMap::default(),
             ports: FxHashMap::default(),
             next_port: LISTENER_BASE,
             ready: VecDeque::new(),
@@ -79,27 +67,21 @@ impl Server {
     }
 
     /// Adds a ready transport as a connection of `domid`.
-    pub fn attach(&mut self, mut transport: Box<dyn Transport>, domid: u32) -> io::Result<u32> {
-        let id = self
-            .daemon
-            .open(domid, transport.pid(), transport.kind(), &transport.peer());
-        if let Err(e) = self.poll.registry().register(
-            transport.source(),
-            Token(id as usize),
-            Interest::READABLE | Interest::WRITABLE,
-        ) {
+    pub fn attach(&mut self, transport: Box<dyn Transport>, domid: u32) -> io::Result<u32> {
+        let id = self.daemon.open(domid, transport);
+        let registry = self.poll.registry();
+        let registered = self.daemon.conn_mut(id).map_or(Ok(()), |conn| {
+            registry.register(
+                conn.source(),
+                Token(id as usize),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+        });
+        if let Err(e) = registered {
             self.daemon.close(id, 0, "register failed");
             self.apply_effects();
             return Err(e);
         }
-        self.links.insert(
-            id,
-            Link {
-                transport,
-                input: InBuf::default(),
-                throttled: false,
-            },
-        );
         self.ready.push_back(id);
         Ok(id)
     }
@@ -182,25 +164,19 @@ impl Server {
     /// Reads and executes what connection `id` sent, a bounded amount.
     fn serve(&mut self, id: u32) {
         for _ in 0..READS_PER_TURN {
-            let Some(link) = self.links.get_mut(&id) else {
+            let Some(conn) = self.daemon.conn_mut(id) else {
                 return;
             };
-            if link.throttled {
+            if conn.throttled() {
                 return;
             }
-            let transport = &mut link.transport;
-            let mut offered = 0;
-            let filled = link.input.fill(|buf| {
-                offered = buf.len();
-                transport.read(buf)
-            });
-            let drained = matches!(filled, Ok(n) if n < offered) && transport.short_read_drains();
-            match filled {
-                Ok(0) if link.transport.eof_means_domain_gone() => {
+            let drained = match conn.receive() {
+                Ok(Received::Bytes { drained }) => drained,
+                Ok(Received::End) if conn.end_means_domain_gone() => {
                     self.daemon.domain_gone(id);
                     return;
                 }
-                Ok(0) => {
+                Ok(Received::End) => {
                     self.daemon.close(id, 0, "eof");
                     return;
                 }
@@ -208,7 +184,6 @@ impl Server {
                     self.reset(id, &e.to_string());
                     return;
                 }
-                Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
@@ -216,30 +191,15 @@ impl Server {
                     self.daemon.close(id, 0, &reason);
                     return;
                 }
-            }
-            loop {
-                match link.input.next_message() {
-                    Ok(Some((header, payload))) => self.daemon.handle(id, header, payload),
-                    Ok(None) => break,
-                    Err(big) => {
-                        self.daemon.log_bad(
-                            id,
-                            format_args!("message length {} > 4096: dropping the client", big.0),
-                        );
-                        self.daemon.close(id, 0, "oversized message");
-                        return;
-                    }
-                }
-                if self.daemon.conn(id).is_none() {
-                    return;
-                }
+            };
+            if !self.daemon.execute_input(id) {
+                return;
             }
             if self
                 .daemon
-                .conn(id)
-                .is_some_and(|c| c.pending().len() >= OUT_THROTTLE)
+                .conn_mut(id)
+                .is_some_and(|c| c.throttle_if_backed_up())
             {
-                link.throttled = true;
                 return;
             }
             if drained {
@@ -254,52 +214,28 @@ impl Server {
     /// and transactions go (conn_close), the transport stays and serves a
     /// fresh connection of the same domain (conn_open).
     fn reset(&mut self, id: u32, reason: &str) {
-        let Some(mut link) = self.links.remove(&id) else {
-            return;
-        };
-        let _ = self.poll.registry().deregister(link.transport.source());
         let Some(domid) = self.daemon.conn(id).map(|c| c.domid) else {
             return;
         };
-        self.daemon.close(id, 0, reason);
+        let Some(mut transport) = self.daemon.detach(id, 0, reason) else {
+            return;
+        };
+        let _ = self.poll.registry().deregister(transport.source());
         self.apply_effects();
-        if let Err(e) = self.attach(link.transport, domid) {
+        if let Err(e) = self.attach(transport, domid) {
             eprintln!("xenstored-shim: re-attaching domain {domid}'s ring: {e}");
         }
     }
 
     /// Writes what connection `id` has queued, as far as it goes now.
     fn flush(&mut self, id: u32) {
-        let (Some(conn), Some(link)) = (self.daemon.conn_mut(id), self.links.get_mut(&id)) else {
+        let Some(conn) = self.daemon.conn_mut(id) else {
             return;
         };
-        let mut failure = None;
-        while !conn.pending().is_empty() {
-            match link.transport.write(conn.pending()) {
-                Ok(0) => {
-                    failure = Some("write returned 0".to_string());
-                    break;
-                }
-                Ok(n) => conn.consumed(n),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    failure = Some(format!("write error: {e}"));
-                    break;
-                }
-            }
-        }
-        let backlog = conn.pending().len();
-        if failure.is_none() && backlog > OUT_LIMIT {
-            failure = Some("output backlog over limit".to_string());
-        }
-        if let Some(reason) = failure {
-            self.daemon.close(id, 0, &reason);
-            return;
-        }
-        if link.throttled && backlog <= OUT_THROTTLE / 4 {
-            link.throttled = false;
-            self.ready.push_back(id);
+        match conn.flush() {
+            Ok(true) => self.ready.push_back(id),
+            Ok(false) => {}
+            Err(reason) => self.daemon.close(id, 0, &reason),
         }
     }
 
@@ -317,10 +253,8 @@ impl Server {
             {
                 break;
             }
-            for id in fx.closed.drain(..) {
-                if let Some(mut link) = self.links.remove(&id) {
-                    let _ = self.poll.registry().deregister(link.transport.source());
-                }
+            for mut transport in fx.closed.drain(..) {
+                let _ = self.poll.registry().deregister(transport.source());
             }
             for domid in fx.released.drain(..) {
                 let tokens: Vec<usize> = self

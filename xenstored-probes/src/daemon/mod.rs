@@ -27,7 +27,7 @@ use crate::perms::Identity;
 use crate::probes;
 use crate::quota::Quotas;
 use crate::store::Store;
-use crate::transport::{Attachment, DomainBackend};
+use crate::transport::{Attachment, DomainBackend, Transport};
 use crate::wire::{Header, MsgType, XsError};
 use log::RateLimitedLog;
 use rustc_hash::FxHashSet;
@@ -38,8 +38,8 @@ use std::collections::BTreeMap;
 pub struct Effects {
     /// Connections with newly queued output.
     pub dirty: Vec<u32>,
-    /// Connections the daemon closed (drop their transports).
-    pub closed: Vec<u32>,
+    /// Transports of connections the daemon closed (deregister, drop).
+    pub closed: Vec<Box<dyn Transport>>,
     /// Transports/listeners of newly introduced domains.
     pub attached: Vec<(u32, Attachment)>,
     /// Released domains (drop their listeners).
@@ -100,24 +100,63 @@ impl Daemon {
         }
     }
 
-    /// A new connection of `domid` (0: a privileged dom0 client).
-    pub fn open(&mut self, domid: u32, pid: u32, kind: &str, peer: &str) -> u32 {
+    /// A new connection of `domid` (0: a privileged dom0 client) over
+    /// `transport`; returns its id.
+    pub fn open(&mut self, domid: u32, transport: Box<dyn Transport>) -> u32 {
         let id = self.reserve_conn_id();
         let target = self.domains.get(domid).and_then(|d| d.target);
-        let conn = Connection::new(id, domid, pid, domid == 0, target);
-        probes::conn_open(&conn.who(), kind, peer);
+        let (kind, peer) = (transport.kind(), transport.peer());
+        let conn = Connection::new(id, domid, domid == 0, target, transport);
+        probes::conn_open(&conn.who(), kind, &peer);
         self.conns.insert(id, conn);
         id
     }
 
-    /// Closes a connection: its transactions are dropped, its watches go.
+    /// Closes a connection: its transactions are dropped, its watches go,
+    /// its transport is left to the event loop to drop.
     pub fn close(&mut self, id: u32, serial: u64, reason: &str) {
-        let Some(mut conn) = self.conns.remove(&id) else {
-            return;
-        };
+        if let Some(transport) = self.detach(id, serial, reason) {
+            self.effects.closed.push(transport);
+        }
+    }
+
+    /// Closes a connection but hands its transport back, to serve a fresh
+    /// connection (a ring reset).
+    pub fn detach(&mut self, id: u32, serial: u64, reason: &str) -> Option<Box<dyn Transport>> {
+        let mut conn = self.conns.remove(&id)?;
         conn.drop_transactions(serial, reason);
         probes::conn_close(serial, &conn.who(), reason);
-        self.effects.closed.push(id);
+        Some(conn.into_transport())
+    }
+
+    /// Executes every complete message connection `id` has received;
+    /// false when that closed it.
+    pub fn execute_input(&mut self, id: u32) -> bool {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return false;
+        };
+        let mut input = conn.take_input();
+        loop {
+            match input.next_message() {
+                Ok(Some((header, payload))) => self.handle(id, header, payload),
+                Ok(None) => break,
+                Err(big) => {
+                    let n = big.0;
+                    let why = format_args!("message length {n} > 4096: dropping the client");
+                    self.log.log(id, why);
+                    self.close(id, 0, "oversized message");
+                    return false;
+                }
+            }
+            if !self.conns.contains_key(&id) {
+                return false;
+            }
+        }
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return false;
+        };
+        conn.restore_input(input);
+        true
     }
 
     /// The next connection id. INTRODUCE takes one for the domain's ring
@@ -149,11 +188,6 @@ impl Daemon {
     /// capacity kept) in one move, so none are allocated per request.
     pub fn swap_effects(&mut self, spare: &mut Effects) {
         std::mem::swap(spare, &mut self.effects);
-    }
-
-    /// Logs bad input to stderr, at most a few lines a second.
-    pub fn log_bad(&mut self, id: u32, what: std::fmt::Arguments) {
-        self.log.log(id, what);
     }
 
     fn mark_dirty(effects: &mut Effects, conn: &mut Connection) {
