@@ -129,36 +129,6 @@ impl Daemon {
         Some(conn.into_transport())
     }
 
-    /// Executes every complete message connection `id` has received;
-    /// false when that closed it.
-    pub fn execute_input(&mut self, id: u32) -> bool {
-        let Some(conn) = self.conns.get_mut(&id) else {
-            return false;
-        };
-        let mut input = conn.take_input();
-        loop {
-            match input.next_message() {
-                Ok(Some((header, payload))) => self.handle(id, header, payload),
-                Ok(None) => break,
-                Err(big) => {
-                    let n = big.0;
-                    let why = format_args!("message length {n} > 4096: dropping the client");
-                    self.log.log(id, why);
-                    self.close(id, 0, "oversized message");
-                    return false;
-                }
-            }
-            if !self.conns.contains_key(&id) {
-                return false;
-            }
-        }
-        let Some(conn) = self.conns.get_mut(&id) else {
-            return false;
-        };
-        conn.restore_input(input);
-        true
-    }
-
     /// The next connection id. INTRODUCE takes one for the domain's ring
     /// connection, so the domain has its place in the order connections
     /// were created.
