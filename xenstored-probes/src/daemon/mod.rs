@@ -1,14 +1,15 @@
 //! The daemon: the store, the domains, the quotas and every connection,
-//! and the execution of requests, with no event loop: server.rs feeds it
-//! decoded messages and carries out its [`Effects`]. Every request fires
+//! and the execution of requests, with no event loop: server.rs has it
+//! execute what a connection received and carries out its [`Effects`].
+//! Every request fires
 //! `request` when read and `response` when its reply is queued; watch
 //! events, transaction ends and connection changes fire their probes where
 //! they happen.
 //!
 //! This file holds the daemon's state and connection lifecycle;
-//! dispatch.rs maps a message type to its handler and checks the rules
-//! that apply before it runs; the handlers live by concern in nodes.rs,
-//! watches.rs, transactions.rs, domains.rs and admin.rs.
+//! dispatch.rs takes received messages to their handlers, checking the
+//! rules that apply before each runs; the handlers live by concern in
+//! nodes.rs, watches.rs, transactions.rs, domains.rs and admin.rs.
 
 mod admin;
 mod dispatch;
