@@ -17,6 +17,8 @@ use std::time::Duration;
 
 /// Tokens at and above this are listeners; below, connection ids.
 const LISTENER_BASE: usize = 1 << 40;
+/// The stop source's token (above every u32 connection id).
+const STOP: usize = LISTENER_BASE - 1;
 /// Reads per connection before others get a turn.
 const READS_PER_TURN: usize = 16;
 
@@ -86,7 +88,15 @@ impl Server {
         Ok(id)
     }
 
-    /// Serves forever.
+    /// Makes `run` return once `fd` is readable (e.g. a signalfd).
+    pub fn stop_when_readable(&mut self, fd: std::os::fd::RawFd) -> io::Result<()> {
+        let mut source = mio::unix::SourceFd(&fd);
+        self.poll
+            .registry()
+            .register(&mut source, Token(STOP), Interest::READABLE)
+    }
+
+    /// Serves until the stop source (if any) is readable.
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         loop {
@@ -106,6 +116,9 @@ impl Server {
             }
             for ev in events.iter() {
                 let token = ev.token().0;
+                if token == STOP {
+                    return Ok(());
+                }
                 if token >= LISTENER_BASE {
                     self.accept(token);
                     continue;
