@@ -17,6 +17,7 @@ pub mod record;
 pub mod request;
 pub mod ring;
 pub mod server;
+pub mod service;
 pub mod store;
 pub mod transaction;
 pub mod transport;

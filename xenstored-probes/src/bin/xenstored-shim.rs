@@ -1,42 +1,189 @@
-//! xenstored-shim: a xenstore daemon with USDT probes. All flag handling
-//! lives here; the daemon is the library.
+//! xenstored-shim: a xenstore daemon with USDT probes, started as C
+//! xenstored 4.17 is. All flag and environment handling lives here; the
+//! daemon, the event loop and the service plumbing are the library.
 
-use clap::Parser;
-use std::path::PathBuf;
+use clap::{ArgAction, Parser};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use xenstored_probes::service::{detach, live, log, notify, pidfile::PidFile, signals};
 use xenstored_probes::transport::DomainBackend;
 use xenstored_probes::{daemon::Daemon, quota::Quotas, ring, server::Server, unix};
 
+/// Upstream's XENSTORE_REL_PATH_MAX: `-M` is capped there, as upstream.
+const PATH_MAX_CAP: u32 = 2048;
+
 /// A xenstore daemon (Xen's xenstored protocol) carrying the `xenstore`
-/// USDT provider; see xenstored-shim(8) and xenstored-probes(7).
+/// USDT provider; a drop-in for C xenstored 4.17. See xenstored-shim(8).
 #[derive(Parser, Debug)]
-#[command(version)]
+#[command(
+    name = "xenstored-shim",
+    version,
+    disable_help_flag = true,
+    disable_version_flag = true
+)]
 struct Args {
-    /// The dom0 client socket (created mode 0600).
-    #[arg(long, env = "XENSTORED_PATH", default_value = "/run/xenstored/socket")]
-    socket: PathBuf,
-    /// Where per-domain transports live: INTRODUCE maps the simulated ring
-    /// a guest prepared in <run-dir>/ring/<domid>/ (see xs-guest), or else
-    /// creates <run-dir>/domain/<domid>, a socket whose clients act as that
-    /// domain.
+    /// The dom0 client socket (created mode 0600). Default:
+    /// $XENSTORED_PATH, else <run-dir>/socket.
+    #[arg(long, env = "XENSTORED_PATH")]
+    socket: Option<PathBuf>,
+    /// Created if missing; holds the socket by default and the per-domain
+    /// transports: INTRODUCE maps the simulated ring a guest prepared in
+    /// <run-dir>/ring/<domid>/ (see xs-guest), or else creates
+    /// <run-dir>/domain/<domid>, a socket whose clients act as that domain.
     #[arg(long, env = "XENSTORED_RUNDIR", default_value = "/run/xenstored")]
     run_dir: PathBuf,
-    /// Set a hard quota, as upstream's `-Q <what>=<nb>` (nodes, watches,
-    /// transactions, outstanding, transaction-nodes, memory, node-size,
-    /// path-max, permissions).
+    /// Write the daemon's pid here once it serves; detach (fork) first
+    /// unless -N. Removed when the daemon stops.
+    #[arg(short = 'F', long, value_name = "FILE")]
+    pid_file: Option<PathBuf>,
+    /// Stay in the foreground even with --pid-file.
+    #[arg(short = 'N', long)]
+    no_fork: bool,
+    /// Print the daemon's pid on stdout once it serves.
+    #[arg(short = 'P', long)]
+    output_pid: bool,
+    /// Do not set up dom0's own ring (/proc/xen/xsd_kva); the socket only.
+    #[arg(short = 'D', long)]
+    no_domain_init: bool,
+    /// Log the start-up steps too (stderr, or syslog once detached).
+    #[arg(short = 'V', long)]
+    verbose: bool,
+    /// Nodes per domain (as -Q nodes=NB).
+    #[arg(short = 'E', long, value_name = "NB")]
+    entry_nb: Option<u32>,
+    /// Max. size of a node (as -Q node-size=SIZE).
+    #[arg(short = 'S', long, value_name = "SIZE")]
+    entry_size: Option<u32>,
+    /// Watches per domain (as -Q watches=NB).
+    #[arg(short = 'W', long, value_name = "NB")]
+    watch_nb: Option<u32>,
+    /// Transactions per domain (as -Q transactions=NB).
+    #[arg(short = 't', long, value_name = "NB")]
+    transaction: Option<u32>,
+    /// Permissions per node (as -Q permissions=NB).
+    #[arg(short = 'A', long, value_name = "NB")]
+    perm_nb: Option<u32>,
+    /// Node path length, capped at 2048 (as -Q path-max=CHARS).
+    #[arg(short = 'M', long, value_name = "CHARS")]
+    path_max: Option<u32>,
+    /// Set a hard quota: nodes, watches, transactions, outstanding,
+    /// transaction-nodes, memory, node-size, path-max, permissions.
     #[arg(short = 'Q', long = "quota", value_name = "WHAT=NB")]
     quota: Vec<String>,
-    /// Set a soft quota, as upstream's `-q memory=<nb>`.
+    /// Set a soft quota (memory).
     #[arg(short = 'q', long = "quota-soft", value_name = "WHAT=NB")]
     quota_soft: Vec<String>,
+    /// Accepted: there is no store corruption recovery to turn off.
+    #[arg(short = 'R', long)]
+    no_recovery: bool,
+    /// "on" (the default, accepted): the store is in memory. "off" (a tdb
+    /// file on disk) is refused.
+    #[arg(
+        short = 'I',
+        long,
+        value_name = "on|off",
+        num_args = 0..=1,
+        default_missing_value = "on"
+    )]
+    internal_db: Option<String>,
+    /// Refused: the shim writes no classic trace; use xenstore-snoop.
+    #[arg(short = 'T', long, value_name = "FILE")]
+    trace_file: Option<PathBuf>,
+    /// Refused: no watch-event timeout; output is bounded by size instead.
+    #[arg(short = 'w', long, value_name = "WHAT=SECONDS")]
+    timeout: Vec<String>,
+    /// Refused: a released domain's nodes are always removed.
+    #[arg(short = 'K', long)]
+    keep_orphans: bool,
+    /// Refused: for xenstore in a stub domain only.
+    #[arg(short = 'e', long, value_name = "PORT")]
+    event: Option<String>,
+    /// Refused: for xenstore in a stub domain only.
+    #[arg(short = 'm', long, value_name = "DOMID")]
+    master_domid: Option<String>,
+    /// Refused: for xenstore in a stub domain only.
+    #[arg(short = 'p', long, value_name = "DOMID")]
+    priv_domid: Option<String>,
+    /// Refused: live update is not supported.
+    #[arg(short = 'U', long)]
+    live_update: bool,
     /// Serve real Xen domains: map their rings through /dev/xen/gntdev and
     /// /dev/xen/evtchn (needs a Xen dom0).
     #[cfg(feature = "xen")]
     #[arg(long)]
     xen: bool,
-    /// Write the daemon's pid here once it listens.
-    #[arg(short = 'F', long)]
-    pid_file: Option<PathBuf>,
+    /// Print help (upstream's -H; -h too).
+    #[arg(short = 'H', long, short_alias = 'h', action = ArgAction::Help)]
+    help: Option<bool>,
+    /// Print the version.
+    #[arg(long, action = ArgAction::Version)]
+    version: Option<bool>,
+}
+
+impl Args {
+    /// Upstream options the shim does not implement, with the reason.
+    fn refusal(&self) -> Option<String> {
+        let why = if self.trace_file.is_some() {
+            "-T/--trace-file: the shim writes no classic trace file; \
+             run xenstore-snoop(8) for a live trace of every request"
+        } else if self.internal_db.as_deref().is_some_and(|v| v != "on") {
+            "-I/--internal-db: the store is always in memory (\"on\"); an on-disk tdb is not supported"
+        } else if !self.timeout.is_empty() {
+            "-w/--timeout: no watch-event timeout; a client's pending output is bounded by size \
+             (it is dropped beyond 64 MiB)"
+        } else if self.keep_orphans {
+            "-K/--keep-orphans: a released domain's nodes are always removed (upstream's default)"
+        } else if self.event.is_some() || self.master_domid.is_some() || self.priv_domid.is_some() {
+            "-e/-m/-p: only for xenstore in a stub domain (XENSTORETYPE=domain), which the shim is not"
+        } else if self.live_update {
+            "-U/--live-update: live update is not supported"
+        } else {
+            return None;
+        };
+        Some(format!("unsupported option {why}"))
+    }
+
+    fn quotas(&self) -> Result<Quotas, String> {
+        let mut quotas = Quotas::default();
+        let legacy = [
+            ("nodes", self.entry_nb),
+            ("node-size", self.entry_size),
+            ("watches", self.watch_nb),
+            ("transactions", self.transaction),
+            ("permissions", self.perm_nb),
+            ("path-max", self.path_max.map(|n| n.min(PATH_MAX_CAP))),
+        ];
+        for (what, nb) in legacy {
+            if let Some(nb) = nb {
+                quotas.set_global(what.as_bytes(), nb);
+            }
+        }
+        for q in &self.quota {
+            let (what, nb) = parse_quota(q)?;
+            if !quotas.set_global(what.as_bytes(), nb) {
+                return Err(format!("unknown quota \"{what}\""));
+            }
+        }
+        for q in &self.quota_soft {
+            let (what, nb) = parse_quota(q)?;
+            if !quotas.set_soft(what.as_bytes(), nb) {
+                return Err(format!("unknown quota \"{what}\""));
+            }
+        }
+        Ok(quotas)
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.socket
+            .clone()
+            .unwrap_or_else(|| self.run_dir.join("socket"))
+    }
+
+    /// Fork only when a pid file says where the daemon went: every start
+    /// script passes one (C xenstored also forks without it).
+    fn detaches(&self) -> bool {
+        self.pid_file.is_some() && !self.no_fork
+    }
 }
 
 fn parse_quota(s: &str) -> Result<(&str, u32), String> {
@@ -65,40 +212,115 @@ fn domain_backend(args: &Args) -> Box<dyn DomainBackend> {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    match run(args) {
+    let mut args = Args::parse();
+    log::set_verbose(args.verbose);
+    match run(&mut args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("xenstored-shim: {e}");
+            log::error(format_args!("{e}"));
             ExitCode::FAILURE
         }
     }
 }
 
-fn run(args: Args) -> Result<(), String> {
-    let mut quotas = Quotas::default();
-    for q in &args.quota {
-        let (what, nb) = parse_quota(q)?;
-        if !quotas.set_global(what.as_bytes(), nb) {
-            return Err(format!("unknown quota \"{what}\""));
-        }
+fn run(args: &mut Args) -> Result<(), String> {
+    if let Some(why) = args.refusal() {
+        return Err(why);
     }
-    for q in &args.quota_soft {
-        let (what, nb) = parse_quota(q)?;
-        if !quotas.set_soft(what.as_bytes(), nb) {
-            return Err(format!("unknown quota \"{what}\""));
-        }
+    let quotas = args.quotas()?;
+    // The daemon moves to / when it detaches: keep the paths it owns valid.
+    let absolute = |p: &Path| std::path::absolute(p).map_err(|e| format!("{}: {e}", p.display()));
+    args.run_dir = absolute(&args.run_dir)?;
+    let socket = absolute(&args.socket())?;
+    let pid_path = args.pid_file.as_deref().map(absolute).transpose()?;
+    log::verbose(format_args!(
+        "version {}: socket {}, run dir {}",
+        env!("CARGO_PKG_VERSION"),
+        socket.display(),
+        args.run_dir.display()
+    ));
+    if let Some(root) = std::env::var_os("XENSTORED_ROOTDIR") {
+        // C xenstored 4.16+ ignores it too; it named the tdb's directory.
+        log::verbose(format_args!(
+            "XENSTORED_ROOTDIR={} unused: the store is in memory",
+            Path::new(&root).display()
+        ));
     }
-    let daemon = Daemon::new(quotas, domain_backend(&args));
+    live::refuse_if_served(&socket).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&args.run_dir)
+        .map_err(|e| format!("run dir {}: {e}", args.run_dir.display()))?;
+
+    let daemon = Daemon::new(quotas, domain_backend(args));
     let mut server = Server::new(daemon).map_err(|e| format!("epoll: {e}"))?;
     let listener =
-        unix::SocketListener::bind(&args.socket, false).map_err(|e| format!("listening: {e}"))?;
+        unix::SocketListener::bind(&socket, false).map_err(|e| format!("listening: {e}"))?;
     server
         .listen(Box::new(listener), 0)
         .map_err(|e| format!("polling the socket: {e}"))?;
-    if let Some(p) = &args.pid_file {
-        std::fs::write(p, format!("{}\n", std::process::id()))
-            .map_err(|e| format!("{}: {e}", p.display()))?;
+    // dom0's own ring (xen-backend) is set up here, before detaching,
+    // unless args.no_domain_init (-D).
+
+    let detached = if args.detaches() {
+        let detached = detach::detach().map_err(|e| format!("detaching: {e}"))?;
+        log::to_syslog();
+        Some(detached)
+    } else {
+        None
+    };
+    let started = finish_start(&mut server, pid_path.as_deref(), args.output_pid);
+    let (signals, pid_file) = match (started, detached) {
+        (Ok(s), Some(d)) => {
+            d.ready().map_err(|e| format!("detaching: {e}"))?;
+            s
+        }
+        (Ok(s), None) => s,
+        (Err(e), d) => {
+            if let Some(d) = d {
+                d.failed(&e);
+            }
+            return Err(e);
+        }
+    };
+    let ready = format!(
+        "ready: serving {} as pid {}",
+        socket.display(),
+        std::process::id()
+    );
+    if args.detaches() {
+        log::info(format_args!("{ready}"));
+    } else {
+        log::verbose(format_args!("{ready}"));
     }
-    server.run().map_err(|e| format!("event loop: {e}"))
+
+    server.run().map_err(|e| format!("event loop: {e}"))?;
+    let signal = signals.received().unwrap_or("a stop request");
+    log::info(format_args!("{signal}: stopping"));
+    // Removes the socket (and the per-domain sockets), then the pid file.
+    drop(server);
+    drop(pid_file);
+    Ok(())
+}
+
+/// What follows the socket: stop signals, the pid file, -P, systemd's
+/// READY=1. Runs in the daemon, after detaching.
+fn finish_start(
+    server: &mut Server,
+    pid_path: Option<&Path>,
+    output_pid: bool,
+) -> Result<(signals::StopSignals, Option<PidFile>), String> {
+    let signals = signals::StopSignals::new().map_err(|e| format!("signalfd: {e}"))?;
+    server
+        .stop_when_readable(signals.fd())
+        .map_err(|e| format!("polling the signalfd: {e}"))?;
+    let pid_file = pid_path
+        .map(PidFile::write)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    if output_pid {
+        println!("{}", std::process::id());
+    }
+    if notify::ready().map_err(|e| e.to_string())? {
+        log::verbose(format_args!("READY=1 sent to $NOTIFY_SOCKET"));
+    }
+    Ok((signals, pid_file))
 }
