@@ -1,0 +1,489 @@
+//! The drop-in start contract of xenstored-shim, against the real binary:
+//! `--pid-file` detaches and returns only once the socket accepts, the pid
+//! file names the daemon, a live socket is never taken over, SIGTERM
+//! cleans up, upstream's flags are honoured or refused with a reason,
+//! XENSTORED_RUNDIR/ROOTDIR, syslog once detached, systemd's READY=1.
+mod common;
+
+use common::shim::{private_dir, wait_for};
+use common::{bin, signal};
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::net::{UnixDatagram, UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+const XENSTORE_CONTROL: &str = "/usr/lib/xen-4.17/bin/xenstore-control";
+const TIMEOUT: Duration = Duration::from_secs(20);
+const SIGINT: i32 = 2;
+const SIGTERM: i32 = 15;
+
+/// One private directory: socket, run dir, pid file, the caller's output.
+struct Place {
+    dir: PathBuf,
+    socket: PathBuf,
+    pid_file: PathBuf,
+}
+
+impl Place {
+    fn new(tag: &str) -> Place {
+        let dir = private_dir(tag);
+        Place {
+            socket: dir.join("socket"),
+            pid_file: dir.join("xenstored.pid"),
+            dir,
+        }
+    }
+
+    /// The shim on this place's socket and run dir, output into files.
+    fn shim(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(bin("xenstored-shim"));
+        cmd.arg("--socket")
+            .arg(&self.socket)
+            .arg("--run-dir")
+            .arg(self.dir.join("run"))
+            .args(args)
+            .env_remove("NOTIFY_SOCKET")
+            .env_remove("XENSTORED_PATH")
+            .env_remove("XENSTORED_RUNDIR");
+        cmd
+    }
+
+    /// Runs `cmd` to its exit (the detached start's readiness signal).
+    fn start(&self, cmd: &mut Command) -> Started {
+        let out = self.dir.join(format!("out-{}", unique()));
+        let err = self.dir.join(format!("err-{}", unique()));
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .expect("start xenstored-shim");
+        let status = wait_exit(&mut child, "the starting xenstored-shim");
+        Started {
+            status,
+            stdout: std::fs::read_to_string(out).unwrap(),
+            stderr: std::fs::read_to_string(err).unwrap(),
+        }
+    }
+
+    fn daemon_pid(&self) -> u32 {
+        let text = std::fs::read_to_string(&self.pid_file).expect("read the pid file");
+        assert!(
+            text.ends_with('\n'),
+            "pid file {text:?} ends with a newline"
+        );
+        text.trim().parse().expect("a pid in the pid file")
+    }
+
+    /// A Debian client against this socket; its stdout.
+    fn client(&self, program: &str, args: &[&str]) -> String {
+        let out = Command::new(program)
+            .env("XENSTORED_PATH", &self.socket)
+            .args(args)
+            .output()
+            .expect(program);
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        if let Ok(text) = std::fs::read_to_string(&self.pid_file) {
+            if let Ok(pid) = text.trim().parse::<u32>() {
+                signal(pid, 9);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+struct Started {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+fn unique() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+fn wait_exit(child: &mut Child, what: &str) -> ExitStatus {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what} did not exit within {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie has exited: only a live process has a non-Z state.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+#[test]
+fn pid_file_start_returns_once_serving_and_sigterm_cleans_up() {
+    let place = Place::new("dropin-start");
+    let started = place.start(place.shim(&["--pid-file"]).arg(&place.pid_file).arg("-P"));
+    assert!(started.status.success(), "start failed: {}", started.stderr);
+    // The caller's exit is the readiness signal: no retry, no wait.
+    UnixStream::connect(&place.socket).expect("the socket accepts as soon as the start returns");
+    let pid = place.daemon_pid();
+    assert_eq!(
+        started.stdout.trim(),
+        pid.to_string(),
+        "-P prints the daemon's pid"
+    );
+    assert!(alive(pid), "the pid file names a live process");
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains("xenstored-shim"),
+        "pid {pid} is the shim"
+    );
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let (sid, pgrp) = (fields[3], fields[2]);
+    assert_ne!(sid, pid.to_string(), "detached twice: not a session leader");
+    assert_eq!(sid, pgrp, "in its own session (setsid)");
+    for fd in 0..=2 {
+        let target = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).unwrap();
+        assert_eq!(target, Path::new("/dev/null"), "the daemon's fd {fd}");
+    }
+    place.client("xenstore-write", &["/dropin/key", "value"]);
+    assert_eq!(place.client("xenstore-read", &["/dropin/key"]), "value\n");
+
+    signal(pid, SIGTERM);
+    wait_for("the daemon to exit on SIGTERM", TIMEOUT, || !alive(pid));
+    assert!(!place.socket.exists(), "SIGTERM removed the socket");
+    assert!(!place.pid_file.exists(), "SIGTERM removed the pid file");
+}
+
+#[test]
+fn foreground_sigterm_and_sigint_exit_zero_after_cleanup() {
+    for sig in [SIGTERM, SIGINT] {
+        let place = Place::new("dropin-fg");
+        let mut child = place
+            .shim(&["-N", "-F"])
+            .arg(&place.pid_file)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for("the pid file", TIMEOUT, || place.pid_file.exists());
+        assert_eq!(
+            place.daemon_pid(),
+            child.id(),
+            "-N: the pid file names the process started"
+        );
+        UnixStream::connect(&place.socket).expect("serving once the pid file exists");
+        signal(child.id(), sig);
+        let status = wait_exit(&mut child, "the shim after a stop signal");
+        assert_eq!(status.code(), Some(0), "signal {sig}: exit 0");
+        assert!(!place.socket.exists(), "signal {sig}: socket removed");
+        assert!(!place.pid_file.exists(), "signal {sig}: pid file removed");
+    }
+}
+
+#[test]
+fn second_start_on_a_live_socket_is_refused_and_the_first_keeps_serving() {
+    let place = Place::new("dropin-twice");
+    let first = place.start(place.shim(&["--pid-file"]).arg(&place.pid_file));
+    assert!(first.status.success(), "{}", first.stderr);
+    let pid = place.daemon_pid();
+    let inode = std::fs::metadata(&place.socket).unwrap().ino();
+
+    let other_pid_file = place.dir.join("second.pid");
+    for args in [
+        vec!["--pid-file", other_pid_file.to_str().unwrap()],
+        vec!["-N"],
+    ] {
+        let second = place.start(&mut place.shim(&args));
+        assert_eq!(
+            second.status.code(),
+            Some(1),
+            "second start {args:?} must fail"
+        );
+        assert!(
+            second
+                .stderr
+                .contains("a running xenstored serves this socket"),
+            "clear error: {}",
+            second.stderr
+        );
+        assert!(
+            !other_pid_file.exists(),
+            "the refused start wrote no pid file"
+        );
+    }
+    assert_eq!(
+        std::fs::metadata(&place.socket).unwrap().ino(),
+        inode,
+        "the socket was left alone"
+    );
+    assert!(alive(pid));
+    place.client("xenstore-write", &["/still", "here"]);
+    assert_eq!(place.client("xenstore-read", &["/still"]), "here\n");
+    assert_eq!(
+        place.daemon_pid(),
+        pid,
+        "the pid file still names the first"
+    );
+}
+
+#[test]
+fn stale_socket_file_is_replaced() {
+    let place = Place::new("dropin-stale");
+    // A socket file nobody listens on any more (a crashed daemon's).
+    drop(UnixListener::bind(&place.socket).unwrap());
+    assert!(UnixStream::connect(&place.socket).is_err());
+    let started = place.start(place.shim(&["-F"]).arg(&place.pid_file));
+    assert!(started.status.success(), "{}", started.stderr);
+    place.client("xenstore-write", &["/fresh", "1"]);
+    assert_eq!(place.client("xenstore-read", &["/fresh"]), "1\n");
+}
+
+#[test]
+fn unsupported_upstream_flags_are_refused_with_the_reason() {
+    let place = Place::new("dropin-refused");
+    let cases: [(&[&str], &str); 8] = [
+        (&["-T", "/tmp/xenstored-trace.log"], "-T/--trace-file"),
+        (&["--trace-file=/tmp/t"], "-T/--trace-file"),
+        (&["-Ioff"], "-I/--internal-db"),
+        (&["--internal-db", "off"], "-I/--internal-db"),
+        (&["-w", "watch-event=20"], "-w/--timeout"),
+        (&["--keep-orphans"], "-K/--keep-orphans"),
+        (&["--master-domid", "7"], "stub domain"),
+        (&["-U"], "-U/--live-update"),
+    ];
+    for (args, named) in cases {
+        let out = place.start(&mut place.shim(args));
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            out.stderr.starts_with("xenstored-shim: unsupported option")
+                && out.stderr.contains(named),
+            "{args:?}: {}",
+            out.stderr
+        );
+        assert!(!place.socket.exists(), "{args:?}: nothing was started");
+    }
+    let out = place.start(&mut place.shim(&["--no-such-flag"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stderr.contains("'--no-such-flag'"), "{}", out.stderr);
+    let out = place.start(&mut place.shim(&["-E", "many"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stderr.contains("'many'"), "{}", out.stderr);
+}
+
+#[test]
+fn version_and_help_name_the_shim_and_upstream_flags() {
+    let place = Place::new("dropin-version");
+    let out = place.start(&mut place.shim(&["--version"]));
+    assert!(out.status.success());
+    assert!(out.stdout.starts_with("xenstored-shim "), "{}", out.stdout);
+    for help in ["-H", "-h", "--help"] {
+        let out = place.start(&mut place.shim(&[help]));
+        assert!(out.status.success(), "{help}");
+        for flag in [
+            "--no-fork",
+            "--pid-file",
+            "--trace-file",
+            "--no-domain-init",
+            "--entry-nb",
+        ] {
+            assert!(out.stdout.contains(flag), "{help} lists {flag}");
+        }
+    }
+}
+
+#[test]
+fn legacy_quota_flags_set_upstreams_quotas() {
+    let place = Place::new("dropin-quota");
+    let started = place.start(
+        place
+            .shim(&["-E", "7", "-S", "1000", "-W", "9", "-t", "3", "-A", "4"])
+            .args(["-M", "5000", "--no-recovery", "--internal-db", "-F"])
+            .arg(&place.pid_file),
+    );
+    assert!(started.status.success(), "{}", started.stderr);
+    let table = place.client(XENSTORE_CONTROL, &["quota"]);
+    for (what, nb) in [
+        ("nodes", 7),
+        ("node-size", 1000),
+        ("watches", 9),
+        ("transactions", 3),
+        ("permissions", 4),
+        ("path-max", 2048),
+    ] {
+        let line = table
+            .lines()
+            .find(|l| l.split(':').next().unwrap().trim() == what)
+            .unwrap_or_else(|| panic!("{what} in {table}"));
+        assert_eq!(
+            line.split(':').nth(1).unwrap().split_whitespace().next(),
+            Some(nb.to_string().as_str()),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn xenstored_rundir_holds_the_socket_and_rootdir_is_unused() {
+    let place = Place::new("dropin-env");
+    let run_dir = place.dir.join("not-yet/xenstored");
+    let root_dir = place.dir.join("rootdir");
+    let mut cmd = Command::new(bin("xenstored-shim"));
+    cmd.args(["-V", "--pid-file"])
+        .arg(&place.pid_file)
+        .env_remove("XENSTORED_PATH")
+        .env_remove("NOTIFY_SOCKET")
+        .env("XENSTORED_RUNDIR", &run_dir)
+        .env("XENSTORED_ROOTDIR", &root_dir);
+    let started = place.start(&mut cmd);
+    assert!(started.status.success(), "{}", started.stderr);
+    let socket = run_dir.join("socket");
+    UnixStream::connect(&socket).expect("$XENSTORED_RUNDIR/socket serves");
+    assert!(!root_dir.exists(), "XENSTORED_ROOTDIR is not created");
+    assert!(
+        started
+            .stderr
+            .contains(&format!("XENSTORED_ROOTDIR={} unused", root_dir.display())),
+        "-V says so: {}",
+        started.stderr
+    );
+    let pid = place.daemon_pid();
+    signal(pid, SIGTERM);
+    wait_for("the daemon to exit", TIMEOUT, || !alive(pid));
+    assert!(!socket.exists());
+}
+
+#[test]
+fn foreground_startup_error_goes_to_stderr() {
+    let place = Place::new("dropin-fg-error");
+    std::fs::write(place.dir.join("file"), "").unwrap();
+    let blocked = place.dir.join("file/socket");
+    let out = place.start(
+        Command::new(bin("xenstored-shim"))
+            .arg("--socket")
+            .arg(&blocked)
+            .args(["--run-dir", place.dir.join("run").to_str().unwrap(), "-N"]),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stderr.starts_with("xenstored-shim: listening: ")
+            && out.stderr.contains(blocked.to_str().unwrap()),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn sd_notify_ready_reaches_notify_socket() {
+    let place = Place::new("dropin-notify");
+    let notify_path = place.dir.join("notify");
+    let notify = UnixDatagram::bind(&notify_path).unwrap();
+    notify.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let started = place.start(
+        place
+            .shim(&["--pid-file"])
+            .arg(&place.pid_file)
+            .env("NOTIFY_SOCKET", &notify_path),
+    );
+    assert!(started.status.success(), "{}", started.stderr);
+    let mut buf = [0u8; 256];
+    let n = notify
+        .recv(&mut buf)
+        .expect("READY=1 before the start returned");
+    assert_eq!(&buf[..n], b"READY=1");
+}
+
+/// Once detached, messages go to syslog: the daemon runs in a private
+/// mount namespace whose /dev/log is this test's datagram socket.
+#[test]
+fn detached_daemon_logs_to_syslog_and_its_startup_error_reaches_the_caller() {
+    if !common::need_root("detached_daemon_logs_to_syslog") {
+        return;
+    }
+    let place = Place::new("dropin-syslog");
+    let dev = place.dir.join("dev");
+    std::fs::create_dir(&dev).unwrap();
+    std::fs::write(dev.join("null"), "").unwrap();
+    let log = UnixDatagram::bind(dev.join("log")).unwrap();
+    log.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let in_private_dev = |pid_file: &Path| {
+        let mut cmd = Command::new("unshare");
+        cmd.args(["--mount", "--propagation", "private", "sh", "-ec"])
+            .arg(r#"mount --bind /dev/null "$1/null"; mount --rbind "$1" /dev; shift; exec "$@""#)
+            .arg("sh")
+            .arg(&dev)
+            .arg(bin("xenstored-shim"))
+            .arg("--socket")
+            .arg(&place.socket)
+            .arg("--run-dir")
+            .arg(place.dir.join("run"))
+            .arg("--pid-file")
+            .arg(pid_file)
+            .env_remove("NOTIFY_SOCKET");
+        cmd
+    };
+    let next_line = || {
+        let mut buf = [0u8; 2048];
+        let n = log.recv(&mut buf).expect("a syslog message");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+
+    // The pid file's directory is missing: the daemon fails after detaching.
+    let bad = place.dir.join("missing/xenstored.pid");
+    let out = place.start(&mut in_private_dev(&bad));
+    assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!("pid file {}", bad.display())),
+        "the caller reports the daemon's error: {}",
+        out.stderr
+    );
+    let line = next_line();
+    assert!(
+        line.starts_with("<27>") && line.contains("xenstored-shim[") && line.contains("pid file"),
+        "LOG_DAEMON|LOG_ERR with the error: {line}"
+    );
+    assert!(
+        !place.socket.exists(),
+        "the failed daemon removed its socket"
+    );
+
+    let out = place.start(&mut in_private_dev(&place.pid_file));
+    assert!(out.status.success(), "{}", out.stderr);
+    let pid = place.daemon_pid();
+    let line = next_line();
+    assert!(
+        line.starts_with("<30>")
+            && line.contains(&format!("xenstored-shim[{pid}]: ready: serving")),
+        "LOG_DAEMON|LOG_INFO start-up line: {line}"
+    );
+    signal(pid, SIGTERM);
+    let line = next_line();
+    assert!(line.contains("SIGTERM: stopping"), "{line}");
+    wait_for("the daemon to exit", TIMEOUT, || !alive(pid));
+}
