@@ -487,3 +487,99 @@ fn detached_daemon_logs_to_syslog_and_its_startup_error_reaches_the_caller() {
     assert!(line.contains("SIGTERM: stopping"), "{line}");
     wait_for("the daemon to exit", TIMEOUT, || !alive(pid));
 }
+
+/// Xen's own start path, unmodified: /etc/xen/scripts/launch-xenstore (what
+/// xenstored.service runs) with XENSTORED pointing at the shim in
+/// /etc/default/xencommons. It runs in a private mount namespace whose
+/// /etc/default and /run are fresh, so the host's are untouched.
+#[test]
+fn launch_xenstore_starts_the_shim_as_xenstored_service_does() {
+    if !common::need_root("launch_xenstore_starts_the_shim") {
+        return;
+    }
+    let place = Place::new("dropin-launch");
+    let notify_path = place.dir.join("notify");
+    let notify = UnixDatagram::bind(&notify_path).unwrap();
+    notify.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let xencommons = format!(
+        "XENSTORED={}\nXENSTORED_ARGS=\"--socket {} --run-dir {}\"\n",
+        bin("xenstored-shim").display(),
+        place.socket.display(),
+        place.dir.join("run").display()
+    );
+    let out = place.start(
+        Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-ec"])
+            .arg(
+                r#"mount -t tmpfs none /etc/default; mount -t tmpfs none /run
+                printf %s "$1" > /etc/default/xencommons
+                # prlimit may not raise the fd limit past the hard one
+                # without CAP_SYS_RESOURCE.
+                echo "XENSTORED_MAX_OPEN_FDS=$(ulimit -Hn)" >> /etc/default/xencommons
+                /etc/xen/scripts/launch-xenstore
+                echo "pid file: $(cat /var/run/xen/xenstored.pid)""#,
+            )
+            .arg("sh")
+            .arg(&xencommons)
+            .env("NOTIFY_SOCKET", &notify_path),
+    );
+    assert!(
+        out.status.success(),
+        "launch-xenstore: {}{}",
+        out.stdout,
+        out.stderr
+    );
+    UnixStream::connect(&place.socket).expect("serving once launch-xenstore returned");
+    let pid: u32 = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("pid file: "))
+        .unwrap_or_else(|| panic!("{}", out.stdout))
+        .parse()
+        .unwrap();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    assert!(String::from_utf8_lossy(&cmdline).contains("--pid-file\0/var/run/xen/xenstored.pid"));
+    let mut buf = [0u8; 64];
+    let n = notify
+        .recv(&mut buf)
+        .expect("READY=1 for xenstored.service");
+    assert_eq!(&buf[..n], b"READY=1");
+    place.client("xenstore-write", &["/launched", "yes"]);
+    assert_eq!(place.client("xenstore-read", &["/launched"]), "yes\n");
+    signal(pid, SIGTERM);
+    wait_for("the daemon to exit", TIMEOUT, || !alive(pid));
+    assert!(!place.socket.exists());
+}
+
+/// Debian's /etc/init.d/xen start line, as it runs it: start-stop-daemon,
+/// choom, `-- $XENSTORED_ARGS --pid-file /run/xenstore.pid`; the script
+/// then polls `xenstore-read -s /`, which must answer at once.
+#[test]
+fn debian_init_start_line_starts_the_shim_once() {
+    let place = Place::new("dropin-debian");
+    let start_line = |place: &Place| {
+        let mut cmd = Command::new("start-stop-daemon");
+        cmd.args(["--start", "--quiet", "--pidfile"])
+            .arg(&place.pid_file)
+            .args(["--exec", "/usr/bin/choom", "--", "-n", "100"])
+            .arg(bin("xenstored-shim"))
+            .arg("--")
+            .arg("--socket")
+            .arg(&place.socket)
+            .arg("--run-dir")
+            .arg(place.dir.join("run"))
+            .arg("--pid-file")
+            .arg(&place.pid_file)
+            .env_remove("NOTIFY_SOCKET")
+            .env("XENSTORED_ROOTDIR", "/run/xenstored");
+        cmd
+    };
+    let out = place.start(&mut start_line(&place));
+    assert!(out.status.success(), "{}", out.stderr);
+    place.client("xenstore-read", &["-s", "/"]);
+    let pid = place.daemon_pid();
+    let again = place.start(&mut start_line(&place));
+    assert_eq!(again.status.code(), Some(1), "a second start is refused");
+    assert_eq!(place.daemon_pid(), pid);
+    assert!(alive(pid));
+}
