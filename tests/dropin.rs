@@ -583,3 +583,56 @@ fn debian_init_start_line_starts_the_shim_once() {
     assert_eq!(place.daemon_pid(), pid);
     assert!(alive(pid));
 }
+
+/// xenstored-probes/systemd/xenstored-shim.service's ExecStart, as systemd
+/// would run it (Type=notify, NotifyAccess=main): READY=1 comes from the
+/// main process once the socket serves, and the pid file names it.
+#[test]
+fn systemd_unit_exec_start_notifies_from_the_main_process() {
+    let unit = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("xenstored-probes/systemd/xenstored-shim.service"),
+    )
+    .unwrap();
+    assert!(unit.lines().any(|l| l == "Type=notify"));
+    assert!(unit.lines().any(|l| l == "Alias=xenstored.service"));
+    let exec_start = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("ExecStart");
+    let place = Place::new("dropin-unit");
+    let notify_path = place.dir.join("notify");
+    let notify = UnixDatagram::bind(&notify_path).unwrap();
+    notify.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let xenstored_args = format!(
+        "--socket {} --run-dir {}",
+        place.socket.display(),
+        place.dir.join("run").display()
+    );
+    let mut words = exec_start.split_whitespace().flat_map(|w| match w {
+        "/usr/sbin/xenstored-shim" => vec![bin("xenstored-shim").display().to_string()],
+        "/run/xen/xenstored.pid" => vec![place.pid_file.display().to_string()],
+        "$XENSTORED_ARGS" => xenstored_args.split(' ').map(String::from).collect(),
+        w => vec![w.to_string()],
+    });
+    let mut child = Command::new(words.next().unwrap())
+        .args(words)
+        .env("NOTIFY_SOCKET", &notify_path)
+        .env_remove("XENSTORED_PATH")
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let n = notify.recv(&mut buf).expect("READY=1");
+    assert_eq!(&buf[..n], b"READY=1");
+    UnixStream::connect(&place.socket).expect("serving once READY=1 is sent");
+    assert_eq!(
+        place.daemon_pid(),
+        child.id(),
+        "the main process, not a fork"
+    );
+    assert_eq!(child.try_wait().unwrap(), None, "still running");
+    signal(child.id(), SIGTERM);
+    assert_eq!(wait_exit(&mut child, "the unit's shim").code(), Some(0));
+    assert!(!place.socket.exists() && !place.pid_file.exists());
+}
