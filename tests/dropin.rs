@@ -2,7 +2,8 @@
 //! `--pid-file` detaches and returns only once the socket accepts, the pid
 //! file names the daemon, a live socket is never taken over, SIGTERM
 //! cleans up, upstream's flags are honoured or refused with a reason,
-//! XENSTORED_RUNDIR/ROOTDIR, syslog once detached, systemd's READY=1.
+//! XENSTORED_RUNDIR/ROOTDIR, syslog once detached, systemd's READY=1, the
+//! classic trace file.
 mod common;
 
 use common::shim::{private_dir, wait_for};
@@ -268,9 +269,7 @@ fn stale_socket_file_is_replaced() {
 #[test]
 fn unsupported_upstream_flags_are_refused_with_the_reason() {
     let place = Place::new("dropin-refused");
-    let cases: [(&[&str], &str); 8] = [
-        (&["-T", "/tmp/xenstored-trace.log"], "-T/--trace-file"),
-        (&["--trace-file=/tmp/t"], "-T/--trace-file"),
+    let cases: [(&[&str], &str); 6] = [
         (&["-Ioff"], "-I/--internal-db"),
         (&["--internal-db", "off"], "-I/--internal-db"),
         (&["-w", "watch-event=20"], "-w/--timeout"),
@@ -635,4 +634,119 @@ fn systemd_unit_exec_start_notifies_from_the_main_process() {
     signal(child.id(), SIGTERM);
     assert_eq!(wait_exit(&mut child, "the unit's shim").code(), Some(0));
     assert!(!place.socket.exists() && !place.pid_file.exists());
+}
+
+/// The same client session against C xenstored and the shim, both with
+/// `-T`: the IN/OUT/CREATE/DESTROY connection lines agree once connection
+/// pointers and clock are normalised (C also traces watches, rate limits
+/// and store checks, which the shim does not).
+#[test]
+fn trace_file_matches_c_xenstoreds_lines() {
+    use common::upstream::{available, Flavor, Upstream};
+    if !available(Flavor::C, "trace_file_matches_c_xenstoreds_lines") {
+        return;
+    }
+    let session = |socket: &Path| {
+        let run = |program: &str, args: &[&str]| {
+            let out = Command::new(program)
+                .env("XENSTORED_PATH", socket)
+                .args(args)
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        run("xenstore-write", &["/trace/a", "one", "/trace/b", "two"]);
+        run("xenstore-read", &["/trace/a"]);
+        run("xenstore-read", &["/trace/missing"]);
+        run("xenstore-list", &["/trace"]);
+        run("xenstore-watch", &["-n", "1", "/trace/a"]);
+        run("xenstore-rm", &["/trace"]);
+    };
+    let c_dir = private_dir("dropin-trace-c");
+    let c_trace = c_dir.join("trace");
+    let c = Upstream::start_with(Flavor::C, &["-T", c_trace.to_str().unwrap()]);
+    session(&c.socket);
+    fn ended(trace: &Path) -> impl FnMut() -> bool + '_ {
+        move || classic_lines(&std::fs::read_to_string(trace).unwrap_or_default()).1
+    }
+    wait_for("C's last DESTROY", TIMEOUT, ended(&c_trace));
+    drop(c);
+
+    let place = Place::new("dropin-trace");
+    let trace = place.dir.join("trace");
+    let started = place.start(
+        place
+            .shim(&["-T"])
+            .arg(&trace)
+            .arg("--pid-file")
+            .arg(&place.pid_file),
+    );
+    assert!(started.status.success(), "{}", started.stderr);
+    session(&place.socket);
+    wait_for("the shim's last DESTROY", TIMEOUT, ended(&trace));
+
+    let (c_lines, _) = classic_lines(&std::fs::read_to_string(&c_trace).unwrap());
+    let (shim_lines, _) = classic_lines(&std::fs::read_to_string(&trace).unwrap());
+    assert_eq!(c_lines.len(), 6, "one per client: {c_lines:#?}");
+    assert_eq!(shim_lines, c_lines);
+    let _ = std::fs::remove_dir_all(c_dir);
+
+    // SIGHUP reopens the file by name (log rotation).
+    let rotated = place.dir.join("trace.1");
+    std::fs::rename(&trace, &rotated).unwrap();
+    signal(place.daemon_pid(), 1);
+    wait_for("the trace file to be reopened", TIMEOUT, || trace.exists());
+    place.client("xenstore-read", &["-s", "/"]);
+    let fresh = std::fs::read_to_string(&trace).unwrap();
+    assert!(
+        fresh.starts_with("\n***\n") && fresh.contains(" READ (/ )"),
+        "{fresh}"
+    );
+    assert!(!std::fs::read_to_string(&rotated)
+        .unwrap()
+        .contains(" READ (/ )"));
+}
+
+/// Each connection's lines (those that sent something), in the order
+/// the connections were created, times blanked: connections overlap (the
+/// next client may connect before the last one's end is seen) and C
+/// reuses addresses, so lines are grouped per CREATE. Also whether every
+/// such connection's DESTROY is there yet.
+fn classic_lines(trace: &str) -> (Vec<Vec<String>>, bool) {
+    let mut current = std::collections::HashMap::new();
+    let mut conns: Vec<Vec<String>> = Vec::new();
+    let mut talked = Vec::new();
+    let mut ended = Vec::new();
+    for line in trace.lines() {
+        let w: Vec<&str> = line.splitn(5, ' ').collect();
+        let (conn, text) = match w.as_slice() {
+            ["CREATE", "connection", ptr] => {
+                current.insert(ptr.to_string(), conns.len());
+                conns.push(Vec::new());
+                talked.push(false);
+                ended.push(false);
+                (conns.len() - 1, "CREATE connection".to_string())
+            }
+            ["DESTROY", "connection", ptr] => {
+                let n = current[*ptr];
+                ended[n] = true;
+                (n, "DESTROY connection".to_string())
+            }
+            [dir @ ("IN" | "OUT"), ptr, _date, _time, rest] => {
+                let n = current[*ptr];
+                talked[n] |= *dir == "IN";
+                (n, format!("{dir} {rest}"))
+            }
+            _ => continue,
+        };
+        conns[conn].push(text);
+    }
+    let complete = (0..conns.len()).all(|n| !talked[n] || ended[n]);
+    let talkers = conns
+        .into_iter()
+        .enumerate()
+        .filter(|(n, _)| talked[*n])
+        .map(|(_, lines)| lines)
+        .collect();
+    (talkers, complete)
 }

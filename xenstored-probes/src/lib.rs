@@ -19,6 +19,7 @@ pub mod ring;
 pub mod server;
 pub mod service;
 pub mod store;
+pub mod trace;
 pub mod transaction;
 pub mod transport;
 pub mod tree;

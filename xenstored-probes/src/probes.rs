@@ -1,4 +1,5 @@
-//! Firing the `xenstore` USDT probes declared in `xenstore.d`.
+//! Firing the `xenstore` USDT probes declared in `xenstore.d`, and the
+//! classic trace file (`trace`, off unless -T) at the same points.
 //!
 //! This module is the only code that knows the argument packing; the daemon
 //! calls these functions and nothing else. Every string is built inside the
@@ -103,6 +104,7 @@ macro_rules! fire {
 /// A request was read from a connection.
 #[inline]
 pub fn request(serial: u64, who: &Who, op: u32, tx_id: u32, req_id: u32, payload: &[u8]) {
+    crate::trace::message(false, who.conn, op, &[payload]);
     fire!(request, {
         let (ident, pid) = pack_ident(who, op);
         let (path, rest) = split_first(payload);
@@ -129,6 +131,15 @@ pub fn response(
     req_id: u32,
     result: Result<&[u8], (crate::wire::XsError, &str)>,
 ) {
+    match result {
+        Ok(payload) => crate::trace::message(true, who.conn, op, &[payload]),
+        Err((e, _)) => crate::trace::message(
+            true,
+            who.conn,
+            crate::wire::MsgType::Error as u32,
+            &[e.name().as_bytes(), b"\0"],
+        ),
+    }
     fire!(response, {
         let (ident, pid) = pack_ident(who, op);
         let (errno, s1, s2, flags) = match result {
@@ -155,6 +166,8 @@ pub fn response(
 /// it (the WATCH itself for the initial event), `firer` that request's conn.
 #[inline]
 pub fn watch_event(serial: u64, who: &Who, firer: u32, path: &[u8], token: &[u8]) {
+    let event = crate::wire::MsgType::WatchEvent as u32;
+    crate::trace::message(true, who.conn, event, &[path, b"\0", token, b"\0"]);
     fire!(watch_event, {
         let (ident, pid) = pack_ident(who, crate::wire::MsgType::WatchEvent as u32);
         let (s1, s2, _) = render_pair(path, token);
@@ -164,6 +177,7 @@ pub fn watch_event(serial: u64, who: &Who, firer: u32, path: &[u8], token: &[u8]
 
 #[inline]
 pub fn conn_open(who: &Who, transport: &str, peer: &str) {
+    crate::trace::connection(true, who.conn);
     fire!(conn_open, {
         let (ident, pid) = pack_ident(who, 0);
         (
@@ -179,6 +193,7 @@ pub fn conn_open(who: &Who, transport: &str, peer: &str) {
 
 #[inline]
 pub fn conn_close(serial: u64, who: &Who, reason: &str) {
+    crate::trace::connection(false, who.conn);
     fire!(conn_close, {
         let (ident, pid) = pack_ident(who, 0);
         (serial, ident, pid, 0u64, reason.to_string(), String::new())

@@ -88,7 +88,8 @@ impl Server {
         Ok(id)
     }
 
-    /// Makes `run` return once `fd` is readable (e.g. a signalfd).
+    /// Makes `run` return once `fd` is readable (e.g. a signalfd), after
+    /// serving the rest of that poll's events; `run` may be called again.
     pub fn stop_when_readable(&mut self, fd: std::os::fd::RawFd) -> io::Result<()> {
         let mut source = mio::unix::SourceFd(&fd);
         self.poll
@@ -111,13 +112,15 @@ impl Server {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 r => r?,
             }
+            let mut stop = false;
             for token in std::mem::take(&mut self.retry_accept) {
                 self.accept(token);
             }
             for ev in events.iter() {
                 let token = ev.token().0;
                 if token == STOP {
-                    return Ok(());
+                    stop = true;
+                    continue;
                 }
                 if token >= LISTENER_BASE {
                     self.accept(token);
@@ -146,6 +149,9 @@ impl Server {
                 self.apply_effects();
             }
             self.apply_effects();
+            if stop {
+                return Ok(());
+            }
         }
     }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use xenstored_probes::service::{detach, live, log, notify, pidfile::PidFile, signals};
 use xenstored_probes::transport::DomainBackend;
-use xenstored_probes::{daemon::Daemon, quota::Quotas, ring, server::Server, unix};
+use xenstored_probes::{daemon::Daemon, quota::Quotas, ring, server::Server, trace, unix};
 
 /// Upstream's XENSTORE_REL_PATH_MAX: `-M` is capped there, as upstream.
 const PATH_MAX_CAP: u32 = 2048;
@@ -86,7 +86,8 @@ struct Args {
         default_missing_value = "on"
     )]
     internal_db: Option<String>,
-    /// Refused: the shim writes no classic trace; use xenstore-snoop.
+    /// Write the classic trace (every message in and out) to FILE;
+    /// reopened on SIGHUP.
     #[arg(short = 'T', long, value_name = "FILE")]
     trace_file: Option<PathBuf>,
     /// Refused: no watch-event timeout; output is bounded by size instead.
@@ -123,10 +124,7 @@ struct Args {
 impl Args {
     /// Upstream options the shim does not implement, with the reason.
     fn refusal(&self) -> Option<String> {
-        let why = if self.trace_file.is_some() {
-            "-T/--trace-file: the shim writes no classic trace file; \
-             run xenstore-snoop(8) for a live trace of every request"
-        } else if self.internal_db.as_deref().is_some_and(|v| v != "on") {
+        let why = if self.internal_db.as_deref().is_some_and(|v| v != "on") {
             "-I/--internal-db: the store is always in memory (\"on\"); an on-disk tdb is not supported"
         } else if !self.timeout.is_empty() {
             "-w/--timeout: no watch-event timeout; a client's pending output is bounded by size \
@@ -233,6 +231,7 @@ fn run(args: &mut Args) -> Result<(), String> {
     args.run_dir = absolute(&args.run_dir)?;
     let socket = absolute(&args.socket())?;
     let pid_path = args.pid_file.as_deref().map(absolute).transpose()?;
+    let trace_path = args.trace_file.as_deref().map(absolute).transpose()?;
     log::verbose(format_args!(
         "version {}: socket {}, run dir {}",
         env!("CARGO_PKG_VERSION"),
@@ -247,6 +246,9 @@ fn run(args: &mut Args) -> Result<(), String> {
         ));
     }
     live::refuse_if_served(&socket).map_err(|e| e.to_string())?;
+    if let Some(path) = &trace_path {
+        trace::open(path).map_err(|e| e.to_string())?;
+    }
     std::fs::create_dir_all(&args.run_dir)
         .map_err(|e| format!("run dir {}: {e}", args.run_dir.display()))?;
 
@@ -292,9 +294,19 @@ fn run(args: &mut Args) -> Result<(), String> {
         log::verbose(format_args!("{ready}"));
     }
 
-    server.run().map_err(|e| format!("event loop: {e}"))?;
-    let signal = signals.received().unwrap_or("a stop request");
-    log::info(format_args!("{signal}: stopping"));
+    loop {
+        server.run().map_err(|e| format!("event loop: {e}"))?;
+        let got = signals.drain();
+        if got.hangup {
+            if let Err(e) = trace::reopen() {
+                log::error(format_args!("SIGHUP: {e}"));
+            }
+        }
+        if let Some(signal) = got.stop {
+            log::info(format_args!("{signal}: stopping"));
+            break;
+        }
+    }
     // Removes the socket (and the per-domain sockets), then the pid file.
     drop(server);
     drop(pid_file);

@@ -1,6 +1,6 @@
-//! SIGTERM and SIGINT as a readable descriptor (signalfd), so the event
-//! loop stops between requests and the daemon can clean up; SIGHUP, which
-//! makes C xenstored reopen its trace file, is ignored.
+//! SIGTERM, SIGINT and SIGHUP as a readable descriptor (signalfd): the
+//! event loop stops between requests, and the daemon cleans up and exits
+//! or (SIGHUP, as C xenstored) reopens its trace file and goes on.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -10,8 +10,8 @@ pub struct StopSignals {
 }
 
 impl StopSignals {
-    /// Blocks SIGTERM and SIGINT (they stay pending for the descriptor)
-    /// and ignores SIGHUP.
+    /// Blocks SIGTERM, SIGINT and SIGHUP: they stay pending for the
+    /// descriptor.
     pub fn new() -> io::Result<StopSignals> {
         // SAFETY: plain libc calls on a sigset_t we own; the daemon has
         // one thread, so the process mask is this thread's.
@@ -20,6 +20,7 @@ impl StopSignals {
             libc::sigemptyset(&mut set);
             libc::sigaddset(&mut set, libc::SIGTERM);
             libc::sigaddset(&mut set, libc::SIGINT);
+            libc::sigaddset(&mut set, libc::SIGHUP);
             if libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
                 return Err(io::Error::last_os_error());
             }
@@ -27,7 +28,6 @@ impl StopSignals {
             if fd < 0 {
                 return Err(io::Error::last_os_error());
             }
-            libc::signal(libc::SIGHUP, libc::SIG_IGN);
             Ok(StopSignals {
                 fd: OwnedFd::from_raw_fd(fd),
             })
@@ -38,19 +38,33 @@ impl StopSignals {
         self.fd.as_raw_fd()
     }
 
-    /// The name of a signal received, if one is pending.
-    pub fn received(&self) -> Option<&'static str> {
-        // SAFETY: reading one signalfd_siginfo into a buffer of its size.
-        let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
-        let size = std::mem::size_of::<libc::signalfd_siginfo>();
-        let n = unsafe { libc::read(self.fd(), &mut info as *mut _ as *mut libc::c_void, size) };
-        if n as usize != size {
-            return None;
+    /// Reads every pending signal (the descriptor is polled
+    /// edge-triggered, so none may be left behind).
+    pub fn drain(&self) -> Received {
+        let mut got = Received::default();
+        loop {
+            let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+            let size = std::mem::size_of::<libc::signalfd_siginfo>();
+            // SAFETY: reading one signalfd_siginfo into a buffer of its size.
+            let n =
+                unsafe { libc::read(self.fd(), &mut info as *mut _ as *mut libc::c_void, size) };
+            if n as usize != size {
+                return got;
+            }
+            match info.ssi_signo as i32 {
+                libc::SIGHUP => got.hangup = true,
+                libc::SIGINT => got.stop = got.stop.or(Some("SIGINT")),
+                _ => got.stop = got.stop.or(Some("SIGTERM")),
+            }
         }
-        Some(match info.ssi_signo as i32 {
-            libc::SIGTERM => "SIGTERM",
-            libc::SIGINT => "SIGINT",
-            _ => "a signal",
-        })
     }
+}
+
+/// What `drain` found.
+#[derive(Debug, Default)]
+pub struct Received {
+    /// SIGTERM or SIGINT: stop.
+    pub stop: Option<&'static str>,
+    /// SIGHUP: reopen the trace file.
+    pub hangup: bool,
 }
