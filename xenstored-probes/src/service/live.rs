@@ -2,20 +2,23 @@
 //! socket path (its own FIXME says so); the shim first tries to connect.
 
 use std::io;
-use std::os::unix::net::UnixStream;
 use std::path::Path;
 
-/// Fails when a daemon accepts connections on `socket`. A stale socket
-/// file (connection refused) or none at all is fine: binding replaces it.
+/// Fails when a daemon listens on `socket`: the connection is accepted, or
+/// would be but its backlog is full (a non-blocking connect never hangs on
+/// a stuck daemon). A stale socket file (connection refused) or none at
+/// all is fine: binding replaces it.
 pub fn refuse_if_served(socket: &Path) -> io::Result<()> {
-    match UnixStream::connect(socket) {
-        Ok(_) => Err(io::Error::new(
-            io::ErrorKind::AddrInUse,
-            format!(
-                "{}: a running xenstored serves this socket (it accepted a connection); not starting",
-                socket.display()
-            ),
-        )),
-        Err(_) => Ok(()),
-    }
+    let busy = match mio::net::UnixStream::connect(socket) {
+        Ok(_) => "it accepted a connection",
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => "its backlog is full",
+        Err(_) => return Ok(()),
+    };
+    Err(io::Error::new(
+        io::ErrorKind::AddrInUse,
+        format!(
+            "{}: a running xenstored serves this socket ({busy}); not starting",
+            socket.display()
+        ),
+    ))
 }
