@@ -10,20 +10,27 @@ pub struct PidFile {
 }
 
 impl PidFile {
-    /// Writes this process's pid and a newline, replacing any old content
-    /// (mode 0600 when created, as upstream).
+    /// Writes this process's pid and a newline (mode 0600, as upstream),
+    /// replacing any old file at once: it is written aside and renamed,
+    /// so a reader never sees it empty or half written.
     pub fn write(path: &Path) -> io::Result<PidFile> {
         let ctx =
             |e: io::Error| io::Error::new(e.kind(), format!("pid file {}: {e}", path.display()));
-        let mut file = std::fs::OpenOptions::new()
+        let mut aside = path.as_os_str().to_owned();
+        aside.push(format!(".{}.tmp", std::process::id()));
+        let aside = PathBuf::from(aside);
+        let written = std::fs::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
             .mode(0o600)
-            .open(path)
-            .map_err(ctx)?;
-        file.write_all(format!("{}\n", std::process::id()).as_bytes())
-            .map_err(ctx)?;
+            .open(&aside)
+            .and_then(|mut f| f.write_all(format!("{}\n", std::process::id()).as_bytes()))
+            .and_then(|()| std::fs::rename(&aside, path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&aside);
+            return Err(ctx(e));
+        }
         Ok(PidFile {
             path: path.to_path_buf(),
         })
