@@ -481,6 +481,18 @@ fn detached_daemon_logs_to_syslog_and_its_startup_error_reaches_the_caller() {
             && line.contains(&format!("xenstored-shim[{pid}]: ready: serving")),
         "LOG_DAEMON|LOG_INFO start-up line: {line}"
     );
+    // A run-time error (a client's oversized message) reaches syslog too.
+    let mut client = UnixStream::connect(&place.socket).unwrap();
+    let header: Vec<u8> = [2u32, 1, 0, 5000]
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+    std::io::Write::write_all(&mut client, &header).unwrap();
+    let line = next_line();
+    assert!(
+        line.starts_with("<27>") && line.contains("message length 5000 > 4096"),
+        "{line}"
+    );
     signal(pid, SIGTERM);
     let line = next_line();
     assert!(line.contains("SIGTERM: stopping"), "{line}");

@@ -8,6 +8,7 @@
 use crate::connection::Received;
 use crate::daemon::{Daemon, Effects};
 use crate::ring;
+use crate::service::log;
 use crate::transport::{Attachment, Listener, Transport};
 use mio::{Events, Interest, Poll, Token};
 use rustc_hash::FxHashMap;
@@ -164,13 +165,13 @@ impl Server {
             match port.listener.accept() {
                 Ok(Some(t)) => {
                     if let Err(e) = self.attach(t, domid) {
-                        eprintln!("xenstored-shim: registering a connection: {e}");
+                        log::error(format_args!("registering a connection: {e}"));
                     }
                 }
                 Ok(None) => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    eprintln!("xenstored-shim: accept: {e} (retrying)");
+                    log::error(format_args!("accept: {e} (retrying)"));
                     if !self.retry_accept.contains(&token) {
                         self.retry_accept.push(token);
                     }
@@ -242,7 +243,7 @@ impl Server {
         let _ = self.poll.registry().deregister(transport.source());
         self.apply_effects();
         if let Err(e) = self.attach(transport, domid) {
-            eprintln!("xenstored-shim: re-attaching domain {domid}'s ring: {e}");
+            log::error(format_args!("re-attaching domain {domid}'s ring: {e}"));
         }
     }
 
@@ -294,7 +295,7 @@ impl Server {
                     Attachment::Listener(l) => self.listen(l, domid),
                 };
                 if let Err(e) = r {
-                    eprintln!("xenstored-shim: attaching domain {domid}: {e}");
+                    log::error(format_args!("attaching domain {domid}: {e}"));
                 }
             }
             for id in fx.dirty.drain(..) {

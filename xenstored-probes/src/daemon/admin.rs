@@ -53,7 +53,7 @@ pub(super) fn control(d: &mut Daemon, _: &Call, p: &[u8], reply: &mut Vec<u8>) -
                 return Err(EINVAL);
             }
             for problem in d.store.check() {
-                eprintln!("xenstored-shim: check_store: {problem}");
+                crate::service::log::error(format_args!("check_store: {problem}"));
             }
             text(reply, "OK");
         }
@@ -95,7 +95,7 @@ pub(super) fn control(d: &mut Daemon, _: &Call, p: &[u8], reply: &mut Vec<u8>) -
         }
         b"print" => {
             let [s] = rest else { return Err(EINVAL) };
-            eprintln!("xenstored-shim: control: {}", arg(s));
+            crate::service::log::info(format_args!("control: {}", arg(s)));
             text(reply, "OK");
         }
         b"quota" => match rest {

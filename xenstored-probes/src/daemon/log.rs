@@ -1,8 +1,10 @@
-//! Bad input logged to stderr without letting a client flood it.
+//! Bad input logged (stderr, or syslog once detached) without letting a
+//! client flood it.
 
+use crate::service::log;
 use std::time::Instant;
 
-/// At most BURST lines per second to stderr; the rest are counted.
+/// At most BURST lines per second; the rest are counted.
 #[derive(Default)]
 pub(super) struct RateLimitedLog {
     window: Option<Instant>,
@@ -20,10 +22,10 @@ impl RateLimitedLog {
             .is_none_or(|w| now.duration_since(w).as_secs() >= 1)
         {
             if self.suppressed > 0 {
-                eprintln!(
-                    "xenstored-shim: {} more bad-input messages suppressed",
+                log::error(format_args!(
+                    "{} more bad-input messages suppressed",
                     self.suppressed
-                );
+                ));
             }
             self.window = Some(now);
             self.lines = 0;
@@ -31,7 +33,7 @@ impl RateLimitedLog {
         }
         if self.lines < Self::BURST {
             self.lines += 1;
-            eprintln!("xenstored-shim: conn {conn}: {what}");
+            log::error(format_args!("conn {conn}: {what}"));
         } else {
             self.suppressed += 1;
         }
