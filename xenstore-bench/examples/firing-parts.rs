@@ -37,6 +37,7 @@ use xenstore_bench::probe_loop::ProbeLoop;
 use xenstore_bench::stats::median;
 use xenstore_bench::tracers::{Tracer, TracerKind};
 use xenstore_bench::uprobe::{BareUprobes, Fetch};
+use xenstore_proto::Probe;
 use xenstore_snoop::format::Format;
 use xenstore_snoop::perf::Rings;
 use xenstore_snoop::uprobe::Group;
@@ -211,7 +212,10 @@ impl SnoopGroup {
         let mut ids = Vec::new();
         let mut seen: HashMap<String, u32> = HashMap::new();
         for p in xenstore_bench::uprobe::sites(binary)? {
-            if p.name != "request" && p.name != "response" {
+            if ![Probe::Request, Probe::Response]
+                .map(Probe::name)
+                .contains(&p.name.as_str())
+            {
                 continue;
             }
             let n = seen.entry(p.name.clone()).or_default();

@@ -260,7 +260,8 @@ impl<'a> JsonRecord<'a> {
 mod tests {
     use super::*;
     use crate::event::Probe;
-    use crate::pairing::{tests::ev, Pairing};
+    use crate::pairing::tests::{ev, response_extra};
+    use crate::pairing::Pairing;
 
     // The snooper writes both into its output buffer; tests want strings.
     impl TextStyle {
@@ -319,7 +320,7 @@ mod tests {
         );
         p.push(ev(Probe::Request, 2, 2, "device/vif/0/type", ""));
         let mut resp = ev(Probe::Response, 2, 2, "ENOENT", "no such node");
-        resp.extra = 2 << 32;
+        resp.extra = response_extra(2, 0);
         let r = p.push(resp).unwrap();
         assert_eq!(
             style.line(&r, &clock()),
@@ -379,7 +380,7 @@ mod tests {
         let mut p = Pairing::new();
         p.push(ev(Probe::Request, 5, 2, "/a", ""));
         let mut resp = ev(Probe::Response, 5, 2, "ENOENT", "");
-        resp.extra = (2 << 32) | 9;
+        resp.extra = response_extra(2, 9);
         let r = p.push(resp).unwrap();
         let v: serde_json::Value = serde_json::from_str(&json_line(&r, &clock())).unwrap();
         for key in [

@@ -7,6 +7,7 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use xenstore_proto::Ident;
 
 const GROUP_PREFIX: &str = "xssnoop_";
 
@@ -38,7 +39,9 @@ pub fn fetch_args(args: &[String], dom_field: bool) -> Result<String> {
     }
     let a: Vec<String> = args.iter().map(|s| location(s)).collect::<Result<_>>()?;
     let dom = if dom_field {
-        format!("dom={}:b16@0/64 ", a[1])
+        // A bitfield fetch: WIDTH bits at SHIFT of the 64-bit ident.
+        let f = Ident::DOM;
+        format!("{}={}:b{}@{}/64 ", f.name, a[1], f.width, f.shift)
     } else {
         String::new()
     };
