@@ -204,6 +204,30 @@ fn push_column(l: &mut String, n: Option<u64>, width: usize) {
     l.extend(std::iter::repeat_n(' ', pad + 1));
 }
 
+/// The keys of every JSON line, in the order written: [`JsonRecord`]'s
+/// fields (its unit test checks they agree).
+pub const JSON_KEYS: [&str; 19] = [
+    "kind",
+    "ts",
+    "mono_ns",
+    "serial",
+    "conn",
+    "dom",
+    "pid",
+    "tx",
+    "req_id",
+    "op",
+    "path",
+    "value",
+    "result",
+    "error",
+    "error_reason",
+    "latency_us",
+    "fired_by",
+    "token",
+    "truncated",
+];
+
 /// The JSON line schema shared with scripts/xs-stack-correlate.
 #[derive(Serialize)]
 pub struct JsonRecord<'a> {
@@ -383,29 +407,10 @@ mod tests {
         resp.extra = response_extra(2, 9);
         let r = p.push(resp).unwrap();
         let v: serde_json::Value = serde_json::from_str(&json_line(&r, &clock())).unwrap();
-        for key in [
-            "kind",
-            "ts",
-            "mono_ns",
-            "serial",
-            "conn",
-            "dom",
-            "pid",
-            "tx",
-            "req_id",
-            "op",
-            "path",
-            "value",
-            "result",
-            "error",
-            "error_reason",
-            "latency_us",
-            "fired_by",
-            "token",
-            "truncated",
-        ] {
-            assert!(v.get(key).is_some(), "missing {key}: {v}");
-        }
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut schema = JSON_KEYS.to_vec();
+        schema.sort();
+        assert_eq!(keys, schema, "JSON_KEYS is not what JsonRecord writes");
         assert_eq!(v["kind"], "op");
         assert_eq!(v["op"], "XS_READ");
         assert_eq!(v["error"], "ENOENT");
