@@ -61,6 +61,7 @@ enum Stop {
 pub fn run(args: &Args) -> Result<i32> {
     let filter = filter_from(args)?;
     let tracefs = tracefs()?;
+    // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         bail!("xenstore-snoop needs root (uprobes and perf_event_open)");
     }

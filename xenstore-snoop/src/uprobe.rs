@@ -19,6 +19,7 @@ pub fn tracefs() -> Result<PathBuf> {
             return Ok(dir.to_path_buf());
         }
     }
+    // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         bail!("tracefs is not accessible: run xenstore-snoop as root");
     }
