@@ -120,10 +120,11 @@ impl Ring {
         let mask = self.data_size as u64 - 1;
         while tail < head {
             let at = (tail & mask) as usize;
-            self.copy_out(at, HEADER_LEN, scratch);
-            let size = u16::from_ne_bytes([scratch[6], scratch[7]]) as usize;
-            if size < HEADER_LEN || size as u64 > head - tail {
-                break; // corrupt ring; never spin or read past head
+            let size = self.record_size(at);
+            // The kernel writes whole records of 8-byte multiples; anything
+            // else is a corrupt ring: stop, never spin or read past head.
+            if size < HEADER_LEN || !size.is_multiple_of(HEADER_LEN) || size as u64 > head - tail {
+                break;
             }
             self.copy_out(at, size, scratch);
             f(scratch);
@@ -131,6 +132,18 @@ impl Ring {
         }
         // Release: we are done reading everything before tail.
         tail_word.store(tail, Ordering::Release);
+    }
+
+    /// The size field of the record header at `at`, an 8-byte aligned
+    /// offset (every record size is a multiple of 8, checked by `drain`).
+    fn record_size(&self, at: usize) -> usize {
+        // Aligned in a power-of-two area of pages, a header never wraps.
+        assert!(at.is_multiple_of(HEADER_LEN) && at + HEADER_LEN <= self.data_size);
+        let data = self.base.as_ptr().wrapping_add(self.len - self.data_size);
+        // SAFETY: an aligned header inside the data area (checked above),
+        // below head, so complete; read as a value, not through a reference.
+        let header = unsafe { std::ptr::read_volatile(data.add(at).cast::<[u8; HEADER_LEN]>()) };
+        u16::from_ne_bytes([header[6], header[7]]) as usize
     }
 
     /// Copies `len` bytes of the data area from offset `at` into `out`,
@@ -192,11 +205,14 @@ mod tests {
         }
     }
 
+    /// A record as the kernel writes it: padded to a multiple of 8.
     fn record(ty: u32, body: &[u8]) -> Vec<u8> {
+        let size = (HEADER_LEN + body.len()).next_multiple_of(HEADER_LEN);
         let mut r = ty.to_ne_bytes().to_vec();
         r.extend_from_slice(&0u16.to_ne_bytes());
-        r.extend_from_slice(&((HEADER_LEN + body.len()) as u16).to_ne_bytes());
+        r.extend_from_slice(&(size as u16).to_ne_bytes());
         r.extend_from_slice(body);
+        r.resize(size, 0);
         r
     }
 
@@ -205,8 +221,9 @@ mod tests {
         let page = page_size();
         let ring = ring(page);
         let records = [record(9, b"first"), record(9, &[7; 24]), record(3, b"")];
-        // Start 16 bytes before the end: the second record wraps.
-        write(&ring, (page - 16) as u64, &records);
+        // Start 24 bytes before the end: the second record (32 bytes)
+        // starts 8 bytes before it and wraps.
+        write(&ring, (page - 24) as u64, &records);
         let mut seen = Vec::new();
         ring.drain(&mut Vec::new(), |r| seen.push(r.to_vec()));
         assert_eq!(seen, records);
@@ -217,11 +234,14 @@ mod tests {
     #[test]
     fn a_corrupt_size_stops_the_drain() {
         let ring = ring(page_size());
-        let mut bad = record(9, b"");
-        bad[6..8].copy_from_slice(&0u16.to_ne_bytes());
-        write(&ring, 0, &[record(9, b"ok"), bad]);
-        let mut n = 0;
-        ring.drain(&mut Vec::new(), |_| n += 1);
-        assert_eq!(n, 1);
+        for size in [0u16, 12, 64] {
+            let mut bad = record(9, &[1; 16]);
+            bad[6..8].copy_from_slice(&size.to_ne_bytes());
+            // 64: a record that would end past head.
+            write(&ring, 0, &[record(9, b"ok"), bad]);
+            let mut n = 0;
+            ring.drain(&mut Vec::new(), |_| n += 1);
+            assert_eq!(n, 1, "size {size}");
+        }
     }
 }
