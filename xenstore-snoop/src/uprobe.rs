@@ -7,6 +7,7 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use xenstore_proto::probe::ARGS;
 use xenstore_proto::Ident;
 
 const GROUP_PREFIX: &str = "xssnoop_";
@@ -35,8 +36,12 @@ pub fn tracefs() -> Result<PathBuf> {
 /// (~15 ns), so the kernel splits out only `dom`, and only when `dom_field`
 /// asks for it (the in-kernel `-d` filter compares it).
 pub fn fetch_args(args: &[String], dom_field: bool) -> Result<String> {
-    if args.len() < 6 {
-        bail!("probe has {} arguments, the contract needs 6", args.len());
+    if args.len() < ARGS.len() {
+        bail!(
+            "probe has {} arguments, the contract needs {}",
+            args.len(),
+            ARGS.len()
+        );
     }
     let a: Vec<String> = args.iter().map(|s| location(s)).collect::<Result<_>>()?;
     let dom = if dom_field {
