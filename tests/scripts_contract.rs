@@ -46,10 +46,9 @@ fn contract() -> BTreeMap<String, BTreeMap<String, Source>> {
         let (shift, width) = (f.shift, f.width);
         (f.name.to_string(), Source::Int { arg, shift, width })
     };
+    // A 64-bit argument read as it is.
     let whole = |name: &str, at: &str| {
-        let shift = 0;
-        let width = 64;
-        let arg = arg(at);
+        let (arg, shift, width) = (arg(at), 0, 64);
         (name.to_string(), Source::Int { arg, shift, width })
     };
     Probe::ALL
