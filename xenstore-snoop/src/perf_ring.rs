@@ -102,7 +102,7 @@ impl Ring {
 
     /// Hands each record now in the ring (header included, copied out and
     /// contiguous in `scratch`) to `f`, then frees their space. Stops at a
-    /// record too short to be one rather than spin on a corrupt ring.
+    /// record whose size cannot be right rather than spin or panic.
     pub fn drain(&self, scratch: &mut Vec<u8>, mut f: impl FnMut(&[u8])) {
         let meta = self.meta();
         // SAFETY: data_head and data_tail are aligned u64s in the mapped
@@ -123,7 +123,11 @@ impl Ring {
             let size = self.record_size(at);
             // The kernel writes whole records of 8-byte multiples; anything
             // else is a corrupt ring: stop, never spin or read past head.
-            if size < HEADER_LEN || !size.is_multiple_of(HEADER_LEN) || size as u64 > head - tail {
+            if size < HEADER_LEN
+                || !size.is_multiple_of(HEADER_LEN)
+                || size as u64 > head - tail
+                || size > self.data_size
+            {
                 break;
             }
             self.copy_out(at, size, scratch);
