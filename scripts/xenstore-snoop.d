@@ -2,7 +2,7 @@
 /*
  * xenstore-snoop.d - the classic xenstore-snoop output from DTrace (illumos,
  * FreeBSD), over the `xenstore` USDT provider of xenstored-shim. The probe
- * list and argument packing are xenstored-probes/src/xenstore.d;
+ * list and argument packing are the crate xenstore-proto's;
  * tests/scripts_contract.rs checks this file against it (probe names, argument order,
  * packing, op and error tables). ONLY CHECKED, NOT RUN: this project is
  * tested on Linux, where there is no DTrace (see man/xenstore-scripts.7).
@@ -68,7 +68,7 @@ xenstore*:::request
 }
 
 /*
- * arg1 conn<<32 | op<<16 | domid, arg2 tx<<32 | pid,
+ * arg1 conn<<32 | op<<16 | dom, arg2 tx<<32 | pid,
  * arg3 flags<<48 | errno<<32 | req_id, arg4 result or error name
  */
 xenstore*:::response

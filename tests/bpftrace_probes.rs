@@ -4,25 +4,47 @@ mod common;
 
 use common::shim::Shim;
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use xenstore_proto::wire::MsgType;
+use xenstore_proto::{Ident, Probe, RequestExtra, ResponseExtra, PROVIDER};
 
-const SCRIPT: &str = r#"
-BEGIN { printf("READY\n"); }
-usdt:BIN:xenstore:request {
+/// The packed fields unpacked as xenstore-proto says, so this test checks
+/// the crate's packing against the real probes.
+fn script(bin: &Path) -> String {
+    let (op, dom, conn) = (
+        Ident::OP.c_expr("arg1"),
+        Ident::DOM.c_expr("arg1"),
+        Ident::CONN.c_expr("arg1"),
+    );
+    let (req_id, errno) = (
+        RequestExtra::REQ_ID.c_expr("arg3"),
+        ResponseExtra::ERRNO.c_expr("arg3"),
+    );
+    let usdt = |probe: Probe| format!("usdt:{}:{PROVIDER}:{}", bin.display(), probe.name());
+    format!(
+        r#"
+BEGIN {{ printf("READY\n"); }}
+{} {{
   printf("REQ serial=%llu op=%llu dom=%llu req=%llu path=%s args=%s\n",
-         arg0, (arg1 >> 16) & 0xffff, arg1 & 0xffff, arg3 & 0xffffffff, str(arg4), str(arg5));
-}
-usdt:BIN:xenstore:response {
+         arg0, {op}, {dom}, {req_id}, str(arg4), str(arg5));
+}}
+{} {{
   printf("RSP serial=%llu op=%llu errno=%llu req=%llu result=%s\n",
-         arg0, (arg1 >> 16) & 0xffff, (arg3 >> 32) & 0xffff, arg3 & 0xffffffff, str(arg4));
-}
-usdt:BIN:xenstore:watch_event {
+         arg0, {op}, {errno}, {req_id}, str(arg4));
+}}
+{} {{
   printf("EVT serial=%llu conn=%llu firer=%llu path=%s token=%s\n",
-         arg0, arg1 >> 32, arg3, str(arg4), str(arg5));
+         arg0, {conn}, arg3, str(arg4), str(arg5));
+}}
+"#,
+        usdt(Probe::Request),
+        usdt(Probe::Response),
+        usdt(Probe::WatchEvent)
+    )
 }
-"#;
 
 fn field<'a>(line: &'a str, key: &str) -> &'a str {
     let start = line
@@ -64,7 +86,7 @@ fn bpftrace_sees_request_response_and_watch_event_with_one_serial() {
     }
     let shim = Shim::start();
     let bin = common::bin("xenstored-shim");
-    let script = SCRIPT.replace("BIN", bin.to_str().unwrap());
+    let script = script(&bin);
     let mut bt = Tracer(
         Command::new("bpftrace")
             .args(["-B", "line", "-e", &script])
@@ -105,12 +127,15 @@ fn bpftrace_sees_request_response_and_watch_event_with_one_serial() {
     assert_eq!(events.next().unwrap().unwrap(), "/bt/x");
     watch.wait().unwrap();
 
+    let write = (MsgType::Write as u32).to_string();
     let mut lines = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(20);
     let write_serial = loop {
         let line = next(deadline).unwrap_or_else(|_| panic!("no WRITE request seen: {lines:#?}"));
         lines.push(line.clone());
-        if line.starts_with("REQ ") && field(&line, "op") == "11" && field(&line, "path") == "/bt/x"
+        if line.starts_with("REQ ")
+            && field(&line, "op") == write
+            && field(&line, "path") == "/bt/x"
         {
             assert_eq!(field(&line, "args"), "hello");
             assert_eq!(field(&line, "dom"), "0");
@@ -129,7 +154,7 @@ fn bpftrace_sees_request_response_and_watch_event_with_one_serial() {
         }
     }
     let response = response.unwrap();
-    assert_eq!(field(&response, "op"), "11");
+    assert_eq!(field(&response, "op"), write);
     assert_eq!(field(&response, "errno"), "0");
     assert_eq!(field(&response, "result"), "OK");
     let event = event.unwrap();
@@ -154,18 +179,11 @@ fn bpftrace_lists_every_declared_probe() {
         .output()
         .expect("bpftrace must be installed");
     let listed = String::from_utf8_lossy(&out.stdout);
-    for probe in [
-        "request",
-        "response",
-        "watch_event",
-        "conn_open",
-        "conn_close",
-        "tx_end",
-    ] {
+    for probe in Probe::ALL.map(Probe::name) {
         assert!(
             listed
                 .lines()
-                .any(|l| l.ends_with(&format!(":xenstore:{probe}"))),
+                .any(|l| l.ends_with(&format!(":{PROVIDER}:{probe}"))),
             "{probe} not listed:\n{listed}"
         );
     }

@@ -7,10 +7,10 @@ mod common;
 use std::time::Duration;
 
 use common::shim::{wait_for, Shim};
+use xenstore_proto::wire::{Header, PAYLOAD_MAX};
 use xenstored_probes::guest::{Guest, SocketLink, Xs};
 use xenstored_probes::ring::sim::SimGuest;
 use xenstored_probes::ring::{Field, ERROR_NONE, ERROR_PROTO, ERROR_RINGIDX, RING_SIZE};
-use xenstored_probes::wire::{Header, PAYLOAD_MAX};
 
 const GFN: u64 = 0xfeffc;
 const PORT: u32 = 1;

@@ -7,7 +7,7 @@ use common::wire;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
-use xenstored_probes::wire::Header;
+use xenstore_proto::wire::Header;
 
 const READ: u32 = 2;
 const WATCH: u32 = 4;

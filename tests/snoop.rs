@@ -296,27 +296,7 @@ fn json_lines_parse_with_the_schema() {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
     for r in &records {
-        for key in [
-            "kind",
-            "ts",
-            "mono_ns",
-            "serial",
-            "conn",
-            "dom",
-            "pid",
-            "tx",
-            "req_id",
-            "op",
-            "path",
-            "value",
-            "result",
-            "error",
-            "error_reason",
-            "latency_us",
-            "fired_by",
-            "token",
-            "truncated",
-        ] {
+        for key in xenstore_snoop::output::JSON_KEYS {
             assert!(r.get(key).is_some(), "{key} missing: {r}");
         }
     }

@@ -1,8 +1,8 @@
 //! Raw wire messages, for tests that send what no client would, framed by
-//! the daemon's own `xenstored_probes::wire::Header`.
+//! the shared `xenstore_proto::wire::Header`.
 
 use std::io::Read;
-use xenstored_probes::wire::{Header, MsgType, HEADER_LEN};
+use xenstore_proto::wire::{Header, MsgType, HEADER_LEN};
 
 /// One message: header, then payload.
 pub fn message(ty: u32, req_id: u32, tx_id: u32, payload: &[u8]) -> Vec<u8> {

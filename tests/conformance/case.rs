@@ -188,7 +188,7 @@ fn parse_step(line: &str) -> Result<(String, Action), String> {
             let ty = op
                 .parse::<u32>()
                 .ok()
-                .or_else(|| xenstored_probes::wire::msg_type_by_name(&op))
+                .or_else(|| xenstore_proto::wire::msg_type_by_name(&op))
                 .ok_or(format!("unknown message type {op}"))?;
             Action::Send {
                 ty,

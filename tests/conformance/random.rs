@@ -205,7 +205,7 @@ pub fn to_dsl(case: &Case) -> String {
                 capture,
                 ..
             } => {
-                let name = xenstored_probes::wire::msg_name(*ty)
+                let name = xenstore_proto::wire::msg_name(*ty)
                     .map(|n| n.trim_start_matches("XS_").to_string())
                     .unwrap_or_else(|| ty.to_string());
                 let tx = match tx {

@@ -7,7 +7,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
-use xenstored_probes::wire::{Header, MsgType, HEADER_LEN};
+use xenstore_proto::wire::{Header, MsgType, HEADER_LEN};
 
 /// Generous: the daemons answer in microseconds, but CI machines are shared.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(3);
@@ -159,7 +159,7 @@ impl Msg {
             names.sort();
             names.first().map(|n| format!("${n}"))
         };
-        let ty = xenstored_probes::wire::msg_name(self.ty)
+        let ty = xenstore_proto::wire::msg_name(self.ty)
             .map(|n| n.trim_start_matches("XS_").to_string())
             .unwrap_or_else(|| self.ty.to_string());
         let tx = match self.tx_id {

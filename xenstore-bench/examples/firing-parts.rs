@@ -37,6 +37,7 @@ use xenstore_bench::probe_loop::ProbeLoop;
 use xenstore_bench::stats::median;
 use xenstore_bench::tracers::{Tracer, TracerKind};
 use xenstore_bench::uprobe::{BareUprobes, Fetch};
+use xenstore_proto::Probe;
 use xenstore_snoop::format::Format;
 use xenstore_snoop::perf::Rings;
 use xenstore_snoop::uprobe::Group;
@@ -211,7 +212,10 @@ impl SnoopGroup {
         let mut ids = Vec::new();
         let mut seen: HashMap<String, u32> = HashMap::new();
         for p in xenstore_bench::uprobe::sites(binary)? {
-            if p.name != "request" && p.name != "response" {
+            if ![Probe::Request, Probe::Response]
+                .map(Probe::name)
+                .contains(&p.name.as_str())
+            {
                 continue;
             }
             let n = seen.entry(p.name.clone()).or_default();
@@ -373,27 +377,19 @@ fn walk_page(page: &[u8], ids: &[u16]) -> (u64, bool) {
     (n, commit & (3 << 30) != 0)
 }
 
-/// Perf rings with a choice the snooper's perf module does not offer:
-/// events scoped to one process (pid, each CPU, inherit) sampling TIME|RAW.
+/// Perf events with a choice the snooper's perf module does not offer:
+/// scoped to one process (pid, each CPU, inherit) sampling TIME|RAW, into
+/// the snooper's perf rings.
 mod raw_perf {
     use anyhow::{bail, Result};
     use perf_event_open_sys as sys;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use xenstore_snoop::perf_ring::Ring;
 
     pub struct Rings {
         _fds: Vec<OwnedFd>,
-        maps: Vec<(*mut u8, usize)>,
-    }
-
-    // SAFETY: the mappings are ours alone.
-    unsafe impl Send for Rings {}
-
-    impl Drop for Rings {
-        fn drop(&mut self) {
-            for &(base, len) in &self.maps {
-                unsafe { libc::munmap(base.cast(), len) };
-            }
-        }
+        rings: Vec<Ring>,
+        scratch: Vec<u8>,
     }
 
     impl Rings {
@@ -403,8 +399,7 @@ mod raw_perf {
             with_tid: bool,
             data_size: usize,
         ) -> Result<Rings> {
-            let page = 4096;
-            let (mut fds, mut maps) = (Vec::new(), Vec::new());
+            let (mut fds, mut rings) = (Vec::new(), Vec::new());
             // Every thread the process has now; inherit covers later ones.
             let tids: Vec<i32> = match pid {
                 Some(pid) => std::fs::read_dir(format!("/proc/{pid}/task"))?
@@ -435,6 +430,7 @@ mod raw_perf {
                         attr.set_inherit(pid.is_some() as u64);
                         attr.set_watermark(1);
                         attr.__bindgen_anon_2.wakeup_watermark = (data_size / 8) as u32;
+                        // SAFETY: attr is a valid perf_event_attr of its declared size.
                         let fd = unsafe {
                             sys::perf_event_open(
                                 &mut attr,
@@ -447,27 +443,15 @@ mod raw_perf {
                         if fd < 0 {
                             bail!("perf_event_open: {}", std::io::Error::last_os_error());
                         }
+                        // SAFETY: a new fd nothing else owns.
                         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
                         match ring {
                             None => {
-                                let len = data_size + page;
-                                let base = unsafe {
-                                    libc::mmap(
-                                        std::ptr::null_mut(),
-                                        len,
-                                        libc::PROT_READ | libc::PROT_WRITE,
-                                        libc::MAP_SHARED,
-                                        fd.as_raw_fd(),
-                                        0,
-                                    )
-                                };
-                                if base == libc::MAP_FAILED {
-                                    bail!("mmap: {}", std::io::Error::last_os_error());
-                                }
-                                maps.push((base.cast(), len));
+                                rings.push(Ring::map(&fd, data_size)?);
                                 ring = Some(fd.as_raw_fd());
                             }
                             Some(out) => {
+                                // SAFETY: both fds are open perf events of ours.
                                 if unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), out) } < 0 {
                                     bail!("SET_OUTPUT: {}", std::io::Error::last_os_error());
                                 }
@@ -477,33 +461,21 @@ mod raw_perf {
                     }
                 }
             }
-            Ok(Rings { _fds: fds, maps })
+            Ok(Rings {
+                _fds: fds,
+                rings,
+                scratch: Vec::new(),
+            })
         }
 
         /// Frees every ring's space; returns the sample records it held.
         pub fn drain(&mut self) -> u64 {
             let mut n = 0;
-            for &(base, len) in &self.maps {
-                let meta = base as *mut sys::bindings::perf_event_mmap_page;
-                let data_size = len - 4096;
-                let data = unsafe { base.add(4096) };
-                let head = unsafe { std::ptr::read_volatile(&(*meta).data_head) };
-                std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
-                let mut tail = unsafe { (*meta).data_tail };
-                while tail < head {
-                    let at = (tail as usize) & (data_size - 1);
-                    // Record headers are 8-byte aligned and never wrap.
-                    let hdr = unsafe { std::slice::from_raw_parts(data.add(at), 8) };
-                    let ty = u32::from_ne_bytes(hdr[0..4].try_into().unwrap());
-                    let size = u16::from_ne_bytes(hdr[6..8].try_into().unwrap()) as u64;
-                    if size < 8 {
-                        break;
-                    }
+            for ring in &self.rings {
+                ring.drain(&mut self.scratch, |rec| {
+                    let ty = u32::from_ne_bytes(rec[0..4].try_into().unwrap());
                     n += (ty == sys::bindings::PERF_RECORD_SAMPLE) as u64;
-                    tail += size;
-                }
-                std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-                unsafe { std::ptr::write_volatile(&mut (*meta).data_tail, tail) };
+                });
             }
             n
         }

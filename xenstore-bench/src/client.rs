@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use xenstored_probes::wire::{Header, MsgType, HEADER_LEN, PAYLOAD_MAX};
+use xenstore_proto::wire::{Header, MsgType, HEADER_LEN, PAYLOAD_MAX};
 
 const MSG_MAX: usize = HEADER_LEN + PAYLOAD_MAX;
 

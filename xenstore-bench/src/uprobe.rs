@@ -4,6 +4,7 @@
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
+use xenstore_proto::Probe;
 use xenstore_snoop::sdt::{read_probes, SdtProbe};
 use xenstore_snoop::uprobe::fetch_args;
 
@@ -14,7 +15,7 @@ const TRACEFS: &str = "/sys/kernel/tracing";
 pub fn sites(binary: &Path) -> Result<Vec<SdtProbe>> {
     let sites: Vec<SdtProbe> = read_probes(binary)?
         .into_iter()
-        .filter(|p| p.provider == "xenstore")
+        .filter(|p| p.provider == xenstore_proto::PROVIDER)
         .collect();
     if sites.is_empty() {
         bail!("{} has no xenstore probes", binary.display());
@@ -46,7 +47,11 @@ impl BareUprobes {
         let mut names = Vec::new();
         for (i, site) in sites(binary)?
             .iter()
-            .filter(|s| s.name == "request" || s.name == "response")
+            .filter(|s| {
+                [Probe::Request, Probe::Response]
+                    .map(Probe::name)
+                    .contains(&s.name.as_str())
+            })
             .enumerate()
         {
             names.push(format!("{}_{i}", site.name));

@@ -111,7 +111,7 @@ impl Worker {
             Workload::Txn => loop {
                 let tx = c.tx_start()?;
                 let reply = c.call(
-                    xenstored_probes::wire::MsgType::Read,
+                    xenstore_proto::wire::MsgType::Read,
                     tx,
                     &[&self.counter, b"\0"],
                 )?;

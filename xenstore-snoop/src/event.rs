@@ -2,43 +2,10 @@
 
 use crate::format::{Field, Format};
 use anyhow::{bail, Result};
+use xenstore_proto::{flag, Client, Ident, RequestExtra, ResponseExtra};
 
-/// The probes of the `xenstore` provider (xenstored-probes/src/xenstore.d).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Probe {
-    Request,
-    Response,
-    WatchEvent,
-    ConnOpen,
-    ConnClose,
-    TxEnd,
-}
-
-impl Probe {
-    pub const ALL: [Probe; 6] = [
-        Probe::Request,
-        Probe::Response,
-        Probe::WatchEvent,
-        Probe::ConnOpen,
-        Probe::ConnClose,
-        Probe::TxEnd,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Probe::Request => "request",
-            Probe::Response => "response",
-            Probe::WatchEvent => "watch_event",
-            Probe::ConnOpen => "conn_open",
-            Probe::ConnClose => "conn_close",
-            Probe::TxEnd => "tx_end",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Probe> {
-        Probe::ALL.into_iter().find(|p| p.name() == name)
-    }
-}
+/// The probes of the `xenstore` provider, as xenstore-proto lists them.
+pub use xenstore_proto::Probe;
 
 /// One probe firing, fields as the contract defines them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,25 +25,25 @@ pub struct Event {
 }
 
 impl Event {
-    /// request/response: the client's req_id.
+    /// request/response: the client's req_id (the same bits in both).
     pub fn req_id(&self) -> u32 {
-        self.extra as u32
+        RequestExtra::unpack(self.extra).req_id
     }
     /// response: the errno of a failed request (0 on success).
     pub fn errno(&self) -> u32 {
         match self.probe {
-            Probe::Response => ((self.extra >> 32) & 0xffff) as u32,
+            Probe::Response => ResponseExtra::unpack(self.extra).errno.into(),
             _ => 0,
         }
     }
     /// Whether the daemon cut str1 or str2 to fit the probe.
     pub fn truncated(&self) -> bool {
         let flags = match self.probe {
-            Probe::Request => self.extra >> 32,
-            Probe::Response => self.extra >> 48,
+            Probe::Request => RequestExtra::unpack(self.extra).flags,
+            Probe::Response => ResponseExtra::unpack(self.extra).flags.into(),
             _ => 0,
         };
-        flags & 3 != 0
+        flags & u32::from(flag::TRUNCATED) != 0
     }
 }
 
@@ -88,12 +55,12 @@ struct Part {
 }
 
 impl Part {
-    /// `own` if the format has it (older layouts split every packed arg
-    /// in the kernel; `dom` is split out for the kernel filter), else
-    /// `bits` bits at `shift` of the packed field.
-    fn find(format: &Format, own: &str, packed: &str, shift: u32, bits: u32) -> Result<Part> {
-        let mask = (1u64 << bits) - 1;
-        Ok(match format.field(own) {
+    /// A field of its own named as `part` if the format has one (older
+    /// layouts split every packed arg in the kernel; `dom` is split out for
+    /// the kernel filter), else `part`'s bits of the field `packed`.
+    fn find(format: &Format, part: xenstore_proto::Field, packed: &str) -> Result<Part> {
+        let mask = part.mask();
+        Ok(match format.field(part.name) {
             Ok(f) => Part {
                 field: f.clone(),
                 shift: 0,
@@ -101,7 +68,7 @@ impl Part {
             },
             Err(_) => Part {
                 field: format.field(packed)?.clone(),
-                shift,
+                shift: part.shift,
                 mask,
             },
         })
@@ -138,12 +105,11 @@ impl Decoder {
             probe,
             id: format.id,
             serial: f("serial")?,
-            // ident = conn << 32 | op << 16 | dom; client = tx << 32 | pid
-            dom: Part::find(format, "dom", "ident", 0, 16)?,
-            op: Part::find(format, "op", "ident", 16, 16)?,
-            conn: Part::find(format, "conn", "ident", 32, 32)?,
-            pid: Part::find(format, "pid", "client", 0, 32)?,
-            tx: Part::find(format, "tx", "client", 32, 32)?,
+            dom: Part::find(format, Ident::DOM, "ident")?,
+            op: Part::find(format, Ident::OP, "ident")?,
+            conn: Part::find(format, Ident::CONN, "ident")?,
+            pid: Part::find(format, Client::PID, "client")?,
+            tx: Part::find(format, Client::TX, "client")?,
             extra: f("extra")?,
             s1,
             s2: f("s2")?,
@@ -191,7 +157,12 @@ mod tests {
             conn: 1,
             pid: 0,
             tx: 0,
-            extra: (2 << 48) | (2 << 32) | 77,
+            extra: ResponseExtra {
+                flags: flag::STR2_TRUNCATED,
+                errno: 2,
+                req_id: 77,
+            }
+            .pack(),
             s1: "ENOENT".into(),
             s2: String::new(),
         };
@@ -199,7 +170,11 @@ mod tests {
         e.probe = Probe::Request;
         e.extra = 77;
         assert_eq!((e.req_id(), e.errno(), e.truncated()), (77, 0, false));
-        e.extra = (1 << 32) | 77;
+        e.extra = RequestExtra {
+            flags: flag::STR1_TRUNCATED.into(),
+            req_id: 77,
+        }
+        .pack();
         assert_eq!((e.req_id(), e.errno(), e.truncated()), (77, 0, true));
     }
 
@@ -217,7 +192,11 @@ mod tests {
         put(&mut rec, 40, 3);
         put(&mut rec, 48, 100);
         put(&mut rec, 56, 5);
-        put(&mut rec, 64, (1 << 32) | 8);
+        let extra = RequestExtra {
+            flags: flag::STR1_TRUNCATED.into(),
+            req_id: 8,
+        };
+        put(&mut rec, 64, extra.pack());
         let s1 = b"device/vbd/0/state\0";
         rec[72..76].copy_from_slice(&(((s1.len() as u32) << 16) | 80).to_ne_bytes());
         rec.extend_from_slice(s1);
@@ -262,9 +241,23 @@ mod tests {
             rec[off..off + 8].copy_from_slice(&v.to_ne_bytes())
         };
         put(&mut rec, 16, 9);
-        put(&mut rec, 24, (0x8000_0003 << 32) | (2 << 16) | 0xfff6);
-        put(&mut rec, 32, (0x8000_0005 << 32) | 0xffff_fffe);
-        put(&mut rec, 40, (2 << 32) | 8);
+        let ident = Ident {
+            conn: 0x8000_0003,
+            op: 2,
+            dom: 0xfff6,
+        };
+        let client = Client {
+            tx: 0x8000_0005,
+            pid: 0xffff_fffe,
+        };
+        let extra = ResponseExtra {
+            flags: 0,
+            errno: 2,
+            req_id: 8,
+        };
+        put(&mut rec, 24, ident.pack());
+        put(&mut rec, 32, client.pack());
+        put(&mut rec, 40, extra.pack());
         rec[48..52].copy_from_slice(&((7u32 << 16) | 56).to_ne_bytes());
         rec.extend_from_slice(b"ENOENT\0");
         rec[52..56].copy_from_slice(&((1u32 << 16) | 63).to_ne_bytes());

@@ -61,9 +61,10 @@ impl Filter {
 mod tests {
     use super::*;
     use crate::event::Probe;
-    use crate::pairing::{tests::ev, Pairing};
+    use crate::pairing::tests::{ev, response_extra};
+    use crate::pairing::Pairing;
 
-    fn op(serial: u64, op: u16, path: &str, dom: u16, errno: u64) -> Record {
+    fn op(serial: u64, op: u16, path: &str, dom: u16, errno: u16) -> Record {
         let mut p = Pairing::new();
         let mut req = ev(Probe::Request, serial, op, path, "");
         req.dom = dom;
@@ -75,7 +76,7 @@ mod tests {
             if errno == 0 { "OK" } else { "ENOENT" },
             "",
         );
-        resp.extra = errno << 32;
+        resp.extra = response_extra(errno, 0);
         p.push(resp).unwrap()
     }
 

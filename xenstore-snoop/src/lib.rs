@@ -1,6 +1,9 @@
 //! xenstore-snoop: live tracing of a running xenstored-shim through its
 //! `xenstore` USDT probes, read with tracefs uprobes and perf ring buffers.
 
+// Every unsafe block says why it is sound.
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod cli;
 pub mod event;
 pub mod filter;
@@ -8,6 +11,7 @@ pub mod format;
 pub mod output;
 pub mod pairing;
 pub mod perf;
+pub mod perf_ring;
 pub mod sdt;
 pub mod session;
 pub mod summary;

@@ -35,6 +35,7 @@ pub fn clock_ns(clock: libc::clockid_t) -> u64 {
         tv_sec: 0,
         tv_nsec: 0,
     };
+    // SAFETY: ts is a valid timespec for the call to fill.
     unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
@@ -204,6 +205,30 @@ fn push_column(l: &mut String, n: Option<u64>, width: usize) {
     l.extend(std::iter::repeat_n(' ', pad + 1));
 }
 
+/// The keys of every JSON line, in the order written: [`JsonRecord`]'s
+/// fields (its unit test checks they agree).
+pub const JSON_KEYS: [&str; 19] = [
+    "kind",
+    "ts",
+    "mono_ns",
+    "serial",
+    "conn",
+    "dom",
+    "pid",
+    "tx",
+    "req_id",
+    "op",
+    "path",
+    "value",
+    "result",
+    "error",
+    "error_reason",
+    "latency_us",
+    "fired_by",
+    "token",
+    "truncated",
+];
+
 /// The JSON line schema shared with scripts/xs-stack-correlate.
 #[derive(Serialize)]
 pub struct JsonRecord<'a> {
@@ -260,7 +285,8 @@ impl<'a> JsonRecord<'a> {
 mod tests {
     use super::*;
     use crate::event::Probe;
-    use crate::pairing::{tests::ev, Pairing};
+    use crate::pairing::tests::{ev, response_extra};
+    use crate::pairing::Pairing;
 
     // The snooper writes both into its output buffer; tests want strings.
     impl TextStyle {
@@ -319,7 +345,7 @@ mod tests {
         );
         p.push(ev(Probe::Request, 2, 2, "device/vif/0/type", ""));
         let mut resp = ev(Probe::Response, 2, 2, "ENOENT", "no such node");
-        resp.extra = 2 << 32;
+        resp.extra = response_extra(2, 0);
         let r = p.push(resp).unwrap();
         assert_eq!(
             style.line(&r, &clock()),
@@ -379,32 +405,13 @@ mod tests {
         let mut p = Pairing::new();
         p.push(ev(Probe::Request, 5, 2, "/a", ""));
         let mut resp = ev(Probe::Response, 5, 2, "ENOENT", "");
-        resp.extra = (2 << 32) | 9;
+        resp.extra = response_extra(2, 9);
         let r = p.push(resp).unwrap();
         let v: serde_json::Value = serde_json::from_str(&json_line(&r, &clock())).unwrap();
-        for key in [
-            "kind",
-            "ts",
-            "mono_ns",
-            "serial",
-            "conn",
-            "dom",
-            "pid",
-            "tx",
-            "req_id",
-            "op",
-            "path",
-            "value",
-            "result",
-            "error",
-            "error_reason",
-            "latency_us",
-            "fired_by",
-            "token",
-            "truncated",
-        ] {
-            assert!(v.get(key).is_some(), "missing {key}: {v}");
-        }
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut schema = JSON_KEYS.to_vec();
+        schema.sort();
+        assert_eq!(keys, schema, "JSON_KEYS is not what JsonRecord writes");
         assert_eq!(v["kind"], "op");
         assert_eq!(v["op"], "XS_READ");
         assert_eq!(v["error"], "ENOENT");

@@ -4,7 +4,7 @@
 use crate::event::{Event, Probe};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use xenstored_probes::wire;
+use xenstore_proto::wire;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -230,12 +230,22 @@ pub(crate) mod tests {
         }
     }
 
+    /// A response's extra: `errno` (0: success) for request `req_id`.
+    pub fn response_extra(errno: u16, req_id: u32) -> u64 {
+        xenstore_proto::ResponseExtra {
+            flags: 0,
+            errno,
+            req_id,
+        }
+        .pack()
+    }
+
     #[test]
     fn request_and_reply_make_one_record() {
         let mut p = Pairing::new();
         assert_eq!(p.push(ev(Probe::Request, 1, 2, "/a", "")), None);
         let mut resp = ev(Probe::Response, 1, 2, "ENOENT", "no node");
-        resp.extra = (2 << 32) | 5;
+        resp.extra = response_extra(2, 5);
         resp.mono_ns = 4500;
         let r = p.push(resp).unwrap();
         assert_eq!(r.kind, Kind::Op);

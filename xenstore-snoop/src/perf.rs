@@ -4,10 +4,10 @@
 //! Killing the reader closes the fds, which unregisters the uprobes and
 //! drops the daemon's semaphores back to zero: nothing is left firing.
 
+use crate::perf_ring::{page_size, Ring};
 use anyhow::{Context, Result};
 use perf_event_open_sys as sys;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{fence, Ordering};
 
 const SAMPLE_TYPE: u64 = sys::bindings::PERF_SAMPLE_TID as u64
     | sys::bindings::PERF_SAMPLE_TIME as u64
@@ -22,15 +22,9 @@ pub struct Sample<'a> {
     pub raw: &'a [u8],
 }
 
-struct Ring {
-    /// The fd that owns the mapping; the CPU's other events write into it.
-    fd: OwnedFd,
-    base: *mut u8,
-    len: usize,
-    data_size: usize,
-}
-
 pub struct Rings {
+    /// One per CPU, mapped from its first event; the CPU's other events
+    /// write into it.
     rings: Vec<Ring>,
     /// Every event fd, kept open for as long as we trace.
     fds: Vec<OwnedFd>,
@@ -58,15 +52,6 @@ impl Drop for Rings {
     }
 }
 
-// SAFETY: a Ring owns its mapping outright; nothing else points into it.
-unsafe impl Send for Ring {}
-
-impl Drop for Ring {
-    fn drop(&mut self) {
-        unsafe { libc::munmap(self.base.cast(), self.len) };
-    }
-}
-
 /// The CPUs the kernel has online (`/sys/devices/system/cpu/online`, e.g. "0-3,6").
 pub fn online_cpus() -> Result<Vec<u32>> {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/online")
@@ -89,8 +74,7 @@ impl Rings {
     /// power of two of pages) per CPU. `filter` is an in-kernel event filter
     /// (`dom == 6 || dom == 7`) applied to every event.
     pub fn open(ids: &[u16], ring_bytes: usize, filter: Option<&str>) -> Result<Rings> {
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        let data_size = ring_bytes.next_power_of_two().max(page);
+        let data_size = ring_bytes.next_power_of_two().max(page_size());
         let mut rings = Vec::new();
         let mut fds = Vec::new();
         for cpu in online_cpus()? {
@@ -99,6 +83,7 @@ impl Rings {
                 let fd = open_event(id, cpu, data_size)?;
                 if let Some(f) = filter {
                     let c = std::ffi::CString::new(f)?;
+                    // SAFETY: a NUL-terminated filter the kernel only reads.
                     if unsafe { sys::ioctls::SET_FILTER(fd.as_raw_fd(), c.as_ptr() as *mut _) } < 0
                     {
                         return Err(std::io::Error::last_os_error())
@@ -108,9 +93,10 @@ impl Rings {
                 match ring_fd {
                     None => {
                         ring_fd = Some(fd.as_raw_fd());
-                        rings.push(map_ring(&fd, data_size, page)?);
+                        rings.push(Ring::map(&fd, data_size)?);
                     }
                     Some(out) => {
+                        // SAFETY: both fds are open perf events of ours.
                         if unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), out) } < 0 {
                             return Err(std::io::Error::last_os_error())
                                 .context("redirecting a perf event into its CPU's ring");
@@ -144,6 +130,7 @@ impl Rings {
 
     pub fn enable(&self) -> Result<()> {
         for fd in &self.fds {
+            // SAFETY: an open perf event fd of ours.
             if unsafe { sys::ioctls::ENABLE(fd.as_raw_fd(), 0) } < 0 {
                 return Err(std::io::Error::last_os_error()).context("enabling a perf event");
             }
@@ -157,11 +144,12 @@ impl Rings {
             .rings
             .iter()
             .map(|r| libc::pollfd {
-                fd: r.fd.as_raw_fd(),
+                fd: r.fd(),
                 events: libc::POLLIN,
                 revents: 0,
             })
             .collect();
+        // SAFETY: pfds is a live array of pfds.len() pollfds.
         let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as _, timeout_ms) };
         if n < 0 {
             let e = std::io::Error::last_os_error();
@@ -174,23 +162,10 @@ impl Rings {
 
     /// Hands every sample now in the rings to `f`, and frees their space.
     pub fn drain(&mut self, mut f: impl FnMut(Sample)) {
-        for i in 0..self.rings.len() {
-            let ring = &self.rings[i];
-            let meta = ring.base as *mut sys::bindings::perf_event_mmap_page;
-            let data = unsafe { ring.base.add(ring.data_offset()) };
-            let head = unsafe { std::ptr::read_volatile(&(*meta).data_head) };
-            fence(Ordering::Acquire);
-            let mut tail = unsafe { (*meta).data_tail };
-            let mask = ring.data_size as u64 - 1;
-            while tail < head {
-                let at = (tail & mask) as usize;
-                let rec = copy_out(data, ring.data_size, at, 8, &mut self.scratch);
+        let lost = &mut self.lost_records;
+        for ring in &self.rings {
+            ring.drain(&mut self.scratch, |rec| {
                 let ty = u32::from_ne_bytes(rec[0..4].try_into().unwrap());
-                let size = u16::from_ne_bytes(rec[6..8].try_into().unwrap()) as usize;
-                if size < 8 {
-                    break; // corrupt ring; never spin
-                }
-                let rec = copy_out(data, ring.data_size, at, size, &mut self.scratch);
                 match ty {
                     sys::bindings::PERF_RECORD_SAMPLE => {
                         if let Some(s) = parse_sample(rec) {
@@ -198,27 +173,19 @@ impl Rings {
                         }
                     }
                     sys::bindings::PERF_RECORD_LOST if rec.len() >= 24 => {
-                        self.lost_records += u64::from_ne_bytes(rec[16..24].try_into().unwrap());
+                        *lost += u64::from_ne_bytes(rec[16..24].try_into().unwrap());
                     }
                     _ => {}
                 }
-                tail += size as u64;
-            }
-            fence(Ordering::Release);
-            unsafe { std::ptr::write_volatile(&mut (*meta).data_tail, tail) };
+            });
         }
-    }
-}
-
-impl Ring {
-    fn data_offset(&self) -> usize {
-        self.len - self.data_size
     }
 }
 
 /// The lost-sample count read() reports with PERF_FORMAT_LOST.
 fn fd_lost(fd: &OwnedFd) -> Option<u64> {
     let mut buf = [0u64; 2]; // value, lost
+                             // SAFETY: buf has room for the 16 bytes asked.
     let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), 16) };
     (n == 16).then_some(buf[1])
 }
@@ -260,6 +227,7 @@ fn open_event_with(
     // picks up the stragglers at low rates.
     attr.set_watermark(1);
     attr.__bindgen_anon_2.wakeup_watermark = (data_size / 8) as u32;
+    // SAFETY: attr is a valid perf_event_attr of its declared size.
     let fd = unsafe {
         sys::perf_event_open(
             &mut attr,
@@ -272,55 +240,8 @@ fn open_event_with(
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }
+    // SAFETY: a new fd nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn map_ring(fd: &OwnedFd, data_size: usize, page: usize) -> Result<Ring> {
-    let len = data_size + page;
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            fd.as_raw_fd(),
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error()).with_context(|| {
-            format!(
-                "mapping a {} MB perf ring (RLIMIT_MEMLOCK / perf_event_mlock_kb?)",
-                data_size >> 20
-            )
-        });
-    }
-    let dup = unsafe { libc::dup(fd.as_raw_fd()) };
-    if dup < 0 {
-        return Err(std::io::Error::last_os_error()).context("dup of a perf fd");
-    }
-    Ok(Ring {
-        fd: unsafe { OwnedFd::from_raw_fd(dup) },
-        base: base.cast(),
-        len,
-        data_size,
-    })
-}
-
-/// `len` bytes of the ring's data area from `at`, contiguous: borrowed in
-/// place, or copied into `scratch` when they wrap past the end.
-fn copy_out(data: *const u8, size: usize, at: usize, len: usize, scratch: &mut Vec<u8>) -> &[u8] {
-    if at + len <= size {
-        // SAFETY: within the mapping, which outlives the drain that reads it.
-        return unsafe { std::slice::from_raw_parts(data.add(at), len) };
-    }
-    scratch.clear();
-    let first = size - at;
-    unsafe {
-        scratch.extend_from_slice(std::slice::from_raw_parts(data.add(at), first));
-        scratch.extend_from_slice(std::slice::from_raw_parts(data, len - first));
-    }
-    scratch
 }
 
 /// header, pid/tid, time, raw size, raw data (SAMPLE_TYPE's order).
@@ -358,13 +279,5 @@ mod tests {
         let s = parse_sample(&rec).unwrap();
         assert_eq!((s.pid, s.tid, s.time_ns, s.raw), (5, 6, 77, &b"abc"[..]));
         assert!(parse_sample(&rec[..30]).is_none());
-    }
-
-    #[test]
-    fn wrapped_records_come_out_whole() {
-        let data = *b"cdefab";
-        let mut scratch = Vec::new();
-        assert_eq!(copy_out(data.as_ptr(), 6, 4, 4, &mut scratch), b"abcd");
-        assert_eq!(copy_out(data.as_ptr(), 6, 0, 3, &mut scratch), b"cde");
     }
 }

@@ -17,7 +17,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xenstored_probes::wire;
+use xenstore_proto::wire;
 
 /// Builds the record filter from the flags.
 pub fn filter_from(args: &Args) -> Result<Filter> {
@@ -61,13 +61,14 @@ enum Stop {
 pub fn run(args: &Args) -> Result<i32> {
     let filter = filter_from(args)?;
     let tracefs = tracefs()?;
+    // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         bail!("xenstore-snoop needs root (uprobes and perf_event_open)");
     }
     let target = target::find(args.daemon_pid, args.binary.as_deref())?;
     let probes: Vec<sdt::SdtProbe> = sdt::read_probes(&target.binary)?
         .into_iter()
-        .filter(|p| p.provider == "xenstore" && Probe::from_name(&p.name).is_some())
+        .filter(|p| p.provider == xenstore_proto::PROVIDER && Probe::from_name(&p.name).is_some())
         .collect();
     for needed in [Probe::Request, Probe::Response] {
         if !probes.iter().any(|p| p.name == needed.name()) {

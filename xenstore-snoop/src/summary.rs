@@ -146,7 +146,8 @@ fn table(header: &[&str]) -> Table {
 mod tests {
     use super::*;
     use crate::event::Probe;
-    use crate::pairing::{tests::ev, Pairing};
+    use crate::pairing::tests::{ev, response_extra};
+    use crate::pairing::Pairing;
 
     #[test]
     fn counts_errors_percentiles_and_fanout() {
@@ -157,7 +158,7 @@ mod tests {
             let mut resp = ev(Probe::Response, serial, 2, "x", "");
             resp.mono_ns = serial * 1000 + serial * 1000; // latency = serial µs
             if serial % 10 == 0 {
-                resp.extra = 2 << 32;
+                resp.extra = response_extra(2, 0);
             }
             s.add(&p.push(resp).unwrap());
         }

@@ -7,6 +7,8 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use xenstore_proto::probe::ARGS;
+use xenstore_proto::Ident;
 
 const GROUP_PREFIX: &str = "xssnoop_";
 
@@ -18,6 +20,7 @@ pub fn tracefs() -> Result<PathBuf> {
             return Ok(dir.to_path_buf());
         }
     }
+    // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         bail!("tracefs is not accessible: run xenstore-snoop as root");
     }
@@ -33,12 +36,18 @@ pub fn tracefs() -> Result<PathBuf> {
 /// (~15 ns), so the kernel splits out only `dom`, and only when `dom_field`
 /// asks for it (the in-kernel `-d` filter compares it).
 pub fn fetch_args(args: &[String], dom_field: bool) -> Result<String> {
-    if args.len() < 6 {
-        bail!("probe has {} arguments, the contract needs 6", args.len());
+    if args.len() < ARGS.len() {
+        bail!(
+            "probe has {} arguments, the contract needs {}",
+            args.len(),
+            ARGS.len()
+        );
     }
     let a: Vec<String> = args.iter().map(|s| location(s)).collect::<Result<_>>()?;
     let dom = if dom_field {
-        format!("dom={}:b16@0/64 ", a[1])
+        // A bitfield fetch: WIDTH bits at SHIFT of the 64-bit ident.
+        let f = Ident::DOM;
+        format!("{}={}:b{}@{}/64 ", f.name, a[1], f.width, f.shift)
     } else {
         String::new()
     };

@@ -1,9 +1,12 @@
 //! Firing the `xenstore` USDT probes declared in `xenstore.d`, and the
 //! classic trace file (`trace`, off unless -T) at the same points.
 //!
-//! This module is the only code that knows the argument packing; the daemon
-//! calls these functions and nothing else. Every string is built inside the
+//! The daemon calls these functions and nothing else; the argument packing
+//! itself is xenstore-proto's. Every string is built inside the
 //! probe closure, which usdt's semaphore skips while nobody is attached.
+
+pub use xenstore_proto::probe::{TxOutcome, STR1_MAX, STRINGS_MAX};
+use xenstore_proto::{flag, Client, Ident, RequestExtra, ResponseExtra};
 
 /// Who a probe is about: one connection.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -14,44 +17,34 @@ pub struct Who {
     pub pid: u32,
 }
 
-/// How a transaction ended, as `tx_end`'s `extra` argument.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TxOutcome {
-    Commit = 0,
-    Abort = 1,
-    Conflict = 2,
-    /// The connection or domain went away with the transaction open.
-    Dropped = 3,
-}
-
-impl TxOutcome {
-    pub fn name(self) -> &'static str {
-        match self {
-            TxOutcome::Commit => "commit",
-            TxOutcome::Abort => "abort",
-            TxOutcome::Conflict => "conflict",
-            TxOutcome::Dropped => "dropped",
-        }
-    }
-}
-
-/// str1 + str2 stay under this, so one event fits the kernel's per-event
-/// page along with the fixed fields.
-pub const STRINGS_MAX: usize = 3900;
-pub const STR1_MAX: usize = 3072;
-pub const FLAG_STR1_TRUNCATED: u64 = 1;
-pub const FLAG_STR2_TRUNCATED: u64 = 2;
-
 #[cfg(feature = "probes")]
 mod provider {
     include!(concat!(env!("OUT_DIR"), "/xenstore.rs"));
 }
 
-/// Packs arg1 (ident) and the pid half of arg2 (see xenstore.d).
+/// arg1 (ident) and arg2 (client) of a probe about `who`.
 #[inline]
-pub fn pack_ident(who: &Who, op: u32) -> (u64, u64) {
-    let ident = (who.conn as u64) << 32 | ((op & 0xffff) as u64) << 16 | who.domid as u64;
-    (ident, who.pid as u64)
+fn pack_who(who: &Who, op: u32, tx_id: u32) -> (u64, u64) {
+    let ident = Ident {
+        conn: who.conn,
+        // Types beyond 16 bits keep their low bits, as they always have.
+        op: op as u16,
+        dom: who.domid,
+    };
+    let client = Client {
+        tx: tx_id,
+        pid: who.pid,
+    };
+    (ident.pack(), client.pack())
+}
+
+/// The [`flag`] bit when `cut`.
+fn truncated(cut: bool, bit: u16) -> u16 {
+    if cut {
+        bit
+    } else {
+        0
+    }
 }
 
 /// The printable rendering of payload bytes: one trailing NUL dropped, the
@@ -85,10 +78,10 @@ pub fn split_first(payload: &[u8]) -> (&[u8], &[u8]) {
     }
 }
 
-fn render_pair(a: &[u8], b: &[u8]) -> (String, String, u64) {
+fn render_pair(a: &[u8], b: &[u8]) -> (String, String, u16) {
     let (s1, t1) = render(a, STR1_MAX);
     let (s2, t2) = render(b, STRINGS_MAX - s1.len());
-    let flags = ((t1 as u64) * FLAG_STR1_TRUNCATED) | ((t2 as u64) * FLAG_STR2_TRUNCATED);
+    let flags = truncated(t1, flag::STR1_TRUNCATED) | truncated(t2, flag::STR2_TRUNCATED);
     (s1, s2, flags)
 }
 
@@ -106,17 +99,14 @@ macro_rules! fire {
 pub fn request(serial: u64, who: &Who, op: u32, tx_id: u32, req_id: u32, payload: &[u8]) {
     crate::trace::message(false, who.conn, op, &[payload]);
     fire!(request, {
-        let (ident, pid) = pack_ident(who, op);
+        let (ident, client) = pack_who(who, op, tx_id);
         let (path, rest) = split_first(payload);
         let (s1, s2, flags) = render_pair(path, rest);
-        (
-            serial,
-            ident,
-            (tx_id as u64) << 32 | pid,
-            flags << 32 | req_id as u64,
-            s1,
-            s2,
-        )
+        let extra = RequestExtra {
+            flags: flags.into(),
+            req_id,
+        };
+        (serial, ident, client, extra.pack(), s1, s2)
     });
 }
 
@@ -141,24 +131,25 @@ pub fn response(
         ),
     }
     fire!(response, {
-        let (ident, pid) = pack_ident(who, op);
+        let (ident, client) = pack_who(who, op, tx_id);
         let (errno, s1, s2, flags) = match result {
             Ok(payload) => {
                 let (s1, t1) = render(payload, STRINGS_MAX);
-                (0, s1, String::new(), t1 as u64)
+                (0, s1, String::new(), truncated(t1, flag::STR1_TRUNCATED))
             }
             Err((e, reason)) => {
                 let (s2, t2) = render(reason.as_bytes(), STRINGS_MAX - 16);
-                (
-                    e.errno() as u64,
-                    e.name().to_string(),
-                    s2,
-                    (t2 as u64) * FLAG_STR2_TRUNCATED,
-                )
+                let errno = e.errno() as u16; // Linux errnos fit 16 bits
+                let flags = truncated(t2, flag::STR2_TRUNCATED);
+                (errno, e.name().to_string(), s2, flags)
             }
         };
-        let extra = flags << 48 | errno << 32 | req_id as u64;
-        (serial, ident, (tx_id as u64) << 32 | pid, extra, s1, s2)
+        let extra = ResponseExtra {
+            flags,
+            errno,
+            req_id,
+        };
+        (serial, ident, client, extra.pack(), s1, s2)
     });
 }
 
@@ -169,9 +160,9 @@ pub fn watch_event(serial: u64, who: &Who, firer: u32, path: &[u8], token: &[u8]
     let event = crate::wire::MsgType::WatchEvent as u32;
     crate::trace::message(true, who.conn, event, &[path, b"\0", token, b"\0"]);
     fire!(watch_event, {
-        let (ident, pid) = pack_ident(who, crate::wire::MsgType::WatchEvent as u32);
+        let (ident, client) = pack_who(who, crate::wire::MsgType::WatchEvent as u32, 0);
         let (s1, s2, _) = render_pair(path, token);
-        (serial, ident, pid, firer as u64, s1, s2)
+        (serial, ident, client, firer as u64, s1, s2)
     });
 }
 
@@ -179,11 +170,11 @@ pub fn watch_event(serial: u64, who: &Who, firer: u32, path: &[u8], token: &[u8]
 pub fn conn_open(who: &Who, transport: &str, peer: &str) {
     crate::trace::connection(true, who.conn);
     fire!(conn_open, {
-        let (ident, pid) = pack_ident(who, 0);
+        let (ident, client) = pack_who(who, 0, 0);
         (
             0u64,
             ident,
-            pid,
+            client,
             0u64,
             transport.to_string(),
             peer.to_string(),
@@ -195,8 +186,15 @@ pub fn conn_open(who: &Who, transport: &str, peer: &str) {
 pub fn conn_close(serial: u64, who: &Who, reason: &str) {
     crate::trace::connection(false, who.conn);
     fire!(conn_close, {
-        let (ident, pid) = pack_ident(who, 0);
-        (serial, ident, pid, 0u64, reason.to_string(), String::new())
+        let (ident, client) = pack_who(who, 0, 0);
+        (
+            serial,
+            ident,
+            client,
+            0u64,
+            reason.to_string(),
+            String::new(),
+        )
     });
 }
 
@@ -204,13 +202,12 @@ pub fn conn_close(serial: u64, who: &Who, reason: &str) {
 pub fn tx_end(serial: u64, who: &Who, tx_id: u32, outcome: TxOutcome, reason: &str) {
     fire!(tx_end, {
         let op = crate::wire::MsgType::TransactionEnd as u32;
-        let (ident, pid) = pack_ident(who, op);
-        let client = (tx_id as u64) << 32 | pid;
+        let (ident, client) = pack_who(who, op, tx_id);
         (
             serial,
             ident,
             client,
-            outcome as u64,
+            outcome.code(),
             outcome.name().to_string(),
             reason.to_string(),
         )

@@ -1,14 +1,17 @@
 /*
  * The xenstore USDT provider: every probe of xenstored-shim, in one list.
- * This file is the contract read by xenstore-snoop, scripts/ and
- * man/xenstored-probes.7; change it only by appending probes or arguments.
+ * The contract itself (probe list, packing, flags, limits) is the crate
+ * xenstore-proto, which xenstored-shim and xenstore-snoop both use;
+ * tests/scripts_contract.rs checks this file, man/xenstored-probes.7 and
+ * scripts/ against it. Change it only by appending probes or arguments.
  *
  * Every probe has the same six arguments:
  *   arg0 serial  daemon-wide request serial (1, 2, ...); 0 when no request
  *                caused the event (a connection opening, a domain vanishing)
- *   arg1 ident   conn_id << 32 | op << 16 | domid
- *                (op: the xs_wire.h XS_* type of the request concerned)
- *   arg2 client  tx_id << 32 | pid   (pid: dom0 client pid, 0 for domains)
+ *   arg1 ident   conn << 32 | op << 16 | dom
+ *                (conn: connection number; op: the xs_wire.h XS_* type of
+ *                the request concerned; dom: the connection's domid)
+ *   arg2 client  tx << 32 | pid   (pid: dom0 client pid, 0 for domains)
  *   arg3 extra   probe-specific, see below
  *   arg4 str1    probe-specific string, see below
  *   arg5 str2    probe-specific string, see below
@@ -21,7 +24,7 @@
  * response     extra = flags << 48 | errno << 32 | req_id
  *                                                str1 = result, or error name
  *                                                str2 = error reason ("" if none)
- * watch_event  extra = conn_id of the firer      str1 = event path as sent
+ * watch_event  extra = conn of the firer         str1 = event path as sent
  *                                                str2 = token
  * conn_open    extra = 0                         str1 = transport ("socket", "ring")
  *                                                str2 = peer description

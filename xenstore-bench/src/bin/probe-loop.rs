@@ -12,9 +12,10 @@
 //!                        `done EVENTS ELAPSED_NS`
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
+use xenstore_proto::wire::MsgType;
 use xenstored_probes::probes::{self, Who};
 
-const READ: u32 = 2;
+const READ: u32 = MsgType::Read as u32;
 
 fn pair(serial: u64, who: &Who, path: &[u8]) {
     probes::request(serial, who, READ, 0, serial as u32, path);

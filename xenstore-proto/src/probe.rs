@@ -1,0 +1,177 @@
+//! The `xenstore` USDT provider: its probes, in declaration order, and what
+//! each of the six arguments carries. xenstored-probes/src/xenstore.d
+//! declares the same list for the linker; tests/scripts_contract.rs checks
+//! that file, the man page and the scripts against this one.
+
+use crate::packing::{Field, RequestExtra, ResponseExtra};
+
+/// The USDT provider's name.
+pub const PROVIDER: &str = "xenstore";
+
+/// The probes, in the order xenstore.d declares them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Probe {
+    Request,
+    Response,
+    WatchEvent,
+    ConnOpen,
+    ConnClose,
+    TxEnd,
+}
+
+/// Every probe's arguments, in order: (name, C type in xenstore.d).
+pub const ARGS: [(&str, &str); 6] = [
+    ("serial", "uint64_t"),
+    ("ident", "uint64_t"),
+    ("client", "uint64_t"),
+    ("extra", "uint64_t"),
+    ("str1", "char*"),
+    ("str2", "char*"),
+];
+
+/// What a probe's `extra` argument (arg3) holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extra {
+    /// Bit fields, highest first.
+    Packed(&'static [Field]),
+    /// One 64-bit value of this name.
+    Whole(&'static str),
+    /// Always 0.
+    Zero,
+}
+
+impl Probe {
+    pub const ALL: [Probe; 6] = [
+        Probe::Request,
+        Probe::Response,
+        Probe::WatchEvent,
+        Probe::ConnOpen,
+        Probe::ConnClose,
+        Probe::TxEnd,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Probe::Request => "request",
+            Probe::Response => "response",
+            Probe::WatchEvent => "watch_event",
+            Probe::ConnOpen => "conn_open",
+            Probe::ConnClose => "conn_close",
+            Probe::TxEnd => "tx_end",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Probe> {
+        Probe::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The layout of arg3.
+    pub const fn extra(self) -> Extra {
+        match self {
+            Probe::Request => Extra::Packed(&RequestExtra::FIELDS),
+            Probe::Response => Extra::Packed(&ResponseExtra::FIELDS),
+            // The connection whose request fired the event.
+            Probe::WatchEvent => Extra::Whole("firer_conn"),
+            Probe::ConnOpen | Probe::ConnClose => Extra::Zero,
+            // A [`TxOutcome`] code.
+            Probe::TxEnd => Extra::Whole("outcome"),
+        }
+    }
+
+    /// The names of what str1 and str2 (arg4, arg5) hold; str2 `None` is
+    /// always "".
+    pub const fn strings(self) -> (&'static str, Option<&'static str>) {
+        match self {
+            // The first argument of the request, then the rest.
+            Probe::Request => ("path", Some("value")),
+            // The reply payload or the error name; the error's reason.
+            Probe::Response => ("result", Some("error_reason")),
+            Probe::WatchEvent => ("path", Some("token")),
+            Probe::ConnOpen => ("transport", Some("peer")),
+            Probe::ConnClose => ("reason", None),
+            Probe::TxEnd => ("outcome_name", Some("reason")),
+        }
+    }
+}
+
+/// str1 + str2 stay under this many bytes, so one event fits the kernel's
+/// per-event page along with the fixed fields.
+pub const STRINGS_MAX: usize = 3900;
+/// str1 alone stays under this (a path is at most 3072 bytes anyway).
+pub const STR1_MAX: usize = 3072;
+
+/// How a transaction ended: `tx_end`'s extra and str1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TxOutcome {
+    Commit = 0,
+    Abort = 1,
+    Conflict = 2,
+    /// The connection or domain went away with the transaction open.
+    Dropped = 3,
+}
+
+impl TxOutcome {
+    pub const ALL: [TxOutcome; 4] = [
+        TxOutcome::Commit,
+        TxOutcome::Abort,
+        TxOutcome::Conflict,
+        TxOutcome::Dropped,
+    ];
+
+    pub const fn code(self) -> u64 {
+        self as u64
+    }
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            TxOutcome::Commit => "commit",
+            TxOutcome::Abort => "abort",
+            TxOutcome::Conflict => "conflict",
+            TxOutcome::Dropped => "dropped",
+        }
+    }
+
+    pub fn from_code(code: u64) -> Option<TxOutcome> {
+        TxOutcome::ALL.into_iter().find(|o| o.code() == code)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packing::{Client, Ident};
+
+    #[test]
+    fn names_are_unique_and_found() {
+        for p in Probe::ALL {
+            assert_eq!(Probe::from_name(p.name()), Some(p));
+        }
+        assert_eq!(Probe::from_name("nope"), None);
+        for o in TxOutcome::ALL {
+            assert_eq!(TxOutcome::from_code(o.code()), Some(o));
+        }
+        assert_eq!(TxOutcome::from_code(4), None);
+    }
+
+    /// Every named field of a probe is named once: scripts bind them all
+    /// as variables of one scope.
+    #[test]
+    fn field_names_do_not_clash() {
+        for p in Probe::ALL {
+            let mut names = vec!["serial"];
+            names.extend(Ident::FIELDS.iter().chain(&Client::FIELDS).map(|f| f.name));
+            match p.extra() {
+                Extra::Packed(fields) => names.extend(fields.iter().map(|f| f.name)),
+                Extra::Whole(name) => names.push(name),
+                Extra::Zero => {}
+            }
+            let (s1, s2) = p.strings();
+            names.push(s1);
+            names.extend(s2);
+            let count = names.len();
+            names.sort();
+            names.dedup();
+            assert_eq!(names.len(), count, "{}: {names:?}", p.name());
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! One perf ring buffer mapped from a perf event fd: the metadata page the
+//! kernel and the reader share, then a power-of-two data area of records.
+//!
+//! The kernel writes records at data_head and never past data_tail, which
+//! only the reader moves. So the reader loads data_head with Acquire (the
+//! records before it are complete), copies records out of [tail, head)
+//! through raw pointers, and stores the new data_tail with Release (done
+//! with them). Nothing here makes a Rust reference into the mapping: the
+//! kernel writes it concurrently.
+
+use anyhow::{Context, Result};
+use perf_event_open_sys::bindings::perf_event_mmap_page;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr::{addr_of_mut, NonNull};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The size of a perf record header: type u32, misc u16, size u16.
+const HEADER_LEN: usize = 8;
+
+pub struct Ring {
+    /// A dup of the fd that owns the mapping: poll it for the wake-up mark.
+    fd: OwnedFd,
+    base: NonNull<u8>,
+    len: usize,
+    data_size: usize,
+}
+
+// SAFETY: a Ring owns its mapping outright: nothing else in this process
+// points into it, and the kernel side is synchronised through data_head
+// and data_tail, whichever thread reads.
+unsafe impl Send for Ring {}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: base/len are the mapping made in `map`, unmapped only here.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+/// The system's page size.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf reads a constant; no pointers involved.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+}
+
+impl Ring {
+    /// Maps the ring of perf event `fd` with `data_size` bytes of data (a
+    /// power of two of pages), after the metadata page.
+    pub fn map(fd: &OwnedFd, data_size: usize) -> Result<Ring> {
+        assert!(
+            data_size.is_power_of_two(),
+            "perf ring of {data_size} bytes"
+        );
+        let len = data_size + page_size();
+        // SAFETY: a fresh shared mapping of the perf fd; the kernel checks
+        // len and fails with MAP_FAILED rather than touching our memory.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error()).with_context(|| {
+                format!(
+                    "mapping a {} MB perf ring (RLIMIT_MEMLOCK / perf_event_mlock_kb?)",
+                    data_size >> 20
+                )
+            });
+        }
+        let base = NonNull::new(base.cast()).expect("mmap returned NULL");
+        // Owned from here: unmapped by Drop on any way out.
+        let ring = |fd| Ring {
+            fd,
+            base,
+            len,
+            data_size,
+        };
+        // SAFETY: dup of an fd we hold open; the result is checked.
+        let dup = unsafe { libc::dup(fd.as_raw_fd()) };
+        if dup < 0 {
+            let err = std::io::Error::last_os_error();
+            // SAFETY: the mapping just made, not yet owned by a Ring.
+            unsafe { libc::munmap(base.as_ptr().cast(), len) };
+            return Err(err).context("dup of a perf fd");
+        }
+        // SAFETY: dup returned a new fd that nothing else owns.
+        Ok(ring(unsafe { OwnedFd::from_raw_fd(dup) }))
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    fn meta(&self) -> *mut perf_event_mmap_page {
+        self.base.as_ptr().cast()
+    }
+
+    /// Hands each record now in the ring (header included, copied out and
+    /// contiguous in `scratch`) to `f`, then frees their space. Stops at a
+    /// record whose size cannot be right rather than spin or panic.
+    pub fn drain(&self, scratch: &mut Vec<u8>, mut f: impl FnMut(&[u8])) {
+        let meta = self.meta();
+        // SAFETY: data_head and data_tail are aligned u64s in the mapped
+        // metadata page, which lives as long as self; the kernel accesses
+        // them atomically (READ_ONCE/WRITE_ONCE with barriers), so do we.
+        let (head, tail_word) = unsafe {
+            (
+                AtomicU64::from_ptr(addr_of_mut!((*meta).data_head)),
+                AtomicU64::from_ptr(addr_of_mut!((*meta).data_tail)),
+            )
+        };
+        // Acquire: every record before head is fully written.
+        let head = head.load(Ordering::Acquire);
+        let mut tail = tail_word.load(Ordering::Relaxed); // only we write it
+        let mask = self.data_size as u64 - 1;
+        while tail < head {
+            let at = (tail & mask) as usize;
+            let size = self.record_size(at);
+            // The kernel writes whole records of 8-byte multiples; anything
+            // else is a corrupt ring: stop, never spin or read past head.
+            if size < HEADER_LEN
+                || !size.is_multiple_of(HEADER_LEN)
+                || size as u64 > head - tail
+                || size > self.data_size
+            {
+                break;
+            }
+            self.copy_out(at, size, scratch);
+            f(scratch);
+            tail += size as u64;
+        }
+        // Release: we are done reading everything before tail.
+        tail_word.store(tail, Ordering::Release);
+    }
+
+    /// The size field of the record header at `at`, an 8-byte aligned
+    /// offset (every record size is a multiple of 8, checked by `drain`).
+    fn record_size(&self, at: usize) -> usize {
+        // Aligned in a power-of-two area of pages, a header never wraps.
+        assert!(at.is_multiple_of(HEADER_LEN) && at + HEADER_LEN <= self.data_size);
+        let data = self.base.as_ptr().wrapping_add(self.len - self.data_size);
+        // SAFETY: an aligned header inside the data area (checked above),
+        // below head, so complete; read as a value, not through a reference.
+        let header = unsafe { std::ptr::read_volatile(data.add(at).cast::<[u8; HEADER_LEN]>()) };
+        u16::from_ne_bytes([header[6], header[7]]) as usize
+    }
+
+    /// Copies `len` bytes of the data area from offset `at` into `out`,
+    /// wrapping at the end of the ring.
+    fn copy_out(&self, at: usize, len: usize, out: &mut Vec<u8>) {
+        assert!(at < self.data_size && len <= self.data_size);
+        out.clear();
+        out.reserve(len);
+        let first = len.min(self.data_size - at);
+        let data = self.base.as_ptr().wrapping_add(self.len - self.data_size);
+        // SAFETY: both source ranges lie in the data area (at < data_size,
+        // first <= data_size - at, len - first <= data_size); they hold
+        // records between tail and head, which the kernel does not write
+        // until we move tail; `out` has room for len bytes, set just after.
+        unsafe {
+            let dst = out.as_mut_ptr();
+            std::ptr::copy_nonoverlapping(data.add(at), dst, first);
+            std::ptr::copy_nonoverlapping(data, dst.add(first), len - first);
+            out.set_len(len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A ring over shared memory of our own (a memfd) rather than a perf
+    /// event: the same mapping code, runnable without perf permissions.
+    fn ring(data_size: usize) -> Ring {
+        // SAFETY: a NUL-terminated name; the fd is checked.
+        let fd = unsafe { libc::memfd_create(c"perf-ring-test".as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(fd >= 0, "memfd_create: {}", std::io::Error::last_os_error());
+        // SAFETY: a new fd nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let len = (data_size + page_size()) as libc::off_t;
+        // SAFETY: ftruncate on our own fd.
+        assert_eq!(unsafe { libc::ftruncate(fd.as_raw_fd(), len) }, 0);
+        Ring::map(&fd, data_size).unwrap()
+    }
+
+    /// Writes `records` (as the kernel would) from ring offset `start`.
+    fn write(ring: &Ring, start: u64, records: &[Vec<u8>]) {
+        let data = ring.base.as_ptr().wrapping_add(ring.len - ring.data_size);
+        let mut head = start;
+        for r in records {
+            for (i, b) in r.iter().enumerate() {
+                let at = ((head + i as u64) % ring.data_size as u64) as usize;
+                // SAFETY: at < data_size, inside the data area.
+                unsafe { data.add(at).write(*b) };
+            }
+            head += r.len() as u64;
+        }
+        let meta = ring.meta();
+        // SAFETY: as in Ring::drain.
+        unsafe {
+            AtomicU64::from_ptr(addr_of_mut!((*meta).data_tail)).store(start, Ordering::Relaxed);
+            AtomicU64::from_ptr(addr_of_mut!((*meta).data_head)).store(head, Ordering::Release);
+        }
+    }
+
+    /// A record as the kernel writes it: padded to a multiple of 8.
+    fn record(ty: u32, body: &[u8]) -> Vec<u8> {
+        let size = (HEADER_LEN + body.len()).next_multiple_of(HEADER_LEN);
+        let mut r = ty.to_ne_bytes().to_vec();
+        r.extend_from_slice(&0u16.to_ne_bytes());
+        r.extend_from_slice(&(size as u16).to_ne_bytes());
+        r.extend_from_slice(body);
+        r.resize(size, 0);
+        r
+    }
+
+    #[test]
+    fn records_come_out_whole_across_the_wrap() {
+        let page = page_size();
+        let ring = ring(page);
+        let records = [record(9, b"first"), record(9, &[7; 24]), record(3, b"")];
+        // Start 24 bytes before the end: the second record (32 bytes)
+        // starts 8 bytes before it and wraps.
+        write(&ring, (page - 24) as u64, &records);
+        let mut seen = Vec::new();
+        ring.drain(&mut Vec::new(), |r| seen.push(r.to_vec()));
+        assert_eq!(seen, records);
+        // The space is freed: a second drain finds nothing.
+        ring.drain(&mut Vec::new(), |_| panic!("drained twice"));
+    }
+
+    #[test]
+    fn a_corrupt_size_stops_the_drain() {
+        let ring = ring(page_size());
+        for size in [0u16, 12, 64] {
+            let mut bad = record(9, &[1; 16]);
+            bad[6..8].copy_from_slice(&size.to_ne_bytes());
+            // 64: a record that would end past head.
+            write(&ring, 0, &[record(9, b"ok"), bad]);
+            let mut n = 0;
+            ring.drain(&mut Vec::new(), |_| n += 1);
+            assert_eq!(n, 1, "size {size}");
+        }
+    }
+}
