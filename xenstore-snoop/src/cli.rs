@@ -195,4 +195,33 @@ mod man_tests {
             }
         }
     }
+
+    /// completions/ holds clap's completion scripts for bash, zsh and fish;
+    /// regenerate with `XS_UPDATE_MAN=1 cargo test -p xenstore-snoop completions`.
+    #[test]
+    fn completions_are_in_step_with_the_cli() {
+        use clap_complete::Shell;
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("completions");
+        for (shell, file) in [
+            (Shell::Bash, "xenstore-snoop.bash"),
+            (Shell::Zsh, "_xenstore-snoop"),
+            (Shell::Fish, "xenstore-snoop.fish"),
+        ] {
+            let mut want = Vec::new();
+            clap_complete::generate(shell, &mut super::command(), "xenstore-snoop", &mut want);
+            let path = dir.join(file);
+            if std::env::var_os("XS_UPDATE_MAN").is_some() {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(&path, &want).unwrap();
+            }
+            let have = std::fs::read(&path).unwrap_or_default();
+            assert!(
+                have == want,
+                "{} is out of date: run XS_UPDATE_MAN=1 cargo test -p xenstore-snoop completions",
+                path.display()
+            );
+            let text = String::from_utf8(want).unwrap();
+            assert!(text.contains("daemon-pid"), "{shell}: {text}");
+        }
+    }
 }

@@ -1,0 +1,20 @@
+complete -c xenstore-snoop -l daemon-pid -d 'Trace this daemon process (default: the one running xenstored-shim)' -r
+complete -c xenstore-snoop -l binary -d 'The daemon\'s binary (default: the one the daemon process runs)' -r -F
+complete -c xenstore-snoop -s d -l domain -d 'Only this domain (repeatable); filtered in the kernel' -r
+complete -c xenstore-snoop -s p -l pid -d 'Only this dom0 client pid (repeatable)' -r
+complete -c xenstore-snoop -l op -d 'Only these ops, comma-separated (READ,WRITE or XS_READ,...)' -r
+complete -c xenstore-snoop -l path -d 'Only requests whose path matches this regex' -r
+complete -c xenstore-snoop -s c -l count -d 'Exit after N lines (or N requests with --summary)' -r
+complete -c xenstore-snoop -l duration -d 'Exit after SECS seconds' -r
+complete -c xenstore-snoop -l interval -d 'With --summary: also print the tables (cumulative, after a time line) every SECS seconds' -r
+complete -c xenstore-snoop -l ring-mb -d 'Per-CPU ring buffer size in MiB (rounded up to a power of two)' -r
+complete -c xenstore-snoop -s x -l failed -d 'Only failed requests'
+complete -c xenstore-snoop -l no-watch-events -d 'Do not show watch events'
+complete -c xenstore-snoop -s T -l timestamp -d 'Add a wall-clock timestamp column (µs)'
+complete -c xenstore-snoop -l relative -d 'Add a column of seconds since the snooper started'
+complete -c xenstore-snoop -s L -l latency -d 'Add a request-to-reply latency column (µs)'
+complete -c xenstore-snoop -s v -l verbose -d 'Show error reasons, connection and transaction-end events'
+complete -c xenstore-snoop -l json -d 'One JSON object per line instead of text'
+complete -c xenstore-snoop -l summary -d 'Print summary tables (per op, per domain, top paths, watch fan-out) instead of lines'
+complete -c xenstore-snoop -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c xenstore-snoop -s V -l version -d 'Print version'
