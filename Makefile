@@ -1,5 +1,7 @@
-# The two commands of README: `make demo` and `make test`.
-.PHONY: demo test lint
+# The two commands of README (`make demo`, `make test`), and installation:
+# `make install` (any Linux host) and `make deb` (a Debian package) share the
+# one file list below.
+.PHONY: demo test deb install
 
 demo:
 	.ci/setup
@@ -13,4 +15,53 @@ test:
 	# The Xen ring backend: built and linted here, exercised only on a Xen dom0.
 	cargo clippy -p xenstored-probes --features xen --all-targets -- -D warnings
 	cargo test -p xenstored-probes --features xen --lib ring::xen
+	# tests/package.rs installs and exercises the package built here.
+	$(MAKE) deb
 	cargo test --workspace
+
+deb:
+	cargo build --release --workspace
+	packaging/build-deb
+
+# Where `make install` puts things; `make deb` uses PREFIX=/usr.
+PREFIX ?= /usr/local
+DESTDIR ?=
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+UNITDIR ?= $(if $(filter /usr,$(PREFIX)),/lib/systemd/system,$(PREFIX)/lib/systemd/system)
+BIN_DIR ?= target/release
+SHARE := $(DESTDIR)$(PREFIX)/share
+MAN := $(SHARE)/man
+
+# The file list: every file `make install` and the package ship.
+install:
+	@for b in xenstored-shim xenstore-snoop xs-guest; do \
+	    [ -x $(BIN_DIR)/$$b ] || { echo "install: $(BIN_DIR)/$$b missing: cargo build --release --workspace" >&2; exit 1; }; done
+	install -D -m 755 $(BIN_DIR)/xenstored-shim $(DESTDIR)$(PREFIX)/sbin/xenstored-shim
+	install -D -m 755 $(BIN_DIR)/xenstore-snoop $(DESTDIR)$(PREFIX)/bin/xenstore-snoop
+	install -D -m 755 $(BIN_DIR)/xs-guest $(DESTDIR)$(PREFIX)/bin/xs-guest
+	install -D -m 644 man/xenstore-snoop.1 $(MAN)/man1/xenstore-snoop.1
+	install -D -m 644 man/xs-guest.1 $(MAN)/man1/xs-guest.1
+	install -D -m 644 man/xenstored-probes.7 $(MAN)/man7/xenstored-probes.7
+	install -D -m 644 man/xenstore-scripts.7 $(MAN)/man7/xenstore-scripts.7
+	install -D -m 644 man/xenstored-shim.8 $(MAN)/man8/xenstored-shim.8
+	gzip -9nf $(MAN)/man1/xenstore-snoop.1 $(MAN)/man1/xs-guest.1 \
+	    $(MAN)/man7/xenstored-probes.7 $(MAN)/man7/xenstore-scripts.7 $(MAN)/man8/xenstored-shim.8
+	install -D -m 644 xenstore-snoop/completions/xenstore-snoop.bash \
+	    $(SHARE)/bash-completion/completions/xenstore-snoop
+	install -D -m 644 xenstore-snoop/completions/_xenstore-snoop $(SHARE)/zsh/vendor-completions/_xenstore-snoop
+	install -D -m 644 xenstore-snoop/completions/xenstore-snoop.fish \
+	    $(SHARE)/fish/vendor_completions.d/xenstore-snoop.fish
+	# The tapset names the installed daemon, so `stap` finds it without PATH.
+	install -d $(SHARE)/systemtap/tapset
+	sed 's|^@define XS_BINARY .*|@define XS_BINARY %( "$(PREFIX)/sbin/xenstored-shim" %)|' \
+	    scripts/xenstore.stp > $(SHARE)/systemtap/tapset/xenstore.stp
+	chmod 644 $(SHARE)/systemtap/tapset/xenstore.stp
+	install -D -m 755 scripts/xenstore-snoop.bt $(SHARE)/xenstore-snoop/xenstore-snoop.bt
+	install -D -m 755 scripts/xs-stacks.bt $(SHARE)/xenstore-snoop/xs-stacks.bt
+	install -D -m 755 scripts/xenstore-snoop.d $(SHARE)/xenstore-snoop/xenstore-snoop.d
+	install -D -m 755 scripts/xs-stack-correlate $(SHARE)/xenstore-snoop/xs-stack-correlate
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|g; s|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+	    packaging/xenstored-shim.service.in > packaging/.unit.tmp
+	install -D -m 644 packaging/.unit.tmp $(DESTDIR)$(UNITDIR)/xenstored-shim.service
+	rm -f packaging/.unit.tmp
+	install -D -m 644 packaging/default $(DESTDIR)$(SYSCONFDIR)/default/xenstored-shim

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod shim;
+pub mod stap;
 pub mod upstream;
 pub mod wire;
 
