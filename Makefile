@@ -60,8 +60,9 @@ install:
 	install -D -m 755 scripts/xs-stacks.bt $(SHARE)/xenstore-snoop/xs-stacks.bt
 	install -D -m 755 scripts/xenstore-snoop.d $(SHARE)/xenstore-snoop/xenstore-snoop.d
 	install -D -m 755 scripts/xs-stack-correlate $(SHARE)/xenstore-snoop/xs-stack-correlate
-	sed 's|@SBINDIR@|$(PREFIX)/sbin|g; s|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
-	    packaging/xenstored-shim.service.in > packaging/.unit.tmp
-	install -D -m 644 packaging/.unit.tmp $(DESTDIR)$(UNITDIR)/xenstored-shim.service
-	rm -f packaging/.unit.tmp
+	install -d $(DESTDIR)$(UNITDIR)
+	sed 's|/usr/sbin/xenstored-shim|$(PREFIX)/sbin/xenstored-shim|; s|/etc/default/|$(SYSCONFDIR)/default/|' \
+	    xenstored-probes/systemd/xenstored-shim.service > $(DESTDIR)$(UNITDIR)/xenstored-shim.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/xenstored-shim.service
+	install -D -m 644 xenstored-probes/systemd/README.md $(SHARE)/doc/xenstore-snoop/README.systemd
 	install -D -m 644 packaging/default $(DESTDIR)$(SYSCONFDIR)/default/xenstored-shim
