@@ -212,6 +212,9 @@ fn domain_backend(args: &Args) -> Box<dyn DomainBackend> {
 fn main() -> ExitCode {
     let mut args = Args::parse();
     log::set_verbose(args.verbose);
+    // A handler's panic is contained and answered EIO (daemon::dispatch);
+    // its message and place go where the daemon logs, syslog once detached.
+    std::panic::set_hook(Box::new(|info| log::error(format_args!("{info}"))));
     match run(&mut args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -8,6 +8,7 @@ use super::{admin, domains, nodes, transactions, watches, Call, Daemon};
 use crate::error::Fail;
 use crate::probes;
 use crate::wire::{msg_name, Header, MsgType, XsError, PAYLOAD_MAX};
+use std::panic::{self, AssertUnwindSafe};
 
 /// A handler taking the request's payload.
 type Run = fn(&mut Daemon, &Call, &[u8]) -> Result<(), Fail>;
@@ -151,7 +152,16 @@ impl Daemon {
         let tx_open = h.tx_id != 0 && conn.transactions.contains_key(&h.tx_id);
         let mut reply = std::mem::take(&mut self.reply);
         reply.clear();
-        let mut result = self.execute(&mut call, tx_open, payload, &mut reply);
+        // No bug reachable from one client's request may stop the host's
+        // xenstore: a panicking handler is answered EIO, as oxenstored
+        // answers any exception, and the store is checked.
+        let executed = panic::catch_unwind(AssertUnwindSafe(|| {
+            self.execute(&mut call, tx_open, payload, &mut reply)
+        }));
+        let mut result = executed.unwrap_or_else(|_| {
+            self.contained_panic(id, call.header.ty);
+            Err(Fail(XsError::Eio, "internal:panic"))
+        });
         if matches!(result, Ok(Done::Reply)) && reply.len() > PAYLOAD_MAX {
             // upstream's send_reply refuses to send more
             result = Err(Fail(XsError::E2big, "reply too long"));
@@ -173,6 +183,24 @@ impl Daemon {
         self.reply = reply;
     }
 
+    /// After a handler panicked (the panic hook logged where): says which
+    /// request, and whether the store is still consistent.
+    fn contained_panic(&mut self, id: u32, ty: u32) {
+        let name = msg_name(ty).unwrap_or("unknown type");
+        let problems = self.store.check();
+        self.log.log(
+            id,
+            format_args!(
+                "{name} ({ty}) panicked, answered EIO; store check: {}",
+                if problems.is_empty() {
+                    "OK".to_string()
+                } else {
+                    problems.join("; ")
+                }
+            ),
+        );
+    }
+
     /// Checks the table's rules, settles the transaction `call` runs in
     /// (`tx_open`: the header's tx_id names one of the connection's), then
     /// runs the handler.
@@ -183,6 +211,10 @@ impl Daemon {
         payload: &[u8],
         reply: &mut Vec<u8>,
     ) -> Result<Done, Fail> {
+        #[cfg(test)]
+        if payload == super::tests::INJECT_PANIC {
+            panic!("injected by a test");
+        }
         let op = MsgType::from_u32(call.header.ty)
             .and_then(op)
             .ok_or(Fail(XsError::Enosys, "type"))?;

@@ -495,3 +495,17 @@ fn hostile_requests_never_panic_nor_corrupt_the_store() {
     }
     assert!(d.store.check().is_empty(), "{:?}", d.store.check());
 }
+
+/// A payload that makes `execute` panic, as a handler bug would.
+pub(super) const INJECT_PANIC: &[u8] = b"\0inject a panic\0";
+
+#[test]
+fn a_panicking_handler_is_answered_eio_and_the_daemon_goes_on() {
+    let (mut d, dom0, guest) = with_guest();
+    ok(&mut d, dom0, MsgType::Write, b"/before\0kept");
+    assert_eq!(err(&mut d, guest, MsgType::Read, 0, INJECT_PANIC), "EIO");
+    // Every client is still served, the store intact.
+    assert_eq!(ok(&mut d, dom0, MsgType::Read, b"/before\0"), b"kept");
+    ok(&mut d, guest, MsgType::Write, b"data/after\0x");
+    assert_eq!(ok(&mut d, dom0, MsgType::Control, b"check\0"), b"OK\0");
+}
