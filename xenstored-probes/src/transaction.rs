@@ -23,6 +23,9 @@ pub struct Transaction {
     owned_delta: FxHashMap<u32, isize>,
     /// Changes made, to fire watches for on commit.
     pub changes: Vec<Change>,
+    /// A request was refused for touching more nodes than the quota: the
+    /// commit fails (ENOMEM), as upstream's `trans->fail`.
+    pub failed: bool,
 }
 
 /// A commit lost against a concurrent change to this node.
@@ -31,7 +34,19 @@ pub struct Conflict(pub String);
 
 impl Transaction {
     pub fn view<'a>(&'a mut self, store: &'a Store) -> TxTree<'a> {
-        TxTree { store, tx: self }
+        self.view_limited(store, usize::MAX)
+    }
+
+    /// The view of one request that may touch at most `limit` distinct
+    /// nodes in all (the transaction-nodes quota, checked at each first
+    /// access as upstream's access_node does).
+    pub fn view_limited<'a>(&'a mut self, store: &'a Store, limit: usize) -> TxTree<'a> {
+        TxTree {
+            store,
+            tx: self,
+            limit,
+            refused: false,
+        }
     }
 
     /// Nodes touched so far.
@@ -90,9 +105,17 @@ impl Transaction {
 pub struct TxTree<'a> {
     store: &'a Store,
     tx: &'a mut Transaction,
+    limit: usize,
+    refused: bool,
 }
 
 impl TxTree<'_> {
+    /// Whether this request touched a node past the limit: it fails with
+    /// ENOSPC, and nothing past that point was recorded or changed.
+    pub fn refused(&self) -> bool {
+        self.refused
+    }
+
     fn visible_owner(&mut self, path: &str) -> Option<u32> {
         self.get(path).map(|n| n.perms.owner())
     }
@@ -109,6 +132,10 @@ impl Tree for TxTree<'_> {
         }
         // The key is allocated on first touch only, not on every read.
         if !self.tx.read.contains_key(path) {
+            if self.refused || self.tx.read.len() >= self.limit {
+                self.refused = true;
+                return None;
+            }
             let node = self.store.node(path).map(NodeRef::to_node);
             let order = self.tx.read.len();
             self.tx.read.insert(path.to_string(), (node, order));
@@ -118,6 +145,9 @@ impl Tree for TxTree<'_> {
 
     fn put(&mut self, path: &str, node: Node) {
         let old = self.visible_owner(path);
+        if self.refused {
+            return;
+        }
         let owner = node.perms.owner();
         if old != Some(owner) {
             if let Some(o) = old {
@@ -132,7 +162,11 @@ impl Tree for TxTree<'_> {
     }
 
     fn delete(&mut self, path: &str) {
-        if let Some(o) = self.visible_owner(path) {
+        let old = self.visible_owner(path);
+        if self.refused {
+            return;
+        }
+        if let Some(o) = old {
             self.account(o, -1);
         }
         self.tx.overlay.insert(path.to_string(), None);

@@ -509,3 +509,68 @@ fn a_panicking_handler_is_answered_eio_and_the_daemon_goes_on() {
     ok(&mut d, guest, MsgType::Write, b"data/after\0x");
     assert_eq!(ok(&mut d, dom0, MsgType::Control, b"check\0"), b"OK\0");
 }
+
+#[test]
+fn transaction_nodes_quota_is_checked_at_each_access_and_memory_stays_bounded() {
+    let (mut d, dom0, guest) = with_guest();
+    ok(
+        &mut d,
+        dom0,
+        MsgType::Control,
+        b"quota\0set\0transaction-nodes\x004\0",
+    );
+    let tx: u32 = String::from_utf8(ok(&mut d, guest, MsgType::TransactionStart, b"\0"))
+        .unwrap()
+        .trim_end_matches('\0')
+        .parse()
+        .unwrap();
+    // A read of a missing node touches it and its parent: ENOSPC comes
+    // once four distinct nodes are touched, and stays for new nodes.
+    let answers: Vec<String> = (0..20_000)
+        .map(|n| {
+            err(
+                &mut d,
+                guest,
+                MsgType::Read,
+                tx,
+                format!("missing/{n}\0").as_bytes(),
+            )
+        })
+        .collect();
+    let first_refused = answers.iter().position(|a| a == "ENOSPC").unwrap();
+    assert!(
+        first_refused > 0 && first_refused < 4,
+        "{:?}",
+        &answers[..5]
+    );
+    assert!(answers[..first_refused].iter().all(|a| a == "ENOENT"));
+    assert!(answers[first_refused..].iter().all(|a| a == "ENOSPC"));
+    // Nothing past the quota was kept.
+    let t = &d.conn(guest).unwrap().transactions[&tx];
+    assert_eq!(t.accessed(), 4);
+    // Nodes it touched already still answer; the commit fails, as upstream.
+    assert_eq!(
+        err(&mut d, guest, MsgType::Read, tx, b"missing/0\0"),
+        "ENOENT"
+    );
+    assert_eq!(
+        err(&mut d, guest, MsgType::TransactionEnd, tx, b"T\0"),
+        "ENOMEM"
+    );
+    // dom0 has no such quota.
+    let (_, reply) = call(&mut d, dom0, MsgType::TransactionStart, 0, b"\0");
+    let tx0: u32 = String::from_utf8(reply)
+        .unwrap()
+        .trim_end_matches('\0')
+        .parse()
+        .unwrap();
+    for n in 0..10 {
+        let path = format!("/missing/{n}\0");
+        assert_eq!(
+            err(&mut d, dom0, MsgType::Read, tx0, path.as_bytes()),
+            "ENOENT"
+        );
+    }
+    let (ty, _) = call(&mut d, dom0, MsgType::TransactionEnd, tx0, b"T\0");
+    assert_eq!(ty, MsgType::TransactionEnd as u32);
+}

@@ -10,6 +10,9 @@ use crate::tree::Tree;
 use crate::wire::XsError;
 use std::io::Write;
 
+/// Why a request or commit failed on the transaction-nodes quota.
+const TX_NODES_QUOTA: &str = "quota:transaction-nodes";
+
 /// Replies with the new transaction's id.
 pub(super) fn start(
     d: &mut Daemon,
@@ -37,7 +40,6 @@ pub(super) fn start(
 pub(super) fn end(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
     let commit = request::transaction_end(p)?;
     let tx_id = call.tx.ok_or(Fail(XsError::Enoent, "tx:none"))?;
-    let quota = d.quotas.get(Kind::TransactionNodes, call.who.domid) as usize;
     let conn = d.caller(call)?;
     let who = conn.who();
     let t = conn
@@ -48,10 +50,15 @@ pub(super) fn end(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
         probes::tx_end(call.serial, &who, tx_id, TxOutcome::Abort, "");
         return Ok(());
     }
-    if !call.who.privileged && t.accessed() > quota {
-        let reason = "quota:transaction-nodes";
-        probes::tx_end(call.serial, &who, tx_id, TxOutcome::Conflict, reason);
-        return Err(Fail(XsError::Enospc, reason));
+    if t.failed {
+        probes::tx_end(
+            call.serial,
+            &who,
+            tx_id,
+            TxOutcome::Conflict,
+            TX_NODES_QUOTA,
+        );
+        return Err(Fail(XsError::Enomem, TX_NODES_QUOTA));
     }
     match t.commit(&mut d.store) {
         Ok(changes) => {
@@ -79,11 +86,22 @@ impl Daemon {
         let Some(t) = call.tx else {
             return f(&mut self.store);
         };
+        let limit = if call.who.privileged {
+            usize::MAX
+        } else {
+            self.quotas.get(Kind::TransactionNodes, call.who.domid) as usize
+        };
         let tx = self
             .conns
             .get_mut(&call.conn)
             .and_then(|c| c.transactions.get_mut(&t))
             .ok_or(Fail(XsError::Enoent, "tx:unknown"))?;
-        f(&mut tx.view(&self.store))
+        let mut view = tx.view_limited(&self.store, limit);
+        let result = f(&mut view);
+        if view.refused() {
+            tx.failed = true;
+            return Err(Fail(XsError::Enospc, TX_NODES_QUOTA));
+        }
+        result
     }
 }
