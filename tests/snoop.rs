@@ -744,3 +744,25 @@ fn pid_filter_shows_one_dom0_client() {
     assert_eq!(body.len(), 2, "{body:?}");
     assert!(body.iter().all(|l| columns(l)[1] == pid), "{body:?}");
 }
+
+#[test]
+fn a_type_beyond_16_bits_is_not_shown_as_a_real_one() {
+    if !common::need_root("a_type_beyond_16_bits_is_not_shown_as_a_real_one") {
+        return;
+    }
+    use std::io::Write;
+    let shim = Shim::private_copy();
+    let snoop = Snooper::attach(&shim, &[]);
+    let mut s = std::os::unix::net::UnixStream::connect(&shim.socket).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    // 0x10002 would be XS_READ in 16 bits.
+    s.write_all(&common::wire::message(0x10002, 1, 0, b"/forged\0"))
+        .unwrap();
+    let (h, body) = common::wire::reply(&mut s);
+    assert_eq!((h.ty, body.as_slice()), (16, &b"ENOSYS\0"[..]));
+    let line = snoop.wait_line("the forged request", |l| l.contains("/forged"));
+    assert!(
+        line.contains("[ERROR] XS_UNKNOWN(>65534): /forged -> ENOSYS"),
+        "{line}"
+    );
+}

@@ -108,6 +108,31 @@ impl Ident {
             dom: Self::DOM.get(v) as u16,
         }
     }
+
+    /// `op` of a request whose type does not fit the field: a client's
+    /// bytes (type 0x10002 must not show as XS_READ), never a real type.
+    pub const OP_OUT_OF_RANGE: u16 = u16::MAX;
+    /// `dom` of a domid that does not fit the field; Xen's domids stop
+    /// below 0x7ff0, so no real domain has it.
+    pub const DOM_OUT_OF_RANGE: u16 = u16::MAX;
+
+    /// The `op` field for message type `ty`: itself, or OP_OUT_OF_RANGE.
+    pub const fn op_of(ty: u32) -> u16 {
+        if ty >= Self::OP_OUT_OF_RANGE as u32 {
+            Self::OP_OUT_OF_RANGE
+        } else {
+            ty as u16
+        }
+    }
+
+    /// The `dom` field for `domid`: itself, or DOM_OUT_OF_RANGE.
+    pub const fn dom_of(domid: u32) -> u16 {
+        if domid >= Self::DOM_OUT_OF_RANGE as u32 {
+            Self::DOM_OUT_OF_RANGE
+        } else {
+            domid as u16
+        }
+    }
 }
 
 /// arg2 of every probe: the transaction and the dom0 client process.
@@ -200,6 +225,16 @@ impl ResponseExtra {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A client's out-of-range type or domid is never shown as another one.
+    #[test]
+    fn out_of_range_types_and_domids_are_marked_not_wrapped() {
+        assert_eq!(Ident::op_of(2), 2);
+        assert_eq!(Ident::op_of(0x10002), Ident::OP_OUT_OF_RANGE);
+        assert_eq!(Ident::op_of(u32::MAX), Ident::OP_OUT_OF_RANGE);
+        assert_eq!(Ident::dom_of(0x7ff0), 0x7ff0);
+        assert_eq!(Ident::dom_of(0x10006), Ident::DOM_OUT_OF_RANGE);
+    }
 
     /// Each packing's fields tile the 64 bits exactly, highest first.
     #[test]

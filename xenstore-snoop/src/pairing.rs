@@ -4,7 +4,7 @@
 use crate::event::{Event, Probe};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use xenstore_proto::wire;
+use xenstore_proto::{wire, Ident};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -45,6 +45,7 @@ pub struct Record {
 impl Record {
     pub fn op_name(&self) -> Cow<'static, str> {
         match self.op {
+            Some(Ident::OP_OUT_OF_RANGE) => Cow::Borrowed("XS_UNKNOWN(>65534)"),
             Some(op) => wire::msg_name(op as u32)
                 .map(Cow::Borrowed)
                 .unwrap_or_else(|| Cow::Owned(format!("XS_UNKNOWN({op})"))),

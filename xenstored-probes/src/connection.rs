@@ -79,7 +79,7 @@ impl Connection {
     pub fn who(&self) -> Who {
         Who {
             conn: self.id,
-            domid: self.domid as u16,
+            domid: xenstore_proto::Ident::dom_of(self.domid),
             pid: self.pid,
         }
     }

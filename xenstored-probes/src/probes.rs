@@ -27,8 +27,7 @@ mod provider {
 fn pack_who(who: &Who, op: u32, tx_id: u32) -> (u64, u64) {
     let ident = Ident {
         conn: who.conn,
-        // Types beyond 16 bits keep their low bits, as they always have.
-        op: op as u16,
+        op: Ident::op_of(op),
         dom: who.domid,
     };
     let client = Client {
