@@ -33,6 +33,8 @@ pub struct Rings {
     read_lost: bool,
     /// Lost samples announced by PERF_RECORD_LOST records.
     lost_records: u64,
+    /// Ring bytes skipped past a record whose size could not be right.
+    pub corrupt_bytes: u64,
 }
 
 impl Drop for Rings {
@@ -113,6 +115,7 @@ impl Rings {
             scratch: Vec::new(),
             read_lost,
             lost_records: 0,
+            corrupt_bytes: 0,
         })
     }
 
@@ -164,7 +167,7 @@ impl Rings {
     pub fn drain(&mut self, mut f: impl FnMut(Sample)) {
         let lost = &mut self.lost_records;
         for ring in &self.rings {
-            ring.drain(&mut self.scratch, |rec| {
+            self.corrupt_bytes += ring.drain(&mut self.scratch, |rec| {
                 let ty = u32::from_ne_bytes(rec[0..4].try_into().unwrap());
                 match ty {
                     sys::bindings::PERF_RECORD_SAMPLE => {

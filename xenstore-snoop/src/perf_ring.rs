@@ -101,9 +101,11 @@ impl Ring {
     }
 
     /// Hands each record now in the ring (header included, copied out and
-    /// contiguous in `scratch`) to `f`, then frees their space. Stops at a
-    /// record whose size cannot be right rather than spin or panic.
-    pub fn drain(&self, scratch: &mut Vec<u8>, mut f: impl FnMut(&[u8])) {
+    /// contiguous in `scratch`) to `f`, then frees their space. At a record
+    /// whose size cannot be right it skips everything up to head (the next
+    /// records are past finding) and returns the bytes skipped, so one
+    /// corrupt record never stops the ring for good.
+    pub fn drain(&self, scratch: &mut Vec<u8>, mut f: impl FnMut(&[u8])) -> u64 {
         let meta = self.meta();
         // SAFETY: data_head and data_tail are aligned u64s in the mapped
         // metadata page, which lives as long as self; the kernel accesses
@@ -134,8 +136,10 @@ impl Ring {
             f(scratch);
             tail += size as u64;
         }
-        // Release: we are done reading everything before tail.
-        tail_word.store(tail, Ordering::Release);
+        let skipped = head.saturating_sub(tail);
+        // Release: we are done reading everything before head.
+        tail_word.store(tail.max(head), Ordering::Release);
+        skipped
     }
 
     /// The size field of the record header at `at`, an 8-byte aligned
@@ -236,16 +240,25 @@ mod tests {
     }
 
     #[test]
-    fn a_corrupt_size_stops_the_drain() {
+    fn a_corrupt_size_skips_to_head_and_the_ring_goes_on() {
         let ring = ring(page_size());
+        let mut at = 0;
         for size in [0u16, 12, 64] {
             let mut bad = record(9, &[1; 16]);
             bad[6..8].copy_from_slice(&size.to_ne_bytes());
             // 64: a record that would end past head.
-            write(&ring, 0, &[record(9, b"ok"), bad]);
+            let records = [record(9, b"ok"), bad];
+            write(&ring, at, &records);
             let mut n = 0;
-            ring.drain(&mut Vec::new(), |_| n += 1);
-            assert_eq!(n, 1, "size {size}");
+            let skipped = ring.drain(&mut Vec::new(), |_| n += 1);
+            assert_eq!((n, skipped), (1, records[1].len() as u64), "size {size}");
+            at += (records[0].len() + records[1].len()) as u64;
+            // What comes next is read again.
+            write(&ring, at, &[record(9, b"next")]);
+            let mut seen = Vec::new();
+            assert_eq!(ring.drain(&mut Vec::new(), |r| seen.push(r.to_vec())), 0);
+            assert_eq!(seen, [record(9, b"next")], "size {size}");
+            at += record(9, b"next").len() as u64;
         }
     }
 }

@@ -155,6 +155,7 @@ pub fn run(args: &Args) -> Result<i32> {
     };
     let stop = loop_.trace(&mut rings, &decoders, target.pid, &stop_flag);
     let lost = rings.lost();
+    let corrupt = rings.corrupt_bytes;
     // Close the perf events before deleting the uprobes they use.
     drop(rings);
     group.remove()?;
@@ -168,12 +169,16 @@ pub fn run(args: &Args) -> Result<i32> {
         );
     }
     eprintln!(
-        "xenstore-snoop: {} events seen, {} lost{}",
+        "xenstore-snoop: {} events seen, {} lost{}{}",
         loop_.seen,
         lost,
         match (loop_.undecodable, loop_.pairing.dropped) {
             (0, 0) => String::new(),
             (u, d) => format!(", {u} undecodable, {d} unmatched requests/replies dropped"),
+        },
+        match corrupt {
+            0 => String::new(),
+            n => format!(", {n} bytes of corrupt ring data skipped"),
         }
     );
     Ok(0)
