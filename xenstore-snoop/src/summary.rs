@@ -6,11 +6,25 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+/// Memory stays bounded however long a summary runs: latencies beyond
+/// this many per row are a uniform sample (reservoir), exact below it.
+const LATENCY_SAMPLES: usize = 10_000;
+/// Distinct paths counted one by one; requests on later new paths are
+/// counted together.
+const PATHS_MAX: usize = 10_000;
+/// Firing requests kept for the fan-out table; past twice this, only the
+/// ones that fired most are kept.
+const FIRERS_MAX: usize = 10_000;
+
 #[derive(Default)]
 struct Stats {
     count: u64,
     errors: u64,
+    /// Latencies seen with one: every one up to LATENCY_SAMPLES, then a
+    /// uniform sample of that size.
+    timed: u64,
     latencies_ns: Vec<u64>,
+    sorted: bool,
 }
 
 impl Stats {
@@ -18,7 +32,18 @@ impl Stats {
         self.count += 1;
         self.errors += r.error.is_some() as u64;
         if let Some(ns) = r.latency_ns {
-            self.latencies_ns.push(ns);
+            self.timed += 1;
+            self.sorted = false;
+            if self.latencies_ns.len() < LATENCY_SAMPLES {
+                self.latencies_ns.push(ns);
+            } else {
+                // Algorithm R: the i-th value replaces a kept one with
+                // probability LATENCY_SAMPLES / i.
+                let j = (splitmix(self.timed ^ ns) % self.timed) as usize;
+                if j < LATENCY_SAMPLES {
+                    self.latencies_ns[j] = ns;
+                }
+            }
         }
     }
 
@@ -26,11 +51,22 @@ impl Stats {
         if self.latencies_ns.is_empty() {
             return "-".into();
         }
-        self.latencies_ns.sort_unstable();
+        if !self.sorted {
+            self.latencies_ns.sort_unstable();
+            self.sorted = true;
+        }
         let v = &self.latencies_ns;
         let i = ((v.len() as f64 * p).ceil() as usize).clamp(1, v.len()) - 1;
         format!("{:.1}", v[i] as f64 / 1e3)
     }
+}
+
+/// A cheap, well-mixed hash (SplitMix64's finaliser) for the reservoir.
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 #[derive(Default)]
@@ -39,6 +75,8 @@ pub struct Summary {
     ops: HashMap<Cow<'static, str>, Stats>,
     domains: HashMap<u16, Stats>,
     paths: HashMap<String, u64>,
+    /// Requests on new paths once PATHS_MAX were counted.
+    other_paths: u64,
     /// Firing request serial -> watch events it fired.
     fanout: HashMap<u64, u64>,
     /// Firing request serial -> its op and path, once its record is seen.
@@ -53,8 +91,10 @@ impl Summary {
                 self.ops.entry(r.op_name()).or_default().add(r);
                 self.domains.entry(r.dom).or_default().add(r);
                 // Busy paths repeat: copy a path only the first time.
+                let full = self.paths.len() >= PATHS_MAX;
                 match self.paths.get_mut(&r.path) {
                     Some(n) => *n += 1,
+                    None if full => self.other_paths += 1,
                     None => {
                         self.paths.insert(r.path.clone(), 1);
                     }
@@ -67,9 +107,23 @@ impl Summary {
             Kind::WatchEvent => {
                 self.watch_events += 1;
                 *self.fanout.entry(r.serial).or_default() += 1;
+                if self.fanout.len() > 2 * FIRERS_MAX {
+                    self.keep_top_firers();
+                }
             }
             _ => {}
         }
+    }
+
+    /// Keeps the FIRERS_MAX requests that fired most (amortised: runs once
+    /// per FIRERS_MAX new firing requests).
+    fn keep_top_firers(&mut self) {
+        let mut firing: Vec<(u64, u64)> = self.fanout.drain().collect();
+        firing.select_nth_unstable_by(FIRERS_MAX, |a, b| b.1.cmp(&a.1));
+        firing.truncate(FIRERS_MAX);
+        self.fanout.extend(firing);
+        let fanout = &self.fanout;
+        self.firers.retain(|serial, _| fanout.contains_key(serial));
     }
 
     /// The tables, as text.
@@ -114,6 +168,12 @@ impl Summary {
             paths.add_row(vec![crate::output::escape(p).into_owned(), n.to_string()]);
         }
         out += &format!("{paths}\n");
+        if self.other_paths > 0 {
+            out += &format!(
+                "{} requests on paths past the first {PATHS_MAX} distinct ones, not listed\n",
+                self.other_paths
+            );
+        }
 
         let mut fan = table(&["FIRED BY", "WATCH EVENTS"]);
         let mut firing: Vec<_> = self.fanout.iter().collect();
@@ -178,5 +238,38 @@ mod tests {
         assert!(text.contains("watch events: 3"), "{text}");
         let fan = text.lines().find(|l| l.contains("XS_WRITE /w")).unwrap();
         assert!(fan.contains(" 3 "), "{fan}");
+    }
+
+    /// However many requests, paths and firing requests: bounded tables,
+    /// and percentiles still near the truth.
+    #[test]
+    fn memory_stays_bounded() {
+        let mut p = Pairing::new();
+        let mut s = Summary::default();
+        let n = 3 * LATENCY_SAMPLES.max(PATHS_MAX).max(FIRERS_MAX) as u64;
+        for serial in 1..=n {
+            p.push(ev(Probe::Request, serial, 2, &format!("/p/{serial}"), ""));
+            let mut resp = ev(Probe::Response, serial, 2, "x", "");
+            // latency = (serial mod 1000) µs: p50 about 500, p99 about 990
+            resp.mono_ns = serial * 1000 + (serial % 1000) * 1000;
+            s.add(&p.push(resp).unwrap());
+            s.add(
+                &p.push(ev(Probe::WatchEvent, serial, 15, "/w", "t"))
+                    .unwrap(),
+            );
+        }
+        let read = &s.ops[&Cow::Borrowed("XS_READ")];
+        assert_eq!(read.count, n);
+        assert_eq!(read.latencies_ns.len(), LATENCY_SAMPLES);
+        assert_eq!(s.paths.len(), PATHS_MAX);
+        assert_eq!(s.other_paths, n - PATHS_MAX as u64);
+        assert!((FIRERS_MAX..=2 * FIRERS_MAX).contains(&s.fanout.len()));
+        assert!(s.firers.len() <= s.fanout.len());
+        let stats = s.ops.get_mut(&Cow::Borrowed("XS_READ")).unwrap();
+        let p50: f64 = stats.percentile_us(0.5).parse().unwrap();
+        let p99: f64 = stats.percentile_us(0.99).parse().unwrap();
+        assert!((480.0..520.0).contains(&p50), "p50 {p50}");
+        assert!((980.0..=999.0).contains(&p99), "p99 {p99}");
+        assert!(s.render(5).contains("not listed"));
     }
 }
