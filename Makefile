@@ -12,9 +12,6 @@ test:
 	.ci/setup
 	cargo build --workspace
 	cargo clippy --workspace --all-targets -- -D warnings
-	# The Xen ring backend: built and linted here, exercised only on a Xen dom0.
-	cargo clippy -p xenstored-probes --features xen --all-targets -- -D warnings
-	cargo test -p xenstored-probes --features xen --lib ring::xen
 	# tests/package.rs installs and exercises the package built here.
 	$(MAKE) deb
 	cargo test --workspace

@@ -21,6 +21,8 @@ pub struct Domain {
     /// created (a connection id, reserved at INTRODUCE; 0 for dom0):
     /// upstream's event loop decides the @releaseDomain order by it.
     pub conn_slot: u32,
+    /// Its shutdown was announced (@releaseDomain); XS_RESUME clears it.
+    pub shutdown: bool,
 }
 
 #[derive(Debug)]
@@ -57,5 +59,14 @@ impl Domains {
 
     pub fn ids(&self) -> impl Iterator<Item = u32> + '_ {
         self.0.keys().copied()
+    }
+
+    /// Introduced guests (not dom0) and whether their shutdown was announced.
+    pub fn guests(&self) -> Vec<(u32, bool)> {
+        self.0
+            .iter()
+            .filter(|(&id, _)| id != 0)
+            .map(|(&id, d)| (id, d.shutdown))
+            .collect()
     }
 }

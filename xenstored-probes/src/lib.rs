@@ -26,3 +26,4 @@ pub mod tree;
 pub mod unix;
 pub mod watch;
 pub mod wire;
+pub mod xen;

@@ -9,7 +9,7 @@ use crate::connection::Received;
 use crate::daemon::{Daemon, Effects};
 use crate::ring;
 use crate::service::log;
-use crate::transport::{Attachment, Listener, Transport};
+use crate::transport::{Attachment, DomainMonitor, Listener, Transport};
 use mio::{Events, Interest, Poll, Token};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
@@ -20,6 +20,8 @@ use std::time::Duration;
 const LISTENER_BASE: usize = 1 << 40;
 /// The stop source's token (above every u32 connection id).
 const STOP: usize = LISTENER_BASE - 1;
+/// The domain monitor's token (likewise).
+const DOMAIN_MONITOR: usize = LISTENER_BASE - 2;
 /// Reads per connection before others get a turn.
 const READS_PER_TURN: usize = 16;
 
@@ -40,6 +42,8 @@ pub struct Server {
     retry_accept: Vec<usize>,
     /// apply_effects' other set of lists (see there).
     spare_effects: Effects,
+    /// Xen's VIRQ_DOM_EXC on a dom0 (see monitor_domains).
+    monitor: Option<Box<dyn DomainMonitor>>,
 }
 
 /// How soon a failed accept is retried.
@@ -55,6 +59,7 @@ impl Server {
             ready: VecDeque::new(),
             retry_accept: Vec::new(),
             spare_effects: Effects::default(),
+            monitor: None,
         })
     }
 
@@ -67,6 +72,29 @@ impl Server {
             .register(listener.source(), Token(token), Interest::READABLE)?;
         self.ports.insert(token, Port { listener, domid });
         Ok(())
+    }
+
+    /// Follows domain shutdowns and deaths the hypervisor reports.
+    pub fn monitor_domains(&mut self, mut monitor: Box<dyn DomainMonitor>) -> io::Result<()> {
+        self.poll.registry().register(
+            monitor.source(),
+            Token(DOMAIN_MONITOR),
+            Interest::READABLE,
+        )?;
+        self.monitor = Some(monitor);
+        Ok(())
+    }
+
+    /// The monitor fired: the daemon hears which domains shut down or died.
+    fn check_domains(&mut self) {
+        let Some(monitor) = self.monitor.as_mut() else {
+            return;
+        };
+        match monitor.check(&self.daemon.guests()) {
+            Ok(changes) => self.daemon.domains_changed(&changes),
+            Err(e) => log::error(format_args!("domain exceptions: {e}")),
+        }
+        self.apply_effects();
     }
 
     /// Adds a ready transport as a connection of `domid`.
@@ -121,6 +149,10 @@ impl Server {
                 let token = ev.token().0;
                 if token == STOP {
                     stop = true;
+                    continue;
+                }
+                if token == DOMAIN_MONITOR {
+                    self.check_domains();
                     continue;
                 }
                 if token >= LISTENER_BASE {

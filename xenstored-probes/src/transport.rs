@@ -58,3 +58,20 @@ pub trait DomainBackend {
     /// closes the domain's connections and listeners itself.
     fn release(&mut self, domid: u32);
 }
+
+/// The hypervisor's word on domains (Xen's VIRQ_DOM_EXC): polled by the
+/// event loop, asked about the introduced domains when its source fires.
+pub trait DomainMonitor {
+    fn source(&mut self) -> &mut dyn mio::event::Source;
+    /// After `source` fired: of `domains` (domid, shutdown already
+    /// announced), which shut down since and which died.
+    fn check(&mut self, domains: &[(u32, bool)]) -> io::Result<DomainChanges>;
+}
+
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct DomainChanges {
+    /// Newly shut down or crashed, still there: @releaseDomain fires.
+    pub shut_down: Vec<u32>,
+    /// Dying or gone: released, connections closed.
+    pub dead: Vec<u32>,
+}

@@ -9,6 +9,7 @@ use crate::error::Fail;
 use crate::path;
 use crate::perms::Identity;
 use crate::request;
+use crate::transport::DomainChanges;
 use crate::tree;
 use crate::wire::XsError;
 
@@ -92,9 +93,11 @@ pub(super) fn resume(d: &mut Daemon, _: &Call, p: &[u8]) -> Result<(), Fail> {
     if domid == 0 {
         return Err(Fail(XsError::Einval, "domid"));
     }
-    d.domains
-        .get(domid)
+    let dom = d
+        .domains
+        .get_mut(domid)
         .ok_or(Fail(XsError::Enoent, "domain"))?;
+    dom.shutdown = false;
     Ok(())
 }
 
@@ -127,6 +130,46 @@ impl Daemon {
         self.close(id, 0, "domain gone");
         if domid != 0 && self.domains.get(domid).is_some() {
             self.release(domid, 0, id);
+        }
+    }
+
+    /// Introduced guests (not dom0) and whether their shutdown was announced.
+    pub fn guests(&self) -> Vec<(u32, bool)> {
+        self.domains.guests()
+    }
+
+    /// The hypervisor's news (VIRQ_DOM_EXC), as xenstored's check_domains:
+    /// dead domains are released as if dom0 had asked, their connections
+    /// closed first; shutdowns are announced by one @releaseDomain unless a
+    /// release just fired it.
+    pub fn domains_changed(&mut self, changes: &DomainChanges) {
+        self.queued_events.clear();
+        let mut announce = false;
+        for &d in &changes.shut_down {
+            if let Some(dom) = self.domains.get_mut(d) {
+                dom.shutdown = true;
+                announce = true;
+            }
+        }
+        let mut released = false;
+        for &d in &changes.dead {
+            if d == 0 || self.domains.get(d).is_none() {
+                continue;
+            }
+            released = true;
+            let ids: Vec<u32> = self
+                .conns
+                .values()
+                .filter(|c| c.domid == d)
+                .map(|c| c.id)
+                .collect();
+            for c in ids {
+                self.close(c, 0, "domain died");
+            }
+            self.release(d, 0, 0);
+        }
+        if announce && !released {
+            self.fire(0, 0, &special(path::RELEASE_DOMAIN));
         }
     }
 

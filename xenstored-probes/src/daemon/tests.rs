@@ -394,6 +394,33 @@ fn release_closes_the_domain_and_removes_what_it_owned() {
 }
 
 #[test]
+fn hypervisor_news_announces_shutdowns_once_and_releases_the_dead() {
+    let (mut d, dom0, guest) = with_guest();
+    ok(&mut d, guest, MsgType::TransactionStart, b"\0");
+    ok(&mut d, dom0, MsgType::Watch, b"@releaseDomain\0r\0");
+    events(&mut d, dom0);
+    let news = |shut_down: &[u32], dead: &[u32]| crate::transport::DomainChanges {
+        shut_down: shut_down.to_vec(),
+        dead: dead.to_vec(),
+    };
+    d.domains_changed(&news(&[6], &[]));
+    assert_eq!(events(&mut d, dom0), ["@releaseDomain r"]);
+    assert_eq!(d.guests(), [(6, true)]);
+    assert!(d.conn(guest).is_some(), "a shut-down guest keeps its ring");
+    ok(&mut d, dom0, MsgType::Resume, b"6\0");
+    assert_eq!(d.guests(), [(6, false)]);
+    d.domains_changed(&news(&[], &[6]));
+    assert!(d.conn(guest).is_none());
+    assert_eq!(d.effects.closed.len(), 1, "the guest's transport");
+    assert_eq!(d.effects.released, [6]);
+    assert_eq!(events(&mut d, dom0), ["@releaseDomain r"]);
+    assert!(d.guests().is_empty());
+    // news of a domain already gone changes nothing
+    d.domains_changed(&news(&[6], &[6]));
+    assert!(events(&mut d, dom0).is_empty());
+}
+
+#[test]
 fn set_target_gives_a_device_model_its_targets_rights() {
     let (mut d, dom0, guest) = with_guest();
     ok(&mut d, guest, MsgType::Write, b"private\0secret");

@@ -15,8 +15,6 @@ pub mod conn;
 pub mod page;
 pub mod sim;
 pub mod transport;
-#[cfg(feature = "xen")]
-pub mod xen;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -183,17 +183,3 @@ impl DomainBackend for SimRingDomains {
         self.fallback.release(domid);
     }
 }
-
-/// Real Xen domains: every introduced domain is a grant-mapped ring.
-#[cfg(feature = "xen")]
-pub struct XenRingDomains;
-
-#[cfg(feature = "xen")]
-impl DomainBackend for XenRingDomains {
-    fn introduce(&mut self, domid: u32, gfn: u64, port: u32) -> io::Result<Attachment> {
-        let ring = RingTransport::attach(&super::xen::XenBackend, domid, gfn, port)?;
-        Ok(Attachment::Connection(Box::new(ring)))
-    }
-
-    fn release(&mut self, _domid: u32) {}
-}
