@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use xenstored_probes::service::{detach, live, log, notify, pidfile::PidFile, signals};
 use xenstored_probes::transport::DomainBackend;
-use xenstored_probes::{daemon::Daemon, quota::Quotas, ring, server::Server, trace, unix};
+use xenstored_probes::{daemon::Daemon, quota::Quotas, ring, server::Server, trace, unix, xen};
 
 /// Upstream's XENSTORE_REL_PATH_MAX: `-M` is capped there, as upstream.
 const PATH_MAX_CAP: u32 = 2048;
@@ -108,11 +108,6 @@ struct Args {
     /// Refused: live update is not supported.
     #[arg(short = 'U', long)]
     live_update: bool,
-    /// Serve real Xen domains: map their rings through /dev/xen/gntdev and
-    /// /dev/xen/evtchn (needs a Xen dom0).
-    #[cfg(feature = "xen")]
-    #[arg(long)]
-    xen: bool,
     /// Print help (upstream's -H; -h too).
     #[arg(short = 'H', long, short_alias = 'h', action = ArgAction::Help)]
     help: Option<bool>,
@@ -194,13 +189,12 @@ fn parse_quota(s: &str) -> Result<(&str, u32), String> {
     Ok((what, nb))
 }
 
-/// How INTRODUCE reaches domains: simulated rings for domains prepared
-/// under <run-dir>/ring/, per-domain sockets for the others; with --xen,
-/// real grant-mapped rings.
-fn domain_backend(args: &Args) -> Box<dyn DomainBackend> {
-    #[cfg(feature = "xen")]
-    if args.xen {
-        return Box::new(ring::transport::XenRingDomains);
+/// How INTRODUCE reaches domains: on a Xen dom0, real rings; elsewhere
+/// simulated rings for domains prepared under <run-dir>/ring/ and
+/// per-domain sockets for the others.
+fn domain_backend(args: &Args, on_xen: bool) -> Box<dyn DomainBackend> {
+    if on_xen {
+        return Box::new(xen::XenDomains);
     }
     let sockets = unix::SocketDomainBackend::new(&args.run_dir);
     Box::new(ring::transport::SimRingDomains::new(
@@ -255,15 +249,19 @@ fn run(args: &mut Args) -> Result<(), String> {
     std::fs::create_dir_all(&args.run_dir)
         .map_err(|e| format!("run dir {}: {e}", args.run_dir.display()))?;
 
-    let daemon = Daemon::new(quotas, domain_backend(args));
+    // -D: no domains of the hypervisor's, as upstream (the simulated
+    // backend then serves, even on a dom0).
+    let on_xen = !args.no_domain_init && xen::is_dom0(Path::new(xen::PROC_XEN));
+    let daemon = Daemon::new(quotas, domain_backend(args, on_xen));
     let mut server = Server::new(daemon).map_err(|e| format!("epoll: {e}"))?;
+    if on_xen {
+        xen::serve_dom0(&mut server, Path::new(xen::PROC_XEN)).map_err(|e| format!("xen: {e}"))?;
+    }
     let listener =
         unix::SocketListener::bind(&socket, false).map_err(|e| format!("listening: {e}"))?;
     server
         .listen(Box::new(listener), 0)
         .map_err(|e| format!("polling the socket: {e}"))?;
-    // dom0's own ring (xen-backend) is set up here, before detaching,
-    // unless args.no_domain_init (-D).
 
     let detached = if args.detaches() {
         let detached = detach::detach().map_err(|e| format!("detaching: {e}"))?;
