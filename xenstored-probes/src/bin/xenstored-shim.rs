@@ -42,7 +42,8 @@ struct Args {
     /// Print the daemon's pid on stdout once it serves.
     #[arg(short = 'P', long)]
     output_pid: bool,
-    /// Do not set up dom0's own ring (/proc/xen/xsd_kva); the socket only.
+    /// Do not serve the hypervisor's domains (no dom0 ring, no VIRQ_DOM_EXC):
+    /// simulated rings and sockets, as off Xen.
     #[arg(short = 'D', long)]
     no_domain_init: bool,
     /// Log the start-up steps too (stderr, or syslog once detached).
