@@ -52,8 +52,12 @@ pub(super) fn control(d: &mut Daemon, _: &Call, p: &[u8], reply: &mut Vec<u8>) -
             if !rest.is_empty() {
                 return Err(EINVAL);
             }
-            for problem in d.store.check() {
+            let problems = d.store.check();
+            for problem in &problems {
                 crate::service::log::error(format_args!("check_store: {problem}"));
+            }
+            if !problems.is_empty() {
+                return Err(Fail(XsError::Eio, "control:check"));
             }
             text(reply, "OK");
         }

@@ -172,6 +172,16 @@ fn unknown_types_privileged_ops_and_unknown_transactions() {
 }
 
 #[test]
+fn control_check_fails_on_a_corrupt_store() {
+    let mut d = daemon();
+    let dom0 = open(&mut d, 0, 100, "test");
+    assert_eq!(ok(&mut d, dom0, MsgType::Control, b"check\0"), b"OK\0");
+    // A node removed behind its parent's back: /tool still lists it.
+    assert!(d.store.unlink("/tool/xenstored"));
+    assert_eq!(err(&mut d, dom0, MsgType::Control, 0, b"check\0"), "EIO");
+}
+
+#[test]
 fn guests_use_relative_paths_and_meet_permissions() {
     let (mut d, dom0, guest) = with_guest();
     ok(&mut d, guest, MsgType::Write, b"data/x\0v");
