@@ -2,7 +2,10 @@
 //! response under the same serial, and the watch event that request fired.
 mod common;
 
+use common::process::BoundedOutput;
+
 use common::shim::Shim;
+use common::TIMEOUT;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -115,17 +118,11 @@ fn bpftrace_sees_request_response_and_watch_event_with_one_serial() {
         }
     }
 
-    let mut watch = shim
-        .client("xenstore-watch")
-        .args(["-n", "2", "/bt"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut events = BufReader::new(watch.stdout.take().unwrap()).lines();
-    assert_eq!(events.next().unwrap().unwrap(), "/bt");
+    let watch = shim.watch(&["-n", "2", "/bt"]);
+    assert_eq!(watch.line(0, TIMEOUT), "/bt");
     shim.run("xenstore-write", &["/bt/x", "hello"]);
-    assert_eq!(events.next().unwrap().unwrap(), "/bt/x");
-    watch.wait().unwrap();
+    assert_eq!(watch.line(1, TIMEOUT), "/bt/x");
+    assert!(watch.end(TIMEOUT).status.success());
 
     let write = (MsgType::Write as u32).to_string();
     let mut lines = Vec::new();
@@ -176,8 +173,7 @@ fn bpftrace_lists_every_declared_probe() {
     let out = Command::new("bpftrace")
         .arg("-l")
         .arg(format!("usdt:{}:*", bin.display()))
-        .output()
-        .expect("bpftrace must be installed");
+        .bounded_output();
     let listed = String::from_utf8_lossy(&out.stdout);
     for probe in Probe::ALL.map(Probe::name) {
         assert!(

@@ -3,13 +3,18 @@
 //! and a guest domain reaching the shim through its domain socket.
 mod common;
 
-use common::shim::{wait_for, Shim};
+use common::process::BoundedOutput;
+
+use common::process::Watched;
+use common::shim::Shim;
 use common::wire;
-use std::io::{BufRead, BufReader, Read, Write};
+use common::TIMEOUT;
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use xenstore_testkit::wait_for;
 
 const XENSTORE_CONTROL: &str = "/usr/lib/xen-4.17/bin/xenstore-control";
 
@@ -19,7 +24,9 @@ struct Raw(UnixStream);
 
 impl Raw {
     fn connect(socket: &Path) -> Raw {
-        Raw(UnixStream::connect(socket).expect("connect to the shim"))
+        let s = UnixStream::connect(socket).expect("connect to the shim");
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        Raw(s)
     }
 
     fn call(&mut self, ty: u32, payload: &[u8]) -> (u32, Vec<u8>) {
@@ -38,8 +45,7 @@ fn failing(shim: &Shim, socket: &Path, program: &str, args: &[&str]) -> String {
         .client(program)
         .env("XENSTORED_PATH", socket)
         .args(args)
-        .output()
-        .unwrap();
+        .bounded_output();
     assert!(!out.status.success(), "{program} {args:?} should fail");
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -55,8 +61,7 @@ fn xenstore_utils_write_read_list_exists_rm() {
     let out = shim
         .client("xenstore-exists")
         .arg("/vm/nope")
-        .output()
-        .unwrap();
+        .bounded_output();
     assert!(!out.status.success());
     shim.run("xenstore-rm", &["/vm/b"]);
     assert_eq!(shim.run("xenstore-list", &["/vm"]), "a\n");
@@ -81,19 +86,13 @@ fn xenstore_ls_shows_the_upstream_initial_tree_and_permissions() {
 fn xenstore_watch_reports_the_initial_event_and_changes() {
     let shim = Shim::start();
     shim.run("xenstore-write", &["/w/x", "0"]);
-    let mut watch = shim
-        .client("xenstore-watch")
-        .args(["-n", "3", "/w"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
-    assert_eq!(lines.next().unwrap().unwrap(), "/w", "initial event");
+    let watch = shim.watch(&["-n", "3", "/w"]);
+    assert_eq!(watch.line(0, TIMEOUT), "/w", "initial event");
     shim.run("xenstore-write", &["/w/x", "1"]);
-    assert_eq!(lines.next().unwrap().unwrap(), "/w/x");
+    assert_eq!(watch.line(1, TIMEOUT), "/w/x");
     shim.run("xenstore-rm", &["/w"]);
-    assert_eq!(lines.next().unwrap().unwrap(), "/w");
-    assert!(watch.wait().unwrap().success());
+    assert_eq!(watch.line(2, TIMEOUT), "/w");
+    assert!(watch.end(TIMEOUT).status.success());
 }
 
 #[test]
@@ -140,7 +139,7 @@ fn xenstore_control_speaks_the_upstream_commands() {
         .unwrap()
         .contains("nodes: "));
     // Unknown commands are EINVAL: the client answers with the help text.
-    let out = shim.client(XENSTORE_CONTROL).arg("bogus").output().unwrap();
+    let out = shim.client(XENSTORE_CONTROL).arg("bogus").bounded_output();
     let said = [out.stdout, out.stderr].concat();
     assert!(String::from_utf8_lossy(&said).contains("Valid commands are"));
 }
@@ -181,8 +180,7 @@ fn pyxs_transactions_conflicts_and_watches() {
         .arg("-c")
         .arg(PYXS_SESSION)
         .arg(&shim.socket)
-        .output()
-        .unwrap();
+        .bounded_output();
     assert!(
         out.status.success(),
         "{}",
@@ -208,8 +206,7 @@ fn xenstore_rs_client() {
     let out = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "xenstore_rs_session", "--ignored", "--nocapture"])
         .env("XENSTORED_PATH", &shim.socket)
-        .output()
-        .unwrap();
+        .bounded_output();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -266,8 +263,7 @@ fn guest_domain_socket_relative_paths_watches_and_denial() {
             .client(program)
             .env("XENSTORED_PATH", &guest)
             .args(args)
-            .output()
-            .unwrap();
+            .bounded_output();
         assert!(
             out.status.success(),
             "{program} {args:?}: {}",
@@ -288,18 +284,18 @@ fn guest_domain_socket_relative_paths_watches_and_denial() {
     );
 
     // A relative watch gets relative event paths.
-    let mut watch = shim
-        .client("xenstore-watch")
-        .env("XENSTORED_PATH", &guest)
-        .args(["-n", "2", "device"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
-    assert_eq!(lines.next().unwrap().unwrap(), "device");
+    let watch = Watched::spawn(
+        "xenstore-watch",
+        shim.client("xenstore-watch")
+            .env("XENSTORED_PATH", &guest)
+            .args(["-n", "2", "device"])
+            .stdout(Stdio::piped()),
+        false,
+    );
+    assert_eq!(watch.line(0, TIMEOUT), "device");
     shim.run("xenstore-write", &["/local/domain/6/device/vif", "x"]);
-    assert_eq!(lines.next().unwrap().unwrap(), "device/vif");
-    assert!(watch.wait().unwrap().success());
+    assert_eq!(watch.line(1, TIMEOUT), "device/vif");
+    assert!(watch.end(TIMEOUT).status.success());
 
     // Denied: dom0's nodes, other domains' homes, privileged operations.
     let err = failing(&shim, &guest, "xenstore-read", &["/tool/xenstored"]);

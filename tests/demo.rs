@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::process::BoundedOutput;
+
 use std::process::Command;
 
 #[test]
@@ -16,8 +18,7 @@ fn demo_script_shows_the_classic_story() {
         .to_path_buf();
     let out = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/demo"))
         .env("BIN_DIR", &bin_dir)
-        .output()
-        .expect("run scripts/demo");
+        .bounded_output();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -6,13 +6,15 @@
 //! classic trace file.
 mod common;
 
-use common::shim::{private_dir, wait_for};
+use common::process::BoundedOutput;
+use common::shim::private_dir;
 use common::{bin, signal};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::{UnixDatagram, UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use xenstore_testkit::wait_for;
 
 const XENSTORE_CONTROL: &str = "/usr/lib/xen-4.17/bin/xenstore-control";
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -82,8 +84,7 @@ impl Place {
         let out = Command::new(program)
             .env("XENSTORED_PATH", &self.socket)
             .args(args)
-            .output()
-            .expect(program);
+            .bounded_output();
         assert!(
             out.status.success(),
             "{program} {args:?}: {}",
@@ -117,17 +118,7 @@ fn unique() -> u32 {
 }
 
 fn wait_exit(child: &mut Child, what: &str) -> ExitStatus {
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("{what} did not exit within {TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    common::process::wait_exit(child, what, TIMEOUT)
 }
 
 fn alive(pid: u32) -> bool {
@@ -663,8 +654,7 @@ fn trace_file_matches_c_xenstoreds_lines() {
             let out = Command::new(program)
                 .env("XENSTORED_PATH", socket)
                 .args(args)
-                .output()
-                .unwrap();
+                .bounded_output();
             String::from_utf8_lossy(&out.stdout).into_owned()
         };
         run("xenstore-write", &["/trace/a", "one", "/trace/b", "two"]);

@@ -4,10 +4,13 @@
 
 mod common;
 
+use common::process::BoundedOutput;
+
 use std::time::Duration;
 
-use common::shim::{wait_for, Shim};
+use common::shim::Shim;
 use xenstore_proto::wire::{Header, PAYLOAD_MAX};
+use xenstore_testkit::wait_for;
 use xenstored_probes::guest::{Guest, SocketLink, Xs};
 use xenstored_probes::ring::sim::SimGuest;
 use xenstored_probes::ring::{Field, ERROR_NONE, ERROR_PROTO, ERROR_RINGIDX, RING_SIZE};
@@ -303,24 +306,15 @@ fn a_vanished_guest_is_torn_down() {
 }
 
 fn xs_guest(shim: &Shim, domid: u16, args: &[&str], stdin: &str) -> std::process::Output {
-    use std::io::Write;
-    let mut child = std::process::Command::new(common::bin("xs-guest"))
-        .arg("--run-dir")
-        .arg(&shim.run_dir)
-        .args(["--domid", &domid.to_string()])
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("xs-guest runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    common::process::output_fed(
+        std::process::Command::new(common::bin("xs-guest"))
+            .arg("--run-dir")
+            .arg(&shim.run_dir)
+            .args(["--domid", &domid.to_string()])
+            .args(args),
+        stdin.as_bytes(),
+        common::process::CLIENT_TIMEOUT,
+    )
 }
 
 fn stdout(out: &std::process::Output) -> String {
@@ -397,8 +391,7 @@ fn the_demo_boots_a_guest() {
         .arg(&shim.socket)
         .arg("--run-dir")
         .arg(&shim.run_dir)
-        .output()
-        .unwrap();
+        .bounded_output();
     let text = stdout(&out);
     assert!(
         out.status.success(),

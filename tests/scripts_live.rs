@@ -9,14 +9,12 @@
 
 mod common;
 
-use common::shim::{wait_for, Shim};
-use std::io::{BufRead, BufReader};
+use common::process::{output_within, Watched, CLIENT_TIMEOUT};
+use common::shim::Shim;
+use common::TIMEOUT;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
 use std::time::Duration;
-
-const TIMEOUT: Duration = Duration::from_secs(30);
 
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -25,12 +23,11 @@ fn script(name: &str) -> PathBuf {
 }
 
 /// A running tracer (snooper or bpftrace) whose output is collected.
-struct Tracer {
-    what: &'static str,
-    child: Child,
-    stdout: Arc<Mutex<Vec<String>>>,
-    stderr: Arc<Mutex<Vec<String>>>,
-}
+struct Tracer(Watched);
+
+/// Detaching bpftrace's uprobes takes seconds on a loaded machine: a
+/// tracer may take a minute to end.
+const EXIT_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl Tracer {
     /// Starts `cmd` and waits until `ready` holds for its stdout + stderr.
@@ -47,48 +44,18 @@ impl Tracer {
         collect_stdout: bool,
         ready: impl Fn(&[String]) -> bool,
     ) -> Tracer {
-        let mut child = cmd
-            .stdout(stdout)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {what}: {e}"));
-        let stdout = match child.stdout.take() {
-            Some(pipe) if collect_stdout => common::collect_lines(pipe),
-            pipe => {
-                child.stdout = pipe;
-                Arc::default()
-            }
-        };
-        let stderr = common::collect_lines(child.stderr.take().unwrap());
-        let mut t = Tracer {
-            what,
-            child,
-            stdout,
-            stderr,
-        };
-        wait_for(what, TIMEOUT, || {
-            if let Ok(Some(status)) = t.child.try_wait() {
-                panic!("{what} exited ({status}): {:?}", t.stderr());
-            }
-            ready(&[t.stdout(), t.stderr()].concat())
-        });
-        t
-    }
-
-    fn stdout(&self) -> Vec<String> {
-        self.stdout.lock().unwrap().clone()
-    }
-
-    fn stderr(&self) -> Vec<String> {
-        self.stderr.lock().unwrap().clone()
+        cmd.stdout(stdout).stderr(Stdio::piped());
+        let mut t = Watched::spawn(what, &mut cmd, !collect_stdout);
+        t.wait_ready(what, TIMEOUT, |out, err| ready(&[out, err].concat()));
+        Tracer(t)
     }
 
     fn wait_line(&self, pred: impl Fn(&str) -> bool) {
-        wait_for(self.what, TIMEOUT, || self.stdout().iter().any(|l| pred(l)));
+        self.0.wait_line(&self.0.what, TIMEOUT, pred);
     }
 
     fn take_stdout(&mut self) -> std::process::ChildStdout {
-        self.child.stdout.take().expect("stdout not collected")
+        self.0.child.stdout.take().expect("stdout not collected")
     }
 
     /// SIGTERM (both bpftrace and the snooper end cleanly on it; SIGINT
@@ -98,37 +65,25 @@ impl Tracer {
     }
 
     fn stop_with_stderr(self) -> (Vec<String>, Vec<String>) {
-        common::signal(self.child.id(), 15);
-        let stderr = Arc::clone(&self.stderr);
-        let stdout = self.wait();
-        let stderr = stderr.lock().unwrap().clone();
-        (stdout, stderr)
+        common::signal(self.0.child.id(), 15);
+        self.end()
     }
 
-    /// The whole stdout once the process has ended by itself. Detaching
-    /// bpftrace's uprobes takes seconds on a loaded machine: allow a minute.
-    fn wait(mut self) -> Vec<String> {
-        let mut status = None;
-        wait_for(self.what, Duration::from_secs(60), || {
-            status = self.child.try_wait().unwrap();
-            status.is_some()
-        });
-        let status = status.unwrap();
+    /// The whole stdout once the process has ended by itself.
+    fn wait(self) -> Vec<String> {
+        self.end().0
+    }
+
+    fn end(self) -> (Vec<String>, Vec<String>) {
+        let what = self.0.what.clone();
+        let ended = self.0.end(EXIT_TIMEOUT);
         assert!(
-            status.success(),
-            "{}: {status} {:?}",
-            self.what,
-            self.stderr()
+            ended.status.success(),
+            "{what}: {} {:?}",
+            ended.status,
+            ended.stderr
         );
-        std::thread::sleep(Duration::from_millis(100)); // readers reach EOF
-        self.stdout()
-    }
-}
-
-impl Drop for Tracer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        (ended.stdout, ended.stderr)
     }
 }
 
@@ -146,11 +101,10 @@ fn snooper(shim: &Shim, args: &[&str], collect_stdout: bool) -> Tracer {
 
 /// Runs a Python file with Debian's python3 (the only one with pyxs).
 fn python(file: &Path, socket: &Path) {
-    let out = Command::new("/usr/bin/python3")
-        .arg(file)
-        .arg(socket)
-        .output()
-        .expect("/usr/bin/python3");
+    let out = output_within(
+        Command::new("/usr/bin/python3").arg(file).arg(socket),
+        CLIENT_TIMEOUT,
+    );
     assert!(
         out.status.success(),
         "{}: {}",
@@ -192,27 +146,19 @@ fn bpftrace_snoop_prints_the_snooper_lines() {
     // transaction, and a value past bpftrace's 64-byte strings.
     let long = "v".repeat(100);
     shim.run("xenstore-write", &["/bt/a", "hello world"]);
-    assert!(!shim
-        .client("xenstore-read")
-        .arg("/bt/missing")
-        .output()
-        .unwrap()
-        .status
-        .success());
+    assert!(!output_within(
+        shim.client("xenstore-read").arg("/bt/missing"),
+        CLIENT_TIMEOUT
+    )
+    .status
+    .success());
     shim.run("xenstore-read", &["/bt/a"]);
     shim.run("xenstore-write", &["/bt/long", &long]);
-    let mut watch = shim
-        .client("xenstore-watch")
-        .args(["-n", "2", "/bt/w"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(watch.stdout.as_mut().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    let watch = shim.watch(&["-n", "2", "/bt/w"]);
+    // The initial event says the watch is registered.
+    assert_eq!(watch.line(0, TIMEOUT), "/bt/w");
     shim.run("xenstore-write", &["/bt/w/x", "1"]);
-    assert!(watch.wait().unwrap().success());
+    assert!(watch.end(TIMEOUT).status.success());
     let py = shim.dir.join("workload.py");
     std::fs::write(
         &py,
@@ -289,12 +235,12 @@ fn stacks_attribute_every_client_request() {
     let correlate = Tracer::start("xs-stack-correlate", cmd, |_| true);
 
     // A libxenstore client from a shell loop, and a pyxs client.
-    let out = shim
-        .client("sh")
-        .arg("-c")
-        .arg("for i in 1 2 3; do xenstore-write /st/loop/$i v$i || exit 1; done; xenstore-read /st/loop/2")
-        .output()
-        .unwrap();
+    let out = output_within(
+        shim.client("sh")
+            .arg("-c")
+            .arg("for i in 1 2 3; do xenstore-write /st/loop/$i v$i || exit 1; done; xenstore-read /st/loop/2"),
+        CLIENT_TIMEOUT,
+    );
     assert!(
         out.status.success(),
         "{}",

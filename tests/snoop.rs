@@ -6,21 +6,20 @@
 
 mod common;
 
-use common::shim::{private_dir, wait_for, Shim};
+use common::process::BoundedOutput;
+
+use common::shim::{private_dir, Shim};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
 use std::time::Duration;
+use xenstore_testkit::wait_for;
 
-const TIMEOUT: Duration = Duration::from_secs(20);
+use common::process::{output_within, wait_exit, Ended, Watched, CLIENT_TIMEOUT};
+use common::TIMEOUT;
 
 /// A running xenstore-snoop whose output is collected line by line.
-struct Snooper {
-    child: Child,
-    stdout: Arc<Mutex<Vec<String>>>,
-    stderr: Arc<Mutex<Vec<String>>>,
-}
+struct Snooper(Watched);
 
 impl Snooper {
     /// Starts the snooper on `shim` and waits until its events are enabled.
@@ -31,49 +30,36 @@ impl Snooper {
 
     /// Starts the snooper with exactly `args` and waits until it is attached.
     fn start(args: &[&str]) -> Snooper {
-        let mut child = Command::new(common::bin("xenstore-snoop"))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start xenstore-snoop");
-        let stdout = common::collect_lines(child.stdout.take().unwrap());
-        let stderr = common::collect_lines(child.stderr.take().unwrap());
-        let mut s = Snooper {
-            child,
-            stdout,
-            stderr,
-        };
-        wait_for("the snooper to attach", TIMEOUT, || {
-            if let Ok(Some(status)) = s.child.try_wait() {
-                panic!("xenstore-snoop exited ({status}): {:?}", s.stderr());
-            }
-            s.stderr().iter().any(|l| l.contains("Ctrl-C to end."))
+        let mut snoop = Watched::spawn(
+            "xenstore-snoop",
+            Command::new(common::bin("xenstore-snoop"))
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+            false,
+        );
+        snoop.wait_ready("the snooper to attach", TIMEOUT, |_, err| {
+            err.iter().any(|l| l.contains("Ctrl-C to end."))
         });
-        s
+        Snooper(snoop)
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.child.id()
     }
 
     fn stdout(&self) -> Vec<String> {
-        self.stdout.lock().unwrap().clone()
+        self.0.stdout()
     }
 
     fn stderr(&self) -> Vec<String> {
-        self.stderr.lock().unwrap().clone()
+        self.0.stderr()
     }
 
     /// Waits until some output line satisfies `pred`.
     fn wait_line(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let mut found = None;
-        let deadline = std::time::Instant::now() + TIMEOUT;
-        while found.is_none() {
-            found = self.stdout().into_iter().find(|l| pred(l));
-            if std::time::Instant::now() > deadline {
-                panic!("no line {what} in:\n{}", self.stdout().join("\n"));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        found.unwrap()
+        self.0.wait_line(what, TIMEOUT, pred)
     }
 
     /// SIGINT, then the whole output and the exit status.
@@ -81,19 +67,13 @@ impl Snooper {
         self.stop_with(2)
     }
 
-    fn stop_with(mut self, signal: i32) -> (Vec<String>, Vec<String>, std::process::ExitStatus) {
-        common::signal(self.child.id(), signal);
-        let status = self.child.wait().unwrap();
-        // the reader threads finish at EOF
-        std::thread::sleep(Duration::from_millis(50));
-        (self.stdout(), self.stderr(), status)
-    }
-}
-
-impl Drop for Snooper {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    fn stop_with(self, signal: i32) -> (Vec<String>, Vec<String>, std::process::ExitStatus) {
+        let Ended {
+            stdout,
+            stderr,
+            status,
+        } = self.0.stop(signal, TIMEOUT);
+        (stdout, stderr, status)
     }
 }
 
@@ -103,11 +83,12 @@ fn pyxs(socket: &Path, script: &str) {
         "from pyxs import Client\nc = Client(unix_socket_path={:?})\nc.connect()\n",
         socket.display().to_string()
     );
-    let out = Command::new("/usr/bin/python3")
-        .arg("-c")
-        .arg(prelude + script)
-        .output()
-        .expect("/usr/bin/python3");
+    let out = output_within(
+        Command::new("/usr/bin/python3")
+            .arg("-c")
+            .arg(prelude + script),
+        CLIENT_TIMEOUT,
+    );
     assert!(
         out.status.success(),
         "pyxs script failed:\n{script}\n{}",
@@ -135,11 +116,12 @@ fn introduce(shim: &Shim, domid: u32) -> PathBuf {
 
 /// A Debian client connected as a guest domain.
 fn guest(socket: &Path, program: &str, args: &[&str]) -> std::process::Output {
-    Command::new(program)
-        .env("XENSTORED_PATH", socket)
-        .args(args)
-        .output()
-        .expect(program)
+    output_within(
+        Command::new(program)
+            .env("XENSTORED_PATH", socket)
+            .args(args),
+        CLIENT_TIMEOUT,
+    )
 }
 
 fn columns(line: &str) -> Vec<&str> {
@@ -165,12 +147,7 @@ fn classic_lines_for_real_clients() {
          c.close()\n",
     );
     // dom0 watches, then a guest read, a missing node and a write firing it.
-    let mut watch = shim
-        .client("xenstore-watch")
-        .args(["-n", "2", "/local/domain/6/device"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let watch = shim.watch(&["-n", "2", "/local/domain/6/device"]);
     snoop.wait_line("for the WATCH", |l| {
         l.contains("XS_WATCH: /local/domain/6/device")
     });
@@ -180,7 +157,7 @@ fn classic_lines_for_real_clients() {
     assert!(!missing.status.success());
     let write = guest(&dom6, "xenstore-write", &["device/vbd/0/state", "4"]);
     assert!(write.status.success(), "{write:?}");
-    assert!(watch.wait().unwrap().success());
+    assert!(watch.end(TIMEOUT).status.success());
 
     let header = snoop.stdout()[0].clone();
     assert_eq!(columns(&header), ["DOM", "PID", "TX", "OP"]);
@@ -223,7 +200,7 @@ fn classic_lines_for_real_clients() {
     assert_eq!((c[0], c[2]), ("0", "-"), "{event}");
     assert_eq!(c.len(), 6, "path and token: {event}");
 
-    let me = snoop.child.id();
+    let me = snoop.pid();
     let (_, stderr, status) = snoop.stop();
     assert!(status.success(), "{status} {stderr:?}");
     assert!(our_uprobes(me).is_empty(), "SIGINT leaves no group");
@@ -273,18 +250,12 @@ fn json_lines_parse_with_the_schema() {
     let missing = shim
         .client("xenstore-read")
         .arg("/json/missing")
-        .output()
-        .unwrap();
+        .bounded_output();
     assert!(!missing.status.success());
-    let mut watch = shim
-        .client("xenstore-watch")
-        .args(["-n", "2", "/json"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let watch = shim.watch(&["-n", "2", "/json"]);
     snoop.wait_line("the WATCH", |l| l.contains("\"XS_WATCH\""));
     shim.run("xenstore-write", &["/json/b", "2"]);
-    assert!(watch.wait().unwrap().success());
+    assert!(watch.end(TIMEOUT).status.success());
     snoop.wait_line("the watch event", |l| {
         l.contains("\"watch_event\"") && l.contains("/json/b")
     });
@@ -355,7 +326,7 @@ fn semaphores(shim: &Shim) -> Vec<u16> {
 
 /// The semaphore's offset from the load base, from the ELF itself.
 fn sema_vaddr(exe: &Path, probe: &xenstore_snoop::sdt::SdtProbe) -> u64 {
-    let out = Command::new("readelf").arg("-n").arg(exe).output().unwrap();
+    let out = Command::new("readelf").arg("-n").arg(exe).bounded_output();
     let notes = String::from_utf8_lossy(&out.stdout).into_owned();
     let mut lines = notes.lines();
     while let Some(l) = lines.next() {
@@ -384,8 +355,8 @@ fn sigkilled_snooper_leaves_nothing_behind() {
     }
     let shim = Shim::private_copy();
     assert!(semaphores(&shim).iter().all(|&s| s == 0));
-    let mut first = Snooper::attach(&shim, &[]);
-    let victim = first.child.id();
+    let first = Snooper::attach(&shim, &[]);
+    let victim = first.pid();
     assert!(!our_uprobes(victim).is_empty());
     assert!(
         semaphores(&shim).iter().all(|&s| s > 0),
@@ -394,9 +365,8 @@ fn sigkilled_snooper_leaves_nothing_behind() {
     );
     shim.run("xenstore-write", &["/killed/a", "1"]);
     first.wait_line("the write", |l| l.contains("XS_WRITE: /killed/a 1"));
-    first.child.kill().unwrap(); // SIGKILL
-    first.child.wait().unwrap();
-    // Its perf events closed with it: the probes are off already.
+    first.stop_with(9); // SIGKILL
+                        // Its perf events closed with it: the probes are off already.
     assert!(
         semaphores(&shim).iter().all(|&s| s == 0),
         "{:?}",
@@ -408,7 +378,7 @@ fn sigkilled_snooper_leaves_nothing_behind() {
     // (A snooper of a parallel test may have been the one to remove it.)
     shim.run("xenstore-write", &["/killed/b", "2"]);
     second.wait_line("the write", |l| l.contains("XS_WRITE: /killed/b 2"));
-    let me = second.child.id();
+    let me = second.pid();
     let (_, _, status) = second.stop_with(15);
     assert!(status.success());
     assert!(our_uprobes(me).is_empty(), "SIGTERM leaves no group");
@@ -421,18 +391,18 @@ fn target_exit_ends_the_trace_cleanly() {
         return;
     }
     let mut shim = Shim::private_copy();
-    let mut snoop = Snooper::attach(&shim, &[]);
+    let snoop = Snooper::attach(&shim, &[]);
     shim.run("xenstore-write", &["/bye", "1"]);
     snoop.wait_line("the write", |l| l.contains("XS_WRITE: /bye 1"));
     shim.child.kill().unwrap();
     shim.child.wait().unwrap();
-    let status = snoop.child.wait().unwrap();
-    std::thread::sleep(Duration::from_millis(50));
-    assert!(status.success(), "{status}");
-    let err = snoop.stderr().join("\n");
+    let me = snoop.pid();
+    let ended = snoop.0.end(TIMEOUT);
+    assert!(ended.status.success(), "{}", ended.status);
+    let err = ended.stderr.join("\n");
     assert!(err.contains("exited"), "{err}");
     assert!(err.contains("events seen"), "{err}");
-    assert!(our_uprobes(snoop.child.id()).is_empty());
+    assert!(our_uprobes(me).is_empty());
 }
 
 #[test]
@@ -441,13 +411,15 @@ fn closed_pipe_exits_quietly() {
         return;
     }
     let shim = Shim::private_copy();
-    let mut child = Command::new(common::bin("xenstore-snoop"))
-        .args(["--daemon-pid", &shim.pid().to_string(), "-c", "1000"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut snoop = Watched::spawn(
+        "xenstore-snoop",
+        Command::new(common::bin("xenstore-snoop"))
+            .args(["--daemon-pid", &shim.pid().to_string(), "-c", "1000"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+        true,
+    );
+    let mut out = BufReader::new(snoop.child.stdout.take().unwrap());
     let mut header = String::new();
     out.read_line(&mut header).unwrap();
     assert!(header.starts_with("DOM"));
@@ -455,9 +427,9 @@ fn closed_pipe_exits_quietly() {
     for i in 0..20 {
         shim.run("xenstore-write", &["/pipe", &i.to_string()]);
     }
-    let output = child.wait_with_output().unwrap();
-    assert!(output.status.success(), "{:?}", output);
-    let err = String::from_utf8_lossy(&output.stderr);
+    let ended = snoop.end(TIMEOUT);
+    let err = ended.stderr.join("\n");
+    assert!(ended.status.success(), "{} {err}", ended.status);
     assert!(
         !err.contains("Broken pipe") && !err.contains("panicked"),
         "{err}"
@@ -469,21 +441,18 @@ fn closed_pipe_exits_quietly() {
 fn errors_are_clear() {
     let out = Command::new(common::bin("xenstore-snoop"))
         .args(["--daemon-pid", "4000000000"])
-        .output()
-        .unwrap();
+        .bounded_output();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.starts_with("xenstore-snoop: "), "{err}");
     let out = Command::new(common::bin("xenstore-snoop"))
         .args(["--op", "NOT_AN_OP"])
-        .output()
-        .unwrap();
+        .bounded_output();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown operation"));
     let help = Command::new(common::bin("xenstore-snoop"))
         .arg("--help")
-        .output()
-        .unwrap();
+        .bounded_output();
     assert!(String::from_utf8_lossy(&help.stdout).contains("Examples:"));
 }
 
@@ -601,8 +570,7 @@ fn not_root_is_a_clear_error() {
         Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
             .arg(&binary)
-            .output()
-            .expect("setpriv (util-linux)")
+            .bounded_output()
     };
     let mut out = run();
     // ETXTBSY while a sibling test's fork still holds the copy's write fd.
@@ -652,12 +620,12 @@ fn lost_events_are_counted_exactly() {
     let shim = Shim::private_copy();
     let snoop = Snooper::attach(&shim, &["--ring-mb", "1"]);
     // A snooper that does not read: the 1 MiB rings overflow.
-    common::signal(snoop.child.id(), 19); // SIGSTOP
+    common::signal(snoop.pid(), 19); // SIGSTOP
     pyxs(
         &shim.socket,
         &format!("for i in range({N}):\n    c.write(b'/lost', b'%d' % i)\nc.close()\n"),
     );
-    common::signal(snoop.child.id(), 18); // SIGCONT
+    common::signal(snoop.pid(), 18); // SIGCONT
     let (_, err, status) = snoop.stop();
     assert!(status.success());
     let stats = err.iter().find(|l| l.contains("events seen")).unwrap();
@@ -686,17 +654,16 @@ fn user_space_filters_on_concurrent_snoopers() {
     let failed = Snooper::attach(&shim, &["-x"]);
     let writes = Snooper::attach(&shim, &["--op", "WRITE", "--path", "^/keep/"]);
     let quiet = Snooper::attach(&shim, &["--no-watch-events", "--op", "WATCH_EVENT,RM"]);
-    let mut watch = shim
-        .client("xenstore-watch")
-        .args(["-n", "2", "/keep"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let watch = shim.watch(&["-n", "2", "/keep"]);
     writes.wait_line("nothing but a header yet", |l| l.starts_with("DOM"));
-    std::thread::sleep(Duration::from_millis(300)); // the watch registers
+    // The watch's initial event says it is registered.
+    assert_eq!(watch.line(0, TIMEOUT), "/keep");
     shim.run("xenstore-write", &["/keep/a", "1", "/drop/b", "2"]);
-    assert!(watch.wait().unwrap().success());
-    let _ = shim.client("xenstore-read").arg("/keep/missing").output();
+    assert!(watch.end(TIMEOUT).status.success());
+    let _ = shim
+        .client("xenstore-read")
+        .arg("/keep/missing")
+        .bounded_output();
     shim.run("xenstore-rm", &["/drop"]);
     writes.wait_line("the /keep write", |l| l.contains("XS_WRITE: /keep/a 1"));
     failed.wait_line("the failed read", |l| l.contains("/keep/missing"));
@@ -737,7 +704,7 @@ fn pid_filter_shows_one_dom0_client() {
     let snoop = Snooper::attach(&shim, &["-p", &pid, "--duration", "60"]);
     shim.run("xenstore-write", &["/theirs", "1"]);
     std::io::Write::write_all(client.stdin.as_mut().unwrap(), b"go\n").unwrap();
-    assert!(client.wait().unwrap().success());
+    assert!(wait_exit(&mut client, "the pyxs client", TIMEOUT).success());
     snoop.wait_line("the client's read", |l| l.contains("XS_READ: /mine -> 1"));
     let (out, _, _) = snoop.stop();
     let body = &out[1..];

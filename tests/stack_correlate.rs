@@ -2,27 +2,19 @@
 //! this machine (tests/data/xs-stacks.txt: one xenstore-write, one pyxs
 //! client) and snoop JSON lines built to match them. The live end-to-end
 //! run with the real snooper is still to come (see the scripts report).
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
+use xenstore_testkit::process::{output_fed, CLIENT_TIMEOUT};
 
 const STACKS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/xs-stacks.txt");
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/xs-stack-correlate");
 
 fn correlate(json: &str) -> String {
-    let mut child = Command::new(SCRIPT)
-        .args(["--stacks", STACKS, "--delay", "0"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("run scripts/xs-stack-correlate");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(json.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
+    let out = output_fed(
+        Command::new(SCRIPT).args(["--stacks", STACKS, "--delay", "0"]),
+        json.as_bytes(),
+        CLIENT_TIMEOUT,
+    );
+    assert!(out.status.success(), "{out:?}");
     String::from_utf8(out.stdout).unwrap()
 }
 

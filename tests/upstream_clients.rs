@@ -4,12 +4,14 @@
 //! match, except lines marked `## differs: <reason>` (see DIFFERENCES.md).
 mod common;
 
+use common::process::BoundedOutput;
+
+use common::process::{output_within, Watched, CLIENT_TIMEOUT};
 use common::shim::Shim;
 use common::upstream::{Flavor, Upstream};
-use std::io::{BufRead, BufReader, Read};
+use common::TIMEOUT;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::thread::JoinHandle;
+use std::process::{Command, Stdio};
 
 fn clients_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/clients")
@@ -62,24 +64,19 @@ fn describe(out: &std::process::Output) -> String {
 /// result per line.
 fn run_transcript(socket: &Path, lines: &[Line]) -> Vec<String> {
     // A background command: the child, its first stdout line, the rest.
-    let mut background: Option<(Child, String, JoinHandle<String>)> = None;
+    let mut background: Option<(Watched, String)> = None;
     let mut results = Vec::new();
     for line in lines {
         let cmd = &line.command;
         if cmd[0] == "wait" {
-            let (mut child, first, rest) = background.take().expect("wait without &");
-            let status = child.wait().unwrap();
-            let mut stderr = Vec::new();
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_end(&mut stderr)
-                .unwrap();
+            let (child, first) = background.take().expect("wait without &");
+            let ended = child.end(TIMEOUT);
+            let text =
+                |lines: &[String]| lines.iter().map(|l| format!("{l}\n")).collect::<String>();
             let out = std::process::Output {
-                status,
-                stdout: rest.join().unwrap().into_bytes(),
-                stderr,
+                status: ended.status,
+                stdout: text(&ended.stdout[1..]).into_bytes(),
+                stderr: text(&ended.stderr).into_bytes(),
             };
             results.push(format!("first line: {first}{}", describe(&out)));
             continue;
@@ -94,27 +91,18 @@ fn run_transcript(socket: &Path, lines: &[Line]) -> Vec<String> {
             .env("XENSTORED_PATH", socket)
             .stdin(Stdio::null());
         if background_start {
-            let mut child = command
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap_or_else(|e| panic!("{}: {e}", argv[0]));
+            let child = Watched::spawn(
+                &argv[0],
+                command.stdout(Stdio::piped()).stderr(Stdio::piped()),
+                false,
+            );
             // Its first line (the watch's initial event) proves the watch is
             // registered before the next command runs.
-            let mut stdout = BufReader::new(child.stdout.take().unwrap());
-            let mut first = String::new();
-            stdout.read_line(&mut first).unwrap();
-            let mut rest = String::new();
-            let reader = std::thread::spawn(move || {
-                stdout.read_to_string(&mut rest).unwrap();
-                rest
-            });
-            background = Some((child, first, reader));
+            let first = child.line(0, TIMEOUT) + "\n";
+            background = Some((child, first));
             results.push(String::new());
         } else {
-            let out = command
-                .output()
-                .unwrap_or_else(|e| panic!("{}: {e}", argv[0]));
+            let out = output_within(&mut command, CLIENT_TIMEOUT);
             results.push(describe(&out));
         }
     }
@@ -125,8 +113,7 @@ fn pyxs_session(socket: &Path) -> String {
     let out = Command::new("/usr/bin/python3")
         .arg(clients_dir().join("pyxs_session.py"))
         .arg(socket)
-        .output()
-        .expect("/usr/bin/python3");
+        .bounded_output();
     describe(&out)
 }
 

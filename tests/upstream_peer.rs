@@ -3,6 +3,8 @@
 //! XENSTUB_DOMIDS, and are gone once dropped.
 mod common;
 
+use common::process::BoundedOutput;
+
 use common::upstream::{Flavor, Upstream};
 use common::wire;
 use std::io::Write;
@@ -28,14 +30,12 @@ fn serves_clients_and_dies_on_drop(flavor: Flavor) {
     let out = daemon
         .client("xenstore-write")
         .args(["/peer/key", "value"])
-        .output()
-        .expect("xenstore-write (xenstore-utils)");
+        .bounded_output();
     assert!(out.status.success(), "{out:?}");
     let out = daemon
         .client("xenstore-read")
         .arg("/peer/key")
-        .output()
-        .unwrap();
+        .bounded_output();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "value\n");
     // Dom0 was set up through the stub: its domain path and introduction.
     assert_eq!(request(&daemon, 17, b"0\0"), (17, b"T\0".to_vec()));

@@ -1,28 +1,21 @@
-//! Shared by the end-to-end tests: locating the workspace's binaries and
-//! deciding whether a root-only test may skip.
-#![allow(dead_code)]
+//! Shared by the end-to-end tests: the harness they share with the bench
+//! (xenstore-testkit), raw wire messages, and deciding whether a root-only
+//! test may skip.
+#![allow(dead_code, unused_imports)]
 
-pub mod shim;
 pub mod stap;
-pub mod upstream;
 pub mod wire;
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+pub use xenstore_testkit::{bin, lines, process, signal, upstream};
 
-/// A binary of this workspace, built by `cargo build --workspace` into the
-/// same profile directory as the running test.
-pub fn bin(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
-    let path = dir.join(name);
-    assert!(
-        path.exists(),
-        "{} not built: run `cargo build --workspace` before `cargo test --workspace`",
-        path.display()
-    );
-    path
+/// The shim, and the scratch directories it and other tests use.
+pub mod shim {
+    pub use xenstore_testkit::daemon::private_dir;
+    pub use xenstore_testkit::shim::Shim;
 }
+
+/// How long any one wait in a test may take: generous, for a loaded machine.
+pub const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// True when the test must run; false (with a loud reason) when it may skip.
 /// Under CI nothing that needs root or tracefs is skipped.
@@ -44,31 +37,7 @@ pub fn need_root(test: &str) -> bool {
     false
 }
 
-/// Sends `sig` to `pid` (the tests' only use of kill(2)).
-pub fn signal(pid: u32, sig: i32) {
-    unsafe { libc_kill(pid as i32, sig) };
-}
-
-/// Collects a child's output lines on a thread, for tests that wait for a
-/// line to appear while the child keeps running.
-pub fn collect_lines(pipe: impl std::io::Read + Send + 'static) -> Arc<Mutex<Vec<String>>> {
-    use std::io::{BufRead, BufReader};
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&lines);
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines() {
-            match line {
-                Ok(l) => sink.lock().unwrap().push(l),
-                Err(_) => break,
-            }
-        }
-    });
-    lines
-}
-
 extern "C" {
     #[link_name = "geteuid"]
     fn libc_geteuid() -> u32;
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
 }

@@ -490,7 +490,6 @@ mod raw_perf {
 /// ftrace-read | ftrace-read-pid (as in the per-firing configs).
 /// Prints ops/s and the shim's CPU µs per op, medians.
 fn ops(args: &[String]) -> Result<()> {
-    use xenstore_bench::daemons::Daemon;
     use xenstore_bench::workload::{self, Workload};
     let [rounds, secs, configs @ ..] = args else {
         bail!("usage: firing-parts ops ROUNDS SECONDS CONFIG...");
@@ -498,7 +497,7 @@ fn ops(args: &[String]) -> Result<()> {
     let (rounds, secs): (usize, f64) = (rounds.parse()?, secs.parse()?);
     let shim =
         xenstore_bench::builds::workspace_root().join("target/bench/probes/release/xenstored-shim");
-    let daemon = Daemon::shim("shim", &shim)?;
+    let daemon = xenstore_bench::daemons::shim("shim", &shim)?;
     workload::seed(&daemon.socket, 1)?;
     Pin::Cpu0.apply_to_process(daemon.pid())?;
     let mut results = vec![Vec::new(); configs.len()];
@@ -539,7 +538,7 @@ fn ops(args: &[String]) -> Result<()> {
                         }
                     }
                 });
-                let before = daemon.cpu_ns()?;
+                let before = xenstore_bench::daemons::cpu_ns(daemon.pid())?;
                 let sample = xenstore_bench::load::run(
                     &daemon.socket,
                     Workload::Read,
@@ -547,7 +546,7 @@ fn ops(args: &[String]) -> Result<()> {
                     std::time::Duration::from_secs_f64(secs),
                     Pin::Cpu0,
                 );
-                let cpu = daemon.cpu_ns()? - before;
+                let cpu = xenstore_bench::daemons::cpu_ns(daemon.pid())? - before;
                 stop.store(true, Ordering::Relaxed);
                 reader.join().expect("reader panicked");
                 Ok((sample?, cpu))

@@ -18,5 +18,4 @@ pub mod run;
 pub mod stats;
 pub mod tracers;
 pub mod uprobe;
-pub mod upstream;
 pub mod workload;

@@ -23,7 +23,7 @@ pub struct Rss {
 /// Writes `nodes` nodes (/mem/dN/nM, 1000 a directory) and reads VmRSS
 /// before and after.
 pub fn fill_and_measure(daemon: &Daemon, nodes: usize) -> Result<Rss> {
-    let before_kib = daemon.rss_kib()?;
+    let before_kib = crate::daemons::rss_kib(daemon.pid())?;
     Pin::Cpu0.apply_to_process(daemon.pid())?;
     let filler = {
         let socket = daemon.socket.clone();
@@ -46,6 +46,6 @@ pub fn fill_and_measure(daemon: &Daemon, nodes: usize) -> Result<Rss> {
     std::thread::sleep(std::time::Duration::from_millis(300));
     Ok(Rss {
         before_kib,
-        after_kib: daemon.rss_kib()?,
+        after_kib: crate::daemons::rss_kib(daemon.pid())?,
     })
 }

@@ -5,13 +5,14 @@ use crate::builds::Builds;
 use crate::client::Conn;
 use crate::compare::{Case, Client, Comparison};
 use crate::daemons::Daemon;
+use crate::daemons::{self, cpu_ns};
 use crate::memory::{self, Rss};
 use crate::probe_loop::ProbeLoop;
 use crate::stats::Sample;
 use crate::tracers::{Counts, Tracer, TracerKind, MARKER};
 use crate::uprobe::{BareUprobes, Fetch};
 use crate::workload::{self, Workload};
-use crate::{libxs, load, upstream};
+use crate::{libxs, load};
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -64,7 +65,7 @@ pub fn run_case(
         }
         None => None,
     };
-    let cpu_before = daemon.cpu_ns()?;
+    let cpu_before = cpu_ns(daemon.pid())?;
     let sample = match case.client {
         Client::Raw => load::run(&daemon.socket, case.workload, case.conns, run, case.pin),
         Client::Libxenstore => {
@@ -78,7 +79,7 @@ pub fn run_case(
             )
         }
     };
-    let cpu_ns = daemon.cpu_ns()? - cpu_before;
+    let cpu_ns = cpu_ns(daemon.pid())? - cpu_before;
     if let Some(t) = attached {
         counts.push(t.detach()?);
     }
@@ -91,9 +92,9 @@ pub fn run_case(
 /// Section 1: The shim against C xenstored and oxenstored, raw and libxenstore clients.
 pub fn throughput(b: &Builds, budget: &Budget, xs_load: Option<&Path>) -> Comparison {
     let daemons = [
-        seeded(Daemon::shim("shim", &b.shim)),
-        seeded(upstream::c_xenstored("C xenstored", None)),
-        seeded(upstream::oxenstored("oxenstored")),
+        seeded(daemons::shim("shim", &b.shim)),
+        seeded(daemons::c_xenstored("C xenstored", None)),
+        seeded(daemons::oxenstored("oxenstored")),
     ];
     let mut cases = Vec::new();
     let workloads: &[Workload] = if budget.quick {
@@ -134,8 +135,8 @@ pub fn throughput(b: &Builds, budget: &Budget, xs_load: Option<&Path>) -> Compar
 /// Section 2: The shim with its probes compiled in (idle) and compiled out.
 pub fn idle_probes(b: &Builds, budget: &Budget) -> Comparison {
     let daemons = [
-        seeded(Daemon::shim("shim probes", &b.shim)),
-        seeded(Daemon::shim("shim no probes", &b.shim_noprobes)),
+        seeded(daemons::shim("shim probes", &b.shim)),
+        seeded(daemons::shim("shim no probes", &b.shim_noprobes)),
     ];
     let mut cases = Vec::new();
     for w in [Workload::Read, Workload::Write] {
@@ -164,11 +165,11 @@ pub struct SnoopResult {
 /// under xenstore-snoop, under bpftrace; C xenstored without and with its
 /// own -T trace file.
 pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopResult {
-    let shim = seeded(Daemon::shim("shim", &b.shim));
-    let c = seeded(upstream::c_xenstored("C xenstored", None));
+    let shim = seeded(daemons::shim("shim", &b.shim));
+    let c = seeded(daemons::c_xenstored("C xenstored", None));
     let c_trace = (|| {
         let trace = crate::daemons::scratch_dir("c-trace")?.join("trace");
-        seeded(upstream::c_xenstored("C xenstored -T", Some(&trace)))
+        seeded(daemons::c_xenstored("C xenstored -T", Some(&trace)))
     })();
     let snoop = TracerKind::Snoop {
         binary: b.snoop.clone(),
@@ -337,9 +338,9 @@ pub fn loss_sweep(b: &Builds, budget: &Budget) -> Result<Vec<LossStep>> {
 /// Section 6: RSS with `nodes` nodes in each daemon.
 pub fn memory(b: &Builds, budget: &Budget) -> Vec<(String, Result<Rss>)> {
     let daemons = [
-        Daemon::shim("shim", &b.shim),
-        upstream::c_xenstored("C xenstored", None),
-        upstream::oxenstored("oxenstored"),
+        daemons::shim("shim", &b.shim),
+        daemons::c_xenstored("C xenstored", None),
+        daemons::oxenstored("oxenstored"),
     ];
     let labels = ["shim", "C xenstored", "oxenstored"];
     daemons

@@ -3,7 +3,6 @@
 use crate::affinity::Pin;
 use crate::cli::{AllArgs, LoadArgs, Section};
 use crate::client::Conn;
-use crate::daemons::Daemon;
 use crate::machine::{self, Machine};
 use crate::plan::{self, Budget, MAX_CONNS};
 use crate::report::{self, Results};
@@ -105,7 +104,7 @@ pub fn load(args: &LoadArgs) -> Result<()> {
 /// Every workload briefly at 1 and 2 connections; checks that transactions
 /// really committed by reading the counter back.
 pub fn smoke(shim: &std::path::Path) -> Result<()> {
-    let d = Daemon::shim("smoke shim", shim)?;
+    let d = crate::daemons::shim("smoke shim", shim)?;
     workload::seed(&d.socket, 2)?;
     let run = Duration::from_millis(200);
     for w in Workload::ALL {

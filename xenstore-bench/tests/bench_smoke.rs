@@ -2,15 +2,12 @@
 //! that the bench client speaks the protocol (every workload completes ops,
 //! transactions really commit), not how fast anything is.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-
 #[test]
 fn bench_client_drives_every_workload() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_xenstore-bench"))
         .arg("smoke")
         .arg("--shim")
-        .arg(common::bin("xenstored-shim"))
+        .arg(xenstore_testkit::bin("xenstored-shim"))
         .output()
         .expect("run xenstore-bench smoke");
     let stdout = String::from_utf8_lossy(&out.stdout);
