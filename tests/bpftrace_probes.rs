@@ -3,7 +3,6 @@
 mod common;
 
 use common::process::BoundedOutput;
-
 use common::shim::Shim;
 use common::TIMEOUT;
 use std::io::{BufRead, BufReader};

@@ -3,18 +3,15 @@
 //! and a guest domain reaching the shim through its domain socket.
 mod common;
 
-use common::process::BoundedOutput;
-
-use common::process::Watched;
+use common::process::{BoundedOutput, Watched};
 use common::shim::Shim;
 use common::wire;
-use common::TIMEOUT;
+use common::{wait_for, TIMEOUT};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-use xenstore_testkit::wait_for;
 
 const XENSTORE_CONTROL: &str = "/usr/lib/xen-4.17/bin/xenstore-control";
 

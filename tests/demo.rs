@@ -4,7 +4,6 @@
 mod common;
 
 use common::process::BoundedOutput;
-
 use std::process::Command;
 
 #[test]

@@ -8,13 +8,12 @@ mod common;
 
 use common::process::BoundedOutput;
 use common::shim::private_dir;
-use common::{bin, signal};
+use common::{bin, signal, wait_for};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::{UnixDatagram, UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
-use xenstore_testkit::wait_for;
 
 const XENSTORE_CONTROL: &str = "/usr/lib/xen-4.17/bin/xenstore-control";
 const TIMEOUT: Duration = Duration::from_secs(20);

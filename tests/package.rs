@@ -300,7 +300,7 @@ fn start_as_unit(dir: &Path, socket: &Path) -> Reaped {
         .spawn()
         .unwrap();
     let daemon = Reaped(child);
-    xenstore_testkit::wait_for(
+    common::wait_for(
         "the packaged daemon's socket",
         Duration::from_secs(10),
         || std::os::unix::net::UnixStream::connect(socket).is_ok(),

@@ -5,12 +5,10 @@
 mod common;
 
 use common::process::BoundedOutput;
-
-use std::time::Duration;
-
 use common::shim::Shim;
+use common::wait_for;
+use std::time::Duration;
 use xenstore_proto::wire::{Header, PAYLOAD_MAX};
-use xenstore_testkit::wait_for;
 use xenstored_probes::guest::{Guest, SocketLink, Xs};
 use xenstored_probes::ring::sim::SimGuest;
 use xenstored_probes::ring::{Field, ERROR_NONE, ERROR_PROTO, ERROR_RINGIDX, RING_SIZE};

@@ -6,17 +6,13 @@
 
 mod common;
 
-use common::process::BoundedOutput;
-
+use common::process::{output_within, wait_exit, BoundedOutput, Ended, Watched, CLIENT_TIMEOUT};
 use common::shim::{private_dir, Shim};
+use common::{wait_for, TIMEOUT};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
-use xenstore_testkit::wait_for;
-
-use common::process::{output_within, wait_exit, Ended, Watched, CLIENT_TIMEOUT};
-use common::TIMEOUT;
 
 /// A running xenstore-snoop whose output is collected line by line.
 struct Snooper(Watched);

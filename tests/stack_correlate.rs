@@ -2,8 +2,10 @@
 //! this machine (tests/data/xs-stacks.txt: one xenstore-write, one pyxs
 //! client) and snoop JSON lines built to match them. The live end-to-end
 //! run with the real snooper is still to come (see the scripts report).
+mod common;
+
+use common::process::{output_fed, CLIENT_TIMEOUT};
 use std::process::Command;
-use xenstore_testkit::process::{output_fed, CLIENT_TIMEOUT};
 
 const STACKS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/xs-stacks.txt");
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/xs-stack-correlate");

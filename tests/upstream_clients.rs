@@ -4,9 +4,7 @@
 //! match, except lines marked `## differs: <reason>` (see DIFFERENCES.md).
 mod common;
 
-use common::process::BoundedOutput;
-
-use common::process::{output_within, Watched, CLIENT_TIMEOUT};
+use common::process::{output_within, BoundedOutput, Watched, CLIENT_TIMEOUT};
 use common::shim::Shim;
 use common::upstream::{Flavor, Upstream};
 use common::TIMEOUT;

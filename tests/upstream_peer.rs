@@ -4,7 +4,6 @@
 mod common;
 
 use common::process::BoundedOutput;
-
 use common::upstream::{Flavor, Upstream};
 use common::wire;
 use std::io::Write;
