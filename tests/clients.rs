@@ -3,6 +3,7 @@
 //! and a guest domain reaching the shim through its domain socket.
 mod common;
 
+use common::daemon::run_client;
 use common::process::{BoundedOutput, Watched};
 use common::shim::Shim;
 use common::wire;
@@ -255,19 +256,7 @@ fn guest_domain_socket_relative_paths_watches_and_denial() {
     shim.run("xenstore-write", &["/local/domain/6", ""]);
     shim.run("xenstore-chmod", &["/local/domain/6", "n6"]);
 
-    let as_guest = |args: &[&str], program: &str| {
-        let out = shim
-            .client(program)
-            .env("XENSTORED_PATH", &guest)
-            .args(args)
-            .bounded_output();
-        assert!(
-            out.status.success(),
-            "{program} {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let as_guest = |args: &[&str], program: &str| run_client(&guest, program, args);
     as_guest(&["device/vbd/0/state", "3"], "xenstore-write");
     assert_eq!(as_guest(&["device/vbd/0/state"], "xenstore-read"), "3\n");
     assert_eq!(

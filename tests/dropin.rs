@@ -80,16 +80,7 @@ impl Place {
 
     /// A Debian client against this socket; its stdout.
     fn client(&self, program: &str, args: &[&str]) -> String {
-        let out = Command::new(program)
-            .env("XENSTORED_PATH", &self.socket)
-            .args(args)
-            .bounded_output();
-        assert!(
-            out.status.success(),
-            "{program} {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        common::daemon::run_client(&self.socket, program, args)
     }
 }
 

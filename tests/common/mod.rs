@@ -6,7 +6,7 @@
 pub mod stap;
 pub mod wire;
 
-pub use xenstore_testkit::{bin, lines, process, signal, upstream, wait_for};
+pub use xenstore_testkit::{bin, daemon, lines, process, signal, upstream, wait_for};
 
 /// The shim, and the scratch directories it and other tests use.
 pub mod shim {

@@ -108,17 +108,23 @@ impl Daemon {
     /// Runs a client to completion (bounded); panics with its stderr on
     /// failure. For tests.
     pub fn run(&self, program: &str, args: &[&str]) -> String {
-        let mut cmd = self.client(program);
-        cmd.args(args);
-        let out = crate::process::output_within(&mut cmd, crate::process::CLIENT_TIMEOUT);
-        assert!(
-            out.status.success(),
-            "{program} {args:?} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        run_client(&self.socket, program, args)
     }
+}
+
+/// Runs a client against the daemon on `socket` to completion (bounded);
+/// its stdout, or a panic with its stderr on failure. For tests.
+pub fn run_client(socket: &Path, program: &str, args: &[&str]) -> String {
+    let mut cmd = Command::new(program);
+    cmd.env("XENSTORED_PATH", socket).args(args);
+    let out = crate::process::output_within(&mut cmd, crate::process::CLIENT_TIMEOUT);
+    assert!(
+        out.status.success(),
+        "{program} {args:?} failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
 }
 
 impl Drop for Daemon {
