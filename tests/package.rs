@@ -5,6 +5,7 @@
 //! conffile, then purged.
 mod common;
 
+use common::process::{output_within, BoundedOutput};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -41,12 +42,11 @@ const FILES: &[&str] = &[
     "/usr/share/doc/xenstore-snoop/README.systemd",
 ];
 
+/// dpkg and lintian on a loaded machine: minutes, not hours.
+const PACKAGE_TOOL_TIMEOUT: Duration = Duration::from_secs(600);
+
 fn run(program: &str, args: &[&str]) -> Output {
-    Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("{program}: {e}"))
+    output_within(Command::new(program).args(args), PACKAGE_TOOL_TIMEOUT)
 }
 
 fn ok(program: &str, args: &[&str]) -> String {
@@ -123,8 +123,7 @@ fn wait_traced(rx: &mpsc::Receiver<String>, socket: &Path, want: &str) -> Vec<St
         let out = Command::new("xenstore-write")
             .env("XENSTORED_PATH", socket)
             .args(["/pkg/key", &n.to_string()])
-            .output()
-            .unwrap();
+            .bounded_output();
         assert!(out.status.success(), "xenstore-write: {out:?}");
         while let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
             let hit = line.contains(want);
@@ -185,8 +184,7 @@ fn package_is_lintian_clean_installs_runs_and_removes_cleanly() {
     let read = Command::new("xenstore-read")
         .env("XENSTORED_PATH", &socket)
         .arg("/")
-        .output()
-        .unwrap();
+        .bounded_output();
     assert!(read.status.success(), "{read:?}");
 
     // The installed snooper attaches to it.
@@ -272,8 +270,7 @@ fn start_as_unit(dir: &Path, socket: &Path) -> Reaped {
     let verify = Command::new("systemd-analyze")
         .args(["verify", UNIT])
         .env("SYSTEMD_UNIT_PATH", format!("{}:", dir.display()))
-        .output()
-        .unwrap();
+        .bounded_output();
     assert!(
         verify.status.success(),
         "systemd-analyze verify: {verify:?}"
