@@ -2,12 +2,12 @@
 //! response under the same serial, and the watch event that request fired.
 mod common;
 
-use common::process::BoundedOutput;
+use common::process::{BoundedOutput, StopOnDrop};
 use common::shim::Shim;
 use common::TIMEOUT;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use xenstore_proto::wire::MsgType;
@@ -62,25 +62,6 @@ fn field<'a>(line: &'a str, key: &str) -> &'a str {
     rest.split(' ').next().unwrap()
 }
 
-/// bpftrace stopped even when the test fails: a leftover one keeps the
-/// shim's uprobes and can make later attaches to a rebuilt binary fail.
-struct Tracer(Child);
-
-impl Drop for Tracer {
-    fn drop(&mut self) {
-        common::signal(self.0.id(), 2);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn bpftrace_sees_request_response_and_watch_event_with_one_serial() {
     if !common::need_root("bpftrace_sees_request_response_and_watch_event_with_one_serial") {
@@ -89,16 +70,19 @@ fn bpftrace_sees_request_response_and_watch_event_with_one_serial() {
     let shim = Shim::start();
     let bin = common::bin("xenstored-shim");
     let script = script(&bin);
-    let mut bt = Tracer(
-        Command::new("bpftrace")
+    // Stopped even when the test fails: a leftover bpftrace keeps the
+    // shim's uprobes and can make later attaches to a rebuilt binary fail.
+    let mut bt = StopOnDrop {
+        child: Command::new("bpftrace")
             .args(["-B", "line", "-e", &script])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("bpftrace must be installed"),
-    );
+        signal: 2,
+    };
     let (tx, rx) = mpsc::channel();
-    let out = bt.0.stdout.take().unwrap();
+    let out = bt.child.stdout.take().unwrap();
     std::thread::spawn(move || {
         for line in BufReader::new(out).lines().map_while(Result::ok) {
             if tx.send(line).is_err() {

@@ -5,12 +5,11 @@
 //! conffile, then purged.
 mod common;
 
-use common::process::{output_within, BoundedOutput};
-use std::io::{BufRead, BufReader};
+use common::process::{output_within, BoundedOutput, StopOnDrop, Watched};
+use common::TIMEOUT;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 const PACKAGE: &str = "xenstore-snoop";
 const CONFFILE: &str = "/etc/default/xenstored-shim";
@@ -80,60 +79,25 @@ impl Drop for Installed {
     }
 }
 
-/// A child killed (SIGTERM, then SIGKILL) when dropped.
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        common::signal(self.0.id(), 15);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Lines of `child`'s stdout, as they come.
-fn lines(child: &mut Child) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    let out = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-/// Waits for a line matching `want`, writing `/pkg/<key>` until one comes
-/// (a tracer attaches asynchronously: the first writes may precede it).
-fn wait_traced(rx: &mpsc::Receiver<String>, socket: &Path, want: &str) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut seen = Vec::new();
+/// Waits for a line of `tracer` matching `want`, writing `/pkg/key` until
+/// one comes (a tracer attaches asynchronously: the first writes may
+/// precede it). Returns its lines so far.
+fn wait_traced(tracer: &Watched, socket: &Path, want: &str) -> Vec<String> {
     let mut n = 0;
-    while Instant::now() < deadline {
-        n += 1;
-        let out = Command::new("xenstore-write")
-            .env("XENSTORED_PATH", socket)
-            .args(["/pkg/key", &n.to_string()])
-            .bounded_output();
-        assert!(out.status.success(), "xenstore-write: {out:?}");
-        while let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
-            let hit = line.contains(want);
-            seen.push(line);
-            if hit {
-                return seen;
-            }
-        }
-    }
-    panic!("no line with {want:?} in 30 s; saw {seen:#?}");
+    common::wait_for(
+        &format!("{} to show {want:?}", tracer.what),
+        TIMEOUT,
+        || {
+            n += 1;
+            let out = Command::new("xenstore-write")
+                .env("XENSTORED_PATH", socket)
+                .args(["/pkg/key", &n.to_string()])
+                .bounded_output();
+            assert!(out.status.success(), "xenstore-write: {out:?}");
+            tracer.stdout().iter().any(|l| l.contains(want))
+        },
+    );
+    tracer.stdout()
 }
 
 #[test]
@@ -180,7 +144,7 @@ fn package_is_lintian_clean_installs_runs_and_removes_cleanly() {
     let dir = common::shim::private_dir("pkg");
     let socket = dir.join("socket");
     let daemon = start_as_unit(&dir, &socket);
-    let pid = daemon.0.id().to_string();
+    let pid = daemon.child.id().to_string();
     let read = Command::new("xenstore-read")
         .env("XENSTORED_PATH", &socket)
         .arg("/")
@@ -188,17 +152,17 @@ fn package_is_lintian_clean_installs_runs_and_removes_cleanly() {
     assert!(read.status.success(), "{read:?}");
 
     // The installed snooper attaches to it.
-    let mut snoop = Command::new("/usr/bin/xenstore-snoop")
-        .args(["--daemon-pid", &pid])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let rx = lines(&mut snoop);
-    let snoop = Reaped(snoop);
-    let seen = wait_traced(&rx, &socket, "XS_WRITE: /pkg/key");
+    let snoop = Watched::spawn(
+        "the installed xenstore-snoop",
+        Command::new("/usr/bin/xenstore-snoop")
+            .args(["--daemon-pid", &pid])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+        false,
+    );
+    let seen = wait_traced(&snoop, &socket, "XS_WRITE: /pkg/key");
     assert!(seen[0].starts_with("DOM"), "header first: {seen:?}");
-    drop(snoop);
+    assert!(snoop.stop(15, TIMEOUT).status.success());
 
     // man finds the installed pages by name.
     let page = ok("man", &["-w", "xenstore-snoop"]);
@@ -226,20 +190,20 @@ fn package_is_lintian_clean_installs_runs_and_removes_cleanly() {
     );
 
     // bpftrace runs the installed script against the installed daemon.
-    let mut bt = Command::new("bpftrace")
-        .args([
-            "--no-warnings",
-            "/usr/share/xenstore-snoop/xenstore-snoop.bt",
-            SHIM,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let rx = lines(&mut bt);
-    let bt = Reaped(bt);
-    wait_traced(&rx, &socket, "XS_WRITE: /pkg/key");
-    drop(bt);
+    let bt = Watched::spawn(
+        "the installed bpftrace script",
+        Command::new("bpftrace")
+            .args([
+                "--no-warnings",
+                "/usr/share/xenstore-snoop/xenstore-snoop.bt",
+                SHIM,
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+        false,
+    );
+    wait_traced(&bt, &socket, "XS_WRITE: /pkg/key");
+    bt.stop(2, TIMEOUT);
     drop(daemon);
 
     // Removed: nothing left but the conffile; purged: that too.
@@ -254,7 +218,7 @@ fn package_is_lintian_clean_installs_runs_and_removes_cleanly() {
 
 /// Starts the installed daemon with the unit's ExecStart and
 /// EnvironmentFile, pointed at a private socket and pid file.
-fn start_as_unit(dir: &Path, socket: &Path) -> Reaped {
+fn start_as_unit(dir: &Path, socket: &Path) -> StopOnDrop {
     let unit = std::fs::read_to_string(UNIT).unwrap();
     let exec = unit
         .lines()
@@ -296,7 +260,7 @@ fn start_as_unit(dir: &Path, socket: &Path) -> Reaped {
         .stdin(Stdio::null())
         .spawn()
         .unwrap();
-    let daemon = Reaped(child);
+    let daemon = StopOnDrop { child, signal: 15 };
     common::wait_for(
         "the packaged daemon's socket",
         Duration::from_secs(10),

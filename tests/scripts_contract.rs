@@ -424,23 +424,7 @@ fn tapset_elaborates_with_stap_when_installed() {
         return;
     };
     assert!(version.status.success());
-    let tree = common::shim::private_dir("stap-kernel");
-    let release = String::from_utf8(
-        std::process::Command::new("uname")
-            .arg("-r")
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
-    std::fs::create_dir_all(tree.join("include/config")).unwrap();
-    std::fs::write(tree.join("include/config/kernel.release"), release).unwrap();
-    std::fs::write(tree.join("Module.symvers"), "").unwrap();
-    std::fs::write(
-        tree.join(".config"),
-        "CONFIG_UPROBES=y\nCONFIG_UPROBE_EVENTS=y\nCONFIG_TRACEPOINTS=y\nCONFIG_ARCH_SUPPORTS_UPROBES=y\n",
-    )
-    .unwrap();
+    let tree = common::stap::stub_kernel_tree();
     let shim_dir = common::bin("xenstored-shim")
         .parent()
         .unwrap()

@@ -25,6 +25,28 @@ pub fn wait_exit(child: &mut Child, what: &str, timeout: Duration) -> ExitStatus
     status.unwrap()
 }
 
+/// A child sent `signal` when dropped, even when the test fails, and killed
+/// if it has not exited within 5 s: a leftover tracer keeps its uprobes, a
+/// leftover daemon its socket.
+pub struct StopOnDrop {
+    pub child: Child,
+    pub signal: i32,
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        crate::signal(self.child.id(), self.signal);
+        let child = &mut self.child;
+        let exited = wait_until("a stopped child to exit", Duration::from_secs(5), || {
+            matches!(child.try_wait(), Ok(Some(_)))
+        });
+        if exited.is_err() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// As `Command::output`, but bounded: panics (killing the child) after
 /// `timeout`.
 pub fn output_within(cmd: &mut Command, timeout: Duration) -> Output {
