@@ -2,7 +2,8 @@
 //! a dom0 in QEMU (TCG), starts a xenstored there as Debian's init script
 //! does, and runs the scenario of tests/xen/dom0-init: xen-init-dom0,
 //! xenconsoled, xenstore-snoop, a PV guest with a disk that powers itself
-//! off and is reaped, a second one destroyed with `xl destroy`, no zombie.
+//! off and is reaped, a second one whose ring dom0 corrupts (the daemon must
+//! survive) and then destroys with `xl destroy`, no zombie.
 //! The shim runs it with the snooper watching; upstream C xenstored runs it
 //! as the reference, which proves the harness on its own.
 //!
@@ -34,6 +35,7 @@ const STEPS: &[&str] = &[
     "guest1-read-keys",
     "create-guest2",
     "guest2-ready",
+    "bad-ring-input",
     "destroy-guest2",
     "no-zombie",
     "xenstored-alive",

@@ -1,18 +1,24 @@
 # Shared by the real-Xen harness's host-side scripts (sourced, not run).
 
-# Copies each binary into root at its own path, with its shared-library
-# closure (ldd) and the dynamic loader; also libgcc_s, which glibc loads at
-# run time for pthread_cancel (xl aborts without it).
+# Copies each binary into root at its own path, with its libraries.
 copy_with_libs() { # root binary...
-    local root=$1 bin lib
+    local root=$1 bin
     shift
     for bin in "$@"; do
         install -D -m 0755 "$bin" "$root$bin"
-        ldd "$bin" 2>/dev/null | awk '/=> \// { print $3 } /^\t\/.*ld-linux/ { print $1 }' |
-            while read -r lib; do
-                [ -e "$root$lib" ] || install -D -m 0755 "$(readlink -f "$lib")" "$root$lib"
-            done
+        copy_libs "$root" "$bin"
     done
+}
+
+# Copies a binary's shared-library closure (ldd) and the dynamic loader into
+# root; also libgcc_s, which glibc loads at run time for pthread_cancel (xl
+# aborts without it).
+copy_libs() { # root binary
+    local root=$1 lib
+    ldd "$2" 2>/dev/null | awk '/=> \// { print $3 } /^\t\/.*ld-linux/ { print $1 }' |
+        while read -r lib; do
+            [ -e "$root$lib" ] || install -D -m 0755 "$(readlink -f "$lib")" "$root$lib"
+        done
     lib=$(ldconfig -p | awk '/libgcc_s.so.1 .*x86-64/ && !found { print $NF; found = 1 }')
     [ -e "$root$lib" ] || install -D -m 0644 "$lib" "$root$lib"
 }
