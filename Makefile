@@ -24,6 +24,8 @@ test:
 	# tests/package.rs installs and exercises the package built here.
 	$(MAKE) deb
 	cargo test --workspace
+	# Each fuzz target briefly, from its corpus (xenstore-fuzz/FUZZING.md).
+	scripts/fuzz-smoke 20
 
 deb:
 	cargo build --release --workspace
