@@ -370,7 +370,12 @@ fn sigkilled_snooper_leaves_nothing_behind() {
     );
 
     let second = Snooper::attach(&shim, &[]);
-    assert!(our_uprobes(victim).is_empty(), "stale group left");
+    assert!(
+        our_uprobes(victim).is_empty(),
+        "stale group left: {:?}\nthe second snooper said: {:?}",
+        our_uprobes(victim),
+        second.stderr()
+    );
     // (A snooper of a parallel test may have been the one to remove it.)
     shim.run("xenstore-write", &["/killed/b", "2"]);
     second.wait_line("the write", |l| l.contains("XS_WRITE: /killed/b 2"));

@@ -159,51 +159,72 @@ fn append(file: &Path, line: &str) -> std::io::Result<()> {
 }
 
 /// How long a dead snooper's events may stay busy: the kernel releases a
-/// SIGKILLed process's perf events shortly after its exit, not at it.
-const STALE_BUSY_WAIT: Duration = Duration::from_secs(3);
+/// SIGKILLed process's perf events after its exit (deferred frees), not at it.
+const STALE_BUSY_WAIT: Duration = Duration::from_secs(10);
 
 /// Deletes the events of snoopers that died without cleaning up (SIGKILL).
 /// Returns the groups removed; warns about any still busy after
 /// [`STALE_BUSY_WAIT`].
+///
+/// Passes over uprobe_events until two in a row find no stale event: the
+/// file is a seq_file read a page at a time, so while other snoopers add or remove
+/// events a read can skip lines, and an event still busy on one pass is
+/// looked at again on the next.
 pub fn remove_stale_groups(tracefs: &Path) -> Result<Vec<String>> {
     let file = tracefs.join("uprobe_events");
-    let text =
-        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
     let deadline = Instant::now() + STALE_BUSY_WAIT;
+    let mut pause = Duration::from_millis(1);
     let mut removed = Vec::new();
-    for (group, event) in stale_events(&text, snooper_alive) {
-        let line = format!("-:{group}/{event}");
-        let mut pause = Duration::from_millis(1);
-        loop {
-            match append(&file, &line) {
+    let mut clean_reads = 0;
+    loop {
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading {}", file.display()))?;
+        let stale = stale_events(&text, snooper_alive);
+        if stale.is_empty() {
+            // Twice in a row: one read torn by a concurrent change could
+            // have missed the very lines left.
+            clean_reads += 1;
+            if clean_reads == 2 {
+                return Ok(removed);
+            }
+            continue;
+        }
+        clean_reads = 0;
+        let mut busy = Vec::new();
+        for (group, event) in stale {
+            match append(&file, &format!("-:{group}/{event}")) {
                 Ok(()) => {
                     if !removed.contains(&group) {
                         removed.push(group);
                     }
-                    break;
                 }
                 // Another snooper starting at the same time removed it first.
-                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => break,
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
                 // The dead owner's perf events are still being released.
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(50));
-                }
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                    eprintln!(
-                        "xenstore-snoop: stale uprobe {group}/{event} is still busy after {:?}; \
-                         left in place",
-                        STALE_BUSY_WAIT
-                    );
-                    break;
+                    busy.push(format!("{group}/{event}"))
                 }
                 Err(e) => {
                     return Err(e).with_context(|| format!("removing stale uprobe {group}/{event}"))
                 }
             }
         }
+        if Instant::now() >= deadline {
+            if !busy.is_empty() {
+                eprintln!(
+                    "xenstore-snoop: stale uprobes still busy after {STALE_BUSY_WAIT:?}, left in place: {}",
+                    busy.join(" ")
+                );
+            }
+            return Ok(removed);
+        }
+        // Busy: give the kernel time. Otherwise read again at once: this
+        // pass may not have seen every line.
+        if !busy.is_empty() {
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
     }
-    Ok(removed)
 }
 
 /// (group, event) of every uprobe of ours whose owner is not alive.
