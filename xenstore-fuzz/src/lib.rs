@@ -3,10 +3,11 @@
 //! wraps them for libFuzzer; `tests/corpus.rs` replays the corpora.
 
 use xenstored_probes::daemon::{Daemon, Effects};
+use xenstored_probes::detached::{Idle, NoBackend};
 use xenstored_probes::frame::InBuf;
 use xenstored_probes::quota::Quotas;
 use xenstored_probes::ring::{self, Mapping, Page, RingError, PAGE_SIZE, RING_SIZE};
-use xenstored_probes::transport::{Attachment, DomainBackend, Listener, Transport};
+use xenstored_probes::transport::Transport;
 use xenstored_probes::wire::{Header, MsgType, HEADER_LEN, PAYLOAD_MAX};
 
 /// A target body: arbitrary bytes in, a panic only on a broken invariant.
@@ -228,50 +229,7 @@ fn call(d: &mut Daemon, id: u32, ty: u32, tx: u32, payload: &[u8]) -> (u32, Vec<
     last
 }
 
-struct NoBackend;
-
-impl DomainBackend for NoBackend {
-    fn introduce(&mut self, _: u32, _: u64, _: u32) -> std::io::Result<Attachment> {
-        Ok(Attachment::Listener(Box::new(NoListener)))
-    }
-    fn release(&mut self, _: u32) {}
-}
-
-struct NoListener;
-
-impl Listener for NoListener {
-    fn source(&mut self) -> &mut dyn mio::event::Source {
-        unreachable!("no event loop runs here")
-    }
-    fn accept(&mut self) -> std::io::Result<Option<Box<dyn Transport>>> {
-        Ok(None)
-    }
-}
-
-/// A client the target reads and writes through the daemon's queues only.
-struct Idle(u32);
-
+/// A client of the target's: the daemon's queues are read directly.
 fn idle(pid: u32) -> Box<dyn Transport> {
-    Box::new(Idle(pid))
-}
-
-impl Transport for Idle {
-    fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
-        Err(std::io::ErrorKind::WouldBlock.into())
-    }
-    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
-        Err(std::io::ErrorKind::WouldBlock.into())
-    }
-    fn source(&mut self) -> &mut dyn mio::event::Source {
-        unreachable!("no event loop runs here")
-    }
-    fn kind(&self) -> &'static str {
-        "socket"
-    }
-    fn peer(&self) -> String {
-        "fuzz".into()
-    }
-    fn pid(&self) -> u32 {
-        self.0
-    }
+    Box::new(Idle { pid, peer: "fuzz" })
 }

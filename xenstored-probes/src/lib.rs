@@ -4,6 +4,7 @@
 pub mod cnum;
 pub mod connection;
 pub mod daemon;
+pub mod detached;
 pub mod domain;
 pub mod error;
 pub mod frame;

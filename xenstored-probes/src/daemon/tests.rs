@@ -2,55 +2,8 @@
 //! `Daemon::handle` as the event loop does and reads what it queued.
 
 use super::*;
-use crate::transport::Listener;
+use crate::detached::{Idle, NoBackend};
 use crate::wire::HEADER_LEN;
-
-struct NoBackend;
-struct NoListener;
-
-impl Listener for NoListener {
-    fn source(&mut self) -> &mut dyn mio::event::Source {
-        unreachable!("daemon tests run no event loop")
-    }
-    fn accept(&mut self) -> std::io::Result<Option<Box<dyn crate::transport::Transport>>> {
-        Ok(None)
-    }
-}
-
-impl DomainBackend for NoBackend {
-    fn introduce(&mut self, _: u32, _: u64, _: u32) -> std::io::Result<Attachment> {
-        Ok(Attachment::Listener(Box::new(NoListener)))
-    }
-    fn release(&mut self, _: u32) {}
-}
-
-/// A client whose transport is never read or written: the tests read its
-/// output queue directly.
-struct Idle {
-    pid: u32,
-    peer: &'static str,
-}
-
-impl Transport for Idle {
-    fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
-        Err(std::io::ErrorKind::WouldBlock.into())
-    }
-    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
-        Err(std::io::ErrorKind::WouldBlock.into())
-    }
-    fn source(&mut self) -> &mut dyn mio::event::Source {
-        unreachable!("daemon tests run no event loop")
-    }
-    fn kind(&self) -> &'static str {
-        "socket"
-    }
-    fn peer(&self) -> String {
-        self.peer.to_string()
-    }
-    fn pid(&self) -> u32 {
-        self.pid
-    }
-}
 
 /// A new connection of `domid`.
 fn open(d: &mut Daemon, domid: u32, pid: u32, peer: &'static str) -> u32 {
