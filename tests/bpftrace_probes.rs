@@ -1,5 +1,6 @@
 //! bpftrace attached by binary path to a live shim sees a request, its
-//! response under the same serial, and the watch event that request fired.
+//! response under the same serial, and the watch event that request fired;
+//! and a real client's request fires `reply` once, with the whole operation.
 mod common;
 
 use common::process::{BoundedOutput, StopOnDrop};
@@ -11,7 +12,8 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use xenstore_proto::wire::MsgType;
-use xenstore_proto::{Ident, Probe, RequestExtra, ResponseExtra, PROVIDER};
+use xenstore_proto::wire::XsError;
+use xenstore_proto::{Client, Ident, Probe, RequestExtra, ResponseExtra, PROVIDER};
 
 /// The packed fields unpacked as xenstore-proto says, so this test checks
 /// the crate's packing against the real probes.
@@ -48,6 +50,40 @@ BEGIN {{ printf("READY\n"); }}
     )
 }
 
+/// bpftrace running `script` (which prints READY from BEGIN), once every
+/// probe is attached, and its output lines. Stopped on drop even when the
+/// test fails: a leftover bpftrace keeps the shim's uprobes and can make
+/// later attaches to a rebuilt binary fail.
+fn bpftrace(script: &str) -> (StopOnDrop, mpsc::Receiver<String>) {
+    let mut bt = StopOnDrop {
+        child: Command::new("bpftrace")
+            .args(["-B", "line", "-e", script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("bpftrace must be installed"),
+        signal: 2,
+    };
+    let (tx, rx) = mpsc::channel();
+    let out = bt.child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let line = rx.recv_timeout(wait).expect("bpftrace never attached");
+        // BEGIN runs once every probe is attached.
+        if line == "READY" {
+            return (bt, rx);
+        }
+    }
+}
+
 fn field<'a>(line: &'a str, key: &str) -> &'a str {
     let start = line
         .find(&format!(" {key}="))
@@ -69,37 +105,9 @@ fn bpftrace_sees_request_response_and_watch_event_with_one_serial() {
     }
     let shim = Shim::start();
     let bin = common::bin("xenstored-shim");
-    let script = script(&bin);
-    // Stopped even when the test fails: a leftover bpftrace keeps the
-    // shim's uprobes and can make later attaches to a rebuilt binary fail.
-    let mut bt = StopOnDrop {
-        child: Command::new("bpftrace")
-            .args(["-B", "line", "-e", &script])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("bpftrace must be installed"),
-        signal: 2,
-    };
-    let (tx, rx) = mpsc::channel();
-    let out = bt.child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (_bt, rx) = bpftrace(&script(&bin));
     let next =
         |deadline: Instant| rx.recv_timeout(deadline.saturating_duration_since(Instant::now()));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let line = next(deadline).expect("bpftrace never attached");
-        // BEGIN runs once every probe is attached.
-        if line == "READY" {
-            break;
-        }
-    }
 
     let watch = shim.watch(&["-n", "2", "/bt"]);
     assert_eq!(watch.line(0, TIMEOUT), "/bt");
@@ -166,4 +174,118 @@ fn bpftrace_lists_every_declared_probe() {
             "{probe} not listed:\n{listed}"
         );
     }
+}
+
+/// `request` and `reply` of one operation, fields unpacked as xenstore-proto
+/// says; reply's three strings between `|`s, as any may be empty. bpftrace
+/// 0.17 refuses arg6 and arg7 (it caps argN at x86-64's six argument
+/// registers, USDT or not), so they are read from the registers the notes
+/// name for them.
+fn reply_script(bin: &Path) -> String {
+    let (op, dom, conn) = (
+        Ident::OP.c_expr("arg1"),
+        Ident::DOM.c_expr("arg1"),
+        Ident::CONN.c_expr("arg1"),
+    );
+    let pid = Client::PID.c_expr("arg2");
+    let (req_id, errno, flags) = (
+        ResponseExtra::REQ_ID.c_expr("arg3"),
+        ResponseExtra::ERRNO.c_expr("arg3"),
+        ResponseExtra::FLAGS.c_expr("arg3"),
+    );
+    let usdt = |probe: Probe| format!("usdt:{}:{PROVIDER}:{}", bin.display(), probe.name());
+    format!(
+        r#"
+BEGIN {{ printf("READY\n"); }}
+{} {{
+  printf("REQ serial=%llu conn=%llu path=%s\n", arg0, {conn}, str(arg4));
+}}
+{} {{
+  printf("RPL serial=%llu op=%llu dom=%llu conn=%llu pid=%llu req=%llu errno=%llu flags=%llu latency=%llu |%s|%s|%s|\n",
+         arg0, {op}, {dom}, {conn}, {pid}, {req_id}, {errno}, {flags}, reg("r11"),
+         str(arg4), str(arg5), str(reg("r10")));
+}}
+"#,
+        usdt(Probe::Request),
+        usdt(Probe::Reply),
+    )
+}
+
+/// A real client's request fires `reply` once, after its `request` under
+/// the same serial, carrying path, value, outcome and a latency: a write
+/// that succeeds and a read that fails.
+#[test]
+fn a_real_clients_request_fires_one_reply_with_the_whole_operation() {
+    if !common::need_root("a_real_clients_request_fires_one_reply_with_the_whole_operation") {
+        return;
+    }
+    // A binary of its own: no other test's traffic or tracer.
+    let shim = Shim::private_copy();
+    let (_bt, rx) = bpftrace(&reply_script(&shim.binary));
+    shim.run("xenstore-write", &["/rp/x", "hello world"]);
+    let read =
+        common::process::output_within(shim.client("xenstore-read").arg("/rp/none"), TIMEOUT);
+    assert!(!read.status.success(), "read of a missing node succeeded");
+
+    let mut lines = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    // serial -> its request's line, then its reply's.
+    let mut seen: Vec<(String, Option<String>)> = Vec::new();
+    let wanted = |seen: &[(String, Option<String>)], path: &str| {
+        seen.iter()
+            .find(|(req, rpl)| field(req, "path") == path && rpl.is_some())
+            .map(|(_, rpl)| rpl.clone().unwrap())
+    };
+    while wanted(&seen, "/rp/x").is_none() || wanted(&seen, "/rp/none").is_none() {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let line = rx
+            .recv_timeout(wait)
+            .unwrap_or_else(|_| panic!("no reply to the write and the read: {lines:#?}"));
+        lines.push(line.clone());
+        if line.starts_with("REQ ") {
+            seen.push((line, None));
+        } else if line.starts_with("RPL ") {
+            let serial = field(&line, "serial");
+            let req = seen
+                .iter_mut()
+                .find(|(req, _)| field(req, "serial") == serial)
+                .unwrap_or_else(|| panic!("reply before its request: {lines:#?}"));
+            assert!(
+                req.1.is_none(),
+                "two replies to serial {serial}: {lines:#?}"
+            );
+            assert_eq!(field(&line, "conn"), field(&req.0, "conn"));
+            req.1 = Some(line);
+        }
+    }
+    // Every request so far got exactly one reply (the clients wait for each).
+    for (req, rpl) in &seen {
+        assert!(rpl.is_some(), "no reply to {req}: {lines:#?}");
+    }
+
+    let strings = |line: &str| -> Vec<String> {
+        let s = &line[line.find(" |").unwrap() + 2..];
+        let s = s.strip_suffix('|').unwrap();
+        s.split('|').map(String::from).collect()
+    };
+    let write = wanted(&seen, "/rp/x").unwrap();
+    assert_eq!(field(&write, "op"), (MsgType::Write as u32).to_string());
+    assert_eq!(field(&write, "dom"), "0");
+    assert_ne!(field(&write, "pid"), "0", "a dom0 client's pid");
+    assert_eq!(field(&write, "errno"), "0");
+    assert_eq!(field(&write, "flags"), "0");
+    assert_eq!(strings(&write), ["/rp/x", "hello world", "OK"]);
+    let latency: u64 = field(&write, "latency").parse().unwrap();
+    assert!(latency > 0, "{write}");
+
+    let read = wanted(&seen, "/rp/none").unwrap();
+    assert_eq!(field(&read, "op"), (MsgType::Read as u32).to_string());
+    let enoent = XsError::from_errno(2).unwrap();
+    assert_eq!(enoent.name(), "ENOENT");
+    assert_eq!(field(&read, "errno"), "2");
+    // str3 is the error's reason: none for a missing node.
+    assert_eq!(strings(&read), ["/rp/none", "", ""]);
+    assert!(field(&read, "latency").parse::<u64>().unwrap() > 0);
+    // req_id as the client sent it: both clients send their first as 0.
+    assert_eq!(field(&read, "req"), field(&write, "req"));
 }

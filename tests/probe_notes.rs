@@ -1,8 +1,53 @@
-//! The shim binary carries every probe declared in xenstore.d.
+//! The shim binary carries every probe declared in xenstore.d, each site
+//! a 5-byte nop with its arguments where the note says.
 mod common;
 
 use common::process::BoundedOutput;
 use std::process::Command;
+use xenstore_proto::Probe;
+
+/// The probe-site nop the kernel can optimise (`nopl 0(%rax,%rax,1)`).
+const NOP5: [u8; 5] = [0x0f, 0x1f, 0x44, 0x00, 0x00];
+
+/// Every site of `binary`, as the snooper reads the notes, is a 5-byte nop.
+fn assert_sites_are_nop5(binary: &std::path::Path) -> Vec<xenstore_snoop::sdt::SdtProbe> {
+    let sites = xenstore_snoop::sdt::read_probes(binary).unwrap();
+    let bytes = std::fs::read(binary).unwrap();
+    for site in &sites {
+        let at = site.offset as usize;
+        assert_eq!(bytes[at..at + 5], NOP5, "{site:?} is not at a 5-byte nop");
+    }
+    sites
+}
+
+/// One note a probe, its arguments as many as xenstore.d declares, in
+/// the registers sdt.rs puts them in, each with its own semaphore.
+#[test]
+fn notes_match_the_declarations_and_sit_on_5_byte_nops() {
+    let sites = assert_sites_are_nop5(&common::bin("xenstored-shim"));
+    let mut names: Vec<&str> = sites.iter().map(|s| s.name.as_str()).collect();
+    names.sort();
+    let mut declared = Probe::ALL.map(Probe::name);
+    declared.sort();
+    assert_eq!(names, declared, "one site per probe");
+    let registers = ["rdi", "rsi", "rdx", "rcx", "r8", "r9", "r10", "r11"];
+    for site in &sites {
+        assert_eq!(site.provider, xenstore_proto::PROVIDER);
+        let probe = Probe::from_name(&site.name).unwrap();
+        let expected: Vec<String> = registers[..probe.args().len()]
+            .iter()
+            .map(|r| format!("8@%{r}"))
+            .collect();
+        assert_eq!(site.args, expected, "{}", site.name);
+        assert_ne!(site.semaphore, 0, "{}", site.name);
+    }
+    let reply = sites.iter().find(|s| s.name == "reply").unwrap();
+    assert_eq!(reply.args.len(), 8);
+    let mut semaphores: Vec<u64> = sites.iter().map(|s| s.semaphore).collect();
+    semaphores.sort();
+    semaphores.dedup();
+    assert_eq!(semaphores.len(), sites.len(), "a semaphore each");
+}
 
 #[test]
 fn every_declared_probe_is_in_the_binary() {
@@ -38,18 +83,11 @@ fn stale_notes_of_discarded_code_are_skipped() {
     let notes = String::from_utf8_lossy(&out.stdout)
         .matches("Name: request\n")
         .count();
-    let sites = xenstore_snoop::sdt::read_probes(&binary).unwrap();
+    let sites = assert_sites_are_nop5(&binary);
     let requests = sites.iter().filter(|p| p.name == "request").count();
     assert!(
         notes > requests,
         "no stale notes to skip: {notes} notes, {requests} sites"
     );
     assert_eq!(requests, 1);
-    let bytes = std::fs::read(&binary).unwrap();
-    for site in &sites {
-        assert_eq!(
-            bytes[site.offset as usize], 0x90,
-            "{site:?} is not at a nop"
-        );
-    }
 }

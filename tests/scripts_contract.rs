@@ -10,7 +10,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use xenstore_proto::packing::describe;
-use xenstore_proto::probe::ARGS;
 use xenstore_proto::wire::{msg_name, XsError};
 use xenstore_proto::{
     flag, Client, Extra, Field, Ident, Probe, RequestExtra, ResponseExtra, TxOutcome, PROVIDER,
@@ -32,10 +31,12 @@ enum Source {
     Str { arg: u32 },
 }
 
-/// The index of the argument named `name` in xenstore-proto's list.
+/// The index of the argument named `name` in xenstore-proto's lists
+/// (probes only append, so an argument has one index in all).
 fn arg(name: &str) -> u32 {
-    ARGS.iter()
-        .position(|a| a.0 == name)
+    Probe::ALL
+        .iter()
+        .find_map(|p| p.args().iter().position(|a| a.0 == name))
         .expect("a contract argument") as u32
 }
 
@@ -68,6 +69,17 @@ fn contract() -> BTreeMap<String, BTreeMap<String, Source>> {
             if let Some(str2) = str2 {
                 fields.insert(str2.to_string(), Source::Str { arg: arg("str2") });
             }
+            if let Some(str3) = probe.str3() {
+                fields.insert(str3.to_string(), Source::Str { arg: arg("str3") });
+            }
+            // Appended integers are read whole, under their own name.
+            let appended = &probe.args()[xenstore_proto::probe::ARGS.len()..];
+            fields.extend(
+                appended
+                    .iter()
+                    .filter(|a| a.1 != "char*")
+                    .map(|a| whole(a.0, a.0)),
+            );
             (probe.name().to_string(), fields)
         })
         .collect()
@@ -95,7 +107,9 @@ fn xenstore_d_declares_the_crates_probes_in_order() {
         "xenstore.d != xenstore-proto"
     );
     for (name, args) in &declared {
-        assert_eq!(args, &ARGS.map(|a| a.1), "probe {name}'s argument types");
+        let probe = Probe::from_name(name).unwrap();
+        let types: Vec<&str> = probe.args().iter().map(|a| a.1).collect();
+        assert_eq!(args, &types, "probe {name}'s argument types");
     }
 }
 
@@ -309,7 +323,12 @@ fn tapset_has_every_probe_with_its_contract_fields() {
         assert_eq!(&fields(body, 1), &contract[probe], "xenstore.{probe}");
         assert!(body.contains("op_name = xenstore_op_name(op)"), "{probe}");
     }
-    assert!(aliases["response"].contains("error = errno ? xenstore_error_name(errno) : \"\""));
+    for probe in ["response", "reply"] {
+        assert!(
+            aliases[probe].contains("error = errno ? xenstore_error_name(errno) : \"\""),
+            "{probe}"
+        );
+    }
 }
 
 #[test]
@@ -437,6 +456,7 @@ fn tapset_elaborates_with_stap_when_installed() {
     // Every contract field of every alias, and the tapset's own names.
     let mut uses = format!("probe {PROVIDER}.* {{ println(op_name) }}\n");
     uses += &format!("probe {PROVIDER}.response {{ println(error) }}\n");
+    uses += &format!("probe {PROVIDER}.reply {{ println(error) }}\n");
     for (probe, fields) in contract() {
         let names: Vec<String> = fields.into_keys().collect();
         uses += &format!(

@@ -1,11 +1,47 @@
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn main() {
-    println!("cargo:rerun-if-changed=src/xenstore.d");
-    // Without the `probes` feature there is no provider to generate.
-    #[cfg(feature = "probes")]
-    usdt::Builder::new("src/xenstore.d").build().unwrap();
+    declared_probes();
     xen_glue();
+}
+
+/// xenstore.d's provider and probes, with how many arguments each takes,
+/// as Rust constants (`PROVIDER`, `DECLARED`) for src/sdt.rs, which checks
+/// every probe site against them.
+fn declared_probes() {
+    println!("cargo:rerun-if-changed=src/xenstore.d");
+    let text = std::fs::read_to_string("src/xenstore.d").expect("reading src/xenstore.d");
+    // Comments first: the prose names probes too.
+    let mut code = String::new();
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find("/*") {
+        code.push_str(&rest[..start]);
+        let end = rest[start..]
+            .find("*/")
+            .expect("unterminated comment in xenstore.d");
+        rest = &rest[start + end + 2..];
+    }
+    code.push_str(rest);
+    let provider = code
+        .split_once("provider ")
+        .and_then(|(_, r)| r.split_whitespace().next())
+        .expect("xenstore.d names no provider");
+    let mut out = format!("/// xenstore.d's provider.\npub const PROVIDER: &str = {provider:?};\n");
+    out += "/// xenstore.d's probes: (name, argument count), in order.\n";
+    out += "pub const DECLARED: &[(&str, usize)] = &[\n";
+    for line in code.lines() {
+        let Some(decl) = line.trim().strip_prefix("probe ") else {
+            continue;
+        };
+        let (name, args) = decl.split_once('(').expect("probe NAME(ARGS);");
+        let count = args
+            .split(',')
+            .filter(|a| !a.trim().trim_end_matches(");").is_empty());
+        out += &format!("    ({:?}, {}),\n", name.trim(), count.count());
+    }
+    out += "];\n";
+    let dest = PathBuf::from(std::env::var_os("OUT_DIR").unwrap()).join("xenstore_d.rs");
+    std::fs::write(dest, out).expect("writing xenstore_d.rs");
 }
 
 /// The C glue between the Xen backend and Xen's own headers (src/xen/glue.c):

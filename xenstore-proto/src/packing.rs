@@ -62,19 +62,22 @@ pub fn describe(fields: &[Field]) -> String {
         .join(" | ")
 }
 
-/// Bits of the request and response `flags` fields.
+/// Bits of the request, response and reply `flags` fields.
 pub mod flag {
     /// The daemon cut str1 to fit the probe.
     pub const STR1_TRUNCATED: u16 = 1 << 0;
     /// The daemon cut str2 to fit the probe.
     pub const STR2_TRUNCATED: u16 = 1 << 1;
+    /// The daemon cut str3 to fit the probe (`reply` only).
+    pub const STR3_TRUNCATED: u16 = 1 << 2;
     /// Every flag defined: (bit, what it means).
-    pub const ALL: [(u16, &str); 2] = [
+    pub const ALL: [(u16, &str); 3] = [
         (STR1_TRUNCATED, "str1 truncated"),
         (STR2_TRUNCATED, "str2 truncated"),
+        (STR3_TRUNCATED, "str3 truncated"),
     ];
-    /// Either string cut.
-    pub const TRUNCATED: u16 = STR1_TRUNCATED | STR2_TRUNCATED;
+    /// Any string cut.
+    pub const TRUNCATED: u16 = STR1_TRUNCATED | STR2_TRUNCATED | STR3_TRUNCATED;
 }
 
 /// arg1 of every probe: which connection, and the request's type.
@@ -189,7 +192,7 @@ impl RequestExtra {
     }
 }
 
-/// arg3 of `response`.
+/// arg3 of `response` and of `reply`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ResponseExtra {
     /// [`flag`] bits.

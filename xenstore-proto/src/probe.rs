@@ -1,5 +1,6 @@
 //! The `xenstore` USDT provider: its probes, in declaration order, and what
-//! each of the six arguments carries. xenstored-probes/src/xenstore.d
+//! each argument carries: the six every probe has, then what a probe
+//! appends (only `reply` does). xenstored-probes/src/xenstore.d
 //! declares the same list for the linker; tests/scripts_contract.rs checks
 //! that file, the man page and the scripts against this one.
 
@@ -17,9 +18,12 @@ pub enum Probe {
     ConnOpen,
     ConnClose,
     TxEnd,
+    /// Appended after the first six: a request and its reply in one firing.
+    Reply,
 }
 
-/// Every probe's arguments, in order: (name, C type in xenstore.d).
+/// The arguments every probe starts with, in order: (name, C type in
+/// xenstore.d). [`Probe::args`] gives a probe's whole list.
 pub const ARGS: [(&str, &str); 6] = [
     ("serial", "uint64_t"),
     ("ident", "uint64_t"),
@@ -27,6 +31,18 @@ pub const ARGS: [(&str, &str); 6] = [
     ("extra", "uint64_t"),
     ("str1", "char*"),
     ("str2", "char*"),
+];
+
+/// `reply`'s arguments: the six, then str3 and latency_ns.
+const REPLY_ARGS: [(&str, &str); 8] = [
+    ARGS[0],
+    ARGS[1],
+    ARGS[2],
+    ARGS[3],
+    ARGS[4],
+    ARGS[5],
+    ("str3", "char*"),
+    ("latency_ns", "uint64_t"),
 ];
 
 /// What a probe's `extra` argument (arg3) holds.
@@ -41,13 +57,14 @@ pub enum Extra {
 }
 
 impl Probe {
-    pub const ALL: [Probe; 6] = [
+    pub const ALL: [Probe; 7] = [
         Probe::Request,
         Probe::Response,
         Probe::WatchEvent,
         Probe::ConnOpen,
         Probe::ConnClose,
         Probe::TxEnd,
+        Probe::Reply,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -58,6 +75,15 @@ impl Probe {
             Probe::ConnOpen => "conn_open",
             Probe::ConnClose => "conn_close",
             Probe::TxEnd => "tx_end",
+            Probe::Reply => "reply",
+        }
+    }
+
+    /// Every argument, in order: (name, C type in xenstore.d).
+    pub const fn args(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Probe::Reply => &REPLY_ARGS,
+            _ => &ARGS,
         }
     }
 
@@ -69,7 +95,7 @@ impl Probe {
     pub const fn extra(self) -> Extra {
         match self {
             Probe::Request => Extra::Packed(&RequestExtra::FIELDS),
-            Probe::Response => Extra::Packed(&ResponseExtra::FIELDS),
+            Probe::Response | Probe::Reply => Extra::Packed(&ResponseExtra::FIELDS),
             // The connection whose request fired the event.
             Probe::WatchEvent => Extra::Whole("firer_conn"),
             Probe::ConnOpen | Probe::ConnClose => Extra::Zero,
@@ -90,12 +116,24 @@ impl Probe {
             Probe::ConnOpen => ("transport", Some("peer")),
             Probe::ConnClose => ("reason", None),
             Probe::TxEnd => ("outcome_name", Some("reason")),
+            // As `request`; the outcome is str3.
+            Probe::Reply => ("path", Some("value")),
+        }
+    }
+
+    /// The name of what str3 (arg6) holds, for the probes that have it:
+    /// `reply`'s reply payload, or the error reason when errno is set.
+    pub const fn str3(self) -> Option<&'static str> {
+        match self {
+            Probe::Reply => Some("result"),
+            _ => None,
         }
     }
 }
 
-/// str1 + str2 stay under this many bytes, so one event fits the kernel's
-/// per-event page along with the fixed fields.
+/// A probe's strings together (str1 + str2, and str3 for `reply`) stay
+/// under this many bytes, so one event fits the kernel's per-event page
+/// along with the fixed fields.
 pub const STRINGS_MAX: usize = 3900;
 /// str1 alone stays under this (a path is at most 3072 bytes anyway).
 pub const STR1_MAX: usize = 3072;
@@ -153,6 +191,17 @@ mod tests {
         assert_eq!(TxOutcome::from_code(4), None);
     }
 
+    /// Probes only ever append arguments to the common six.
+    #[test]
+    fn every_probe_starts_with_the_common_arguments() {
+        for p in Probe::ALL {
+            assert_eq!(&p.args()[..ARGS.len()], &ARGS, "{}", p.name());
+            let strings = p.args().iter().filter(|a| a.1 == "char*").count();
+            assert_eq!(strings, 2 + p.str3().iter().count(), "{}", p.name());
+        }
+        assert_eq!(Probe::Reply.args().len(), 8);
+    }
+
     /// Every named field of a probe is named once: scripts bind them all
     /// as variables of one scope.
     #[test]
@@ -168,6 +217,13 @@ mod tests {
             let (s1, s2) = p.strings();
             names.push(s1);
             names.extend(s2);
+            names.extend(p.str3());
+            names.extend(
+                p.args()[ARGS.len()..]
+                    .iter()
+                    .filter(|a| a.1 != "char*")
+                    .map(|a| a.0),
+            );
             let count = names.len();
             names.sort();
             names.dedup();

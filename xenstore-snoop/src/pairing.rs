@@ -185,6 +185,8 @@ impl Pairing {
             Probe::ConnOpen => Some(Record::lone(ev, Kind::ConnOpen)),
             Probe::ConnClose => Some(Record::lone(ev, Kind::ConnClose)),
             Probe::TxEnd => Some(Record::lone(ev, Kind::TxEnd)),
+            // Not attached: the snooper pairs request and response.
+            Probe::Reply => None,
         }
     }
 

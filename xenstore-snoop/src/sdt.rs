@@ -132,10 +132,12 @@ mod tests {
             ["8@%rdi", "8@%rsi", "8@%rdx", "8@%rcx", "8@%r8", "8@%r9"]
         );
         assert_ne!(request.semaphore, 0);
-        // The bytes at the file offset are the probe's nop.
+        // The bytes at the file offset are the probe's 5-byte nop.
         let bytes = std::fs::read(&path).unwrap();
+        let at = request.offset as usize;
         assert_eq!(
-            bytes[request.offset as usize], 0x90,
+            bytes[at..at + 5],
+            [0x0f, 0x1f, 0x44, 0x00, 0x00],
             "no nop at probe offset"
         );
     }

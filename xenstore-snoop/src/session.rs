@@ -68,7 +68,8 @@ pub fn run(args: &Args) -> Result<i32> {
     let target = target::find(args.daemon_pid, args.binary.as_deref())?;
     let probes: Vec<sdt::SdtProbe> = sdt::read_probes(&target.binary)?
         .into_iter()
-        .filter(|p| p.provider == xenstore_proto::PROVIDER && Probe::from_name(&p.name).is_some())
+        .filter(|p| p.provider == xenstore_proto::PROVIDER)
+        .filter(|p| Probe::from_name(&p.name).is_some_and(|p| p != Probe::Reply))
         .collect();
     for needed in [Probe::Request, Probe::Response] {
         if !probes.iter().any(|p| p.name == needed.name()) {

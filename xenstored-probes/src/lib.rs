@@ -17,6 +17,7 @@ pub mod quota;
 pub mod record;
 pub mod request;
 pub mod ring;
+pub mod sdt;
 pub mod server;
 pub mod service;
 pub mod store;

@@ -2,8 +2,8 @@
 //! classic trace file (`trace`, off unless -T) at the same points.
 //!
 //! The daemon calls these functions and nothing else; the argument packing
-//! itself is xenstore-proto's. Every string is built inside the
-//! probe closure, which usdt's semaphore skips while nobody is attached.
+//! itself is xenstore-proto's, the probe sites sdt.rs's. Every argument is
+//! built only after the probe's semaphore says a tracer is attached.
 
 pub use xenstore_proto::probe::{TxOutcome, STR1_MAX, STRINGS_MAX};
 use xenstore_proto::{flag, Client, Ident, RequestExtra, ResponseExtra};
@@ -17,9 +17,43 @@ pub struct Who {
     pub pid: u32,
 }
 
+/// One semaphore a probe, named as the probe.
 #[cfg(feature = "probes")]
-mod provider {
-    include!(concat!(env!("OUT_DIR"), "/xenstore.rs"));
+#[allow(non_upper_case_globals)]
+mod semaphore {
+    use crate::sdt::Semaphore;
+    // Where sys/sdt.h puts semaphores; tools find them by the note's address.
+    #[link_section = ".probes"]
+    pub static request: Semaphore = Semaphore::new();
+    #[link_section = ".probes"]
+    pub static response: Semaphore = Semaphore::new();
+    #[link_section = ".probes"]
+    pub static watch_event: Semaphore = Semaphore::new();
+    #[link_section = ".probes"]
+    pub static conn_open: Semaphore = Semaphore::new();
+    #[link_section = ".probes"]
+    pub static conn_close: Semaphore = Semaphore::new();
+    #[link_section = ".probes"]
+    pub static tx_end: Semaphore = Semaphore::new();
+    #[link_section = ".probes"]
+    pub static reply: Semaphore = Semaphore::new();
+}
+
+/// A probe string as the tracer reads it: NUL-terminated.
+#[cfg(feature = "probes")]
+fn c_string(s: String) -> Vec<u8> {
+    let mut bytes = s.into_bytes();
+    bytes.push(0);
+    bytes
+}
+
+/// Whether a tracer is attached to `reply` now.
+#[inline]
+fn reply_enabled() -> bool {
+    #[cfg(feature = "probes")]
+    return semaphore::reply.enabled();
+    #[cfg(not(feature = "probes"))]
+    false
 }
 
 /// arg1 (ident) and arg2 (client) of a probe about `who`.
@@ -84,10 +118,29 @@ fn render_pair(a: &[u8], b: &[u8]) -> (String, String, u16) {
     (s1, s2, flags)
 }
 
+/// Fires one of the six-argument probes: `$body` gives (serial, ident,
+/// client, extra, str1, str2) and runs only while a tracer is attached.
 macro_rules! fire {
     ($probe:ident, $body:expr) => {{
         #[cfg(feature = "probes")]
-        provider::xenstore::$probe!(|| $body);
+        if semaphore::$probe.enabled() {
+            let (serial, ident, client, extra, s1, s2): (u64, u64, u64, u64, String, String) =
+                $body;
+            let (s1, s2) = (c_string(s1), c_string(s2));
+            crate::sdt_site!(
+                xenstore,
+                $probe,
+                semaphore::$probe,
+                [
+                    "rdi" = serial,
+                    "rsi" = ident,
+                    "rdx" = client,
+                    "rcx" = extra,
+                    "r8" = s1.as_ptr(),
+                    "r9" = s2.as_ptr(),
+                ]
+            );
+        }
         #[cfg(not(feature = "probes"))]
         let _ = || $body;
     }};
@@ -150,6 +203,99 @@ pub fn response(
         };
         (serial, ident, client, extra.pack(), s1, s2)
     });
+}
+
+/// What `reply` needs of the request being executed, kept from its decode
+/// while a tracer is attached to `reply` (and only then: idle, it costs
+/// one load and one branch a request).
+#[derive(Default)]
+pub struct InFlight {
+    /// The request kept (0: none; serials start at 1).
+    serial: u64,
+    /// CLOCK_MONOTONIC ns at its decode.
+    decoded_ns: u64,
+    payload: Vec<u8>,
+}
+
+impl InFlight {
+    /// Request `serial` was decoded with `payload`.
+    #[inline]
+    pub fn start(&mut self, serial: u64, payload: &[u8]) {
+        if reply_enabled() {
+            self.serial = serial;
+            self.decoded_ns = monotonic_ns();
+            self.payload.clear();
+            self.payload.extend_from_slice(payload);
+        }
+    }
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The reply to request `serial`, kept in `in_flight` at its decode, was
+/// queued: the request and its outcome in one firing. `result` as for
+/// [`response`]. Nothing fires for a request decoded before a tracer
+/// attached: nothing of it was kept.
+#[inline]
+pub fn reply(
+    in_flight: &InFlight,
+    serial: u64,
+    who: &Who,
+    op: u32,
+    tx_id: u32,
+    req_id: u32,
+    result: Result<&[u8], (crate::wire::XsError, &str)>,
+) {
+    #[cfg(feature = "probes")]
+    if semaphore::reply.enabled() && in_flight.serial == serial {
+        let latency_ns = monotonic_ns().saturating_sub(in_flight.decoded_ns);
+        let (ident, client) = pack_who(who, op, tx_id);
+        let (errno, outcome) = match result {
+            Ok(payload) => (0, payload),
+            // Linux errnos fit 16 bits.
+            Err((e, reason)) => (e.errno() as u16, reason.as_bytes()),
+        };
+        // The path first, the outcome next: a write's value is the one
+        // to give way, a read's is the outcome.
+        let (path, rest) = split_first(&in_flight.payload);
+        let (s1, t1) = render(path, STR1_MAX);
+        let (s3, t3) = render(outcome, STRINGS_MAX - s1.len());
+        let (s2, t2) = render(rest, STRINGS_MAX - s1.len() - s3.len());
+        let flags = truncated(t1, flag::STR1_TRUNCATED)
+            | truncated(t2, flag::STR2_TRUNCATED)
+            | truncated(t3, flag::STR3_TRUNCATED);
+        let extra = ResponseExtra {
+            flags,
+            errno,
+            req_id,
+        };
+        let (s1, s2, s3) = (c_string(s1), c_string(s2), c_string(s3));
+        crate::sdt_site!(
+            xenstore,
+            reply,
+            semaphore::reply,
+            [
+                "rdi" = serial,
+                "rsi" = ident,
+                "rdx" = client,
+                "rcx" = extra.pack(),
+                "r8" = s1.as_ptr(),
+                "r9" = s2.as_ptr(),
+                "r10" = s3.as_ptr(),
+                "r11" = latency_ns,
+            ]
+        );
+    }
+    #[cfg(not(feature = "probes"))]
+    let _ = (in_flight, serial, who, op, tx_id, req_id, result);
 }
 
 /// A watch event for `who` was queued; `serial` is the request that fired

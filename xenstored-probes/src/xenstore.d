@@ -5,7 +5,7 @@
  * tests/scripts_contract.rs checks this file, man/xenstored-probes.7 and
  * scripts/ against it. Change it only by appending probes or arguments.
  *
- * Every probe has the same six arguments:
+ * Every probe starts with the same six arguments (reply appends two):
  *   arg0 serial  daemon-wide request serial (1, 2, ...); 0 when no request
  *                caused the event (a connection opening, a domain vanishing)
  *   arg1 ident   conn << 32 | op << 16 | dom
@@ -15,9 +15,12 @@
  *   arg3 extra   probe-specific, see below
  *   arg4 str1    probe-specific string, see below
  *   arg5 str2    probe-specific string, see below
+ *   arg6 str3    (reply only) probe-specific string, see below
+ *   arg7 latency_ns (reply only) CLOCK_MONOTONIC ns from the request's
+ *                decode to its reply being queued
  * Strings are printable renderings: NUL separators become spaces, invalid
- * UTF-8 becomes U+FFFD, and str1 + str2 together stay under 3900 bytes
- * (longer ones are cut and flagged).
+ * UTF-8 becomes U+FFFD, and a probe's strings together stay under 3900
+ * bytes (longer ones are cut and flagged).
  *
  * request      extra = flags << 32 | req_id      str1 = path (first argument)
  *                                                str2 = remaining arguments
@@ -33,7 +36,26 @@
  * tx_end       extra = outcome (0 commit, 1 abort, 2 conflict, 3 dropped)
  *                                                str1 = outcome name
  *                                                str2 = reason
- * flags: bit 0 = str1 truncated, bit 1 = str2 truncated.
+ * reply        extra = flags << 48 | errno << 32 | req_id
+ *                                                str1 = path (first argument)
+ *                                                str2 = remaining arguments
+ *                                                str3 = result, or error
+ *                                                reason ("" if none)
+ *              One firing when a reply is queued, carrying the whole
+ *              request and its outcome (the error name follows from
+ *              errno), so a tracer needs it and watch_event only. A reply
+ *              to a request decoded before any tracer attached to reply
+ *              fires nothing (the daemon kept nothing of that request).
+ *              Of the byte budget str1 takes what it needs first, then
+ *              str3, then str2.
+ * flags: bit 0 = str1 truncated, bit 1 = str2 truncated,
+ *        bit 2 = str3 truncated.
+ *
+ * Each probe site is a 5-byte nop (0f 1f 44 00 00), which the kernel's
+ * uprobes can optimise; xenstored-probes/src/sdt.rs emits it and checks
+ * it against this list, arguments in rdi rsi rdx rcx r8 r9 r10 r11.
+ * Fixed registers, so tools that stop at six arguments (bpftrace 0.17
+ * refuses arg6 and arg7) can still read reply's as reg("r10"), reg("r11").
  */
 provider xenstore {
 	probe request(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*);
@@ -42,4 +64,5 @@ provider xenstore {
 	probe conn_open(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*);
 	probe conn_close(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*);
 	probe tx_end(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*);
+	probe reply(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*, char*, uint64_t);
 };

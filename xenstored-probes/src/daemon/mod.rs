@@ -2,7 +2,7 @@
 //! and the execution of requests, with no event loop: server.rs has it
 //! execute what a connection received and carries out its [`Effects`].
 //! Every request fires
-//! `request` when read and `response` when its reply is queued; watch
+//! `request` when read, `response` and `reply` when its reply is queued; watch
 //! events, transaction ends and connection changes fire their probes where
 //! they happen.
 //!
@@ -67,6 +67,8 @@ pub struct Daemon {
     /// upstream never queues one identical to one still queued, so one
     /// request's fan-out sends each at most once.
     queued_events: FxHashSet<(u32, String, Vec<u8>)>,
+    /// What the `reply` probe needs of the request being executed.
+    in_flight: probes::InFlight,
 }
 
 /// The request being executed, as its handler sees it.
@@ -98,6 +100,7 @@ impl Daemon {
             logfile: None,
             logging: false,
             queued_events: FxHashSet::default(),
+            in_flight: probes::InFlight::default(),
         }
     }
 
@@ -188,7 +191,17 @@ impl Daemon {
                 &[e.name().as_bytes(), b"\0"],
             ),
         }
-        probes::response(serial, &conn.who(), h.ty, h.tx_id, h.req_id, result);
+        let who = conn.who();
+        probes::response(serial, &who, h.ty, h.tx_id, h.req_id, result);
+        probes::reply(
+            &self.in_flight,
+            serial,
+            &who,
+            h.ty,
+            h.tx_id,
+            h.req_id,
+            result,
+        );
         Self::mark_dirty(&mut self.effects, conn);
     }
 
