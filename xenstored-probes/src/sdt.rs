@@ -112,9 +112,12 @@ macro_rules! sdt_site {
                 ".popsection",
                 // .stapsdt.base's link-time address, which tools compare
                 // with the note's to undo prelink-style moves ("R": kept
-                // from the linker's garbage collection).
+                // from the linker's garbage collection). "x" puts it in
+                // the code's segment: perf turns a note's address into a
+                // file offset with this section's, and rust-lld gives the
+                // read-only segment another address - offset than code's.
                 ".ifndef _.stapsdt.base",
-                ".pushsection .stapsdt.base, \"aGR\", \"progbits\", .stapsdt.base, comdat",
+                ".pushsection .stapsdt.base, \"axGR\", \"progbits\", .stapsdt.base, comdat",
                 ".weak _.stapsdt.base",
                 ".hidden _.stapsdt.base",
                 "_.stapsdt.base: .space 1",
