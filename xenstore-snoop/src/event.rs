@@ -1,4 +1,4 @@
-//! Decoded probe firings: the six probes of the contract, typed.
+//! Decoded probe firings: the probes of the contract, typed.
 
 use crate::format::{Field, Format};
 use anyhow::{bail, Result};
@@ -22,6 +22,10 @@ pub struct Event {
     pub extra: u64,
     pub s1: String,
     pub s2: String,
+    /// `reply`'s str3 (result or error reason); "" for the other probes.
+    pub s3: String,
+    /// `reply`'s latency_ns; 0 for the other probes.
+    pub latency_ns: u64,
 }
 
 impl Event {
@@ -29,18 +33,18 @@ impl Event {
     pub fn req_id(&self) -> u32 {
         RequestExtra::unpack(self.extra).req_id
     }
-    /// response: the errno of a failed request (0 on success).
+    /// response, reply: the errno of a failed request (0 on success).
     pub fn errno(&self) -> u32 {
         match self.probe {
-            Probe::Response => ResponseExtra::unpack(self.extra).errno.into(),
+            Probe::Response | Probe::Reply => ResponseExtra::unpack(self.extra).errno.into(),
             _ => 0,
         }
     }
-    /// Whether the daemon cut str1 or str2 to fit the probe.
+    /// Whether the daemon cut a string to fit the probe.
     pub fn truncated(&self) -> bool {
         let flags = match self.probe {
             Probe::Request => RequestExtra::unpack(self.extra).flags,
-            Probe::Response => ResponseExtra::unpack(self.extra).flags.into(),
+            Probe::Response | Probe::Reply => ResponseExtra::unpack(self.extra).flags.into(),
             _ => 0,
         };
         flags & u32::from(flag::TRUNCATED) != 0
@@ -92,6 +96,9 @@ pub struct Decoder {
     extra: Field,
     s1: Field,
     s2: Field,
+    /// `reply`'s appended fields; None for the other probes.
+    s3: Option<Field>,
+    latency_ns: Option<Field>,
 }
 
 impl Decoder {
@@ -113,6 +120,8 @@ impl Decoder {
             extra: f("extra")?,
             s1,
             s2: f("s2")?,
+            s3: f("s3").ok(),
+            latency_ns: f("latency_ns").ok(),
         })
     }
 
@@ -138,6 +147,14 @@ impl Decoder {
             extra: self.extra.uint(raw)?,
             s1: text(&self.s1)?,
             s2: text(&self.s2)?,
+            s3: match &self.s3 {
+                Some(f) => text(f)?,
+                None => String::new(),
+            },
+            latency_ns: match &self.latency_ns {
+                Some(f) => f.uint(raw)?,
+                None => 0,
+            },
         })
     }
 }
@@ -165,6 +182,8 @@ mod tests {
             .pack(),
             s1: "ENOENT".into(),
             s2: String::new(),
+            s3: String::new(),
+            latency_ns: 0,
         };
         assert_eq!((e.req_id(), e.errno(), e.truncated()), (77, 2, true));
         e.probe = Probe::Request;

@@ -4,6 +4,7 @@
 // Every unsafe block says why it is sound.
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod attach;
 pub mod cli;
 pub mod event;
 pub mod filter;

@@ -1,9 +1,12 @@
-//! Joins each request with its reply (same daemon serial) into one record;
-//! watch events and connection/transaction events pass through as records.
+//! Records from events: a `reply` is one whole operation; watch events
+//! and connection/transaction events pass through. For a daemon binary
+//! without `reply` (see attach.rs), each `request` is joined with its
+//! `response` (same daemon serial) instead.
 
 use crate::event::{Event, Probe};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use xenstore_proto::wire::XsError;
 use xenstore_proto::{wire, Ident};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -16,7 +19,7 @@ pub enum Kind {
     TxEnd,
 }
 
-/// One output line: a request/reply pair or a lone event.
+/// One output line: an operation or a lone event.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
     pub kind: Kind,
@@ -99,7 +102,33 @@ impl Record {
                 r.result = Some(ev.s1);
                 r.error_reason = (!ev.s2.is_empty()).then_some(ev.s2);
             }
-            Kind::Op => unreachable!("ops are built by pair()"),
+            Kind::Op => unreachable!("ops are built by pair() and completed()"),
+        }
+        r
+    }
+
+    /// A `reply`: the request and its outcome, timed at the request.
+    fn completed(ev: Event) -> Record {
+        let errno = ev.errno();
+        let mut r = Record {
+            mono_ns: ev.mono_ns.saturating_sub(ev.latency_ns),
+            tx: Some(ev.tx),
+            req_id: Some(ev.req_id()),
+            op: Some(ev.op),
+            latency_ns: Some(ev.latency_ns),
+            truncated: ev.truncated(),
+            ..Record::base(&ev, Kind::Op)
+        };
+        r.path = ev.s1;
+        r.value = ev.s2;
+        if errno == 0 {
+            r.result = Some(ev.s3);
+        } else {
+            let name = XsError::from_errno(errno)
+                .map_or_else(|| format!("E{errno}"), |e| e.name().to_string());
+            r.error = Some(name.clone());
+            r.error_reason = (!ev.s3.is_empty()).then_some(ev.s3);
+            r.result = Some(name);
         }
         r
     }
@@ -185,8 +214,7 @@ impl Pairing {
             Probe::ConnOpen => Some(Record::lone(ev, Kind::ConnOpen)),
             Probe::ConnClose => Some(Record::lone(ev, Kind::ConnClose)),
             Probe::TxEnd => Some(Record::lone(ev, Kind::TxEnd)),
-            // Not attached: the snooper pairs request and response.
-            Probe::Reply => None,
+            Probe::Reply => Some(Record::completed(ev)),
         }
     }
 
@@ -230,6 +258,8 @@ pub(crate) mod tests {
             extra: 0,
             s1: s1.into(),
             s2: s2.into(),
+            s3: String::new(),
+            latency_ns: 0,
         }
     }
 
@@ -257,6 +287,33 @@ pub(crate) mod tests {
         assert_eq!(r.error.as_deref(), Some("ENOENT"));
         assert_eq!(r.error_reason.as_deref(), Some("no node"));
         assert_eq!(r.latency_ns, Some(3500));
+        assert!(p.unanswered().is_empty());
+    }
+
+    #[test]
+    fn a_reply_is_a_whole_record_timed_at_its_request() {
+        let mut p = Pairing::new();
+        let mut ok = ev(Probe::Reply, 7, 11, "/a", "v");
+        (ok.s3, ok.latency_ns, ok.mono_ns) = ("OK".into(), 300, 9000);
+        ok.extra = response_extra(0, 5);
+        let r = p.push(ok).unwrap();
+        assert_eq!(r.kind, Kind::Op);
+        assert_eq!((r.path.as_str(), r.value.as_str()), ("/a", "v"));
+        assert_eq!((r.result.as_deref(), r.error), (Some("OK"), None));
+        assert_eq!(
+            (r.mono_ns, r.latency_ns, r.req_id),
+            (8700, Some(300), Some(5))
+        );
+        let mut failed = ev(Probe::Reply, 8, 2, "/b", "");
+        (failed.s3, failed.latency_ns) = ("quota:nodes".into(), 10);
+        failed.extra = response_extra(2, 6);
+        let r = p.push(failed).unwrap();
+        assert_eq!(r.error.as_deref(), Some("ENOENT"));
+        assert_eq!(r.result.as_deref(), Some("ENOENT"));
+        assert_eq!(r.error_reason.as_deref(), Some("quota:nodes"));
+        let mut bare = ev(Probe::Reply, 9, 2, "/c", "");
+        bare.extra = response_extra(2, 7);
+        assert_eq!(p.push(bare).unwrap().error_reason, None);
         assert!(p.unanswered().is_empty());
     }
 

@@ -10,7 +10,7 @@ use crate::pairing::Pairing;
 use crate::perf::Rings;
 use crate::summary::Summary;
 use crate::uprobe::{remove_stale_groups, tracefs, Group};
-use crate::{sdt, target};
+use crate::{attach, sdt, target};
 use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
 use std::io::Write;
@@ -66,20 +66,8 @@ pub fn run(args: &Args) -> Result<i32> {
         bail!("xenstore-snoop needs root (uprobes and perf_event_open)");
     }
     let target = target::find(args.daemon_pid, args.binary.as_deref())?;
-    let probes: Vec<sdt::SdtProbe> = sdt::read_probes(&target.binary)?
-        .into_iter()
-        .filter(|p| p.provider == xenstore_proto::PROVIDER)
-        .filter(|p| Probe::from_name(&p.name).is_some_and(|p| p != Probe::Reply))
-        .collect();
-    for needed in [Probe::Request, Probe::Response] {
-        if !probes.iter().any(|p| p.name == needed.name()) {
-            bail!(
-                "{} has no xenstore:{} probe: is it a xenstored-shim built with probes?",
-                target.binary.display(),
-                needed.name()
-            );
-        }
-    }
+    let sites = sdt::read_probes(&target.binary)?;
+    let probes = attach::choose(&target.binary, sites, &filter)?;
 
     let stop_flag = Arc::new(AtomicBool::new(false));
     for sig in [

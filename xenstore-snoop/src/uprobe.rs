@@ -31,7 +31,8 @@ pub fn tracefs() -> Result<PathBuf> {
 }
 
 /// The fetch arguments of one event, in the order of the probe contract:
-/// serial, ident, client, extra, str1, str2. The packed args are fetched
+/// serial, ident, client, extra, str1, str2, and `reply`'s str3 and
+/// latency_ns when the note has them. The packed args are fetched
 /// whole and split in user space: each extra fetch costs every firing
 /// (~15 ns), so the kernel splits out only `dom`, and only when `dom_field`
 /// asks for it (the in-kernel `-d` filter compares it).
@@ -51,9 +52,13 @@ pub fn fetch_args(args: &[String], dom_field: bool) -> Result<String> {
     } else {
         String::new()
     };
+    let appended = match a.get(6..8) {
+        Some([s3, latency]) => format!(" s3=+0({s3}):string latency_ns={latency}:u64"),
+        _ => String::new(),
+    };
     Ok(format!(
         "serial={0}:u64 {dom}ident={1}:u64 client={2}:u64 extra={3}:u64 \
-         s1=+0({4}):string s2=+0({5}):string",
+         s1=+0({4}):string s2=+0({5}):string{appended}",
         a[0], a[1], a[2], a[3], a[4], a[5]
     ))
 }
@@ -282,6 +287,18 @@ mod tests {
             "p:xssnoop_1/request /proc/7/exe:0x1753a(0x5b8a8) serial=%di:u64 \
              ident=%si:u64 client=%dx:u64 extra=%cx:u64 \
              s1=+0(%r8):string s2=+0(%r9):string"
+        );
+        let reply = SdtProbe {
+            name: "reply".into(),
+            args: ["%rdi", "%rsi", "%rdx", "%rcx", "%r8", "%r9", "%r10", "%r11"]
+                .map(|r| format!("8@{r}"))
+                .to_vec(),
+            ..probe.clone()
+        };
+        let def = definition("xssnoop_1", Path::new("/proc/7/exe"), &reply, false).unwrap();
+        assert!(
+            def.ends_with(" s2=+0(%r9):string s3=+0(%r10):string latency_ns=%r11:u64"),
+            "{def}"
         );
         // The in-kernel domain filter needs dom as a field of its own.
         let def = definition("xssnoop_1", Path::new("/proc/7/exe"), &probe, true).unwrap();
