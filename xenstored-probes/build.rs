@@ -2,7 +2,19 @@ use std::path::{Path, PathBuf};
 
 fn main() {
     declared_probes();
+    nop_size();
     xen_glue();
+}
+
+/// XSS_SDT_NOP1=1 builds the probe sites as 1-byte nops, as usdt 0.6 did,
+/// for the benchmark that compares them with the 5-byte ones; never for
+/// use.
+fn nop_size() {
+    println!("cargo::rustc-check-cfg=cfg(sdt_nop1)");
+    println!("cargo:rerun-if-env-changed=XSS_SDT_NOP1");
+    if std::env::var_os("XSS_SDT_NOP1").is_some_and(|v| v == "1") {
+        println!("cargo:rustc-cfg=sdt_nop1");
+    }
 }
 
 /// xenstore.d's provider and probes, with how many arguments each takes,
