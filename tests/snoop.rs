@@ -392,6 +392,28 @@ fn sigkilled_snooper_leaves_nothing_behind() {
     assert!(all_down(&semaphores(&shim)));
 }
 
+/// --paired attaches request and response instead of reply, and makes
+/// the same lines from them.
+#[test]
+fn paired_mode_makes_the_same_lines_from_request_and_response() {
+    if !common::need_root("paired_mode_makes_the_same_lines_from_request_and_response") {
+        return;
+    }
+    let shim = Shim::private_copy();
+    let snoop = Snooper::attach(&shim, &["--paired", "-L"]);
+    for (probe, count) in semaphores(&shim) {
+        let attached = ["request", "response", "watch_event"].contains(&probe.as_str());
+        assert_eq!(count > 0, attached, "{probe}");
+    }
+    shim.run("xenstore-write", &["/paired/a", "1"]);
+    let line = snoop.wait_line("the write", |l| l.contains("XS_WRITE: /paired/a 1 -> OK"));
+    // DOM PID TX LAT(us) OP
+    let latency: f64 = columns(&line)[3].parse().unwrap();
+    assert!(latency > 0.0, "{line}");
+    let (_, _, status) = snoop.stop();
+    assert!(status.success());
+}
+
 #[test]
 fn target_exit_ends_the_trace_cleanly() {
     if !common::need_root("target_exit_ends_the_trace_cleanly") {

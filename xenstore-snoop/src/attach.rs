@@ -13,17 +13,25 @@ use anyhow::{bail, Result};
 use std::path::Path;
 use xenstore_proto::{Probe, PROVIDER};
 
-/// The sites of `sites` (every note of `binary`) to attach to for `filter`.
-pub fn choose(binary: &Path, sites: Vec<SdtProbe>, filter: &Filter) -> Result<Vec<SdtProbe>> {
+/// The sites of `sites` (every note of `binary`) to attach to for `filter`;
+/// `paired`: request + response even if there is `reply` (--paired, for
+/// the benchmark).
+pub fn choose(
+    binary: &Path,
+    sites: Vec<SdtProbe>,
+    filter: &Filter,
+    paired: bool,
+) -> Result<Vec<SdtProbe>> {
     let ours: Vec<(Probe, SdtProbe)> = sites
         .into_iter()
         .filter(|s| s.provider == PROVIDER)
         .filter_map(|s| Some((Probe::from_name(&s.name)?, s)))
         .collect();
     let has = |p: Probe| ours.iter().any(|(probe, _)| *probe == p);
-    let mut wanted = if has(Probe::Reply) {
+    let pairable = has(Probe::Request) && has(Probe::Response);
+    let mut wanted = if has(Probe::Reply) && !(paired && pairable) {
         vec![Probe::Reply]
-    } else if has(Probe::Request) && has(Probe::Response) {
+    } else if pairable {
         vec![Probe::Request, Probe::Response]
     } else {
         bail!(
@@ -80,14 +88,16 @@ mod tests {
     fn reply_and_watch_events_make_the_lines() {
         let bin = Path::new("shim");
         let plain = Filter::default();
-        let chosen = choose(bin, all_sites(), &plain).unwrap();
+        let chosen = choose(bin, all_sites(), &plain, false).unwrap();
         assert_eq!(names(&chosen), ["watch_event", "reply"]);
+        let chosen = choose(bin, all_sites(), &plain, true).unwrap();
+        assert_eq!(names(&chosen), ["request", "response", "watch_event"]);
         assert!(chosen.iter().all(|s| s.provider == PROVIDER));
         let verbose = Filter {
             lifecycle: true,
             ..Filter::default()
         };
-        let chosen = choose(bin, all_sites(), &verbose).unwrap();
+        let chosen = choose(bin, all_sites(), &verbose, false).unwrap();
         assert_eq!(
             names(&chosen),
             ["watch_event", "conn_open", "conn_close", "tx_end", "reply"]
@@ -99,7 +109,7 @@ mod tests {
             ..Filter::default()
         };
         assert_eq!(
-            names(&choose(bin, all_sites(), &failed).unwrap()),
+            names(&choose(bin, all_sites(), &failed, false).unwrap()),
             ["reply"]
         );
         let no_events = Filter {
@@ -107,7 +117,7 @@ mod tests {
             ..Filter::default()
         };
         assert_eq!(
-            names(&choose(bin, all_sites(), &no_events).unwrap()),
+            names(&choose(bin, all_sites(), &no_events, false).unwrap()),
             ["reply"]
         );
     }
@@ -118,7 +128,7 @@ mod tests {
             .into_iter()
             .filter(|s| s.name != "reply" || s.provider != PROVIDER)
             .collect();
-        let chosen = choose(Path::new("shim"), old, &Filter::default()).unwrap();
+        let chosen = choose(Path::new("shim"), old, &Filter::default(), false).unwrap();
         assert_eq!(names(&chosen), ["request", "response", "watch_event"]);
     }
 
@@ -128,6 +138,7 @@ mod tests {
             Path::new("/usr/sbin/xenstored"),
             vec![site(PROVIDER, "request")],
             &Filter::default(),
+            false,
         )
         .unwrap_err()
         .to_string();

@@ -96,6 +96,12 @@ pub struct Args {
     #[arg(long, value_name = "MIB", default_value_t = 16,
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub ring_mb: u32,
+
+    /// Attach the request and response probes and pair them, instead of
+    /// the one reply probe: shows requests never answered (ending "?"), at
+    /// twice the probe firings (the default on a daemon without reply)
+    #[arg(long)]
+    pub paired: bool,
 }
 
 /// A duration in seconds: finite and above zero.

@@ -67,7 +67,7 @@ pub fn run(args: &Args) -> Result<i32> {
     }
     let target = target::find(args.daemon_pid, args.binary.as_deref())?;
     let sites = sdt::read_probes(&target.binary)?;
-    let probes = attach::choose(&target.binary, sites, &filter)?;
+    let probes = attach::choose(&target.binary, sites, &filter, args.paired)?;
 
     let stop_flag = Arc::new(AtomicBool::new(false));
     for sig in [
