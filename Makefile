@@ -66,6 +66,7 @@ install:
 	chmod 644 $(SHARE)/systemtap/tapset/xenstore.stp
 	install -D -m 755 scripts/xenstore-snoop.bt $(SHARE)/xenstore-snoop/xenstore-snoop.bt
 	install -D -m 755 scripts/xs-stacks.bt $(SHARE)/xenstore-snoop/xs-stacks.bt
+	install -D -m 755 scripts/xs-latency.bt $(SHARE)/xenstore-snoop/xs-latency.bt
 	install -D -m 755 scripts/xenstore-snoop.d $(SHARE)/xenstore-snoop/xenstore-snoop.d
 	install -D -m 755 scripts/xs-stack-correlate $(SHARE)/xenstore-snoop/xs-stack-correlate
 	install -d $(DESTDIR)$(UNITDIR)

@@ -35,6 +35,7 @@ const FILES: &[&str] = &[
     "/usr/share/systemtap/tapset/xenstore.stp",
     "/usr/share/xenstore-snoop/xenstore-snoop.bt",
     "/usr/share/xenstore-snoop/xs-stacks.bt",
+    "/usr/share/xenstore-snoop/xs-latency.bt",
     "/usr/share/xenstore-snoop/xenstore-snoop.d",
     "/usr/share/xenstore-snoop/xs-stack-correlate",
     "/usr/share/doc/xenstore-snoop/copyright",

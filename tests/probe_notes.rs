@@ -30,7 +30,7 @@ fn notes_match_the_declarations_and_sit_on_5_byte_nops() {
     let mut declared = Probe::ALL.map(Probe::name);
     declared.sort();
     assert_eq!(names, declared, "one site per probe");
-    let registers = ["rdi", "rsi", "rdx", "rcx", "r8", "r9", "r10", "r11"];
+    let registers = xenstore_proto::probe::ARG_REGISTERS;
     for site in &sites {
         assert_eq!(site.provider, xenstore_proto::PROVIDER);
         let probe = Probe::from_name(&site.name).unwrap();

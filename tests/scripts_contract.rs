@@ -10,6 +10,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use xenstore_proto::packing::describe;
+use xenstore_proto::probe::ARG_REGISTERS;
 use xenstore_proto::wire::{msg_name, XsError};
 use xenstore_proto::{
     flag, Client, Extra, Field, Ident, Probe, RequestExtra, ResponseExtra, TxOutcome, PROVIDER,
@@ -22,6 +23,7 @@ const TAPSET: &str = include_str!("../scripts/xenstore.stp");
 const DTRACE: &str = include_str!("../scripts/xenstore-snoop.d");
 const BPFTRACE: &str = include_str!("../scripts/xenstore-snoop.bt");
 const XS_STACKS: &str = include_str!("../scripts/xs-stacks.bt");
+const XS_LATENCY: &str = include_str!("../scripts/xs-latency.bt");
 
 /// Where a named field comes from: argument index (0-based, as in
 /// xenstore.d), and for integers the bit shift and width.
@@ -148,14 +150,21 @@ fn the_docs_state_the_crates_packing() {
 
 /// Parses a right-hand side such as `($arg2 >> 16) & 0xffff`,
 /// `((uint64_t)arg1 >> 0) & 0xffff`, `arg2 >> 32`, `user_string_n($arg5,
-/// 4096)`, `copyinstr(arg4)` or `str(arg4)`; `base` is 1 for systemtap's
+/// 4096)`, `copyinstr(arg4)`, `str(arg4)` or bpftrace's `reg("r11")` (the
+/// argument the notes put in that register); `base` is 1 for systemtap's
 /// $arg1.., 0 for DTrace and bpftrace. None: it reads no argument this way.
 fn source(rhs: &str, base: u32) -> Option<Source> {
     let s: String = rhs.chars().filter(|c| !c.is_whitespace()).collect();
-    let s = s
+    let mut s = s
         .trim_end_matches(';')
         .replace("(uint64_t)", "")
         .replace('$', "");
+    for (i, reg) in ARG_REGISTERS.iter().enumerate() {
+        s = s.replace(
+            &format!("reg(\"{reg}\")"),
+            &format!("arg{}", i as u32 + base),
+        );
+    }
     let arg_at = |t: &str| -> Option<u32> {
         let digits: String = t
             .strip_prefix("arg")?
@@ -233,6 +242,8 @@ fn right_hand_sides_parse() {
             "{f:?}"
         );
     }
+    assert_eq!(source("reg(\"r11\");", 0), int(7, 0, 64));
+    assert_eq!(source("str(reg(\"r10\"))", 0), Some(Source::Str { arg: 6 }));
     assert_eq!(source("@shown[arg0];", 0), None);
     assert_eq!(source("27;", 0), None);
 }
@@ -357,6 +368,7 @@ fn bpftrace_scripts_read_the_contract_fields() {
             &["request", "response", "watch_event"][..],
         ),
         ("xs-stacks.bt", XS_STACKS, &[]),
+        ("xs-latency.bt", XS_LATENCY, &["reply"]),
     ] {
         let mut used = BTreeMap::new();
         for (i, _) in text.match_indices("\nusdt:") {
@@ -374,10 +386,15 @@ fn bpftrace_scripts_read_the_contract_fields() {
             reads_the_contract(script, probe, found);
         }
     }
-    assert!(
-        BPFTRACE.contains(&format!("if ($op > {})", msg_max())),
-        "xenstore-snoop.bt maps ops past the table to XS_UNKNOWN"
-    );
+    for (script, text) in [
+        ("xenstore-snoop.bt", BPFTRACE),
+        ("xs-latency.bt", XS_LATENCY),
+    ] {
+        assert!(
+            text.contains(&format!("if ($op > {})", msg_max())),
+            "{script} maps ops past the table to XS_UNKNOWN"
+        );
+    }
 }
 
 /// The highest message type the wire tables name.
@@ -415,9 +432,14 @@ fn op_and_error_names_match_the_wire_tables() {
     assert_eq!(wire.len(), 27);
     assert_eq!(table(TAPSET, "if (op == ", ")"), wire, "xenstore.stp");
     assert_eq!(table(DTRACE, "\top_name[", "]"), wire, "xenstore-snoop.d");
-    let mut bt = table(BPFTRACE, "@op_name[", "]");
-    assert_eq!(bt.remove(&27).as_deref(), Some("XS_UNKNOWN"));
-    assert_eq!(bt, wire, "xenstore-snoop.bt");
+    for (script, text) in [
+        ("xenstore-snoop.bt", BPFTRACE),
+        ("xs-latency.bt", XS_LATENCY),
+    ] {
+        let mut bt = table(text, "@op_name[", "]");
+        assert_eq!(bt.remove(&27).as_deref(), Some("XS_UNKNOWN"), "{script}");
+        assert_eq!(bt, wire, "{script}");
+    }
 
     let errors = table(TAPSET, "if (errno == ", ")");
     assert_eq!(errors.len(), 16);

@@ -327,3 +327,51 @@ fn stacks_attribute_every_client_request() {
     );
     drop(shim);
 }
+
+/// The sum of the counts of bpftrace histogram `name` in `lines`.
+fn histogram_count(lines: &[String], name: &str) -> u64 {
+    lines
+        .iter()
+        .skip_while(|l| l.trim() != format!("{name}:"))
+        .skip(1)
+        .take_while(|l| l.starts_with('['))
+        .map(|l| {
+            let count = l.split(')').nth(1).unwrap().split('|').next().unwrap();
+            count.trim().parse::<u64>().unwrap()
+        })
+        .sum()
+}
+
+#[test]
+fn xs_latency_counts_every_request_by_type_from_reply() {
+    if !common::need_root("xs_latency_counts_every_request_by_type_from_reply") {
+        return;
+    }
+    let shim = Shim::private_copy();
+    let mut cmd = Command::new("bpftrace");
+    cmd.args(["-B", "none"])
+        .stdin(Stdio::null())
+        .arg(script("xs-latency.bt"))
+        .arg(&shim.binary);
+    let bt = Tracer::start("bpftrace xs-latency.bt", cmd, |lines| {
+        lines.iter().any(|l| l.ends_with("Ctrl-C to end."))
+    });
+    for i in 0..3 {
+        shim.run("xenstore-write", &[&format!("/lat/{i}"), "v"]);
+    }
+    for i in 0..2 {
+        let read = output_within(
+            shim.client("xenstore-read").arg(format!("/lat/none{i}")),
+            CLIENT_TIMEOUT,
+        );
+        assert!(!read.status.success());
+    }
+    // The maps are filled as the probe fires: all there once the clients end.
+    let out = bt.stop();
+    assert_eq!(histogram_count(&out, "@us[XS_WRITE]"), 3, "{out:#?}");
+    assert_eq!(histogram_count(&out, "@us[XS_READ]"), 2, "{out:#?}");
+    assert!(
+        out.iter().any(|l| l == "@errors[XS_READ, 2]: 2"),
+        "{out:#?}"
+    );
+}

@@ -33,6 +33,11 @@ pub const ARGS: [(&str, &str); 6] = [
     ("str2", "char*"),
 ];
 
+/// Where each argument is at the probe site, by index: the registers the
+/// notes name (`8@%rdi` ...). Fixed, so a tool that reads no more than six
+/// USDT arguments (bpftrace 0.17) can read `reply`'s last two by register.
+pub const ARG_REGISTERS: [&str; 8] = ["rdi", "rsi", "rdx", "rcx", "r8", "r9", "r10", "r11"];
+
 /// `reply`'s arguments: the six, then str3 and latency_ns.
 const REPLY_ARGS: [(&str, &str); 8] = [
     ARGS[0],
@@ -200,6 +205,8 @@ mod tests {
             assert_eq!(strings, 2 + p.str3().iter().count(), "{}", p.name());
         }
         assert_eq!(Probe::Reply.args().len(), 8);
+        let longest = Probe::ALL.map(|p| p.args().len()).into_iter().max();
+        assert_eq!(longest, Some(ARG_REGISTERS.len()));
     }
 
     /// Every named field of a probe is named once: scripts bind them all
