@@ -153,6 +153,7 @@ fn one(lp: &mut ProbeLoop, config: &str, secs: f64) -> Result<(f64, f64)> {
         c if c.starts_with("snoop=") => {
             let kind = TracerKind::Snoop {
                 binary: c["snoop=".len()..].into(),
+                args: Vec::new(),
             };
             let binary = lp.binary.clone();
             let pid = lp.pid();

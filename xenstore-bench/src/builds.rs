@@ -1,6 +1,7 @@
 //! The binaries under test, built release into the bench's own target
 //! directories: the shim with probes (and the snooper, probe loop), and the
-//! shim with every probe compiled out (`--no-default-features`).
+//! shim with every probe compiled out (`--no-default-features`), and on
+//! demand the shim with 1-byte nop probe sites (XSS_SDT_NOP1).
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -23,10 +24,15 @@ pub fn workspace_root() -> PathBuf {
 }
 
 fn cargo_build(target_dir: &Path, args: &[&str]) -> Result<()> {
+    cargo_build_with(target_dir, args, &[])
+}
+
+fn cargo_build_with(target_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     eprintln!("bench: cargo build --release {}", args.join(" "));
     let status = Command::new(cargo)
         .current_dir(workspace_root())
+        .envs(env.iter().copied())
         .args(["build", "--release", "--quiet", "--target-dir"])
         .arg(target_dir)
         .args(args)
@@ -70,4 +76,16 @@ pub fn build_all() -> Result<Builds> {
         probe_loop: probes.join("release/xsbench-probe-loop"),
         work: base.join("work"),
     })
+}
+
+/// The shim with its probe sites as 1-byte nops (usdt's), everything else
+/// as built by [`build_all`]: the nop-size comparison's baseline.
+pub fn build_nop1() -> Result<PathBuf> {
+    let dir = workspace_root().join("target/bench/nop1");
+    cargo_build_with(
+        &dir,
+        &["-p", "xenstored-probes", "--bin", "xenstored-shim"],
+        &[("XSS_SDT_NOP1", "1")],
+    )?;
+    Ok(dir.join("release/xenstored-shim"))
 }

@@ -40,6 +40,8 @@ pub enum Section {
     Firing,
     Loss,
     Memory,
+    /// 5-byte against 1-byte nop sites; reply against request + response.
+    Sites,
 }
 
 #[derive(clap::Args, Debug)]

@@ -173,6 +173,7 @@ pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopRes
     })();
     let snoop = TracerKind::Snoop {
         binary: b.snoop.clone(),
+        args: Vec::new(),
     };
     let bpftrace = TracerKind::Bpftrace {
         script: bpftrace_script.to_path_buf(),
@@ -230,6 +231,7 @@ pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compar
         .and_then(|lp| Pin::Cpu0.apply_to_process(lp.pid()).map(|_| lp));
     let snoop = TracerKind::Snoop {
         binary: b.snoop.clone(),
+        args: Vec::new(),
     };
     let bpftrace = TracerKind::Bpftrace {
         script: bpftrace_script.to_path_buf(),
@@ -299,6 +301,7 @@ pub fn loss_sweep(b: &Builds, budget: &Budget) -> Result<Vec<LossStep>> {
     let mut lp = ProbeLoop::start(&b.probe_loop)?;
     let snoop = TracerKind::Snoop {
         binary: b.snoop.clone(),
+        args: Vec::new(),
     };
     // (events/s, firing threads); 0 = as fast as the threads go.
     let rates: &[(f64, usize)] = if budget.quick {
@@ -333,6 +336,60 @@ pub fn loss_sweep(b: &Builds, budget: &Budget) -> Result<Vec<LossStep>> {
         });
     }
     Ok(steps)
+}
+
+/// Section 7's configurations: the daemon (nop5: the shim as built,
+/// nop1: with 1-byte nop sites), unsnooped, under the tracefs snooper
+/// (reply and watch_event), under the snooper with --paired (request,
+/// response and watch_event).
+pub const SITES: [&str; 6] = [
+    "nop5",
+    "nop5 + snoop",
+    "nop5 + snoop --paired",
+    "nop1",
+    "nop1 + snoop",
+    "nop1 + snoop --paired",
+];
+
+/// Section 7: probe sites (5-byte against 1-byte nops) by what the
+/// tracefs snooper attaches (reply alone against request + response), one
+/// pinned connection. Samples as in section 3.
+pub fn sites(b: &Builds, nop1: &Path, budget: &Budget) -> SnoopResult {
+    let daemons = [
+        seeded(daemons::shim("shim nop5", &b.shim)),
+        seeded(daemons::shim("shim nop1", nop1)),
+    ];
+    let snoop = |args: &[&str]| TracerKind::Snoop {
+        binary: b.snoop.clone(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+    };
+    let tracers = [None, Some(snoop(&[])), Some(snoop(&["--paired"]))];
+    let cases = vec![
+        Case::raw(Workload::Read, 1, Pin::Cpu0),
+        Case::raw(Workload::Write, 1, Pin::Cpu0),
+    ];
+    let mut snoop_counts = Vec::new();
+    let comparison = Comparison::run("probe sites", &SITES, cases, budget.rounds, |case, k| {
+        let (daemon, binary) = if k < 3 {
+            (&daemons[0], b.shim.as_path())
+        } else {
+            (&daemons[1], nop1)
+        };
+        let tracer = tracers[k % 3].as_ref().map(|t| (t, binary));
+        run_case(
+            get(daemon)?,
+            case,
+            budget.run,
+            None,
+            tracer,
+            &mut snoop_counts,
+        )
+    });
+    SnoopResult {
+        comparison,
+        snoop_counts,
+        bpftrace_counts: Vec::new(),
+    }
 }
 
 /// Section 6: RSS with `nodes` nodes in each daemon.

@@ -20,6 +20,7 @@ pub struct Results {
     pub firing: Option<Comparison>,
     pub loss: Option<Result<Vec<LossStep>>>,
     pub memory: Option<Vec<(String, Result<Rss>)>>,
+    pub sites: Option<SnoopResult>,
 }
 
 fn ops(x: f64) -> String {
@@ -492,6 +493,34 @@ pub fn render(r: &Results) -> String {
                 }
             }
         }
+    }
+    if let Some(sites) = &r.sites {
+        let _ = writeln!(
+            s,
+            "\n## 7. Probe sites and probes attached\n\nThe shim as built (probe sites are \
+             5-byte nops, which the kernel turns into a call to a uprobe trampoline after the \
+             first hit) against the same source built with `XSS_SDT_NOP1=1` (1-byte nops, as \
+             usdt 0.6 emitted: every firing traps), each unsnooped, under the tracefs snooper \
+             (`reply` and `watch_event`: one firing per op) and under the snooper with \
+             `--paired` (`request` + `response`: two). Snooper as in section 3.\n"
+        );
+        s += &table(
+            &sites.comparison,
+            &[
+                ("nop5 reply ÷ none", 1, 0),
+                ("nop5 paired ÷ none", 2, 0),
+                ("nop1 reply ÷ none", 4, 3),
+                ("nop1 paired ÷ none", 5, 3),
+            ],
+            &[("nop5 reply ÷ none", 1, 0), ("nop1 paired ÷ none", 5, 3)],
+        );
+        let (seen, lost) = sites.snoop_counts.iter().fold((0, 0), |(s, l), c| {
+            (s + c.seen.unwrap_or(0), l + c.lost.unwrap_or(0))
+        });
+        let _ = writeln!(
+            s,
+            "\nxenstore-snoop over these runs reported {seen} events seen, {lost} lost."
+        );
     }
     s
 }

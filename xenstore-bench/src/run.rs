@@ -54,6 +54,7 @@ pub fn all(args: &AllArgs) -> Result<()> {
         firing: None,
         loss: None,
         memory: None,
+        sites: None,
     };
     if wanted(Section::Throughput) {
         r.throughput = Some(plan::throughput(&b, &budget, xs_load.as_deref()));
@@ -72,6 +73,10 @@ pub fn all(args: &AllArgs) -> Result<()> {
     }
     if wanted(Section::Memory) {
         r.memory = Some(plan::memory(&b, &budget));
+    }
+    if wanted(Section::Sites) {
+        let nop1 = builds::build_nop1()?;
+        r.sites = Some(plan::sites(&b, &nop1, &budget));
     }
     r.elapsed = started.elapsed();
     r.load_after = machine::load();

@@ -14,8 +14,8 @@ pub const MARKER: &str = "/bench/attach-marker";
 
 #[derive(Clone, Debug)]
 pub enum TracerKind {
-    /// `xenstore-snoop --daemon-pid PID` writing to a file.
-    Snoop { binary: PathBuf },
+    /// `xenstore-snoop --daemon-pid PID ARGS` writing to a file.
+    Snoop { binary: PathBuf, args: Vec<String> },
     /// `bpftrace SCRIPT TARGET_BINARY` writing to a file.
     Bpftrace { script: PathBuf },
 }
@@ -49,9 +49,12 @@ impl Tracer {
         let output = dir.join("trace.out");
         let stderr = dir.join("trace.err");
         let mut cmd = match kind {
-            TracerKind::Snoop { binary: snoop } => {
+            TracerKind::Snoop {
+                binary: snoop,
+                args,
+            } => {
                 let mut c = Command::new(snoop);
-                c.arg("--daemon-pid").arg(pid.to_string());
+                c.arg("--daemon-pid").arg(pid.to_string()).args(args);
                 c
             }
             TracerKind::Bpftrace { script } => {
