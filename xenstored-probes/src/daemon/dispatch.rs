@@ -148,8 +148,8 @@ impl Daemon {
             who: conn.ident,
         };
         let h = &call.header;
-        probes::request(call.serial, &conn.who(), h.ty, h.tx_id, h.req_id, payload);
         self.in_flight.start(call.serial, payload);
+        probes::request(call.serial, &conn.who(), h.ty, h.tx_id, h.req_id, payload);
         let tx_open = h.tx_id != 0 && conn.transactions.contains_key(&h.tx_id);
         let mut reply = std::mem::take(&mut self.reply);
         reply.clear();
