@@ -78,14 +78,32 @@ pub fn build_all() -> Result<Builds> {
     })
 }
 
-/// The shim with its probe sites as 1-byte nops (usdt's), everything else
-/// as built by [`build_all`]: the nop-size comparison's baseline.
-pub fn build_nop1() -> Result<PathBuf> {
+/// The shim and the probe loop with their probe sites as 1-byte nops
+/// (usdt's), everything else as [`build_all`] builds them: the nop-size
+/// comparison's baseline.
+pub struct Nop1 {
+    pub shim: PathBuf,
+    pub probe_loop: PathBuf,
+}
+
+pub fn build_nop1() -> Result<Nop1> {
     let dir = workspace_root().join("target/bench/nop1");
     cargo_build_with(
         &dir,
-        &["-p", "xenstored-probes", "--bin", "xenstored-shim"],
+        &[
+            "-p",
+            "xenstored-probes",
+            "--bin",
+            "xenstored-shim",
+            "-p",
+            "xenstore-bench",
+            "--bin",
+            "xsbench-probe-loop",
+        ],
         &[("XSS_SDT_NOP1", "1")],
     )?;
-    Ok(dir.join("release/xenstored-shim"))
+    Ok(Nop1 {
+        shim: dir.join("release/xenstored-shim"),
+        probe_loop: dir.join("release/xsbench-probe-loop"),
+    })
 }

@@ -1,7 +1,7 @@
 //! The benchmark sections, each an interleaved comparison or a sweep.
 
 use crate::affinity::Pin;
-use crate::builds::Builds;
+use crate::builds::{Builds, Nop1};
 use crate::client::Conn;
 use crate::compare::{Case, Client, Comparison};
 use crate::daemons::Daemon;
@@ -351,10 +351,70 @@ pub const SITES: [&str; 6] = [
     "nop1 + snoop --paired",
 ];
 
-/// Section 7: probe sites (5-byte against 1-byte nops) by what the
-/// tracefs snooper attaches (reply alone against request + response), one
-/// pinned connection. Samples as in section 3.
-pub fn sites(b: &Builds, nop1: &Path, budget: &Budget) -> SnoopResult {
+pub struct SitesResult {
+    /// Ops on the shim: [`SITES`].
+    pub per_op: SnoopResult,
+    /// Firings of the probe loop: [`SITES_FIRING`].
+    pub per_firing: Comparison,
+}
+
+/// Section 7: 5-byte against 1-byte nop probe sites, per op on the shim
+/// and per firing on the probe loop.
+pub fn sites(b: &Builds, nop1: &Nop1, budget: &Budget) -> SitesResult {
+    SitesResult {
+        per_op: sites_per_op(b, &nop1.shim, budget),
+        per_firing: sites_per_firing(b, &nop1.probe_loop, budget),
+    }
+}
+
+/// Section 7's per-firing configurations: each probe loop without a
+/// tracer, with bare uprobes (the snooper's fetch args, no reader), with
+/// the trap alone (no fetch args).
+pub const SITES_FIRING: [&str; 6] = [
+    "nop5, no tracer",
+    "nop5, bare uprobe",
+    "nop5, trap alone",
+    "nop1, no tracer",
+    "nop1, bare uprobe",
+    "nop1, trap alone",
+];
+
+/// Per-firing cost of each site, as section 4 measures it, on the probe
+/// loop built with each nop.
+fn sites_per_firing(b: &Builds, nop1_loop: &Path, budget: &Budget) -> Comparison {
+    let start = |binary: &Path| {
+        ProbeLoop::start(binary).and_then(|lp| Pin::Cpu0.apply_to_process(lp.pid()).map(|_| lp))
+    };
+    let mut loops = [start(&b.probe_loop), start(nop1_loop)];
+    let secs = budget.run.as_secs_f64() / 2.0;
+    let case = Case::raw(Workload::Read, 1, Pin::Cpu0);
+    Comparison::run(
+        "nop per firing",
+        &SITES_FIRING,
+        vec![case],
+        4 * budget.rounds,
+        |_, k| {
+            let lp = loops[k / 3].as_mut().map_err(|e| anyhow!("{e:#}"))?;
+            let fetch = [None, Some(Fetch::SnoopArgs), Some(Fetch::Nothing)][k % 3];
+            let _probes = fetch
+                .map(|f| BareUprobes::enable(&lp.binary, f))
+                .transpose()?;
+            let (events, ns) = lp.run(secs, 0.0, 1)?;
+            Ok(Sample {
+                ops: events,
+                ops_per_s: events as f64 * 1e9 / ns as f64,
+                p50_us: f64::NAN,
+                p99_us: f64::NAN,
+                daemon_cpu_us: f64::NAN,
+            })
+        },
+    )
+}
+
+/// Probe sites (5-byte against 1-byte nops) by what the tracefs snooper
+/// attaches (reply alone against request + response), one pinned
+/// connection. Samples as in section 3.
+fn sites_per_op(b: &Builds, nop1: &Path, budget: &Budget) -> SnoopResult {
     let daemons = [
         seeded(daemons::shim("shim nop5", &b.shim)),
         seeded(daemons::shim("shim nop1", nop1)),

@@ -4,7 +4,7 @@
 use crate::compare::Comparison;
 use crate::machine::Machine;
 use crate::memory::Rss;
-use crate::plan::{Budget, LossStep, SnoopResult};
+use crate::plan::{Budget, LossStep, SitesResult, SnoopResult};
 use anyhow::Result;
 use std::fmt::Write;
 use std::time::Duration;
@@ -20,7 +20,7 @@ pub struct Results {
     pub firing: Option<Comparison>,
     pub loss: Option<Result<Vec<LossStep>>>,
     pub memory: Option<Vec<(String, Result<Rss>)>>,
-    pub sites: Option<SnoopResult>,
+    pub sites: Option<SitesResult>,
 }
 
 fn ops(x: f64) -> String {
@@ -505,22 +505,50 @@ pub fn render(r: &Results) -> String {
              `--paired` (`request` + `response`: two). Snooper as in section 3.\n"
         );
         s += &table(
-            &sites.comparison,
+            &sites.per_op.comparison,
             &[
                 ("nop5 reply ÷ none", 1, 0),
                 ("nop5 paired ÷ none", 2, 0),
                 ("nop1 reply ÷ none", 4, 3),
                 ("nop1 paired ÷ none", 5, 3),
             ],
-            &[("nop5 reply ÷ none", 1, 0), ("nop1 paired ÷ none", 5, 3)],
+            &[
+                ("nop5 reply ÷ none", 1, 0),
+                ("nop5 paired ÷ none", 2, 0),
+                ("nop1 reply ÷ none", 4, 3),
+                ("nop1 paired ÷ none", 5, 3),
+            ],
         );
-        let (seen, lost) = sites.snoop_counts.iter().fold((0, 0), |(s, l), c| {
+        let (seen, lost) = sites.per_op.snoop_counts.iter().fold((0, 0), |(s, l), c| {
             (s + c.seen.unwrap_or(0), l + c.lost.unwrap_or(0))
         });
         let _ = writeln!(
             s,
-            "\nxenstore-snoop over these runs reported {seen} events seen, {lost} lost."
+            "\nxenstore-snoop over these runs reported {seen} events seen, {lost} lost.\n"
         );
+        let c = &sites.per_firing;
+        let _ = writeln!(
+            s,
+            "Per firing, as in section 4 ({} rounds), on the probe loop built with each nop: \
+             cost = ns per event with the uprobes − ns per event with none, on the same \
+             build.\n\n\
+             | uprobes | nop5: cost per firing (ns) | nop1: cost per firing (ns) | nop5 ÷ nop1 |\n\
+             |---|---|---|---|",
+            c.samples[0][0].len()
+        );
+        let cost = |k: usize, none: usize| Some(ns_per_event(c, k)? - ns_per_event(c, none)?);
+        for (k, what) in [(1, "bare uprobe, no reader"), (2, "trap alone")] {
+            let (nop5, nop1) = (cost(k, 0), cost(k + 3, 3));
+            let per = |x: Option<f64>| x.map_or("–".into(), |v| format!("{v:.0}"));
+            let _ = writeln!(
+                s,
+                "| {what} | {} | {} | {} |",
+                per(nop5),
+                per(nop1),
+                ratio(nop5.zip(nop1).map(|(a, b)| a / b))
+            );
+        }
+        s += &failures(c);
     }
     s
 }
