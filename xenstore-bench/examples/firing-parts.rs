@@ -33,6 +33,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use xenstore_bench::affinity::Pin;
+use xenstore_bench::plan::LOOP_SNOOP_ARGS;
 use xenstore_bench::probe_loop::ProbeLoop;
 use xenstore_bench::stats::median;
 use xenstore_bench::tracers::{Tracer, TracerKind};
@@ -98,7 +99,8 @@ fn one(lp: &mut ProbeLoop, config: &str, secs: f64) -> Result<(f64, f64)> {
     match config {
         "none" => Ok((fire(lp)?.1, 0.0)),
         "bare" => {
-            let _floor = BareUprobes::enable(&lp.binary, Fetch::SnoopArgs)?;
+            let probes = [Probe::Request, Probe::Response];
+            let _floor = BareUprobes::enable(&lp.binary, &probes, Fetch::SnoopArgs)?;
             Ok((fire(lp)?.1, 0.0))
         }
         "snoop-defs" => {
@@ -153,7 +155,7 @@ fn one(lp: &mut ProbeLoop, config: &str, secs: f64) -> Result<(f64, f64)> {
         c if c.starts_with("snoop=") => {
             let kind = TracerKind::Snoop {
                 binary: c["snoop=".len()..].into(),
-                args: Vec::new(),
+                args: LOOP_SNOOP_ARGS.map(String::from).to_vec(),
             };
             let binary = lp.binary.clone();
             let pid = lp.pid();
@@ -523,7 +525,9 @@ fn ops(args: &[String]) -> Result<()> {
                 _ => bail!("unknown config {c}"),
             };
             let _bare = (c == "bare")
-                .then(|| BareUprobes::enable(&shim, Fetch::SnoopArgs))
+                .then(|| {
+                    BareUprobes::enable(&shim, &[Probe::Request, Probe::Response], Fetch::SnoopArgs)
+                })
                 .transpose()?;
             let stop = AtomicBool::new(false);
             let (sample, cpu) = std::thread::scope(|s| -> Result<_> {

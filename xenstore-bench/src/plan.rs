@@ -16,6 +16,7 @@ use crate::{libxs, load};
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use xenstore_proto::Probe;
 
 /// How long and how often.
 #[derive(Clone, Copy, Debug)]
@@ -42,6 +43,12 @@ fn seeded(d: Result<Daemon>) -> Started {
 fn get(d: &Started) -> Result<&Daemon> {
     d.as_ref().map_err(|e| anyhow!("did not start: {e:#}"))
 }
+
+/// What the probe loop fires: request/response pairs.
+const LOOP_PROBES: [Probe; 2] = [Probe::Request, Probe::Response];
+/// The snooper on the probe loop attaches those, as on a daemon without
+/// `reply`, so sections 4 and 5 count the same firings for every tracer.
+pub const LOOP_SNOOP_ARGS: [&str; 1] = ["--paired"];
 
 /// A tracer to attach around a run: its kind and the traced binary.
 pub type TraceWith<'a> = Option<(&'a TracerKind, &'a Path)>;
@@ -205,7 +212,8 @@ pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopRes
             match k {
                 0 => run(&shim, None, &mut other_counts),
                 1 => {
-                    let _floor = BareUprobes::enable(&b.shim, Fetch::SnoopArgs)?;
+                    // What the snooper attaches per op.
+                    let _floor = BareUprobes::enable(&b.shim, &[Probe::Reply], Fetch::SnoopArgs)?;
                     run(&shim, None, &mut other_counts)
                 }
                 2 => run(&shim, Some((&snoop, &b.shim)), &mut snoop_counts),
@@ -231,7 +239,7 @@ pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compar
         .and_then(|lp| Pin::Cpu0.apply_to_process(lp.pid()).map(|_| lp));
     let snoop = TracerKind::Snoop {
         binary: b.snoop.clone(),
-        args: Vec::new(),
+        args: LOOP_SNOOP_ARGS.map(String::from).to_vec(),
     };
     let bpftrace = TracerKind::Bpftrace {
         script: bpftrace_script.to_path_buf(),
@@ -271,7 +279,7 @@ pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compar
                     } else {
                         Fetch::Nothing
                     };
-                    let _probes = BareUprobes::enable(&lp.binary, fetch)?;
+                    let _probes = BareUprobes::enable(&lp.binary, &LOOP_PROBES, fetch)?;
                     fire(lp)
                 }
                 _ => {
@@ -301,7 +309,7 @@ pub fn loss_sweep(b: &Builds, budget: &Budget) -> Result<Vec<LossStep>> {
     let mut lp = ProbeLoop::start(&b.probe_loop)?;
     let snoop = TracerKind::Snoop {
         binary: b.snoop.clone(),
-        args: Vec::new(),
+        args: LOOP_SNOOP_ARGS.map(String::from).to_vec(),
     };
     // (events/s, firing threads); 0 = as fast as the threads go.
     let rates: &[(f64, usize)] = if budget.quick {
@@ -397,7 +405,7 @@ fn sites_per_firing(b: &Builds, nop1_loop: &Path, budget: &Budget) -> Comparison
             let lp = loops[k / 3].as_mut().map_err(|e| anyhow!("{e:#}"))?;
             let fetch = [None, Some(Fetch::SnoopArgs), Some(Fetch::Nothing)][k % 3];
             let _probes = fetch
-                .map(|f| BareUprobes::enable(&lp.binary, f))
+                .map(|f| BareUprobes::enable(&lp.binary, &LOOP_PROBES, f))
                 .transpose()?;
             let (events, ns) = lp.run(secs, 0.0, 1)?;
             Ok(Sample {

@@ -355,11 +355,12 @@ pub fn render(r: &Results) -> String {
         let _ = writeln!(
             s,
             "\n## 3. Snooping cost\n\nxenstore-snoop: full capture to a file (`xenstore-snoop \
-             --daemon-pid PID > file`); bpftrace: `bpftrace -B full scripts/xenstore-snoop.bt \
-             SHIM > file` (same fields); C xenstored's own `-T` trace file as the upstream \
-             anchor. Bare uprobes: the shim's request and response probes as tracefs \
-             uprobes with the snooper's fetch args, enabled into a private trace instance \
-             with no reader (the kernel's floor for any uprobe-based tracer). Tracers attach \
+             --daemon-pid PID > file`: one `reply` firing per op); bpftrace: `bpftrace -B full \
+             scripts/xenstore-snoop.bt SHIM > file` (same fields from `request` and \
+             `response`: two firings per op); C xenstored's own `-T` trace file as the upstream \
+             anchor. Bare uprobes: the probe the snooper attaches per op (`reply`) as a tracefs \
+             uprobe with the snooper's fetch args, enabled into a private trace instance \
+             with no reader (the snooper's floor). Tracers attach \
              before and detach after each run, outside the measured window; they run \
              unpinned.\n"
         );
@@ -400,7 +401,8 @@ pub fn render(r: &Results) -> String {
             s,
             "\n## 4. Per-firing cost\n\n`xsbench-probe-loop` fires request/response probe \
              pairs in a tight loop through `xenstored_probes::probes` (strings built as the \
-             shim builds them), pinned to CPU 0, {} rounds. Bare uprobe: the same probe \
+             shim builds them), pinned to CPU 0, {} rounds; xenstore-snoop attaches to those \
+             two with `--paired`. Bare uprobe: the same probe \
              sites and fetch args defined in tracefs and enabled into a private trace instance, \
              no reader; the trap alone: the same without fetch args. Cost per firing = \
              ns per event with the tracer − ns per event with none.\n\n\
@@ -430,7 +432,7 @@ pub fn render(r: &Results) -> String {
         let _ = writeln!(
             s,
             "\n## 5. Event rate without loss\n\nThe probe loop paced at each target rate for \
-             {:.2} s with xenstore-snoop attached (full capture to a file); seen and lost as \
+             {:.2} s with xenstore-snoop --paired attached (full capture to a file); seen and lost as \
              the snooper reports them on exit (seen includes the attach markers). A rate \
              counts as loss-free only with 0 lost and seen ≥ fired.\n",
             b.run.as_secs_f64()
@@ -567,20 +569,18 @@ fn limits(r: &Results) -> String {
             {
                 notes.push(format!(
                     "Snooping ({}): the shim spends {none:.1} µs of CPU per op unsnooped, {bare:.1} µs \
-                     with bare uprobes that nobody reads, {snoop:.1} µs under xenstore-snoop and \
-                     {bpf:.1} µs under bpftrace. Two probe firings per op cost {:.1} µs in the kernel \
-                     before any tracer reads a byte, so bare uprobes alone leave {} of the throughput \
-                     (goal for the snooper: 0.85); xenstore-snoop adds {:.1} µs per op over that \
-                     floor, bpftrace {:.1} µs. A single probe firing per op (one merged \
-                     request-and-reply probe) would raise that floor to about {:.2} by CPU per op, \
-                     still short of 0.85. Against bpftrace, a tracer costing nothing over the floor \
-                     would be at most {:.2}× as fast by CPU per op (goal: 2.5).",
+                     with a bare uprobe on `reply` that nobody reads, {snoop:.1} µs under \
+                     xenstore-snoop and {bpf:.1} µs under bpftrace. The snooper's one probe firing \
+                     per op costs {:.1} µs in the kernel before any tracer reads a byte, so the bare \
+                     uprobe alone leaves {} of the throughput (goal for the snooper: 0.85); \
+                     xenstore-snoop adds {:.1} µs per op over that floor, bpftrace (two firings per \
+                     op) {:.1} µs. Against bpftrace, a tracer costing nothing over the floor would \
+                     be at most {:.2}× as fast by CPU per op (goal: 2.5).",
                     c.cases[ci].describe().replace(" | ", ", "),
                     bare - none,
                     c.ratio(ci, 1, 0).map_or("?".into(), |x| format!("{x:.2}")),
                     snoop - bare,
                     bpf - bare,
-                    none / (none + (bare - none) / 2.0),
                     bpf / bare
                 ));
             }

@@ -1,4 +1,4 @@
-//! The kernel's floor: the `xenstore` probes of a binary as plain tracefs
+//! The kernel's floor: `xenstore` probes of a binary as plain tracefs
 //! uprobes (same fetch args as xenstore-snoop), enabled in a private trace
 //! instance with no reader at all.
 
@@ -33,7 +33,7 @@ pub enum Fetch {
     Nothing,
 }
 
-/// Uprobes on `binary`'s request and response sites, enabled while alive.
+/// Uprobes on some of `binary`'s probe sites, enabled while alive.
 pub struct BareUprobes {
     group: String,
     names: Vec<String>,
@@ -41,17 +41,14 @@ pub struct BareUprobes {
 }
 
 impl BareUprobes {
-    pub fn enable(binary: &Path, fetch: Fetch) -> Result<BareUprobes> {
+    /// Uprobes on every site of `probes` in `binary`.
+    pub fn enable(binary: &Path, probes: &[Probe], fetch: Fetch) -> Result<BareUprobes> {
         let group = format!("xsbench_{}", std::process::id());
         let mut defs = String::new();
         let mut names = Vec::new();
         for (i, site) in sites(binary)?
             .iter()
-            .filter(|s| {
-                [Probe::Request, Probe::Response]
-                    .map(Probe::name)
-                    .contains(&s.name.as_str())
-            })
+            .filter(|s| probes.iter().any(|p| p.name() == s.name))
             .enumerate()
         {
             names.push(format!("{}_{i}", site.name));
