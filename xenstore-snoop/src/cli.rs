@@ -13,7 +13,10 @@ Examples:
   xenstore-snoop -T -L                # wall-clock timestamps and latency (µs)
   xenstore-snoop --json | jq .        # JSON lines
   xenstore-snoop --summary --interval 5 --duration 60
-  xenstore-snoop --daemon-pid 1234    # pick one of several daemons";
+  xenstore-snoop --daemon-pid 1234    # pick one of several daemons
+  xenstore-snoop -w trace.jsonl       # show and record (all records, before the filters)
+  xenstore-snoop -r trace.jsonl -x    # replay: the failures in the recorded trace
+  xenstore-snoop -r trace.jsonl --summary --interval 10";
 
 /// Trace the requests a running xenstored-shim serves, live
 ///
@@ -88,9 +91,21 @@ pub struct Args {
     #[arg(long)]
     pub summary: bool,
 
-    /// With --summary: also print the tables (cumulative, after a time line) every SECS seconds
+    /// With --summary: every SECS seconds also print the tables with each op's and domain's
+    /// rate over the interval (requests/s) beside the running totals
     #[arg(long, value_name = "SECS", requires = "summary", value_parser = positive_secs)]
     pub interval: Option<f64>,
+
+    /// Also record every record, before the filters, to FILE (a trace: JSON lines, see
+    /// TRACE FILES); the output is unchanged
+    #[arg(short = 'w', long = "write", value_name = "FILE")]
+    pub write: Option<PathBuf>,
+
+    /// Replay a trace written with -w instead of tracing a daemon: the same filters and
+    /// output; --duration and --interval count trace time
+    #[arg(short = 'r', long = "read", value_name = "FILE",
+          conflicts_with_all = ["write", "daemon_pid", "binary", "ring_mb"])]
+    pub read: Option<PathBuf>,
 
     /// Per-CPU ring buffer size in MiB (rounded up to a power of two)
     #[arg(long, value_name = "MIB", default_value_t = 16,

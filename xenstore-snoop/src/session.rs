@@ -9,6 +9,7 @@ use crate::output::{Clock, JsonRecord, TextStyle, TimeColumn};
 use crate::pairing::Pairing;
 use crate::perf::Rings;
 use crate::summary::Summary;
+use crate::trace_file;
 use crate::uprobe::{remove_stale_groups, tracefs, Group};
 use crate::{attach, sdt, target};
 use anyhow::{bail, Context, Result};
@@ -59,6 +60,9 @@ enum Stop {
 
 /// Traces until a stop condition; returns the process exit code.
 pub fn run(args: &Args) -> Result<i32> {
+    if let Some(path) = &args.read {
+        return crate::replay::run(args, path);
+    }
     let filter = filter_from(args)?;
     let tracefs = tracefs()?;
     // SAFETY: geteuid has no preconditions.
@@ -110,6 +114,15 @@ pub fn run(args: &Args) -> Result<i32> {
     )?;
     rings.enable()?;
     let clock = Clock::now();
+    let trace = args
+        .write
+        .as_deref()
+        .map(|path| {
+            let header =
+                trace_file::Header::new(&clock, target.pid, &target.binary, kernel_filter.clone());
+            trace_file::Writer::create(path, &header)
+        })
+        .transpose()?;
     eprintln!(
         "Tracing {} pid {} ({} probe sites, group {}){}... Ctrl-C to end.",
         target::DAEMON_NAME,
@@ -137,7 +150,8 @@ pub fn run(args: &Args) -> Result<i32> {
         out: std::io::BufWriter::with_capacity(1 << 18, std::io::stdout().lock()),
         line: String::with_capacity(256),
         pairing: Pairing::new(),
-        summary: Summary::default(),
+        summary: Summary::new(crate::summary::box_drawing_for_stdout()),
+        trace,
         shown: 0,
         seen: 0,
         undecodable: 0,
@@ -149,6 +163,17 @@ pub fn run(args: &Args) -> Result<i32> {
     drop(rings);
     group.remove()?;
     let stop = stop?;
+    if let Some(trace) = loop_.trace.take() {
+        trace.finish(trace_file::End {
+            mono_ns: crate::output::clock_ns(libc::CLOCK_MONOTONIC),
+            seen: loop_.seen,
+            lost,
+            undecodable: loop_.undecodable,
+            unmatched_dropped: loop_.pairing.dropped,
+            corrupt_bytes: corrupt as u64,
+            stopped: format!("{stop:?}"),
+        })?;
+    }
 
     if stop == Stop::TargetExited {
         eprintln!(
@@ -183,6 +208,8 @@ struct Loop<'a, W: Write> {
     line: String,
     pairing: Pairing,
     summary: Summary,
+    /// `-w`: every record, before the filters.
+    trace: Option<trace_file::Writer>,
     shown: u64,
     seen: u64,
     undecodable: u64,
@@ -203,6 +230,7 @@ impl<W: Write> Loop<'_, W> {
             .map(|s| start + Duration::from_secs_f64(s));
         let interval = self.args.interval.map(Duration::from_secs_f64);
         let mut next_report = interval.map(|i| start + i);
+        let mut last_report = start;
         let mut batch: Vec<Event> = Vec::new();
         if !self.args.json && !self.args.summary && self.emit(&self.style.header()).is_err() {
             return Ok(Stop::PipeClosed);
@@ -218,6 +246,9 @@ impl<W: Write> Loop<'_, W> {
                     lost
                 );
                 lost_reported = lost;
+                if let Some(trace) = &mut self.trace {
+                    trace.lost(crate::output::clock_ns(libc::CLOCK_MONOTONIC), lost)?;
+                }
             }
             let alive = target::alive(daemon);
             // Drain after checking liveness so nothing the daemon fired is missed.
@@ -237,7 +268,10 @@ impl<W: Write> Loop<'_, W> {
             if let (Some(at), Some(every)) = (next_report, interval) {
                 if now >= at {
                     let stamp = chrono::Local::now().format("%H:%M:%S");
-                    let tables = format!("{stamp}\n{}", self.summary.render(10));
+                    // Rates over the time that really passed (the loop wakes every 100 ms).
+                    let secs = now.duration_since(last_report).as_secs_f64();
+                    last_report = now;
+                    let tables = format!("{stamp}\n{}", self.summary.render_interval(10, secs));
                     if self.emit(&tables).is_err() {
                         break Stop::PipeClosed;
                     }
@@ -253,8 +287,14 @@ impl<W: Write> Loop<'_, W> {
             Some(Stop::PipeClosed) => return Ok(Stop::PipeClosed),
             _ => stop,
         };
+        let unanswered = self.pairing.unanswered();
+        if let Some(trace) = &mut self.trace {
+            for r in &unanswered {
+                trace.record(r)?;
+            }
+        }
         if stop != Stop::Count {
-            for r in self.pairing.unanswered() {
+            for r in unanswered {
                 if self.filter.wants(&r) && self.show(&r).is_err() {
                     return Ok(Stop::PipeClosed);
                 }
@@ -306,6 +346,9 @@ impl<W: Write> Loop<'_, W> {
             let Some(r) = self.pairing.push(ev) else {
                 continue;
             };
+            if let Some(trace) = &mut self.trace {
+                trace.record(&r)?;
+            }
             if !self.filter.wants(&r) {
                 continue;
             }
@@ -315,6 +358,9 @@ impl<W: Write> Loop<'_, W> {
             if self.args.count.is_some_and(|n| self.shown >= n) {
                 return Ok(Some(Stop::Count));
             }
+        }
+        if let Some(trace) = &mut self.trace {
+            trace.flush()?;
         }
         if self.out.flush().is_err() {
             return Ok(Some(Stop::PipeClosed));
