@@ -623,6 +623,14 @@ fn record_then_replay_with_other_filters_and_summary() {
     assert!(replay.status.success(), "{replay:?}");
     assert_eq!(text(&replay.stdout).lines().collect::<Vec<_>>(), live);
     assert!(text(&replay.stderr).contains("the recording lost 0 events"));
+    // -r - reads standard input (zcat trace.gz | xenstore-snoop -r -).
+    let piped = common::process::output_fed(
+        Command::new(common::bin("xenstore-snoop")).args(["-r", "-", "-x", "-T", "-L"]),
+        file.as_bytes(),
+        CLIENT_TIMEOUT,
+    );
+    assert!(piped.status.success(), "{piped:?}");
+    assert_eq!(piped.stdout, replay.stdout);
 
     // Other filters on the same file.
     let dom6_only = snoop_run(&["-r", trace_arg, "-d", "6"]);

@@ -23,7 +23,7 @@ _xenstore__snoop() {
 
     case "${cmd}" in
         xenstore__snoop)
-            opts="-d -p -x -c -T -L -v -h -V --daemon-pid --binary --domain --pid --failed --op --path --no-watch-events --count --duration --timestamp --relative --latency --verbose --json --summary --interval --ring-mb --paired --help --version"
+            opts="-d -p -x -c -T -L -v -w -r -h -V --daemon-pid --binary --domain --pid --failed --op --path --no-watch-events --count --duration --timestamp --relative --latency --verbose --json --summary --interval --write --read --ring-mb --paired --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -74,6 +74,22 @@ _xenstore__snoop() {
                     return 0
                     ;;
                 --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -w)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --read)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -r)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

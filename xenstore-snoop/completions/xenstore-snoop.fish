@@ -7,8 +7,8 @@ complete -c xenstore-snoop -l path -d 'Only requests whose path matches this reg
 complete -c xenstore-snoop -s c -l count -d 'Exit after N lines (or N requests with --summary)' -r
 complete -c xenstore-snoop -l duration -d 'Exit after SECS seconds' -r
 complete -c xenstore-snoop -l interval -d 'With --summary: every SECS seconds also print the tables with each op\'s and domain\'s rate over the interval (requests/s) beside the running totals' -r
-complete -c xenstore-snoop -s w -l write -d 'Also record every record, before the filters, to FILE (a trace: JSON lines, see TRACE FILES); the output is unchanged' -r -F
-complete -c xenstore-snoop -s r -l read -d 'Replay a trace written with -w instead of tracing a daemon: the same filters and output; --duration and --interval count trace time' -r -F
+complete -c xenstore-snoop -s w -l write -d 'Also write every record, before the filters, to FILE (a trace: JSON lines, see TRACE FILES in the man page); the output is unchanged' -r -F
+complete -c xenstore-snoop -s r -l read -d 'Replay a trace written with -w (- for standard input) instead of tracing a daemon: the same filters and output; --duration and --interval count trace time' -r -F
 complete -c xenstore-snoop -l ring-mb -d 'Per-CPU ring buffer size in MiB (rounded up to a power of two)' -r
 complete -c xenstore-snoop -s x -l failed -d 'Only failed requests'
 complete -c xenstore-snoop -l no-watch-events -d 'Do not show watch events'

@@ -96,13 +96,13 @@ pub struct Args {
     #[arg(long, value_name = "SECS", requires = "summary", value_parser = positive_secs)]
     pub interval: Option<f64>,
 
-    /// Also record every record, before the filters, to FILE (a trace: JSON lines, see
-    /// TRACE FILES); the output is unchanged
+    /// Also write every record, before the filters, to FILE (a trace: JSON lines, see
+    /// TRACE FILES in the man page); the output is unchanged
     #[arg(short = 'w', long = "write", value_name = "FILE")]
     pub write: Option<PathBuf>,
 
-    /// Replay a trace written with -w instead of tracing a daemon: the same filters and
-    /// output; --duration and --interval count trace time
+    /// Replay a trace written with -w (- for standard input) instead of tracing a daemon:
+    /// the same filters and output; --duration and --interval count trace time
     #[arg(short = 'r', long = "read", value_name = "FILE",
           conflicts_with_all = ["write", "daemon_pid", "binary", "ring_mb"])]
     pub read: Option<PathBuf>,
@@ -166,6 +166,12 @@ mod tests {
         }
         let a = Args::try_parse_from(["xenstore-snoop", "--duration", "0.5"]).unwrap();
         assert_eq!(a.duration, Some(0.5));
+        let a = Args::try_parse_from(["xenstore-snoop", "-r", "t", "-x", "--summary"]).unwrap();
+        assert_eq!(a.read.as_deref(), Some(std::path::Path::new("t")));
+        for clash in [["-w", "u"], ["--daemon-pid", "1"], ["--ring-mb", "2"]] {
+            let args = [&["xenstore-snoop", "-r", "t"][..], &clash[..]].concat();
+            assert!(Args::try_parse_from(args).is_err(), "{clash:?}");
+        }
     }
 }
 

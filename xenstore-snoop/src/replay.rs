@@ -30,10 +30,16 @@ pub fn text_style(args: &Args) -> TextStyle {
 /// Replays `path` to standard output; returns the exit code.
 pub fn run(args: &Args, path: &Path) -> Result<i32> {
     let filter = crate::session::filter_from(args)?;
-    let file =
-        std::fs::File::open(path).with_context(|| format!("-r: opening {}", path.display()))?;
-    let name = path.display().to_string();
-    let mut reader = Reader::open(std::io::BufReader::with_capacity(1 << 16, file), &name)?;
+    // `-r -`: standard input, e.g. from zcat.
+    let (input, name): (Box<dyn std::io::BufRead>, String) = if path == Path::new("-") {
+        (Box::new(std::io::stdin().lock()), "standard input".into())
+    } else {
+        let file =
+            std::fs::File::open(path).with_context(|| format!("-r: opening {}", path.display()))?;
+        let input = std::io::BufReader::with_capacity(1 << 16, file);
+        (Box::new(input), path.display().to_string())
+    };
+    let mut reader = Reader::open(input, &name)?;
     let clock = reader.header.clock();
     if let Some(kernel) = &reader.header.kernel_filter {
         eprintln!("xenstore-snoop: {name} was recorded with the kernel filter `{kernel}`");

@@ -536,6 +536,9 @@ mod tests {
         let (back, cut) = read_all(&bytes).unwrap();
         assert_eq!(back, items);
         assert_eq!(cut, None);
+        // Written again from what was read: the same bytes, so no key of
+        // the --json line is dropped on the way (a new one must be read too).
+        assert_eq!(write(&back), bytes);
         let text = String::from_utf8(bytes).unwrap();
         let first = text.lines().next().unwrap();
         assert!(
