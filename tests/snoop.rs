@@ -590,7 +590,11 @@ fn record_then_replay_with_other_filters_and_summary() {
     assert!(status.success(), "{err:?}");
     assert!(live[1..].iter().all(|l| l.contains("[ERROR]")), "{live:?}");
 
-    // The file: a header, every record before the filters, the end line.
+    // The file: its owner's only, a header, every record before the
+    // filters, the end line.
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&trace).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
     let file = std::fs::read_to_string(&trace).unwrap();
     let lines: Vec<serde_json::Value> = file
         .lines()

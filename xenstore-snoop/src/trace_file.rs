@@ -120,9 +120,16 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// Creates (or truncates) `path` and writes the header.
+    /// Creates (or truncates) `path`, readable by its owner only (values
+    /// in the store can be secrets), and writes the header.
     pub fn create(path: &Path, header: &Header) -> Result<Writer> {
-        let file = std::fs::File::create(path)
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)
             .with_context(|| format!("-w: creating {}", path.display()))?;
         let mut w = Writer {
             out: std::io::BufWriter::with_capacity(1 << 16, file),
