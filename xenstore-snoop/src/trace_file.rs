@@ -124,6 +124,9 @@ impl Writer {
     /// in the store can be secrets), and writes the header.
     pub fn create(path: &Path, header: &Header) -> Result<Writer> {
         use std::os::unix::fs::OpenOptionsExt;
+        if path == Path::new("-") {
+            bail!("-w -: write the trace to a file (--json prints the same records on stdout)");
+        }
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create(true)
@@ -653,6 +656,12 @@ mod tests {
         bytes.extend_from_slice(b"\xff\xfe\n");
         let e = format!("{:#}", read_all(&bytes).unwrap_err());
         assert!(e.contains("t.jsonl:2: not UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn no_trace_to_stdout() {
+        let e = Writer::create(Path::new("-"), &header()).err().unwrap();
+        assert!(format!("{e:#}").contains("--json prints the same records"));
     }
 
     #[test]
