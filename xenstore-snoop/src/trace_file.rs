@@ -163,14 +163,11 @@ impl Writer {
             .with_context(|| format!("-w: writing {}", self.path.display()))
     }
 
-    /// Writes the end line and closes the file.
+    /// Writes the end line and closes the file (which may be a pipe, as
+    /// with `-w >(gzip >trace.gz)`: no fsync).
     pub fn finish(mut self, end: End) -> Result<()> {
         self.meta(&Meta::End(end))?;
-        self.flush()?;
-        self.out
-            .get_ref()
-            .sync_data()
-            .with_context(|| format!("-w: writing {}", self.path.display()))
+        self.flush()
     }
 
     fn meta(&mut self, m: &Meta) -> Result<()> {
