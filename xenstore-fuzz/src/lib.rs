@@ -18,6 +18,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("wire_stream", wire_stream),
     ("ring_page", ring_page),
     ("snoop_record", snoop_record),
+    ("trace_file", trace_file),
     ("daemon_sequence", daemon_sequence),
 ];
 
@@ -137,6 +138,36 @@ pub fn snoop_record(data: &[u8]) {
     }
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = Format::parse(text);
+    }
+}
+
+/// A trace file for `xenstore-snoop -r`, replayed as text with every
+/// column, as JSON, and as interval summaries of failures: any bytes are
+/// replayed or refused with an error, and no more records are shown than
+/// were read.
+pub fn trace_file(data: &[u8]) {
+    use clap::Parser;
+    use std::sync::OnceLock;
+    use xenstore_snoop::cli::Args;
+    static ARGS: OnceLock<Vec<Args>> = OnceLock::new();
+    let all = ARGS.get_or_init(|| {
+        let flags: [&[&str]; 4] = [
+            &["-v", "-T", "-L"],
+            &["--json", "--op", "READ,WATCH_EVENT"],
+            &["--summary", "--interval", "0.5", "-x"],
+            &["--relative", "--duration", "1", "-c", "3", "-d", "6"],
+        ];
+        flags
+            .iter()
+            .map(|f| Args::try_parse_from([&["xenstore-snoop", "-r", "-"][..], f].concat()))
+            .collect::<Result<_, _>>()
+            .expect("the flags parse")
+    });
+    for (args, boxes) in all.iter().zip([false, true, true, false]) {
+        if let Ok(done) = xenstore_snoop::replay::replay(args, data, "fuzz", std::io::sink(), boxes)
+        {
+            assert!(done.shown <= done.records, "{done:?}");
+        }
     }
 }
 
