@@ -621,6 +621,9 @@ fn record_then_replay_with_other_filters_and_summary() {
     assert!(recorded("XS_WRITE", "/rec/a"), "{file}");
     assert!(recorded("XS_WATCH_EVENT", "/rec/a"), "{file}");
     assert!(recorded("XS_READ", "device/vbd/0/state"), "{file}");
+    // -x attaches neither watch_event nor the lifecycle probes; -w attaches
+    // all, so -v on the replay shows connections.
+    assert!(lines.iter().any(|r| r["kind"] == "conn_open"), "{file}");
 
     // The same flags on the replay give exactly the live output.
     let replay = snoop_run(&["-r", trace_arg, "-x", "-T", "-L"]);
@@ -649,6 +652,8 @@ fn record_then_replay_with_other_filters_and_summary() {
         .collect();
     assert!(json.iter().all(|r| r["op"] == "XS_WRITE"), "{json:?}");
     assert!(json.iter().any(|r| r["path"] == "/rec/a"), "{json:?}");
+    let verbose = snoop_run(&["-r", trace_arg, "-v"]);
+    assert!(text(&verbose.stdout).contains("[CONN_OPEN]"), "{verbose:?}");
     let two = snoop_run(&["-r", trace_arg, "-c", "2"]);
     assert_eq!(text(&two.stdout).lines().count(), 3, "header and 2 lines");
 

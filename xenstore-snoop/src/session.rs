@@ -71,7 +71,17 @@ pub fn run(args: &Args) -> Result<i32> {
     }
     let target = target::find(args.daemon_pid, args.binary.as_deref())?;
     let sites = sdt::read_probes(&target.binary)?;
-    let probes = attach::choose(&target.binary, sites, &filter, args.paired)?;
+    // -w records what any filter could want on replay: every probe.
+    let record_all = Filter {
+        lifecycle: true,
+        ..Filter::default()
+    };
+    let attach_for = if args.write.is_some() {
+        &record_all
+    } else {
+        &filter
+    };
+    let probes = attach::choose(&target.binary, sites, attach_for, args.paired)?;
 
     let stop_flag = Arc::new(AtomicBool::new(false));
     for sig in [
