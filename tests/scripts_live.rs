@@ -28,6 +28,10 @@ struct Tracer(Watched);
 /// Detaching bpftrace's uprobes takes seconds on a loaded machine: a
 /// tracer may take a minute to end.
 const EXIT_TIMEOUT: Duration = Duration::from_secs(60);
+/// bpftrace compiles its script with LLVM before it attaches: with this
+/// file's three tests starting theirs at once on a loaded machine, that
+/// took longer than TIMEOUT.
+const START_TIMEOUT: Duration = Duration::from_secs(90);
 
 impl Tracer {
     /// Starts `cmd` and waits until `ready` holds for its stdout + stderr.
@@ -46,7 +50,7 @@ impl Tracer {
     ) -> Tracer {
         cmd.stdout(stdout).stderr(Stdio::piped());
         let mut t = Watched::spawn(what, &mut cmd, !collect_stdout);
-        t.wait_ready(what, TIMEOUT, |out, err| ready(&[out, err].concat()));
+        t.wait_ready(what, START_TIMEOUT, |out, err| ready(&[out, err].concat()));
         Tracer(t)
     }
 
