@@ -170,6 +170,11 @@ impl Server {
                 {
                     self.flush(id);
                 }
+                if ev.is_read_closed() {
+                    if let Some(c) = self.daemon.conn_mut(id) {
+                        c.peer_closed = true;
+                    }
+                }
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                     self.ready.push_back(id);
                 }
