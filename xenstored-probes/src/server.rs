@@ -184,6 +184,16 @@ impl Server {
                     break;
                 };
                 self.serve(id);
+                // Reading a ring consumes its doorbell, which may have said
+                // "room to write" after the flush above: write now, or
+                // nothing will ask again.
+                if self
+                    .daemon
+                    .conn(id)
+                    .is_some_and(|c| !c.pending().is_empty())
+                {
+                    self.flush(id);
+                }
                 self.apply_effects();
             }
             self.apply_effects();
