@@ -175,3 +175,29 @@ fn concurrent_hostile_clients_leave_a_consistent_daemon() {
     let tree = shim.run("xenstore-ls", &["-f"]);
     assert!(tree.starts_with("/tool = \"\"\n"), "{tree}");
 }
+
+#[test]
+fn a_client_that_hangs_up_mid_message_is_closed() {
+    let shim = Shim::start();
+    let fds = || {
+        std::fs::read_dir(format!("/proc/{}/fd", shim.pid()))
+            .unwrap()
+            .count()
+    };
+    let idle = fds();
+    let clients: Vec<UnixStream> = (0..5).map(|_| connect(&shim)).collect();
+    common::wait_for("the daemon to accept five clients", common::TIMEOUT, || {
+        fds() == idle + 5
+    });
+    // Stopped, the daemon sees half a header and the hang-up in one edge.
+    common::signal(shim.pid(), 19); // SIGSTOP
+    for mut c in clients {
+        c.write_all(&wire::message(READ, 1, 0, b"/x\0")[..8])
+            .unwrap();
+    }
+    common::signal(shim.pid(), 18); // SIGCONT
+    common::wait_for("the daemon to close all five", common::TIMEOUT, || {
+        fds() == idle
+    });
+    alive(&shim);
+}

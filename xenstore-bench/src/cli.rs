@@ -24,6 +24,9 @@ pub enum Command {
     All(AllArgs),
     /// One load run against a running daemon (for profiling).
     Load(LoadArgs),
+    /// The soak: 64 dom0 clients, 8 guest rings and killed snoopers under
+    /// load for SECS, then leak, store and event-accounting checks (needs root).
+    Soak(SoakArgs),
     /// Seconds-long check of the client and workloads against a shim (CI).
     Smoke {
         /// The xenstored-shim binary to start.
@@ -88,4 +91,34 @@ pub struct LoadArgs {
     /// Seed the keys first.
     #[arg(long)]
     pub seed: bool,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct SoakArgs {
+    /// How long the load runs, in seconds.
+    #[arg(long, default_value_t = 300.0)]
+    pub secs: f64,
+    /// The seed of every random choice (default: from the clock); printed,
+    /// so a failure can be replayed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Dom0 socket connections.
+    #[arg(long, default_value_t = 64)]
+    pub dom0: usize,
+    /// Guest domains, each on a simulated ring.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub guests: u16,
+    /// The xenstored-shim binary (default: the workspace's, next to this one).
+    #[arg(long)]
+    pub shim: Option<PathBuf>,
+    /// The xenstore-snoop binary (default: the workspace's, next to this one).
+    #[arg(long)]
+    pub snoop: Option<PathBuf>,
+    /// Each snooper's per-CPU ring, in MiB (its --ring-mb): how much it
+    /// may fall behind, and how long it drains on SIGINT.
+    #[arg(long, default_value_t = 16)]
+    pub snoop_ring_mb: u32,
+    /// Allowed VmRSS growth of the daemon from the end of warm-up to the end, in MiB.
+    #[arg(long, default_value_t = 16)]
+    pub rss_bound_mib: u64,
 }

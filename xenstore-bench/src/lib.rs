@@ -15,6 +15,7 @@ pub mod plan;
 pub mod probe_loop;
 pub mod report;
 pub mod run;
+pub mod soak;
 pub mod stats;
 pub mod tracers;
 pub mod uprobe;

@@ -36,6 +36,9 @@ pub struct Connection {
     throttled: bool,
     /// Queued output not yet reported to the event loop.
     pub dirty: bool,
+    /// The event loop saw the peer hang up: read until the end, because a
+    /// short read no longer means a later edge will come.
+    pub peer_closed: bool,
 }
 
 /// What one read from the transport brought.
@@ -73,6 +76,7 @@ impl Connection {
             sent: 0,
             throttled: false,
             dirty: false,
+            peer_closed: false,
         }
     }
 
@@ -160,7 +164,9 @@ impl Connection {
         if n == 0 {
             return Ok(Received::End);
         }
-        let drained = n < offered && transport.short_read_drains();
+        // Data and the hang-up may come in one edge: after a short read the
+        // end is still to be read, and no edge will announce it again.
+        let drained = n < offered && transport.short_read_drains() && !self.peer_closed;
         Ok(Received::Bytes { drained })
     }
 

@@ -170,6 +170,11 @@ impl Server {
                 {
                     self.flush(id);
                 }
+                if ev.is_read_closed() {
+                    if let Some(c) = self.daemon.conn_mut(id) {
+                        c.peer_closed = true;
+                    }
+                }
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                     self.ready.push_back(id);
                 }
@@ -179,6 +184,16 @@ impl Server {
                     break;
                 };
                 self.serve(id);
+                // Reading a ring consumes its doorbell, which may have said
+                // "room to write" after the flush above: write now, or
+                // nothing will ask again.
+                if self
+                    .daemon
+                    .conn(id)
+                    .is_some_and(|c| !c.pending().is_empty())
+                {
+                    self.flush(id);
+                }
                 self.apply_effects();
             }
             self.apply_effects();

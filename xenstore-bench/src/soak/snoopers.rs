@@ -1,0 +1,270 @@
+//! xenstore-snoop instances started, killed and stopped under load, driven
+//! only through the snooper's command line (so any back end will do): each
+//! prints JSON lines, and one stopped by SIGINT must account for every
+//! request it saw go by: each serial between its first and last line was
+//! printed, or its final report counts at least that many events lost.
+
+use super::rng::Rng;
+use anyhow::{bail, Context, Result};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+use xenstore_testkit::wait_until;
+
+const SIGKILL: i32 = 9;
+const SIGINT: i32 = 2;
+/// Attaching and detaching under load, on a loaded machine, may be slow.
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What the snooper wrote to stdout, reduced as it arrives: a minutes-long
+/// stretch prints millions of lines.
+#[derive(Default)]
+struct Tally {
+    /// Serials of request lines.
+    serials: Vec<u64>,
+    /// Every line (requests, watch events, anything else).
+    lines: u64,
+    /// Lines that are not JSON objects with a kind.
+    garbled: u64,
+}
+
+pub struct Snooper {
+    child: Child,
+    tally: Arc<Mutex<Tally>>,
+    stdout: Option<JoinHandle<()>>,
+    stderr: Arc<Mutex<Vec<String>>>,
+    stderr_reader: Option<JoinHandle<()>>,
+}
+
+/// What one snooper stopped by SIGINT accounted for.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Accounting {
+    pub lines: u64,
+    /// Distinct requests printed.
+    pub requests: u64,
+    /// Serials from its first request line to its last.
+    pub span: u64,
+    pub lost: u64,
+}
+
+impl Snooper {
+    /// Starts `binary --daemon-pid PID --json --ring-mb MIB`.
+    pub fn start(binary: &Path, daemon_pid: u32, ring_mb: u32) -> Result<Snooper> {
+        let mut child = Command::new(binary)
+            .args(["--daemon-pid", &daemon_pid.to_string(), "--json"])
+            .args(["--ring-mb", &ring_mb.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("start {}", binary.display()))?;
+        let tally = Arc::new(Mutex::new(Tally::default()));
+        let out = child.stdout.take().unwrap();
+        let sink = Arc::clone(&tally);
+        let stdout = std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                let mut t = sink.lock().unwrap();
+                t.lines += 1;
+                match serde_json::from_str::<serde_json::Value>(&line) {
+                    Ok(v) if v["kind"] == "op" => match v["serial"].as_u64() {
+                        Some(s) => t.serials.push(s),
+                        None => t.garbled += 1,
+                    },
+                    Ok(v) if v["kind"].is_string() => {}
+                    _ => t.garbled += 1,
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let err = child.stderr.take().unwrap();
+        let sink = Arc::clone(&stderr);
+        let stderr_reader = std::thread::spawn(move || {
+            for line in BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Ok(Snooper {
+            child,
+            tally,
+            stdout: Some(stdout),
+            stderr,
+            stderr_reader: Some(stderr_reader),
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn stderr(&self) -> Vec<String> {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits until it says it is tracing ("... Ctrl-C to end.").
+    pub fn wait_attached(&mut self) -> Result<()> {
+        let mut exited = None;
+        let waited = wait_until("xenstore-snoop to attach", TIMEOUT, || {
+            exited = self.child.try_wait().ok().flatten();
+            exited.is_some() || self.stderr().iter().any(|l| l.contains("Ctrl-C to end"))
+        });
+        if let Some(status) = exited {
+            bail!(
+                "xenstore-snoop exited ({status}) before attaching: {:?}",
+                self.stderr()
+            );
+        }
+        waited.with_context(|| format!("{:?}", self.stderr()))?;
+        Ok(())
+    }
+
+    /// SIGKILL: nothing of it may be left once a later snooper has started.
+    pub fn kill(mut self) -> Result<()> {
+        xenstore_testkit::signal(self.pid(), SIGKILL);
+        self.child.wait()?;
+        Ok(())
+    }
+
+    /// SIGINT: it must exit 0 and account for every request it saw.
+    pub fn interrupt(mut self) -> Result<Accounting> {
+        xenstore_testkit::signal(self.pid(), SIGINT);
+        let mut status = None;
+        wait_until("xenstore-snoop to exit on SIGINT", TIMEOUT, || {
+            status = self.child.try_wait().ok().flatten();
+            status.is_some()
+        })?;
+        for reader in [self.stdout.take(), self.stderr_reader.take()]
+            .into_iter()
+            .flatten()
+        {
+            reader.join().expect("a snooper output reader panicked");
+        }
+        let stderr = self.stderr();
+        let status = status.unwrap();
+        if !status.success() {
+            bail!("xenstore-snoop exited {status} on SIGINT: {stderr:?}");
+        }
+        let lost = lost_count(&stderr)
+            .with_context(|| format!("no \"N lost\" in the snooper's report: {stderr:?}"))?;
+        let mut t = std::mem::take(&mut *self.tally.lock().unwrap());
+        if t.garbled > 0 {
+            bail!(
+                "{} of {} output lines are not JSON records",
+                t.garbled,
+                t.lines
+            );
+        }
+        t.serials.sort_unstable();
+        let printed = t.serials.len() as u64;
+        t.serials.dedup();
+        let requests = t.serials.len() as u64;
+        if requests != printed {
+            bail!("{} requests printed twice", printed - requests);
+        }
+        let span = match (t.serials.first(), t.serials.last()) {
+            (Some(lo), Some(hi)) => hi - lo + 1,
+            _ => 0,
+        };
+        let a = Accounting {
+            lines: t.lines,
+            requests,
+            span,
+            lost,
+        };
+        if span - requests > lost {
+            bail!(
+                "{} requests between serials {:?} and {:?} neither printed nor counted lost: {a:?}, {stderr:?}",
+                span - requests - lost,
+                t.serials.first(),
+                t.serials.last()
+            );
+        }
+        Ok(a)
+    }
+}
+
+impl Drop for Snooper {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// L of the final report "xenstore-snoop: S events seen, L lost...".
+fn lost_count(stderr: &[String]) -> Option<u64> {
+    let report = stderr.iter().rev().find(|l| l.contains(" lost"))?;
+    let before = &report[..report.find(" lost")?];
+    before.rsplit([' ', ',']).next()?.parse().ok()
+}
+
+/// The churn: one snooper after another until `stop`, each killed (SIGKILL
+/// during or after attaching) or stopped (SIGINT) at a random moment. The
+/// last is always stopped by SIGINT, after every kill.
+pub struct Churn {
+    pub started: u64,
+    pub killed: u64,
+    pub interrupted: Vec<Accounting>,
+}
+
+pub fn churn(
+    binary: PathBuf,
+    daemon_pid: u32,
+    ring_mb: u32,
+    mut rng: Rng,
+    stop: Arc<AtomicBool>,
+) -> Result<Churn> {
+    let mut c = Churn {
+        started: 0,
+        killed: 0,
+        interrupted: Vec::new(),
+    };
+    loop {
+        let last = stop.load(Ordering::Relaxed);
+        let mut s = Snooper::start(&binary, daemon_pid, ring_mb)?;
+        c.started += 1;
+        let roll = rng.below(10);
+        if roll == 0 && !last {
+            // Killed at any point of its start, attached or not.
+            std::thread::sleep(rng.millis(0, 300));
+            s.kill()?;
+            c.killed += 1;
+            continue;
+        }
+        s.wait_attached()?;
+        std::thread::sleep(rng.millis(200, 2000));
+        if roll < 4 && !last {
+            s.kill()?;
+            c.killed += 1;
+        } else {
+            c.interrupted
+                .push(s.interrupt().context("a snooper stopped by SIGINT")?);
+        }
+        if last {
+            return Ok(c);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_lost_count_is_read_from_the_final_report() {
+        let err = |l: &str| vec!["Tracing ... Ctrl-C to end.".to_string(), l.to_string()];
+        assert_eq!(
+            super::lost_count(&err("xenstore-snoop: 10 events seen, 0 lost")),
+            Some(0)
+        );
+        assert_eq!(
+            super::lost_count(&err(
+                "xenstore-snoop: 10 events seen, 37 lost, 2 undecodable"
+            )),
+            Some(37)
+        );
+        assert_eq!(super::lost_count(&err("nothing")), None);
+    }
+}
