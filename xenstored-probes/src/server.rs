@@ -37,6 +37,9 @@ pub struct Server {
     next_port: usize,
     /// Connections that may have unread input.
     ready: VecDeque<u32>,
+    /// Connections of domains over a quota (outstanding requests, memory):
+    /// not read from until deliveries bring them under (Daemon::may_read).
+    stalled: Vec<u32>,
     /// Listeners whose accept failed (e.g. out of fds): edge-triggered
     /// polling will not report them again, so they are retried on a timer.
     retry_accept: Vec<usize>,
@@ -57,6 +60,7 @@ impl Server {
             ports: FxHashMap::default(),
             next_port: LISTENER_BASE,
             ready: VecDeque::new(),
+            stalled: Vec::new(),
             retry_accept: Vec::new(),
             spare_effects: Effects::default(),
             monitor: None,
@@ -182,6 +186,7 @@ impl Server {
                 self.apply_effects();
             }
             self.apply_effects();
+            self.unstall();
             if stop {
                 return Ok(());
             }
@@ -213,8 +218,40 @@ impl Server {
         }
     }
 
+    /// Stalled connections whose domains are back under their quotas get
+    /// their turn again (their input was left waiting).
+    fn unstall(&mut self) {
+        let mut i = 0;
+        while i < self.stalled.len() {
+            let id = self.stalled[i];
+            if self.daemon.conn(id).is_none() {
+                self.stalled.swap_remove(i);
+            } else if self.daemon.may_read(id) {
+                self.stalled.swap_remove(i);
+                self.ready.push_back(id);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// True (and `id` set aside) when its domain is over a quota.
+    fn stall_if_over_quota(&mut self, id: u32) -> bool {
+        if self.daemon.may_read(id) {
+            return false;
+        }
+        if !self.stalled.contains(&id) {
+            self.stalled.push(id);
+        }
+        true
+    }
+
     /// Reads and executes what connection `id` sent, a bounded amount.
     fn serve(&mut self, id: u32) {
+        // Requests left waiting by a stall run before anything more is read.
+        if !self.daemon.execute_input(id) || self.stall_if_over_quota(id) {
+            return;
+        }
         for _ in 0..READS_PER_TURN {
             let Some(conn) = self.daemon.conn_mut(id) else {
                 return;
@@ -244,7 +281,7 @@ impl Server {
                     return;
                 }
             };
-            if !self.daemon.execute_input(id) {
+            if !self.daemon.execute_input(id) || self.stall_if_over_quota(id) {
                 return;
             }
             if self

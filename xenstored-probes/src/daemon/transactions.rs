@@ -4,7 +4,7 @@
 use super::{Call, Daemon};
 use crate::error::Fail;
 use crate::probes::{self, TxOutcome};
-use crate::quota::Kind;
+use crate::quota::{Kind, Quotas};
 use crate::request;
 use crate::tree::Tree;
 use crate::wire::XsError;
@@ -81,10 +81,10 @@ impl Daemon {
     pub(super) fn tree<R>(
         &mut self,
         call: &Call,
-        f: impl FnOnce(&mut dyn Tree) -> Result<R, Fail>,
+        f: impl FnOnce(&mut dyn Tree, &Quotas) -> Result<R, Fail>,
     ) -> Result<R, Fail> {
         let Some(t) = call.tx else {
-            return f(&mut self.store);
+            return f(&mut self.store, &self.quotas);
         };
         let limit = if call.who.privileged {
             usize::MAX
@@ -96,8 +96,8 @@ impl Daemon {
             .get_mut(&call.conn)
             .and_then(|c| c.transactions.get_mut(&t))
             .ok_or(Fail(XsError::Enoent, "tx:unknown"))?;
-        let mut view = tx.view_limited(&self.store, limit);
-        let result = f(&mut view);
+        let mut view = tx.view_limited(&self.store, limit, call.who.domid);
+        let result = f(&mut view, &self.quotas);
         if view.refused() {
             tx.failed = true;
             return Err(Fail(XsError::Enospc, TX_NODES_QUOTA));
