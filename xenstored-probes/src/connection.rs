@@ -199,6 +199,14 @@ impl Connection {
         Ok(Received::Bytes { drained })
     }
 
+    /// Takes the transport's signals only (see `Transport::read_signals`).
+    pub fn receive_signals(&mut self) -> io::Result<Received> {
+        match self.transport.read_signals()? {
+            0 => Ok(Received::End),
+            _ => Ok(Received::Bytes { drained: true }),
+        }
+    }
+
     /// The input buffer, to execute its messages while the daemon is
     /// borrowed whole; a placeholder (no allocation) holds its place until
     /// `restore_input`.

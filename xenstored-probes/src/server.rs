@@ -164,6 +164,10 @@ impl Server {
                     continue;
                 }
                 let id = token as u32;
+                // Signals first, output after: a ring's guest that frees
+                // room right after this raises a fresh edge, so a backlog
+                // never waits on a signal already taken.
+                self.take_signals(id);
                 // Any readiness may mean room to write: a ring signals both
                 // directions through one event source.
                 if ev.is_writable()
@@ -249,16 +253,21 @@ impl Server {
     /// Reads and executes what connection `id` sent, a bounded amount.
     fn serve(&mut self, id: u32) {
         // Requests left waiting by a stall run before anything more is read.
-        if !self.daemon.execute_input(id) || self.stall_if_over_quota(id) {
+        if !self.daemon.execute_input(id) {
             return;
         }
         for _ in 0..READS_PER_TURN {
             let Some(conn) = self.daemon.conn_mut(id) else {
                 return;
             };
-            if conn.throttled() {
+            let held = conn.throttled();
+            if held || self.stall_if_over_quota(id) {
+                self.take_signals(id);
                 return;
             }
+            let Some(conn) = self.daemon.conn_mut(id) else {
+                return;
+            };
             let drained = match conn.receive() {
                 Ok(Received::Bytes { drained }) => drained,
                 Ok(Received::End) if conn.end_means_domain_gone() => {
@@ -281,7 +290,7 @@ impl Server {
                     return;
                 }
             };
-            if !self.daemon.execute_input(id) || self.stall_if_over_quota(id) {
+            if !self.daemon.execute_input(id) {
                 return;
             }
             if self
@@ -297,6 +306,21 @@ impl Server {
         }
         // More may be waiting: come back after the others had a turn.
         self.ready.push_back(id);
+    }
+
+    /// Connection `id` is not being read (stalled or throttled), but its
+    /// peer's signals are taken: its death or ring reset is acted on now,
+    /// and its transport can raise the next edge.
+    fn take_signals(&mut self, id: u32) {
+        let Some(conn) = self.daemon.conn_mut(id) else {
+            return;
+        };
+        match conn.receive_signals() {
+            Ok(Received::End) if conn.end_means_domain_gone() => self.daemon.domain_gone(id),
+            Ok(Received::End) => self.daemon.close(id, 0, "eof"),
+            Err(e) if ring::transport::is_session_reset(&e) => self.reset(id, &e.to_string()),
+            _ => {}
+        }
     }
 
     /// A ring reconnect or ring error: the connection's packets, watches

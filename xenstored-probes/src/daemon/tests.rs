@@ -614,7 +614,12 @@ fn memory_is_counted_as_c_xenstored_counts_it() {
 #[test]
 fn memory_quota_refuses_writes_watches_and_big_replies() {
     let (mut d, dom0, guest) = with_guest();
-    ok(&mut d, dom0, MsgType::Control, b"quota\0set\0memory\x00400\0");
+    ok(
+        &mut d,
+        dom0,
+        MsgType::Control,
+        b"quota\0set\0memory\x00400\0",
+    );
     let big = [b"a\0".as_slice(), &[b'x'; 200]].concat();
     ok(&mut d, guest, MsgType::Write, &big);
     // a second node would pass 400 bytes: refused as C does (EIO), the
@@ -647,7 +652,12 @@ fn memory_quota_refuses_writes_watches_and_big_replies() {
         b"quota\0set\0memory\x002000\0",
     );
     ok(&mut d, dom0, MsgType::Write, &x);
-    ok(&mut d, dom0, MsgType::Control, b"quota\0set\0memory\x00400\0");
+    ok(
+        &mut d,
+        dom0,
+        MsgType::Control,
+        b"quota\0set\0memory\x00400\0",
+    );
     assert!(d.memory(6) >= 400, "{}", d.memory(6));
     assert_eq!(
         err(&mut d, dom0, MsgType::Write, 0, b"/local/domain/6/z\0v"),
@@ -663,7 +673,12 @@ fn memory_quota_refuses_writes_watches_and_big_replies() {
 #[test]
 fn memory_quota_counts_transaction_copies_and_drops_events_past_it() {
     let (mut d, dom0, guest) = with_guest();
-    ok(&mut d, dom0, MsgType::Control, b"quota\0set\0memory\x00600\0");
+    ok(
+        &mut d,
+        dom0,
+        MsgType::Control,
+        b"quota\0set\0memory\x00600\0",
+    );
     let tx = ok(&mut d, guest, MsgType::TransactionStart, b"\0");
     let tx: u32 = String::from_utf8_lossy(&tx)
         .trim_end_matches('\0')
