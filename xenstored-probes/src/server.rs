@@ -250,8 +250,23 @@ impl Server {
         true
     }
 
-    /// Reads and executes what connection `id` sent, a bounded amount.
+    /// Reads and executes what connection `id` sent, a bounded amount,
+    /// then writes what it can. Reading took the transport's signals, and
+    /// a signal meaning "room to write" taken here is one the event loop
+    /// will never report (its readiness is re-checked, and gone): the
+    /// queued output must be tried now.
     fn serve(&mut self, id: u32) {
+        self.receive_and_execute(id);
+        if self
+            .daemon
+            .conn(id)
+            .is_some_and(|c| !c.pending().is_empty())
+        {
+            self.flush(id);
+        }
+    }
+
+    fn receive_and_execute(&mut self, id: u32) {
         // Requests left waiting by a stall run before anything more is read.
         if !self.daemon.execute_input(id) {
             return;

@@ -23,12 +23,15 @@ pub struct Transaction {
     owned_delta: FxHashMap<u32, isize>,
     /// Changes made, to fire watches for on commit.
     pub changes: Vec<Change>,
-    /// A request was refused for touching more nodes than the quota: the
-    /// commit fails (ENOMEM), as upstream's `trans->fail`.
-    pub failed: bool,
+    /// Why a request in it was refused in a way C xenstored cannot undo
+    /// (past the transaction-nodes quota, or a write past the memory
+    /// quota): the commit fails (ENOMEM), as upstream's `trans->fail`.
+    pub failed: Option<&'static str>,
     /// Bytes of the node copies it keeps (C xenstored keeps one record per
     /// touched node, charged to the transaction's owner).
     bytes: usize,
+    /// What C's key for a copy adds to the path: "<generation>/".
+    key_prefix: usize,
 }
 
 /// A commit lost against a concurrent change to this node.
@@ -36,6 +39,20 @@ pub struct Transaction {
 pub struct Conflict(pub String);
 
 impl Transaction {
+    /// A transaction started at store generation `generation`: C xenstored
+    /// keys its copies "<generation>/<path>", and charges the key.
+    pub fn stamped(generation: u64) -> Transaction {
+        Transaction {
+            key_prefix: generation.to_string().len() + 1,
+            ..Transaction::default()
+        }
+    }
+
+    /// What keeping `node` as the copy of `path` costs.
+    fn copy_cost(&self, path: &str, node: &Node) -> usize {
+        self.key_prefix + node.view().memory(path)
+    }
+
     pub fn view<'a>(&'a mut self, store: &'a Store) -> TxTree<'a> {
         self.view_limited(store, usize::MAX, 0)
     }
@@ -74,7 +91,7 @@ impl Transaction {
             Some(n) => n.as_ref(),
             None => self.read.get(path).and_then(|r| r.0.as_ref()),
         };
-        copy.map_or(0, |n| n.view().memory(path))
+        copy.map_or(0, |n| self.copy_cost(path, n))
     }
 
     /// Applies the transaction to the store, or reports the first conflict.
@@ -162,7 +179,7 @@ impl Tree for TxTree<'_> {
                 return None;
             }
             let node = self.store.node(path).map(NodeRef::to_node);
-            self.tx.bytes += node.as_ref().map_or(0, |n| n.view().memory(path));
+            self.tx.bytes += node.as_ref().map_or(0, |n| self.tx.copy_cost(path, n));
             let order = self.tx.read.len();
             self.tx.read.insert(path.to_string(), (node, order));
         }
@@ -184,7 +201,7 @@ impl Tree for TxTree<'_> {
         // upstream stamps the transaction's copy with a generation too
         let mut node = node;
         node.generation = self.store.next_generation();
-        self.tx.bytes = self.tx.bytes - self.tx.held(path) + node.view().memory(path);
+        self.tx.bytes = self.tx.bytes - self.tx.held(path) + self.tx.copy_cost(path, &node);
         self.tx.overlay.insert(path.to_string(), Some(node));
     }
 

@@ -67,7 +67,7 @@ pub(super) fn mkdir(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
 pub(super) fn rm(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
     let raw = request::path(p, XsError::Enomem)?;
     let path = node_path(d, call, raw)?;
-    let changes = d.tree(call, |t, _| tree::remove(t, &path, &call.who))?;
+    let changes = d.tree(call, |t, _, _| tree::remove(t, &path, &call.who))?;
     d.changed(call, changes);
     Ok(())
 }
@@ -87,10 +87,8 @@ pub(super) fn set_perms(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fai
     if perms.0.iter().any(|e| e.domid >= DOMID_FIRST_RESERVED) {
         return Err(Fail(XsError::Enoent, "perms:no such domain"));
     }
-    let (caller, outside) = (call.who.domid, d.memory_outside(call));
-    let change = d.tree(call, |t, q| {
-        let memory = |domid| memory_allowance(q, domid, caller, outside);
-        let limits = limits(q, caller, &memory);
+    let change = d.tree(call, |t, q, memory| {
+        let limits = limits(q, call.who.domid, memory);
         tree::set_perms(t, &path, perms, &call.who, &limits)
     })?;
     d.changed(call, [change]);
@@ -114,16 +112,14 @@ fn reply_from(
     emit: impl FnOnce(NodeRef<'_>),
 ) -> Result<(), Fail> {
     let path = node_path(d, call, raw)?;
-    d.tree(call, |t, _| tree::read(t, &path, &call.who).map(emit))
+    d.tree(call, |t, _, _| tree::read(t, &path, &call.who).map(emit))
 }
 
 /// WRITE (a value) or MKDIR (None).
 fn write_node(d: &mut Daemon, call: &Call, raw: &[u8], value: Option<&[u8]>) -> Result<(), Fail> {
     let path = node_path(d, call, raw)?;
-    let (caller, outside) = (call.who.domid, d.memory_outside(call));
-    let change = d.tree(call, |t, q| {
-        let memory = |domid| memory_allowance(q, domid, caller, outside);
-        let limits = limits(q, caller, &memory);
+    let change = d.tree(call, |t, q, memory| {
+        let limits = limits(q, call.who.domid, memory);
         tree::write(t, &path, value, &call.who, &limits)
     })?;
     d.changed(call, change);
@@ -138,17 +134,6 @@ fn limits<'m>(q: &Quotas, caller: u32, memory: &'m dyn Fn(u32) -> Option<usize>)
         node_size: q.get(Kind::NodeSize, caller) as usize,
         memory,
     }
-}
-
-/// How many bytes of nodes `domid` may reach: its memory quota less what
-/// it uses besides (known for the caller's domain, `outside`); None for
-/// dom0, which has no quota.
-fn memory_allowance(q: &Quotas, domid: u32, caller: u32, outside: usize) -> Option<usize> {
-    if domid == 0 {
-        return None;
-    }
-    let besides = if domid == caller { outside } else { 0 };
-    Some((q.get(Kind::Memory, domid) as usize).saturating_sub(besides))
 }
 
 /// SET_PERMS on @introduceDomain/@releaseDomain: not nodes of the tree
