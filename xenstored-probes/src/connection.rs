@@ -117,7 +117,7 @@ impl Connection {
 
     /// The watches and the output queue at once, to queue their events.
     pub fn watches_and_output(&mut self) -> (&[Watch], &mut Vec<u8>) {
-        (&self.watches.0, &mut self.out)
+        (self.watches.all(), &mut self.out)
     }
 
     pub fn queue(&mut self, ty: u32, req_id: u32, tx_id: u32, parts: &[&[u8]]) {
@@ -134,14 +134,8 @@ impl Connection {
     /// watches (path and token), its transactions' node copies and its
     /// queued output, as C xenstored 4.17 accounts them.
     pub fn memory(&self) -> usize {
-        let watches: usize = self
-            .watches
-            .0
-            .iter()
-            .map(|w| w.path.len() + w.token.len())
-            .sum();
         let transactions: usize = self.transactions.values().map(|t| t.memory()).sum();
-        watches + transactions + self.pending().len()
+        self.watches.memory() + transactions + self.pending().len()
     }
 
     /// Output waiting to be written.

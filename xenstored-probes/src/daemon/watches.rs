@@ -142,7 +142,7 @@ impl Daemon {
             let (who, domid, ident) = (conn.who(), conn.domid, conn.ident);
             let mut permitted = None;
             let mut queued = false;
-            if conn.watches.is_empty() {
+            if !conn.watches.all().iter().any(|w| w.matches(change)) {
                 continue;
             }
             let mut room = event_room(store, &self.quotas, conn);
