@@ -256,7 +256,16 @@ fn memreport(d: &Daemon) -> String {
         d.conns.values().count()
     );
     for domid in d.domains.ids() {
-        s += &format!("domain {domid}: {} nodes\n", d.store.owned(domid));
+        s += &format!(
+            "domain {domid}: {} nodes, {} bytes, {} outstanding\n",
+            d.store.owned(domid),
+            d.memory(domid),
+            d.outstanding(domid)
+        );
     }
+    s += &format!(
+        "watch events dropped on a memory quota: {}\n",
+        d.dropped_events
+    );
     s
 }
