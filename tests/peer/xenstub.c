@@ -14,10 +14,16 @@
  *   XENSTUB_DOMIDS   domids that exist and run, "0-99,200" style; default
  *                    every domid (a daemon without a hypervisor, like the
  *                    shim, cannot tell a domain is gone)
+ *   XENSTUB_RING_DIR the shim's simulated-ring directory (ring/sim.rs):
+ *                    a domain prepared there (ring/<domid>/page-<gfn>,
+ *                    evtchn-<port>) gets that page as its grant map and
+ *                    its doorbell sockets as its event channel, so a
+ *                    simulated guest talks to the daemon over a real ring
  *
  * Built by the test harness: cc -shared -fPIC -o libxenstub.so xenstub.c -ldl
- * Event channels are eventfds that are never signalled; grant maps and
- * foreign maps are zeroed anonymous pages, so domain rings stay empty.
+ * The event channel handle is an epoll set, readable when a simulated
+ * guest rings; other grant maps and foreign maps are zeroed anonymous
+ * pages, so those domains' rings stay empty.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -30,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -168,10 +175,53 @@ int xengnttab_set_max_grants(xengnttab_handle *xgt, uint32_t nr_grants)
 	return 0;
 }
 
+/* ---- simulated rings (XENSTUB_RING_DIR) ---------------------------- */
+
+/* ring/<domid>/<prefix><n> in XENSTUB_RING_DIR, if such a file exists. */
+static int sim_path(uint32_t domid, const char *prefix, char *buf,
+		    size_t len, unsigned long *n)
+{
+	const char *root = getenv("XENSTUB_RING_DIR");
+	char dir[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+	int found = 0;
+	if (!root)
+		return 0;
+	snprintf(dir, sizeof(dir), "%s/ring/%u", root, domid);
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while (!found && (e = readdir(d))) {
+		size_t p = strlen(prefix);
+		char *end;
+		if (strncmp(e->d_name, prefix, p) != 0)
+			continue;
+		*n = strtoul(e->d_name + p, &end, 10);
+		if (end == e->d_name + p || *end)
+			continue;
+		snprintf(buf, len, "%s/%s", dir, e->d_name);
+		found = 1;
+	}
+	closedir(d);
+	return found;
+}
+
 void *xengnttab_map_grant_ref(xengnttab_handle *xgt, uint32_t domid,
 			      uint32_t ref, int prot)
 {
-	(void)xgt; (void)domid; (void)ref; (void)prot;
+	char path[PATH_MAX];
+	unsigned long gfn;
+	(void)xgt; (void)ref; (void)prot;
+	if (sim_path(domid, "page-", path, sizeof(path), &gfn)) {
+		int fd = open(path, O_RDWR | O_CLOEXEC);
+		void *p;
+		if (fd < 0)
+			return NULL;
+		p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+		return p == MAP_FAILED ? NULL : p;
+	}
 	return zero_page();
 }
 
@@ -190,12 +240,21 @@ struct xenevtchn_handle {
 
 static evtchn_port_t next_port = 1;
 
+/* A local port bound to a simulated guest's doorbell. */
+#define MAX_BOUND 64
+static struct bound {
+	evtchn_port_t port;
+	int sock;
+	char guest_end[PATH_MAX];
+	char daemon_end[PATH_MAX];
+} bound[MAX_BOUND];
+
 static xenevtchn_handle *new_evtchn(int fd)
 {
 	xenevtchn_handle *h = calloc(1, sizeof(*h));
 	if (!h)
 		return NULL;
-	h->fd = fd >= 0 ? fd : eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	h->fd = fd >= 0 ? fd : epoll_create1(EPOLL_CLOEXEC);
 	return h;
 }
 
@@ -227,9 +286,24 @@ int xenevtchn_fd(xenevtchn_handle *xce)
 	return xce->fd;
 }
 
+static struct bound *find_bound(evtchn_port_t port)
+{
+	for (int i = 0; i < MAX_BOUND; i++)
+		if (bound[i].sock > 0 && bound[i].port == port)
+			return &bound[i];
+	return NULL;
+}
+
 int xenevtchn_notify(xenevtchn_handle *xce, evtchn_port_t port)
 {
-	(void)xce; (void)port;
+	struct bound *b = find_bound(port);
+	struct sockaddr_un to = { .sun_family = AF_UNIX };
+	(void)xce;
+	if (!b)
+		return 0;
+	/* Nobody bound there, or a full buffer: a signal is pending already. */
+	strncpy(to.sun_path, b->guest_end, sizeof(to.sun_path) - 1);
+	(void)sendto(b->sock, "", 1, MSG_DONTWAIT, (void *)&to, sizeof(to));
 	return 0;
 }
 
@@ -240,12 +314,50 @@ xenevtchn_port_or_error_t xenevtchn_bind_unbound_port(xenevtchn_handle *xce,
 	return next_port++;
 }
 
+/* The daemon's end of a prepared simulated domain's doorbell. */
+static void bind_sim(xenevtchn_handle *xce, uint32_t domid,
+		     evtchn_port_t remote, evtchn_port_t local)
+{
+	char page[PATH_MAX - 32];
+	unsigned long gfn;
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = local };
+	struct bound *b = NULL;
+	char *slash;
+	if (!sim_path(domid, "page-", page, sizeof(page), &gfn))
+		return;
+	for (int i = 0; i < MAX_BOUND && !b; i++)
+		if (bound[i].sock <= 0)
+			b = &bound[i];
+	if (!b)
+		return;
+	slash = strrchr(page, '/');
+	*slash = 0;
+	snprintf(b->guest_end, sizeof(b->guest_end), "%s/evtchn-%u", page,
+		 remote);
+	snprintf(b->daemon_end, sizeof(b->daemon_end), "%s/evtchn-%u.xenstored",
+		 page, remote);
+	b->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (b->sock < 0)
+		return;
+	unlink(b->daemon_end);
+	strncpy(addr.sun_path, b->daemon_end, sizeof(addr.sun_path) - 1);
+	if (bind(b->sock, (void *)&addr, sizeof(addr)) != 0 ||
+	    epoll_ctl(xce->fd, EPOLL_CTL_ADD, b->sock, &ev) != 0) {
+		close(b->sock);
+		b->sock = 0;
+		return;
+	}
+	b->port = local;
+}
+
 xenevtchn_port_or_error_t
 xenevtchn_bind_interdomain(xenevtchn_handle *xce, uint32_t domid,
 			   evtchn_port_t remote_port)
 {
-	(void)xce; (void)domid; (void)remote_port;
-	return next_port++;
+	evtchn_port_t local = next_port++;
+	bind_sim(xce, domid, remote_port, local);
+	return local;
 }
 
 xenevtchn_port_or_error_t xenevtchn_bind_virq(xenevtchn_handle *xce,
@@ -257,15 +369,32 @@ xenevtchn_port_or_error_t xenevtchn_bind_virq(xenevtchn_handle *xce,
 
 int xenevtchn_unbind(xenevtchn_handle *xce, evtchn_port_t port)
 {
-	(void)xce; (void)port;
+	struct bound *b = find_bound(port);
+	if (b) {
+		epoll_ctl(xce->fd, EPOLL_CTL_DEL, b->sock, NULL);
+		close(b->sock);
+		unlink(b->daemon_end);
+		b->sock = 0;
+	}
 	return 0;
 }
 
+/*
+ * The port of a guest that rang (its doorbell drained), or 0 when none did:
+ * the daemon barfs on -1, and scans every ring after any event anyway.
+ */
 xenevtchn_port_or_error_t xenevtchn_pending(xenevtchn_handle *xce)
 {
-	(void)xce;
-	errno = EAGAIN;
-	return -1;
+	struct epoll_event ev;
+	char buf[64];
+	struct bound *b;
+	if (epoll_wait(xce->fd, &ev, 1, 0) != 1)
+		return 0;
+	b = find_bound(ev.data.u32);
+	if (b)
+		while (recv(b->sock, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+			;
+	return ev.data.u32;
 }
 
 int xenevtchn_unmask(xenevtchn_handle *xce, evtchn_port_t port)

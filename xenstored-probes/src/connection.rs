@@ -5,13 +5,15 @@
 //! their transports are ready.
 
 use crate::frame::{self, InBuf};
+use crate::outstanding::Ticket;
 use crate::perms::Identity;
 use crate::probes::{self, TxOutcome, Who};
 use crate::transaction::Transaction;
 use crate::transport::Transport;
 use crate::watch::{Watch, Watches};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io;
+use std::rc::Rc;
 
 /// A connection with this much unsent output is not read from until it
 /// has drained to a quarter of it (it is not reading its replies).
@@ -32,6 +34,11 @@ pub struct Connection {
     input: InBuf,
     out: Vec<u8>,
     sent: usize,
+    /// Where `out[0]` lies in the stream of all bytes ever queued.
+    out_origin: u64,
+    /// Outstanding requests (outstanding.rs) held until the stream has
+    /// been written up to each end position.
+    charges: VecDeque<(u64, Rc<Ticket>)>,
     /// Not read from until its output drains (see OUT_THROTTLE).
     throttled: bool,
     /// Queued output not yet reported to the event loop.
@@ -74,6 +81,8 @@ impl Connection {
             input: InBuf::default(),
             out: Vec::new(),
             sent: 0,
+            out_origin: 0,
+            charges: VecDeque::new(),
             throttled: false,
             dirty: false,
             peer_closed: false,
@@ -112,11 +121,25 @@ impl Connection {
 
     /// The watches and the output queue at once, to queue their events.
     pub fn watches_and_output(&mut self) -> (&[Watch], &mut Vec<u8>) {
-        (&self.watches.0, &mut self.out)
+        (self.watches.all(), &mut self.out)
     }
 
     pub fn queue(&mut self, ty: u32, req_id: u32, tx_id: u32, parts: &[&[u8]]) {
         frame::encode(&mut self.out, ty, req_id, tx_id, parts);
+    }
+
+    /// Keeps `ticket` until everything queued so far has been written.
+    pub fn charge(&mut self, ticket: &Rc<Ticket>) {
+        let end = self.out_origin + self.out.len() as u64;
+        self.charges.push_back((end, ticket.clone()));
+    }
+
+    /// What it costs its domain's memory quota besides the nodes: its
+    /// watches (path and token), its transactions' node copies and its
+    /// queued output, as C xenstored 4.17 accounts them.
+    pub fn memory(&self) -> usize {
+        let transactions: usize = self.transactions.values().map(|t| t.memory()).sum();
+        self.watches.memory() + transactions + self.pending().len()
     }
 
     /// Output waiting to be written.
@@ -127,10 +150,16 @@ impl Connection {
     /// `n` bytes of `pending()` were written.
     pub fn consumed(&mut self, n: usize) {
         self.sent += n;
+        let written = self.out_origin + self.sent as u64;
+        while self.charges.front().is_some_and(|c| c.0 <= written) {
+            self.charges.pop_front();
+        }
         if self.sent == self.out.len() {
+            self.out_origin += self.out.len() as u64;
             self.out.clear();
             self.sent = 0;
         } else if self.sent > 1 << 20 {
+            self.out_origin += self.sent as u64;
             self.out.drain(..self.sent);
             self.sent = 0;
         }
@@ -168,6 +197,14 @@ impl Connection {
         // end is still to be read, and no edge will announce it again.
         let drained = n < offered && transport.short_read_drains() && !self.peer_closed;
         Ok(Received::Bytes { drained })
+    }
+
+    /// Takes the transport's signals only (see `Transport::read_signals`).
+    pub fn receive_signals(&mut self) -> io::Result<Received> {
+        match self.transport.read_signals()? {
+            0 => Ok(Received::End),
+            _ => Ok(Received::Bytes { drained: true }),
+        }
     }
 
     /// The input buffer, to execute its messages while the daemon is

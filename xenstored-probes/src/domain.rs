@@ -23,6 +23,10 @@ pub struct Domain {
     pub conn_slot: u32,
     /// Its shutdown was announced (@releaseDomain); XS_RESUME clears it.
     pub shutdown: bool,
+    /// Over its soft memory quota, as last logged.
+    pub soft_quota_reported: bool,
+    /// Over its hard memory quota (not read from), as last logged.
+    pub hard_quota_reported: bool,
 }
 
 #[derive(Debug)]

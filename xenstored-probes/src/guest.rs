@@ -348,12 +348,17 @@ impl<L: Link> Xs<L> {
 
     /// One request, its reply's payload (XS_ERROR becomes Err).
     pub fn request(&mut self, ty: MsgType, tx: u32, payload: &[u8]) -> Result<Vec<u8>> {
-        let op = ty.name();
+        self.request_raw(ty as u32, tx, payload)
+    }
+
+    /// As `request`, with any type number (tests: unknown types).
+    pub fn request_raw(&mut self, ty: u32, tx: u32, payload: &[u8]) -> Result<Vec<u8>> {
+        let op = msg_name(ty).unwrap_or("unknown type");
         let arg = text(payload.split(|&b| b == 0).next().unwrap_or_default());
         let req_id = self.next_req_id;
         self.next_req_id = self.next_req_id.wrapping_add(1);
         let mut msg = Vec::new();
-        frame::encode(&mut msg, ty as u32, req_id, tx, &[payload]);
+        frame::encode(&mut msg, ty, req_id, tx, &[payload]);
         self.send_raw(&msg)?;
         let deadline = Instant::now() + self.timeout;
         loop {

@@ -10,6 +10,7 @@ pub mod error;
 pub mod frame;
 pub mod guest;
 pub mod node;
+pub mod outstanding;
 pub mod path;
 pub mod perms;
 pub mod probes;

@@ -86,4 +86,10 @@ impl<'a> NodeRef<'a> {
     pub fn record_size(self) -> usize {
         RECORD_HEADER + RECORD_PERM * self.perms.len() + self.value.len() + self.children.len()
     }
+
+    /// What the node at `path` costs its owner's memory quota: C
+    /// xenstored's database key (the path) and record.
+    pub fn memory(self, path: &str) -> usize {
+        path.len() + self.record_size()
+    }
 }

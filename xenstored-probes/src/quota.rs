@@ -126,6 +126,11 @@ impl Quotas {
         self.per_domain.insert((domid, kind), value);
     }
 
+    /// The warning level of the memory quota.
+    pub fn soft_memory(&self) -> u32 {
+        self.soft_memory
+    }
+
     pub fn set_soft(&mut self, name: &[u8], value: u32) -> bool {
         if name == SOFT_MEMORY.0.as_bytes() {
             self.soft_memory = value;

@@ -37,6 +37,9 @@ pub struct Server {
     next_port: usize,
     /// Connections that may have unread input.
     ready: VecDeque<u32>,
+    /// Connections of domains over a quota (outstanding requests, memory):
+    /// not read from until deliveries bring them under (Daemon::may_read).
+    stalled: Vec<u32>,
     /// Listeners whose accept failed (e.g. out of fds): edge-triggered
     /// polling will not report them again, so they are retried on a timer.
     retry_accept: Vec<usize>,
@@ -57,6 +60,7 @@ impl Server {
             ports: FxHashMap::default(),
             next_port: LISTENER_BASE,
             ready: VecDeque::new(),
+            stalled: Vec::new(),
             retry_accept: Vec::new(),
             spare_effects: Effects::default(),
             monitor: None,
@@ -160,6 +164,10 @@ impl Server {
                     continue;
                 }
                 let id = token as u32;
+                // Signals first, output after: a ring's guest that frees
+                // room right after this raises a fresh edge, so a backlog
+                // never waits on a signal already taken.
+                self.take_signals(id);
                 // Any readiness may mean room to write: a ring signals both
                 // directions through one event source.
                 if ev.is_writable()
@@ -197,6 +205,7 @@ impl Server {
                 self.apply_effects();
             }
             self.apply_effects();
+            self.unstall();
             if stop {
                 return Ok(());
             }
@@ -228,15 +237,67 @@ impl Server {
         }
     }
 
-    /// Reads and executes what connection `id` sent, a bounded amount.
+    /// Stalled connections whose domains are back under their quotas get
+    /// their turn again (their input was left waiting).
+    fn unstall(&mut self) {
+        let mut i = 0;
+        while i < self.stalled.len() {
+            let id = self.stalled[i];
+            if self.daemon.conn(id).is_none() {
+                self.stalled.swap_remove(i);
+            } else if self.daemon.may_read(id) {
+                self.stalled.swap_remove(i);
+                self.ready.push_back(id);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// True (and `id` set aside) when its domain is over a quota.
+    fn stall_if_over_quota(&mut self, id: u32) -> bool {
+        if self.daemon.may_read(id) {
+            return false;
+        }
+        if !self.stalled.contains(&id) {
+            self.stalled.push(id);
+        }
+        true
+    }
+
+    /// Reads and executes what connection `id` sent, a bounded amount,
+    /// then writes what it can. Reading took the transport's signals, and
+    /// a signal meaning "room to write" taken here is one the event loop
+    /// will never report (its readiness is re-checked, and gone): the
+    /// queued output must be tried now.
     fn serve(&mut self, id: u32) {
+        self.receive_and_execute(id);
+        if self
+            .daemon
+            .conn(id)
+            .is_some_and(|c| !c.pending().is_empty())
+        {
+            self.flush(id);
+        }
+    }
+
+    fn receive_and_execute(&mut self, id: u32) {
+        // Requests left waiting by a stall run before anything more is read.
+        if !self.daemon.execute_input(id) {
+            return;
+        }
         for _ in 0..READS_PER_TURN {
             let Some(conn) = self.daemon.conn_mut(id) else {
                 return;
             };
-            if conn.throttled() {
+            let held = conn.throttled();
+            if held || self.stall_if_over_quota(id) {
+                self.take_signals(id);
                 return;
             }
+            let Some(conn) = self.daemon.conn_mut(id) else {
+                return;
+            };
             let drained = match conn.receive() {
                 Ok(Received::Bytes { drained }) => drained,
                 Ok(Received::End) if conn.end_means_domain_gone() => {
@@ -275,6 +336,21 @@ impl Server {
         }
         // More may be waiting: come back after the others had a turn.
         self.ready.push_back(id);
+    }
+
+    /// Connection `id` is not being read (stalled or throttled), but its
+    /// peer's signals are taken: its death or ring reset is acted on now,
+    /// and its transport can raise the next edge.
+    fn take_signals(&mut self, id: u32) {
+        let Some(conn) = self.daemon.conn_mut(id) else {
+            return;
+        };
+        match conn.receive_signals() {
+            Ok(Received::End) if conn.end_means_domain_gone() => self.daemon.domain_gone(id),
+            Ok(Received::End) => self.daemon.close(id, 0, "eof"),
+            Err(e) if ring::transport::is_session_reset(&e) => self.reset(id, &e.to_string()),
+            _ => {}
+        }
     }
 
     /// A ring reconnect or ring error: the connection's packets, watches

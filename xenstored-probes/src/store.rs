@@ -19,6 +19,9 @@ pub struct Store {
     /// holds the store shared).
     generation: Cell<u64>,
     owned: FxHashMap<u32, usize>,
+    /// Bytes of nodes each domain owns (the memory quota's share of the
+    /// tree, see `NodeRef::memory`).
+    owned_bytes: FxHashMap<u32, usize>,
 }
 
 impl Default for Store {
@@ -35,6 +38,7 @@ impl Store {
             nodes: FxHashSet::default(),
             generation: Cell::new(0),
             owned: FxHashMap::default(),
+            owned_bytes: FxHashMap::default(),
         };
         let n0 = || Node::new(b"", Perms::owned_by(0));
         let mut root = n0();
@@ -127,8 +131,10 @@ impl Store {
     pub fn check(&self) -> Vec<String> {
         let mut problems = Vec::new();
         let mut counts: FxHashMap<u32, usize> = FxHashMap::default();
+        let mut bytes: FxHashMap<u32, usize> = FxHashMap::default();
         for (p, n) in self.tree_nodes() {
             *counts.entry(n.perms.owner()).or_default() += 1;
+            *bytes.entry(n.perms.owner()).or_default() += n.memory(p);
             for c in n.children() {
                 if !self.nodes.contains(path::child(p, c).as_str()) {
                     problems.push(format!("{p}: child {c} missing"));
@@ -149,6 +155,14 @@ impl Store {
                 ));
             }
         }
+        for (d, n) in &bytes {
+            if self.memory(*d) != *n {
+                problems.push(format!(
+                    "domain {d}: owns {n} bytes of nodes, accounted {}",
+                    self.memory(*d)
+                ));
+            }
+        }
         problems
     }
 
@@ -157,16 +171,27 @@ impl Store {
     pub fn unlink(&mut self, path: &str) -> bool {
         match self.nodes.take(path) {
             Some(old) => {
-                self.account(old.node().perms.owner(), -1);
+                self.account(
+                    old.node().perms.owner(),
+                    -1,
+                    -(old.node().memory(path) as isize),
+                );
                 true
             }
             None => false,
         }
     }
 
-    fn account(&mut self, domid: u32, delta: isize) {
+    /// Bytes of the nodes `domid` owns.
+    pub fn memory(&self, domid: u32) -> usize {
+        self.owned_bytes.get(&domid).copied().unwrap_or(0)
+    }
+
+    fn account(&mut self, domid: u32, nodes: isize, bytes: isize) {
         let n = self.owned.entry(domid).or_default();
-        *n = n.saturating_add_signed(delta);
+        *n = n.saturating_add_signed(nodes);
+        let b = self.owned_bytes.entry(domid).or_default();
+        *b = b.saturating_add_signed(bytes);
     }
 }
 
@@ -178,15 +203,19 @@ impl Tree for Store {
     fn put(&mut self, path: &str, mut node: Node) {
         node.generation = self.next_generation();
         let owner = node.perms.owner();
+        let bytes = node.view().memory(path) as isize;
         match self.nodes.replace(Record::new(path, node.view())) {
             Some(old) => {
                 let old_owner = old.node().perms.owner();
+                let old_bytes = old.node().memory(path) as isize;
                 if old_owner != owner {
-                    self.account(old_owner, -1);
-                    self.account(owner, 1);
+                    self.account(old_owner, -1, -old_bytes);
+                    self.account(owner, 1, bytes);
+                } else {
+                    self.account(owner, 0, bytes - old_bytes);
                 }
             }
-            None => self.account(owner, 1),
+            None => self.account(owner, 1, bytes),
         }
     }
 
@@ -203,6 +232,10 @@ impl Tree for Store {
     fn owned(&self, domid: u32) -> usize {
         self.owned.get(&domid).copied().unwrap_or(0)
     }
+
+    fn memory(&self, domid: u32) -> usize {
+        Store::memory(self, domid)
+    }
 }
 
 #[cfg(test)]
@@ -216,6 +249,7 @@ mod tests {
     const LIMITS: Limits = Limits {
         nodes: 1000,
         node_size: 2048,
+        memory: crate::tree::UNLIMITED_MEMORY,
     };
 
     fn guest(domid: u32) -> Identity {
@@ -262,7 +296,14 @@ mod tests {
         write(&mut s, "/local/domain/6", None, &dom0(), &LIMITS).unwrap();
         let err = write(&mut s, "/local/domain/6/x", Some(b"1"), &guest(6), &LIMITS);
         assert_eq!(err, Err(Fail(XsError::Eacces, "perm")));
-        set_perms(&mut s, "/local/domain/6", Perms::owned_by(6), &dom0()).unwrap();
+        set_perms(
+            &mut s,
+            "/local/domain/6",
+            Perms::owned_by(6),
+            &dom0(),
+            &LIMITS,
+        )
+        .unwrap();
         write(
             &mut s,
             "/local/domain/6/x/y",
@@ -285,7 +326,7 @@ mod tests {
         // unprivileged owners cannot give nodes away
         let p = Perms::parse(b"n7\0", 1).unwrap();
         assert_eq!(
-            set_perms(&mut s, "/local/domain/6/x", p, &guest(6)),
+            set_perms(&mut s, "/local/domain/6/x", p, &guest(6), &LIMITS),
             Err(Fail(XsError::Eperm, "perm:owner"))
         );
         assert!(s.check().is_empty(), "{:?}", s.check());
@@ -295,7 +336,7 @@ mod tests {
     fn node_quota_is_all_or_nothing() {
         let mut s = Store::new();
         write(&mut s, "/d", None, &dom0(), &LIMITS).unwrap();
-        set_perms(&mut s, "/d", Perms::owned_by(6), &dom0()).unwrap();
+        set_perms(&mut s, "/d", Perms::owned_by(6), &dom0(), &LIMITS).unwrap();
         let small = Limits { nodes: 3, ..LIMITS };
         let before = s.generation();
         let err = write(&mut s, "/d/a/b/c", Some(b""), &guest(6), &small);
@@ -312,7 +353,7 @@ mod tests {
     fn node_size_quota_counts_the_record() {
         let mut s = Store::new();
         write(&mut s, "/d", None, &dom0(), &LIMITS).unwrap();
-        set_perms(&mut s, "/d", Perms::owned_by(6), &dom0()).unwrap();
+        set_perms(&mut s, "/d", Perms::owned_by(6), &dom0(), &LIMITS).unwrap();
         let fits = vec![b'x'; 2048 - 24 - 8 - 1];
         write(&mut s, "/d/a", Some(&fits), &guest(6), &LIMITS).unwrap();
         let too_big = vec![b'x'; 2048 - 24 - 8];

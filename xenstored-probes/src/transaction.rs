@@ -23,9 +23,15 @@ pub struct Transaction {
     owned_delta: FxHashMap<u32, isize>,
     /// Changes made, to fire watches for on commit.
     pub changes: Vec<Change>,
-    /// A request was refused for touching more nodes than the quota: the
-    /// commit fails (ENOMEM), as upstream's `trans->fail`.
-    pub failed: bool,
+    /// Why a request in it was refused in a way C xenstored cannot undo
+    /// (past the transaction-nodes quota, or a write past the memory
+    /// quota): the commit fails (ENOMEM), as upstream's `trans->fail`.
+    pub failed: Option<&'static str>,
+    /// Bytes of the node copies it keeps (C xenstored keeps one record per
+    /// touched node, charged to the transaction's owner).
+    bytes: usize,
+    /// What C's key for a copy adds to the path: "<generation>/".
+    key_prefix: usize,
 }
 
 /// A commit lost against a concurrent change to this node.
@@ -33,25 +39,59 @@ pub struct Transaction {
 pub struct Conflict(pub String);
 
 impl Transaction {
-    pub fn view<'a>(&'a mut self, store: &'a Store) -> TxTree<'a> {
-        self.view_limited(store, usize::MAX)
+    /// A transaction started at store generation `generation`: C xenstored
+    /// keys its copies "<generation>/<path>", and charges the key.
+    pub fn stamped(generation: u64) -> Transaction {
+        Transaction {
+            key_prefix: generation.to_string().len() + 1,
+            ..Transaction::default()
+        }
     }
 
-    /// The view of one request that may touch at most `limit` distinct
-    /// nodes in all (the transaction-nodes quota, checked at each first
-    /// access as upstream's access_node does).
-    pub fn view_limited<'a>(&'a mut self, store: &'a Store, limit: usize) -> TxTree<'a> {
+    /// What keeping `node` as the copy of `path` costs.
+    fn copy_cost(&self, path: &str, node: &Node) -> usize {
+        self.key_prefix + node.view().memory(path)
+    }
+
+    pub fn view<'a>(&'a mut self, store: &'a Store) -> TxTree<'a> {
+        self.view_limited(store, usize::MAX, 0)
+    }
+
+    /// The view of one request of domain `owner` that may touch at most
+    /// `limit` distinct nodes in all (the transaction-nodes quota, checked
+    /// at each first access as upstream's access_node does).
+    pub fn view_limited<'a>(
+        &'a mut self,
+        store: &'a Store,
+        limit: usize,
+        owner: u32,
+    ) -> TxTree<'a> {
         TxTree {
             store,
             tx: self,
             limit,
             refused: false,
+            owner,
         }
     }
 
     /// Nodes touched so far.
     pub fn accessed(&self) -> usize {
         self.read.len()
+    }
+
+    /// Bytes of node copies held (charged to its owner's memory quota).
+    pub fn memory(&self) -> usize {
+        self.bytes
+    }
+
+    /// The bytes `path`'s copy holds now.
+    fn held(&self, path: &str) -> usize {
+        let copy = match self.overlay.get(path) {
+            Some(n) => n.as_ref(),
+            None => self.read.get(path).and_then(|r| r.0.as_ref()),
+        };
+        copy.map_or(0, |n| self.copy_cost(path, n))
     }
 
     /// Applies the transaction to the store, or reports the first conflict.
@@ -107,6 +147,8 @@ pub struct TxTree<'a> {
     tx: &'a mut Transaction,
     limit: usize,
     refused: bool,
+    /// The domain whose connection runs it (charged for its copies).
+    owner: u32,
 }
 
 impl TxTree<'_> {
@@ -137,6 +179,7 @@ impl Tree for TxTree<'_> {
                 return None;
             }
             let node = self.store.node(path).map(NodeRef::to_node);
+            self.tx.bytes += node.as_ref().map_or(0, |n| self.tx.copy_cost(path, n));
             let order = self.tx.read.len();
             self.tx.read.insert(path.to_string(), (node, order));
         }
@@ -158,6 +201,7 @@ impl Tree for TxTree<'_> {
         // upstream stamps the transaction's copy with a generation too
         let mut node = node;
         node.generation = self.store.next_generation();
+        self.tx.bytes = self.tx.bytes - self.tx.held(path) + self.tx.copy_cost(path, &node);
         self.tx.overlay.insert(path.to_string(), Some(node));
     }
 
@@ -169,6 +213,7 @@ impl Tree for TxTree<'_> {
         if let Some(o) = old {
             self.account(o, -1);
         }
+        self.tx.bytes -= self.tx.held(path);
         self.tx.overlay.insert(path.to_string(), None);
         self.store.next_generation();
     }
@@ -180,6 +225,19 @@ impl Tree for TxTree<'_> {
     fn owned(&self, domid: u32) -> usize {
         let delta = self.tx.owned_delta.get(&domid).copied().unwrap_or(0);
         self.store.owned(domid).saturating_add_signed(delta)
+    }
+
+    fn memory(&self, domid: u32) -> usize {
+        let own = if domid == self.owner {
+            self.tx.bytes
+        } else {
+            0
+        };
+        self.store.memory(domid) + own
+    }
+
+    fn charged(&self, _owner: u32) -> u32 {
+        self.owner
     }
 }
 
@@ -193,6 +251,7 @@ mod tests {
     const LIMITS: Limits = Limits {
         nodes: 1000,
         node_size: 2048,
+        memory: crate::tree::UNLIMITED_MEMORY,
     };
 
     fn w(t: &mut impl Tree, p: &str, v: &str) {

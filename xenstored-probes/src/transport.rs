@@ -28,6 +28,14 @@ pub trait Transport {
     fn short_read_drains(&self) -> bool {
         false
     }
+    /// Takes the peer's signals without taking its data, for a connection
+    /// that is not being read (over a quota, or its output backed up):
+    /// what `read` would report of the peer being gone (Ok(0)) or of a
+    /// session reset, else WouldBlock. A transport whose readiness needs no
+    /// acknowledging (a socket) keeps the default.
+    fn read_signals(&mut self) -> io::Result<usize> {
+        Err(io::ErrorKind::WouldBlock.into())
+    }
     /// True when `read` returning 0 means the domain behind the connection
     /// died unreleased (a ring ends no other way), not a client hanging up.
     fn eof_means_domain_gone(&self) -> bool {

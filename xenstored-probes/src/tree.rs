@@ -23,13 +23,58 @@ pub trait Tree {
     fn bump(&mut self);
     /// Nodes owned by `domid` as this view sees them.
     fn owned(&self, domid: u32) -> usize;
+    /// Bytes of nodes charged to `domid` as this view sees them (the
+    /// memory quota's share of the tree).
+    fn memory(&self, domid: u32) -> usize;
+    /// Who pays for a node owned by `owner` written through this view: the
+    /// owner in the store; a transaction's owner for the copies it keeps,
+    /// as C xenstored charges its per-transaction records.
+    fn charged(&self, owner: u32) -> u32 {
+        owner
+    }
 }
 
 /// Limits applied to unprivileged writers (see quota.rs for the values).
-#[derive(Clone, Copy, Debug)]
-pub struct Limits {
+#[derive(Clone, Copy)]
+pub struct Limits<'a> {
     pub nodes: usize,
     pub node_size: usize,
+    /// The bytes of nodes a domain may reach (its memory quota less what
+    /// it uses outside the tree); None: not limited (privileged domains).
+    /// Any domain charged for a write is checked, whoever writes.
+    pub memory: &'a dyn Fn(u32) -> Option<usize>,
+}
+
+/// No domain's memory is limited.
+pub const UNLIMITED_MEMORY: &dyn Fn(u32) -> Option<usize> = &|_| None;
+
+/// Why a write was refused on the memory quota. C xenstored 4.17 answers
+/// EIO: its write_node_raw turns the quota's ENOMEM into EIO.
+pub const MEMORY_QUOTA: Fail = Fail(XsError::Eio, "quota:memory");
+
+/// Refuses a change that would take a charged domain to its memory quota
+/// or past it (C's `domain_memory_add`: used + new >= quota). `gains` are
+/// bytes by charged domain; shrinking is always allowed.
+fn check_memory<T: Tree + ?Sized>(
+    t: &T,
+    limits: &Limits,
+    gains: &[(u32, isize)],
+) -> Result<(), Fail> {
+    for (i, &(domid, _)) in gains.iter().enumerate() {
+        if gains[..i].iter().any(|g| g.0 == domid) {
+            continue;
+        }
+        let gain: isize = gains.iter().filter(|g| g.0 == domid).map(|g| g.1).sum();
+        if gain <= 0 {
+            continue;
+        }
+        if let Some(max) = (limits.memory)(domid) {
+            if t.memory(domid) + gain as usize >= max {
+                return Err(MEMORY_QUOTA);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A change watches may fire for.
@@ -112,8 +157,12 @@ pub fn write<T: Tree + ?Sized>(
             let Some(value) = value else {
                 return Ok(None);
             };
+            let old = node.memory(path) as isize;
             let node = NodeRef { value, ..node }.to_node();
             check_size(&node, who, limits)?;
+            let charged = t.charged(node.perms.owner());
+            let gain = node.view().memory(path) as isize - old;
+            check_memory(t, limits, &[(charged, gain)])?;
             t.put(path, node);
             Ok(Some(Change::at(path)))
         }
@@ -150,10 +199,26 @@ fn create<T: Tree + ?Sized>(
             return Err(Fail(XsError::Enospc, "quota:nodes"));
         }
     }
-    anchor.add_child(path::basename(missing[missing.len() - 1]));
+    let added = path::basename(missing[missing.len() - 1]);
+    anchor.add_child(added);
     check_size(&anchor, who, limits)?;
     let leaf = Node::new(value, perms.clone());
     check_size(&leaf, who, limits)?;
+    // Every new node as an empty directory, the leaf's value and one
+    // child entry each (the leaf has none), and the anchor's new entry.
+    let empty = Node::new(b"", perms.clone());
+    let new_bytes: usize = missing
+        .iter()
+        .map(|p| empty.view().memory(p) + path::basename(p).len() + 1)
+        .sum::<usize>()
+        + value.len()
+        - added.len()
+        - 1;
+    let gains = [
+        (t.charged(perms.owner()), new_bytes as isize),
+        (t.charged(anchor.perms.owner()), added.len() as isize + 1),
+    ];
+    check_memory(t, limits, &gains)?;
     // Bottom up, as upstream writes them: generations come out the same.
     t.put(path, leaf);
     for (i, p) in missing.iter().enumerate().skip(1) {
@@ -236,13 +301,21 @@ pub fn set_perms<T: Tree + ?Sized>(
     path: &str,
     perms: Perms,
     who: &Identity,
+    limits: &Limits,
 ) -> Result<Change, Fail> {
     let node = lookup(t, path, who, WRITE | OWNER)?;
     if !who.privileged && perms.owner() != node.perms.owner() {
         return Err(Fail(XsError::Eperm, "perm:owner"));
     }
     let mut node = node.to_node();
+    let before = (t.charged(node.perms.owner()), node.view().memory(path));
     let old = std::mem::replace(&mut node.perms, perms);
+    let after = (t.charged(node.perms.owner()), node.view().memory(path));
+    let gains = [
+        (before.0, -(before.1 as isize)),
+        (after.0, after.1 as isize),
+    ];
+    check_memory(t, limits, &gains)?;
     t.put(path, node);
     Ok(Change {
         path: path.to_string(),

@@ -35,41 +35,66 @@ impl Watch {
     }
 }
 
-/// A connection's watches, in registration order (events go out in it).
+/// A connection's watches, in registration order (events go out in it),
+/// and the bytes of their paths and tokens (the memory quota's share).
 #[derive(Debug, Default)]
-pub struct Watches(pub Vec<Watch>);
+pub struct Watches {
+    list: Vec<Watch>,
+    bytes: usize,
+}
+
+fn cost(w: &Watch) -> usize {
+    w.path.len() + w.token.len()
+}
 
 impl Watches {
     /// False when the same path and token are already watched (EEXIST).
     pub fn add(&mut self, w: Watch) -> bool {
         if self
-            .0
+            .list
             .iter()
             .any(|x| x.path == w.path && x.token == w.token)
         {
             return false;
         }
-        self.0.push(w);
+        self.bytes += cost(&w);
+        self.list.push(w);
         true
     }
 
     /// False when no such watch exists (ENOENT).
     pub fn remove(&mut self, path: &str, token: &[u8]) -> bool {
-        let before = self.0.len();
-        self.0.retain(|x| !(x.path == path && x.token == token));
-        self.0.len() != before
+        let Some(i) = self
+            .list
+            .iter()
+            .position(|x| x.path == path && x.token == token)
+        else {
+            return false;
+        };
+        self.bytes -= cost(&self.list.remove(i));
+        true
+    }
+
+    pub fn all(&self) -> &[Watch] {
+        &self.list
+    }
+
+    /// Bytes of their paths and tokens, as C xenstored charges them.
+    pub fn memory(&self) -> usize {
+        self.bytes
     }
 
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.list.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.list.is_empty()
     }
 
     pub fn clear(&mut self) {
-        self.0.clear()
+        self.list.clear();
+        self.bytes = 0;
     }
 }
 
@@ -118,7 +143,9 @@ mod tests {
         assert!(ws.add(watch("/a", false)));
         assert!(!ws.add(watch("/a", false)));
         assert!(!ws.remove("/b", b"t"));
+        assert_eq!(ws.memory(), 3);
         assert!(ws.remove("/a", b"t"));
         assert!(ws.is_empty());
+        assert_eq!(ws.memory(), 0);
     }
 }

@@ -236,19 +236,13 @@ fn domain_quota(d: &Daemon, domid: u32) -> Option<String> {
     let (watches, transactions) = conns.fold((0, 0), |(w, t), c| {
         (w + c.watches.len(), t + c.transactions.len())
     });
-    let memory: usize = d
-        .store
-        .owned_paths(domid)
-        .iter()
-        .map(|p| p.len() + d.store.node(p).map_or(0, |n| n.record_size()))
-        .sum();
     let mut s = format!("Domain {domid}:\n");
     for (name, v) in [
         ("nodes", d.store.owned(domid)),
         ("watches", watches),
         ("transactions", transactions),
-        ("outstanding", 0),
-        ("memory", memory),
+        ("outstanding", d.outstanding(domid) as usize),
+        ("memory", d.memory(domid)),
     ] {
         s += &format!("{name:<16}: {v:>8}\n");
     }
@@ -262,7 +256,16 @@ fn memreport(d: &Daemon) -> String {
         d.conns.values().count()
     );
     for domid in d.domains.ids() {
-        s += &format!("domain {domid}: {} nodes\n", d.store.owned(domid));
+        s += &format!(
+            "domain {domid}: {} nodes, {} bytes, {} outstanding\n",
+            d.store.owned(domid),
+            d.memory(domid),
+            d.outstanding(domid)
+        );
     }
+    s += &format!(
+        "watch events dropped on a memory quota: {}\n",
+        d.dropped_events
+    );
     s
 }

@@ -7,7 +7,8 @@
 use super::{admin, domains, nodes, transactions, watches, Call, Daemon};
 use crate::error::Fail;
 use crate::probes;
-use crate::wire::{msg_name, Header, MsgType, XsError, PAYLOAD_MAX};
+use crate::quota::Kind;
+use crate::wire::{msg_name, Header, MsgType, XsError, HEADER_LEN, PAYLOAD_MAX};
 use std::panic::{self, AssertUnwindSafe};
 
 /// A handler taking the request's payload.
@@ -111,6 +112,11 @@ impl Daemon {
         };
         let mut input = conn.take_input();
         loop {
+            // As C xenstored, a domain over a quota is not read from: its
+            // next request waits until replies and events drain.
+            if !self.may_read(id) {
+                break;
+            }
             match input.next_message() {
                 Ok(Some((header, payload))) => self.handle(id, header, payload),
                 Ok(None) => break,
@@ -151,6 +157,8 @@ impl Daemon {
         self.in_flight.start(call.serial, payload);
         probes::request(call.serial, &conn.who(), h.ty, h.tx_id, h.req_id, payload);
         let tx_open = h.tx_id != 0 && conn.transactions.contains_key(&h.tx_id);
+        let unprivileged = (!conn.ident.privileged).then_some(conn.domid);
+        self.ticket = unprivileged.map(|domid| self.outstanding.ticket(domid));
         let mut reply = std::mem::take(&mut self.reply);
         reply.clear();
         // No bug reachable from one client's request may stop the host's
@@ -167,6 +175,16 @@ impl Daemon {
             // upstream's send_reply refuses to send more
             result = Err(Fail(XsError::E2big, "reply too long"));
         }
+        if let (Ok(Done::Reply), Some(domid)) = (&result, unprivileged) {
+            // C xenstored charges a reply longer than its 16-byte default
+            // buffer to the memory quota, and answers ENOMEM past it.
+            let cost = reply.len() + HEADER_LEN;
+            if reply.len() > 16
+                && self.memory(domid) + cost >= self.quotas.get(Kind::Memory, domid) as usize
+            {
+                result = Err(Fail(XsError::Enomem, "quota:memory"));
+            }
+        }
         let (serial, h) = (call.serial, &call.header);
         match result {
             Ok(Done::Reply) => self.respond(id, serial, h, Ok(&reply)),
@@ -182,6 +200,10 @@ impl Daemon {
             }
         }
         self.reply = reply;
+        self.ticket = None;
+        if let Some(domid) = unprivileged {
+            self.note_soft_quota(id, domid);
+        }
     }
 
     /// After a handler panicked (the panic hook logged where): says which

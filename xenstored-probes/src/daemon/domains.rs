@@ -214,6 +214,7 @@ impl Daemon {
         }
         self.domains.remove(domid);
         self.quotas.forget_domain(domid);
+        self.outstanding.forget(domid);
         self.backend.release(domid);
         self.effects.released.push(domid);
         for c in self.conns.values_mut() {

@@ -24,15 +24,17 @@ mod watches;
 use crate::connection::Connection;
 use crate::domain::Domains;
 use crate::error::Fail;
+use crate::outstanding::{Outstanding, Ticket};
 use crate::perms::Identity;
 use crate::probes;
-use crate::quota::Quotas;
+use crate::quota::{Kind, Quotas};
 use crate::store::Store;
 use crate::transport::{Attachment, DomainBackend, Transport};
 use crate::wire::{Header, MsgType, XsError};
 use log::RateLimitedLog;
 use rustc_hash::FxHashSet;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 /// Work for the event loop that only it can do.
 #[derive(Default)]
@@ -69,6 +71,13 @@ pub struct Daemon {
     queued_events: FxHashSet<(u32, String, Vec<u8>)>,
     /// What the `reply` probe needs of the request being executed.
     in_flight: probes::InFlight,
+    /// Unprivileged domains' requests not yet delivered (outstanding quota).
+    outstanding: Outstanding,
+    /// The current request's, when an unprivileged domain sent it: its
+    /// reply and the watch events it fires hold it.
+    ticket: Option<Rc<Ticket>>,
+    /// Watch events dropped on their receiver's memory quota.
+    dropped_events: u64,
 }
 
 /// The request being executed, as its handler sees it.
@@ -101,6 +110,9 @@ impl Daemon {
             logging: false,
             queued_events: FxHashSet::default(),
             in_flight: probes::InFlight::default(),
+            outstanding: Outstanding::default(),
+            ticket: None,
+            dropped_events: 0,
         }
     }
 
@@ -191,6 +203,9 @@ impl Daemon {
                 &[e.name().as_bytes(), b"\0"],
             ),
         }
+        if let Some(ticket) = &self.ticket {
+            conn.charge(ticket);
+        }
         let who = conn.who();
         probes::response(serial, &who, h.ty, h.tx_id, h.req_id, result);
         probes::reply(
@@ -203,6 +218,79 @@ impl Daemon {
             result,
         );
         Self::mark_dirty(&mut self.effects, conn);
+    }
+
+    /// What domain `domid` costs in bytes, as C xenstored 4.17's memory
+    /// quota counts it: the nodes it owns, and its connections' watches,
+    /// transaction copies and queued output.
+    pub fn memory(&self, domid: u32) -> usize {
+        let conns = self.conns.values().filter(|c| c.domid == domid);
+        self.store.memory(domid) + conns.map(Connection::memory).sum::<usize>()
+    }
+
+    /// Unprivileged domains' requests whose replies or events are not yet
+    /// written out.
+    pub fn outstanding(&self, domid: u32) -> u32 {
+        self.outstanding.count(domid)
+    }
+
+    /// Whether connection `id` may be read from: an unprivileged domain at
+    /// its outstanding quota, or at its hard memory quota, is not (C
+    /// xenstored's domain_can_read) until deliveries bring it under.
+    pub fn may_read(&mut self, id: u32) -> bool {
+        let Some(conn) = self.conns.get(&id) else {
+            return false;
+        };
+        if conn.ident.privileged {
+            return true;
+        }
+        let domid = conn.domid;
+        if self.outstanding.count(domid) >= self.quotas.get(Kind::Outstanding, domid) {
+            return false;
+        }
+        let used = self.memory(domid);
+        let over = used >= self.quotas.get(Kind::Memory, domid) as usize;
+        if let Some(dom) = self.domains.get_mut(domid) {
+            if over && !dom.hard_quota_reported {
+                let why = format_args!(
+                    "domain {domid} exceeds hard memory quota ({used} bytes), \
+                     Xenstore interface to domain stalled"
+                );
+                self.log.log(id, why);
+            }
+            dom.hard_quota_reported = over;
+        }
+        !over
+    }
+
+    /// Logs, once a crossing, that `domid` went over its soft memory
+    /// quota or back under (C xenstored's warning level).
+    fn note_soft_quota(&mut self, id: u32, domid: u32) {
+        let used = self.memory(domid);
+        let over = used >= self.quotas.soft_memory() as usize;
+        let Some(dom) = self.domains.get_mut(domid) else {
+            return;
+        };
+        if over != dom.soft_quota_reported {
+            dom.soft_quota_reported = over;
+            let state = if over { "exceeds" } else { "is below" };
+            let why = format_args!("domain {domid} {state} soft memory quota ({used} bytes)");
+            self.log.log(id, why);
+        }
+    }
+
+    /// The bytes the caller's domain uses outside the tree its request
+    /// sees (the transaction it runs in counts as part of that tree).
+    fn memory_outside(&self, call: &Call) -> usize {
+        let domid = call.who.domid;
+        let mut used = 0;
+        for c in self.conns.values().filter(|c| c.domid == domid) {
+            used += c.memory();
+            if let Some(t) = call.tx.filter(|_| c.id == call.conn) {
+                used -= c.transactions.get(&t).map_or(0, |t| t.memory());
+            }
+        }
+        used
     }
 
     /// Queues "OK" for a handler that orders its reply itself.

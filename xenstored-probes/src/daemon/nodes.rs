@@ -9,7 +9,7 @@ use crate::error::Fail;
 use crate::node::NodeRef;
 use crate::path;
 use crate::perms::{Identity, PermList, Perms};
-use crate::quota::Kind;
+use crate::quota::{Kind, Quotas};
 use crate::request;
 use crate::tree::{self, Limits};
 use crate::wire::{XsError, PAYLOAD_MAX};
@@ -67,7 +67,7 @@ pub(super) fn mkdir(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
 pub(super) fn rm(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
     let raw = request::path(p, XsError::Enomem)?;
     let path = node_path(d, call, raw)?;
-    let changes = d.tree(call, |t| tree::remove(t, &path, &call.who))?;
+    let changes = d.tree(call, |t, _, _| tree::remove(t, &path, &call.who))?;
     d.changed(call, changes);
     Ok(())
 }
@@ -87,7 +87,10 @@ pub(super) fn set_perms(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fai
     if perms.0.iter().any(|e| e.domid >= DOMID_FIRST_RESERVED) {
         return Err(Fail(XsError::Enoent, "perms:no such domain"));
     }
-    let change = d.tree(call, |t| tree::set_perms(t, &path, perms, &call.who))?;
+    let change = d.tree(call, |t, q, memory| {
+        let limits = limits(q, call.who.domid, memory);
+        tree::set_perms(t, &path, perms, &call.who, &limits)
+    })?;
     d.changed(call, [change]);
     Ok(())
 }
@@ -109,20 +112,28 @@ fn reply_from(
     emit: impl FnOnce(NodeRef<'_>),
 ) -> Result<(), Fail> {
     let path = node_path(d, call, raw)?;
-    d.tree(call, |t| tree::read(t, &path, &call.who).map(emit))
+    d.tree(call, |t, _, _| tree::read(t, &path, &call.who).map(emit))
 }
 
 /// WRITE (a value) or MKDIR (None).
 fn write_node(d: &mut Daemon, call: &Call, raw: &[u8], value: Option<&[u8]>) -> Result<(), Fail> {
     let path = node_path(d, call, raw)?;
-    let domid = call.who.domid;
-    let limits = Limits {
-        nodes: d.quotas.get(Kind::Nodes, domid) as usize,
-        node_size: d.quotas.get(Kind::NodeSize, domid) as usize,
-    };
-    let change = d.tree(call, |t| tree::write(t, &path, value, &call.who, &limits))?;
+    let change = d.tree(call, |t, q, memory| {
+        let limits = limits(q, call.who.domid, memory);
+        tree::write(t, &path, value, &call.who, &limits)
+    })?;
     d.changed(call, change);
     Ok(())
+}
+
+/// The limits on a request of domain `caller` (each applies only to
+/// unprivileged writers but the memory quota, see `Limits::memory`).
+fn limits<'m>(q: &Quotas, caller: u32, memory: &'m dyn Fn(u32) -> Option<usize>) -> Limits<'m> {
+    Limits {
+        nodes: q.get(Kind::Nodes, caller) as usize,
+        node_size: q.get(Kind::NodeSize, caller) as usize,
+        memory,
+    }
 }
 
 /// SET_PERMS on @introduceDomain/@releaseDomain: not nodes of the tree

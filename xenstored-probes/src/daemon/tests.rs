@@ -564,3 +564,225 @@ fn transaction_nodes_quota_is_checked_at_each_access_and_memory_stays_bounded() 
     let (ty, _) = call(&mut d, dom0, MsgType::TransactionEnd, tx0, b"T\0");
     assert_eq!(ty, MsgType::TransactionEnd as u32);
 }
+
+/// `CONTROL quota <domid>`'s value for `name`.
+fn quota_usage(d: &mut Daemon, dom0: u32, domid: u32, name: &str) -> usize {
+    let text = ok(
+        d,
+        dom0,
+        MsgType::Control,
+        format!("quota\0{domid}\0").as_bytes(),
+    );
+    let text = String::from_utf8(text).unwrap();
+    let line = text.lines().find(|l| l.starts_with(name)).unwrap();
+    line.split(':').nth(1).unwrap().trim().parse().unwrap()
+}
+
+#[test]
+fn memory_is_counted_as_c_xenstored_counts_it() {
+    let (mut d, dom0, guest) = with_guest();
+    // C xenstored 4.17 said 87 for these two nodes: key + record each.
+    ok(&mut d, dom0, MsgType::Write, b"/a/b\x000123456789");
+    ok(&mut d, dom0, MsgType::Write, b"/a/b/c\0y");
+    ok(&mut d, dom0, MsgType::SetPerms, b"/a/b\0n5\0");
+    ok(&mut d, dom0, MsgType::SetPerms, b"/a/b/c\0n5\0");
+    assert_eq!(d.memory(5), 87);
+    // domain 6: its home (key 15 + record 32), then a watch (path and
+    // token) and a transaction's copies count too
+    let home = 15 + 32;
+    assert_eq!(quota_usage(&mut d, dom0, 6, "memory"), home);
+    ok(&mut d, guest, MsgType::Watch, b"data\0tok\0");
+    events(&mut d, guest);
+    let watch = "/local/domain/6/data".len() + 3;
+    assert_eq!(quota_usage(&mut d, dom0, 6, "memory"), home + watch);
+    let tx = ok(&mut d, guest, MsgType::TransactionStart, b"\0");
+    let tx: u32 = String::from_utf8_lossy(&tx)
+        .trim_end_matches('\0')
+        .parse()
+        .unwrap();
+    let (t, _) = call(&mut d, guest, MsgType::Write, tx, b"data\0v");
+    assert_eq!(t, MsgType::Write as u32);
+    assert!(quota_usage(&mut d, dom0, 6, "memory") > home + watch);
+    assert_eq!(
+        call(&mut d, guest, MsgType::TransactionEnd, tx, b"F\0").0,
+        MsgType::TransactionEnd as u32
+    );
+    assert_eq!(quota_usage(&mut d, dom0, 6, "memory"), home + watch);
+    assert!(d.store.check().is_empty(), "{:?}", d.store.check());
+}
+
+#[test]
+fn memory_quota_refuses_writes_watches_and_big_replies() {
+    let (mut d, dom0, guest) = with_guest();
+    ok(
+        &mut d,
+        dom0,
+        MsgType::Control,
+        b"quota\0set\0memory\x00400\0",
+    );
+    let big = [b"a\0".as_slice(), &[b'x'; 200]].concat();
+    ok(&mut d, guest, MsgType::Write, &big);
+    // a second node would pass 400 bytes: refused as C does (EIO), the
+    // probe reason says which quota
+    let again = [b"b\0".as_slice(), &[b'x'; 200]].concat();
+    assert_eq!(err(&mut d, guest, MsgType::Write, 0, &again), "EIO");
+    assert_eq!(
+        err(&mut d, guest, MsgType::Mkdir, 0, b"c/d/e/f/g/h/i\0"),
+        "EIO"
+    );
+    assert_eq!(err(&mut d, guest, MsgType::Read, 0, b"b\0"), "ENOENT");
+    // growing a value is refused, shrinking is not
+    let grow = [b"a\0".as_slice(), &[b'x'; 600]].concat();
+    assert_eq!(err(&mut d, guest, MsgType::Write, 0, &grow), "EIO");
+    // a reply over 16 bytes that would pass the quota: ENOMEM
+    assert_eq!(err(&mut d, guest, MsgType::Read, 0, b"a\0"), "ENOMEM");
+    ok(&mut d, guest, MsgType::Write, b"a\0small");
+    assert_eq!(ok(&mut d, guest, MsgType::Read, b"a\0"), b"small");
+    // a watch whose path and token pass it: ENOMEM
+    let token = [b"a\0".as_slice(), &[b't'; 350], b"\0"].concat();
+    assert_eq!(err(&mut d, guest, MsgType::Watch, 0, &token), "ENOMEM");
+    // a node dom0 creates under the guest's home is the guest's: the
+    // guest's quota applies (C answers dom0 EIO too)
+    let x = [b"/local/domain/6/x\0".as_slice(), &[b'y'; 300]].concat();
+    assert_eq!(err(&mut d, dom0, MsgType::Write, 0, &x), "EIO");
+    ok(
+        &mut d,
+        dom0,
+        MsgType::Control,
+        b"quota\0set\0memory\x002000\0",
+    );
+    ok(&mut d, dom0, MsgType::Write, &x);
+    ok(
+        &mut d,
+        dom0,
+        MsgType::Control,
+        b"quota\0set\0memory\x00400\0",
+    );
+    assert!(d.memory(6) >= 400, "{}", d.memory(6));
+    assert_eq!(
+        err(&mut d, dom0, MsgType::Write, 0, b"/local/domain/6/z\0v"),
+        "EIO",
+        "its owner is over its quota"
+    );
+    assert!(!d.may_read(guest), "over the hard quota: not read from");
+    ok(&mut d, dom0, MsgType::Rm, b"/local/domain/6/x\0");
+    assert!(d.may_read(guest));
+    assert!(d.store.check().is_empty(), "{:?}", d.store.check());
+}
+
+#[test]
+fn memory_quota_counts_transaction_copies_and_drops_events_past_it() {
+    let (mut d, dom0, guest) = with_guest();
+    ok(
+        &mut d,
+        dom0,
+        MsgType::Control,
+        b"quota\0set\0memory\x00600\0",
+    );
+    let tx = ok(&mut d, guest, MsgType::TransactionStart, b"\0");
+    let tx: u32 = String::from_utf8_lossy(&tx)
+        .trim_end_matches('\0')
+        .parse()
+        .unwrap();
+    let value = [b"a\0".as_slice(), &[b'x'; 300]].concat();
+    assert_eq!(
+        call(&mut d, guest, MsgType::Write, tx, &value).0,
+        MsgType::Write as u32
+    );
+    let value = [b"b\0".as_slice(), &[b'x'; 300]].concat();
+    assert_eq!(call(&mut d, guest, MsgType::Write, tx, &value).1, b"EIO\0");
+    assert_eq!(
+        call(&mut d, guest, MsgType::TransactionEnd, tx, b"F\0").0,
+        MsgType::TransactionEnd as u32
+    );
+    // events that would take the receiver past its quota are dropped
+    ok(&mut d, guest, MsgType::Watch, b"/w\0t\0");
+    assert_eq!(events(&mut d, guest), ["/w t"]);
+    ok(&mut d, dom0, MsgType::Mkdir, b"/w\0");
+    ok(&mut d, dom0, MsgType::SetPerms, b"/w\0n0\0r6\0");
+    let name = "n".repeat(200);
+    for i in 0..5 {
+        ok(
+            &mut d,
+            dom0,
+            MsgType::Write,
+            format!("/w/{name}{i}\0v").as_bytes(),
+        );
+    }
+    // not drained: three fit under 600 with the home and the watch
+    let queued = d.conn(guest).unwrap().pending().len();
+    assert!(queued < 600, "{queued}");
+    assert!(d.dropped_events >= 2, "{}", d.dropped_events);
+}
+
+#[test]
+fn outstanding_requests_hold_until_delivered_and_stop_reading() {
+    let (mut d, dom0, guest) = with_guest();
+    ok(
+        &mut d,
+        dom0,
+        MsgType::Control,
+        b"quota\0set\0outstanding\x003\0",
+    );
+    let read = Header {
+        ty: MsgType::Read as u32,
+        req_id: 1,
+        tx_id: 0,
+        len: 0,
+    };
+    for _ in 0..2 {
+        d.handle(guest, read, b"");
+    }
+    assert_eq!(d.outstanding(6), 2, "replies queued, not yet written");
+    assert!(d.may_read(guest));
+    d.handle(guest, read, b"");
+    assert!(!d.may_read(guest), "at the quota: not read from");
+    assert_eq!(quota_usage(&mut d, dom0, 6, "outstanding"), 3);
+    drain(&mut d, guest);
+    assert_eq!(d.outstanding(6), 0);
+    assert!(d.may_read(guest));
+    // a request whose watch event waits at a reader stays outstanding
+    ok(&mut d, dom0, MsgType::Watch, b"/local/domain/6\0t\0");
+    events(&mut d, dom0);
+    ok(&mut d, guest, MsgType::Write, b"x\0v");
+    assert_eq!(d.outstanding(6), 1, "its event is still queued at dom0");
+    assert!(d.may_read(dom0), "dom0 is never limited");
+    assert_eq!(events(&mut d, dom0), ["/local/domain/6/x t"]);
+    assert_eq!(d.outstanding(6), 0);
+    // a closed connection releases what it held
+    let other = open(&mut d, 6, 0, "guest");
+    d.handle(other, read, b"");
+    assert_eq!(d.outstanding(6), 1);
+    d.close(other, 0, "test");
+    assert_eq!(d.outstanding(6), 0);
+}
+
+#[test]
+fn execute_input_stops_at_the_outstanding_quota() {
+    let (mut d, dom0, guest) = with_guest();
+    ok(
+        &mut d,
+        dom0,
+        MsgType::Control,
+        b"quota\0set\0outstanding\x002\0",
+    );
+    let mut wire = Vec::new();
+    for i in 0..5 {
+        crate::frame::encode(&mut wire, MsgType::Read as u32, i, 0, &[b"x\0"]);
+    }
+    let conn = d.conn_mut(guest).unwrap();
+    let mut input = conn.take_input();
+    input
+        .fill(|b| {
+            b[..wire.len()].copy_from_slice(&wire);
+            Ok(wire.len())
+        })
+        .unwrap();
+    conn.restore_input(input);
+    assert!(d.execute_input(guest));
+    assert_eq!(drain(&mut d, guest).len(), 2, "two answered, three wait");
+    assert!(d.execute_input(guest));
+    assert_eq!(drain(&mut d, guest).len(), 2);
+    assert!(d.execute_input(guest));
+    assert_eq!(drain(&mut d, guest).len(), 1);
+}

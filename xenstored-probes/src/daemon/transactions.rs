@@ -4,9 +4,10 @@
 use super::{Call, Daemon};
 use crate::error::Fail;
 use crate::probes::{self, TxOutcome};
-use crate::quota::Kind;
+use crate::quota::{Kind, Quotas};
 use crate::request;
-use crate::tree::Tree;
+use crate::transaction::Transaction;
+use crate::tree::{Tree, MEMORY_QUOTA};
 use crate::wire::XsError;
 use std::io::Write;
 
@@ -24,14 +25,15 @@ pub(super) fn start(
         return Err(Fail(XsError::Ebusy, "tx:nested"));
     }
     let quota = d.quotas.get(Kind::Transactions, call.who.domid) as usize;
-    let conn = d.caller(call)?;
-    if !call.who.privileged && conn.transactions.len() >= quota {
+    if !call.who.privileged && d.caller(call)?.transactions.len() >= quota {
         return Err(Fail(XsError::Enospc, "quota:transactions"));
     }
-    let tx_id = conn.alloc_tx_id();
-    conn.transactions.insert(tx_id, Default::default());
     // upstream stamps each transaction with a generation
-    d.store.next_generation();
+    let generation = d.store.next_generation();
+    let conn = d.caller(call)?;
+    let tx_id = conn.alloc_tx_id();
+    conn.transactions
+        .insert(tx_id, Transaction::stamped(generation));
     write!(reply, "{tx_id}\0").expect("writing to a Vec");
     Ok(())
 }
@@ -50,15 +52,9 @@ pub(super) fn end(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
         probes::tx_end(call.serial, &who, tx_id, TxOutcome::Abort, "");
         return Ok(());
     }
-    if t.failed {
-        probes::tx_end(
-            call.serial,
-            &who,
-            tx_id,
-            TxOutcome::Conflict,
-            TX_NODES_QUOTA,
-        );
-        return Err(Fail(XsError::Enomem, TX_NODES_QUOTA));
+    if let Some(reason) = t.failed {
+        probes::tx_end(call.serial, &who, tx_id, TxOutcome::Conflict, reason);
+        return Err(Fail(XsError::Enomem, reason));
     }
     match t.commit(&mut d.store) {
         Ok(changes) => {
@@ -77,31 +73,55 @@ pub(super) fn end(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
 
 impl Daemon {
     /// Runs `f` on the tree `call` sees: the store, or its transaction's
-    /// view of it.
+    /// view of it. `f` also gets the quotas and, for the memory quota, how
+    /// many bytes of nodes a domain may reach (`Limits::memory`).
     pub(super) fn tree<R>(
         &mut self,
         call: &Call,
-        f: impl FnOnce(&mut dyn Tree) -> Result<R, Fail>,
+        f: impl FnOnce(&mut dyn Tree, &Quotas, &dyn Fn(u32) -> Option<usize>) -> Result<R, Fail>,
     ) -> Result<R, Fail> {
         let Some(t) = call.tx else {
-            return f(&mut self.store);
+            let conns = &self.conns;
+            let besides = |domid: u32| -> usize {
+                let mine = conns.values().filter(|c| c.domid == domid);
+                mine.map(|c| c.memory()).sum()
+            };
+            let allowance = |domid| memory_allowance(&self.quotas, domid, besides);
+            return f(&mut self.store, &self.quotas, &allowance);
         };
         let limit = if call.who.privileged {
             usize::MAX
         } else {
             self.quotas.get(Kind::TransactionNodes, call.who.domid) as usize
         };
+        // A transaction's copies are charged to its owner, the caller.
+        let (caller, outside) = (call.who.domid, self.memory_outside(call));
+        let besides = |domid: u32| if domid == caller { outside } else { 0 };
+        let allowance = |domid| memory_allowance(&self.quotas, domid, besides);
         let tx = self
             .conns
             .get_mut(&call.conn)
             .and_then(|c| c.transactions.get_mut(&t))
             .ok_or(Fail(XsError::Enoent, "tx:unknown"))?;
-        let mut view = tx.view_limited(&self.store, limit);
-        let result = f(&mut view);
+        let mut view = tx.view_limited(&self.store, limit, caller);
+        let result = f(&mut view, &self.quotas, &allowance);
         if view.refused() {
-            tx.failed = true;
+            tx.failed = Some(TX_NODES_QUOTA);
             return Err(Fail(XsError::Enospc, TX_NODES_QUOTA));
+        }
+        if result.as_ref().is_err_and(|e| *e == MEMORY_QUOTA) {
+            // C xenstored fails the transaction it cannot revert
+            tx.failed = Some(MEMORY_QUOTA.1);
         }
         result
     }
+}
+
+/// How many bytes of nodes `domid` may reach: its memory quota less what
+/// it uses `besides` them; None for dom0, which has no quota.
+fn memory_allowance(q: &Quotas, domid: u32, besides: impl Fn(u32) -> usize) -> Option<usize> {
+    if domid == 0 {
+        return None;
+    }
+    Some((q.get(Kind::Memory, domid) as usize).saturating_sub(besides(domid)))
 }

@@ -3,15 +3,18 @@
 //! commit of the transaction that made it).
 
 use super::{Call, Daemon};
+use crate::connection::Connection;
 use crate::error::Fail;
 use crate::path;
 use crate::perms::{Identity, Perm, PermList, READ};
 use crate::probes;
 use crate::quota::Kind;
+use crate::quota::Quotas;
 use crate::request;
+use crate::store::Store;
 use crate::tree::Change;
 use crate::watch::Watch;
-use crate::wire::{MsgType, XsError};
+use crate::wire::{MsgType, XsError, HEADER_LEN};
 
 /// Replies before the watch's initial event, as upstream.
 pub(super) fn watch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
@@ -30,6 +33,10 @@ pub(super) fn watch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
         if used >= d.quotas.get(Kind::Watches, domid) as usize {
             return Err(Fail(XsError::E2big, "quota:watches"));
         }
+        let cost = abs.len() + req.token.len();
+        if d.memory(domid) + cost >= d.quotas.get(Kind::Memory, domid) as usize {
+            return Err(Fail(XsError::Enomem, "quota:memory"));
+        }
     }
     let w = Watch {
         path: abs,
@@ -44,10 +51,16 @@ pub(super) fn watch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
         return Ok(()); // replied already
     };
     let who = conn.who();
+    let room = event_room(&d.store, &d.quotas, conn);
     let (watches, out) = conn.watches_and_output();
     if let Some(w) = watches.last() {
         let event_path = w.event_path(&w.path, domid);
-        encode_event(out, &who, call.serial, call.conn, event_path, &w.token);
+        if event_cost(event_path, &w.token) < room {
+            encode_event(out, &who, call.serial, call.conn, event_path, &w.token);
+        }
+    }
+    if let Some(ticket) = &d.ticket {
+        conn.charge(ticket);
     }
     Daemon::mark_dirty(&mut d.effects, conn);
     Ok(())
@@ -129,12 +142,23 @@ impl Daemon {
             let (who, domid, ident) = (conn.who(), conn.domid, conn.ident);
             let mut permitted = None;
             let mut queued = false;
+            if !conn.watches.all().iter().any(|w| w.matches(change)) {
+                continue;
+            }
+            let mut room = event_room(store, &self.quotas, conn);
             let (watches, out) = conn.watches_and_output();
             for w in watches.iter().filter(|w| w.matches(change)) {
                 if !*permitted.get_or_insert_with(|| allowed(&ident)) {
                     break;
                 }
                 let event_path = w.event_path(&change.path, domid);
+                // As C xenstored, an event that would take an unprivileged
+                // receiver to its memory quota is dropped.
+                let cost = event_cost(event_path, &w.token);
+                if cost >= room {
+                    self.dropped_events += 1;
+                    continue;
+                }
                 if !self
                     .queued_events
                     .insert((who.conn, event_path.to_string(), w.token.clone()))
@@ -142,13 +166,33 @@ impl Daemon {
                     continue;
                 }
                 encode_event(out, &who, serial, firer, event_path, &w.token);
+                room -= cost;
                 queued = true;
             }
             if queued {
+                if let Some(ticket) = &self.ticket {
+                    conn.charge(ticket);
+                }
                 Self::mark_dirty(&mut self.effects, conn);
             }
         }
     }
+}
+
+/// The bytes a watch event costs its receiver's memory quota.
+fn event_cost(path: &str, token: &[u8]) -> usize {
+    HEADER_LEN + path.len() + 1 + token.len() + 1
+}
+
+/// How many bytes of events `conn` may still be sent before its domain
+/// reaches its memory quota (unlimited when privileged). Counts this
+/// connection's share only: a domain has one ring.
+fn event_room(store: &Store, quotas: &Quotas, conn: &Connection) -> usize {
+    if conn.ident.privileged {
+        return usize::MAX;
+    }
+    let used = store.memory(conn.domid) + conn.memory();
+    (quotas.get(Kind::Memory, conn.domid) as usize).saturating_sub(used)
 }
 
 /// A watch event for `who`, fired by request `serial` of connection `firer`.
