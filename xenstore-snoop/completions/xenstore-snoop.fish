@@ -7,6 +7,7 @@ complete -c xenstore-snoop -l path -d 'Only requests whose path matches this reg
 complete -c xenstore-snoop -s c -l count -d 'Exit after N lines (or N requests with --summary)' -r
 complete -c xenstore-snoop -l duration -d 'Exit after SECS seconds' -r
 complete -c xenstore-snoop -l interval -d 'With --summary: also print the tables (cumulative, after a time line) every SECS seconds' -r
+complete -c xenstore-snoop -l tracefs -d 'The tracefs mount to define uprobes in (default: /sys/kernel/tracing, else /sys/kernel/debug/tracing)' -r -F
 complete -c xenstore-snoop -l ring-mb -d 'Per-CPU ring buffer size in MiB (rounded up to a power of two)' -r
 complete -c xenstore-snoop -s x -l failed -d 'Only failed requests'
 complete -c xenstore-snoop -l no-watch-events -d 'Do not show watch events'

@@ -92,6 +92,11 @@ pub struct Args {
     #[arg(long, value_name = "SECS", requires = "summary", value_parser = positive_secs)]
     pub interval: Option<f64>,
 
+    /// The tracefs mount to define uprobes in (default: /sys/kernel/tracing,
+    /// else /sys/kernel/debug/tracing)
+    #[arg(long, value_name = "PATH", env = "TRACEFS")]
+    pub tracefs: Option<PathBuf>,
+
     /// Per-CPU ring buffer size in MiB (rounded up to a power of two)
     #[arg(long, value_name = "MIB", default_value_t = 16,
           value_parser = clap::value_parser!(u32).range(1..=1024))]

@@ -60,7 +60,7 @@ enum Stop {
 /// Traces until a stop condition; returns the process exit code.
 pub fn run(args: &Args) -> Result<i32> {
     let filter = filter_from(args)?;
-    let tracefs = tracefs()?;
+    let tracefs = tracefs(args.tracefs.as_deref())?;
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         bail!("xenstore-snoop needs root (uprobes and perf_event_open)");
