@@ -142,6 +142,12 @@ fn the_docs_state_the_crates_packing() {
             assert!(text.contains(e.as_str()), "{doc} does not say {e:?}");
         }
     }
+    for (doc, text) in [("xenstore.d", CONTRACT), ("xenstored-probes.7", MAN)] {
+        assert!(
+            flat(text).contains(&format!("\"{}\"", xenstore_proto::peer::SOCKET_PEER)),
+            "{doc} gives conn_open's peer format"
+        );
+    }
     assert!(
         flat(MAN).contains(&format!("str1 at most {STR1_MAX}")),
         "xenstored-probes.7 gives str1's limit"

@@ -311,8 +311,10 @@ pub fn watch_event(serial: u64, who: &Who, firer: u32, path: &[u8], token: &[u8]
     });
 }
 
+/// A connection opened over `transport`; its peer is described (a /proc
+/// read for a socket client) only while the probe is traced.
 #[inline]
-pub fn conn_open(who: &Who, transport: &str, peer: &str) {
+pub fn conn_open(who: &Who, transport: &dyn crate::transport::Transport) {
     crate::trace::connection(true, who.conn);
     fire!(conn_open, {
         let (ident, client) = pack_who(who, 0, 0);
@@ -321,8 +323,8 @@ pub fn conn_open(who: &Who, transport: &str, peer: &str) {
             ident,
             client,
             0u64,
-            transport.to_string(),
-            peer.to_string(),
+            transport.kind().to_string(),
+            transport.peer(),
         )
     });
 }

@@ -31,6 +31,10 @@
  *                                                str2 = token
  * conn_open    extra = 0                         str1 = transport ("socket", "ring")
  *                                                str2 = peer description
+ *              peer: "pid PID uid UID comm COMM" for a dom0 socket client
+ *              (COMM: /proc/PID/comm when the connection opened, the rest of
+ *              the string; " comm COMM" absent if unreadable), "domain DOMID
+ *              ..." for a domain's connection
  * conn_close   extra = 0                         str1 = reason
  *                                                str2 = ""
  * tx_end       extra = outcome (0 commit, 1 abort, 2 conflict, 3 dropped)
