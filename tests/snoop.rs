@@ -156,12 +156,13 @@ fn classic_lines_for_real_clients() {
     assert!(watch.end(TIMEOUT).status.success());
 
     let header = snoop.stdout()[0].clone();
-    assert_eq!(columns(&header), ["DOM", "PID", "TX", "OP"]);
+    assert_eq!(columns(&header), ["DOM", "PID", "COMM", "TX", "OP"]);
     let gdp = snoop.wait_line("XS_GET_DOMAIN_PATH", |l| l.contains("XS_GET_DOMAIN_PATH:"));
     let c = columns(&gdp);
     assert_eq!(c[0], "0", "{gdp}");
     assert_ne!(c[1], "0", "a dom0 client has a pid: {gdp}");
-    assert_eq!(c[2], "0", "{gdp}");
+    assert_eq!(c[2], "python3", "the client's comm: {gdp}");
+    assert_eq!(c[3], "0", "{gdp}");
     assert!(
         gdp.ends_with("XS_GET_DOMAIN_PATH: 6 -> /local/domain/6"),
         "{gdp}"
@@ -175,14 +176,19 @@ fn classic_lines_for_real_clients() {
     let tx_write = snoop.wait_line("the write in the transaction", |l| {
         l.contains("XS_WRITE: /local/domain/6/data/tx-written yes -> OK")
     });
-    assert_eq!(columns(&tx_write)[2], tx_id, "{tx_write}");
+    assert_eq!(columns(&tx_write)[3], tx_id, "{tx_write}");
     let tx_end = snoop.wait_line("XS_TRANSACTION_END", |l| l.contains("XS_TRANSACTION_END"));
-    assert_eq!(columns(&tx_end)[2], tx_id, "{tx_end}");
+    assert_eq!(columns(&tx_end)[3], tx_id, "{tx_end}");
 
     let guest_read = snoop.wait_line("the guest read", |l| {
         l.contains("XS_READ: device/vbd/0/state -> 3")
     });
-    assert_eq!(columns(&guest_read)[..3], ["6", "0", "0"], "{guest_read}");
+    // no /local/domain/6/name in this store: the guest is `-`
+    assert_eq!(
+        columns(&guest_read)[..4],
+        ["6", "0", "-", "0"],
+        "{guest_read}"
+    );
     let enoent = snoop.wait_line("the ENOENT", |l| l.contains("device/vif/0/type"));
     assert!(
         enoent.ends_with("[ERROR] XS_READ: device/vif/0/type -> ENOENT"),
@@ -193,8 +199,8 @@ fn classic_lines_for_real_clients() {
         l.contains("XS_WATCH_EVENT: /local/domain/6/device/vbd/0/state")
     });
     let c = columns(&event);
-    assert_eq!((c[0], c[2]), ("0", "-"), "{event}");
-    assert_eq!(c.len(), 6, "path and token: {event}");
+    assert_eq!((c[0], c[2], c[3]), ("0", "xenstore-watch", "-"), "{event}");
+    assert_eq!(c.len(), 7, "path and token: {event}");
 
     let me = snoop.pid();
     let (_, stderr, status) = snoop.stop();
@@ -564,10 +570,10 @@ fn timestamp_and_latency_columns() {
     let (out, _, _) = snoop.stop();
     assert_eq!(
         columns(&out[0]),
-        ["TIME", "DOM", "PID", "TX", "LAT(us)", "OP"]
+        ["TIME", "DOM", "PID", "COMM", "TX", "LAT(us)", "OP"]
     );
     let c = columns(&line);
-    // HH:MM:SS.µµµµµµ of now (UTC), then dom, pid, tx, latency
+    // HH:MM:SS.µµµµµµ of now (UTC), then dom, pid, comm, tx, latency
     let time = chrono_like(c[0]);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -576,7 +582,8 @@ fn timestamp_and_latency_columns() {
         % 86400.0;
     assert!((now - time).abs() < 60.0, "{line}");
     assert_eq!(c[0].len(), 15, "{line}");
-    let lat: f64 = c[4].parse().unwrap();
+    assert_eq!(c[3], "xenstore-write", "{line}");
+    let lat: f64 = c[5].parse().unwrap();
     assert!(lat > 0.0 && lat < 1e6, "{line}");
 }
 
@@ -779,4 +786,96 @@ fn a_type_beyond_16_bits_is_not_shown_as_a_real_one() {
         line.contains("[ERROR] XS_UNKNOWN(>65534): /forged -> ENOSYS"),
         "{line}"
     );
+}
+
+#[test]
+fn short_lived_clients_are_named_and_selected_by_name() {
+    if !common::need_root("short_lived_clients_are_named_and_selected_by_name") {
+        return;
+    }
+    let shim = Shim::private_copy();
+    // Connected before the snooper: named from /proc at first sight.
+    let watch = shim.watch(&["-n", "2", "/named"]);
+    assert_eq!(watch.line(0, TIMEOUT), "/named");
+    let named = Snooper::attach(&shim, &["-n", "xenstore-write", "-n", "xenstore-watch"]);
+    let json = Snooper::attach(&shim, &["--json"]);
+    // xenstore-write lives milliseconds: gone long before anyone looks.
+    shim.run("xenstore-write", &["/named/a", "1"]);
+    shim.run("xenstore-read", &["/named/a"]);
+    assert!(watch.end(TIMEOUT).status.success());
+    shim.run("xenstore-write", &["/named/done", "1"]);
+
+    let write = named.wait_line("the write", |l| l.contains("XS_WRITE: /named/a 1 -> OK"));
+    assert_eq!(columns(&write)[2], "xenstore-write", "{write}");
+    let event = named.wait_line("the watch event", |l| {
+        l.contains("XS_WATCH_EVENT: /named/a")
+    });
+    assert_eq!(columns(&event)[2], "xenstore-watch", "{event}");
+    named.wait_line("the last write", |l| l.contains("/named/done"));
+    let (out, _, status) = named.stop();
+    assert!(status.success());
+    let body = &out[1..];
+    assert!(
+        body.iter()
+            .all(|l| ["xenstore-write", "xenstore-watch"].contains(&columns(l)[2])),
+        "-n shows only those names: {body:?}"
+    );
+    assert!(!body.iter().any(|l| l.contains("XS_READ:")), "{body:?}");
+
+    json.wait_line("the last write", |l| l.contains("/named/done"));
+    let (out, _, _) = json.stop();
+    let read = out
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["op"] == "XS_READ" && r["path"] == "/named/a")
+        .expect("the read");
+    assert_eq!(read["comm"], "xenstore-read", "{read}");
+}
+
+#[test]
+fn path_filter_matches_guest_relative_paths_as_resolved() {
+    if !common::need_root("path_filter_matches_guest_relative_paths_as_resolved") {
+        return;
+    }
+    let shim = Shim::private_copy();
+    let dom6 = introduce(&shim, 6);
+    let dom7 = introduce(&shim, 7);
+    let snoop = Snooper::attach(&shim, &["--path", "^/local/domain/6/device/"]);
+    // The toolstack names domain 6: its lines show the name from then on.
+    shim.run("xenstore-write", &["/local/domain/6/name", "web01"]);
+    for (socket, path) in [
+        (&dom6, "device/vbd/0/state"),
+        (&dom6, "/local/domain/6/device/vbd/0/state"),
+        (&dom7, "device/vbd/0/state"),
+        (&dom6, "name"),
+    ] {
+        let out = guest(socket, "xenstore-read", &[path]);
+        assert!(out.status.success(), "{path}: {out:?}");
+    }
+    shim.run("xenstore-read", &["/local/domain/6/device/vbd/0/state"]);
+    let line = snoop.wait_line("dom0's read", |l| l.starts_with("0 "));
+    let (out, _, status) = snoop.stop();
+    assert!(status.success());
+    let body: Vec<&str> = out[1..].iter().map(String::as_str).collect();
+    assert_eq!(body.len(), 3, "{body:?}");
+    // Shown as sent: the relative path stays relative.
+    assert_eq!(
+        columns(body[0]),
+        [
+            "6",
+            "0",
+            "web01",
+            "0",
+            "XS_READ:",
+            "device/vbd/0/state",
+            "->",
+            "3"
+        ],
+        "{body:?}"
+    );
+    assert!(
+        body[1].ends_with("XS_READ: /local/domain/6/device/vbd/0/state -> 3"),
+        "{body:?}"
+    );
+    assert!(line.contains("xenstore-read"), "{line}");
 }

@@ -2,8 +2,9 @@ complete -c xenstore-snoop -l daemon-pid -d 'Trace this daemon process (default:
 complete -c xenstore-snoop -l binary -d 'The daemon\'s binary (default: the one the daemon process runs)' -r -F
 complete -c xenstore-snoop -s d -l domain -d 'Only this domain (repeatable); filtered in the kernel' -r
 complete -c xenstore-snoop -s p -l pid -d 'Only this dom0 client pid (repeatable)' -r
+complete -c xenstore-snoop -s n -l name -d 'Only this client name (repeatable): a dom0 client\'s command name (comm, as when it connected) or a guest\'s domain name' -r
 complete -c xenstore-snoop -l op -d 'Only these ops, comma-separated (READ,WRITE or XS_READ,...)' -r
-complete -c xenstore-snoop -l path -d 'Only requests whose path matches this regex' -r
+complete -c xenstore-snoop -l path -d 'Only requests whose path matches this regex. A guest\'s relative paths are matched as the daemon resolves them (under /local/domain/<id>), though shown as sent' -r
 complete -c xenstore-snoop -s c -l count -d 'Exit after N lines (or N requests with --summary)' -r
 complete -c xenstore-snoop -l duration -d 'Exit after SECS seconds' -r
 complete -c xenstore-snoop -l interval -d 'With --summary: also print the tables (cumulative, after a time line) every SECS seconds' -r

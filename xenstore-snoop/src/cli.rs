@@ -40,6 +40,11 @@ pub struct Args {
     #[arg(short = 'p', long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,
 
+    /// Only this client name (repeatable): a dom0 client's command name
+    /// (comm, as when it connected) or a guest's domain name
+    #[arg(short = 'n', long = "name", value_name = "NAME")]
+    pub names: Vec<String>,
+
     /// Only failed requests
     #[arg(short = 'x', long)]
     pub failed: bool,
@@ -48,7 +53,9 @@ pub struct Args {
     #[arg(long = "op", value_name = "OPS", value_delimiter = ',')]
     pub ops: Vec<String>,
 
-    /// Only requests whose path matches this regex
+    /// Only requests whose path matches this regex. A guest's relative
+    /// paths are matched as the daemon resolves them (under
+    /// /local/domain/<id>), though shown as sent
     #[arg(long, value_name = "REGEX")]
     pub path: Option<String>,
 

@@ -29,6 +29,9 @@ pub struct Record {
     pub conn: u32,
     pub dom: u16,
     pub pid: u32,
+    /// The client's name (see names.rs); None when unknown. Set by the
+    /// session, not by pairing.
+    pub comm: Option<std::rc::Rc<str>>,
     /// None for watch events and connection events (printed `-`).
     pub tx: Option<u32>,
     pub req_id: Option<u32>,
@@ -65,6 +68,7 @@ impl Record {
             conn: ev.conn,
             dom: ev.dom,
             pid: ev.pid,
+            comm: None,
             tx: None,
             req_id: None,
             op: None,
@@ -410,7 +414,7 @@ mod captured {
         };
         assert_eq!(
             TextStyle::default().line(r, &clock),
-            "0   26137  0   [ERROR] XS_READ: /nonexistent/node -> ENOENT"
+            "0   26137  -               0   [ERROR] XS_READ: /nonexistent/node -> ENOENT"
         );
     }
 }

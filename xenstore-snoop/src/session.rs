@@ -5,8 +5,9 @@ use crate::cli::Args;
 use crate::event::{Decoder, Event, Probe};
 use crate::filter::Filter;
 use crate::format::Format;
+use crate::names::Names;
 use crate::output::{Clock, JsonRecord, TextStyle, TimeColumn};
-use crate::pairing::Pairing;
+use crate::pairing::{Pairing, Record};
 use crate::perf::Rings;
 use crate::summary::Summary;
 use crate::uprobe::{remove_stale_groups, tracefs, Group};
@@ -39,6 +40,7 @@ pub fn filter_from(args: &Args) -> Result<Filter> {
     Ok(Filter {
         domains: args.domains.clone(),
         pids: args.pids.clone(),
+        names: args.names.clone(),
         failed_only: args.failed,
         ops,
         path,
@@ -137,6 +139,7 @@ pub fn run(args: &Args) -> Result<i32> {
         out: std::io::BufWriter::with_capacity(1 << 18, std::io::stdout().lock()),
         line: String::with_capacity(256),
         pairing: Pairing::new(),
+        names: Names::new(),
         summary: Summary::default(),
         shown: 0,
         seen: 0,
@@ -182,6 +185,7 @@ struct Loop<'a, W: Write> {
     /// The text line being built, reused.
     line: String,
     pairing: Pairing,
+    names: Names,
     summary: Summary,
     shown: u64,
     seen: u64,
@@ -254,7 +258,8 @@ impl<W: Write> Loop<'_, W> {
             _ => stop,
         };
         if stop != Stop::Count {
-            for r in self.pairing.unanswered() {
+            for mut r in self.pairing.unanswered() {
+                r.comm = self.names.name(&r);
                 if self.filter.wants(&r) && self.show(&r).is_err() {
                     return Ok(Stop::PipeClosed);
                 }
@@ -303,9 +308,12 @@ impl<W: Write> Loop<'_, W> {
             batch.sort_by_key(|e| e.mono_ns);
         }
         for ev in batch.drain(..) {
-            let Some(r) = self.pairing.push(ev) else {
+            self.names.observe(&ev);
+            let Some(mut r) = self.pairing.push(ev) else {
                 continue;
             };
+            self.names.learn(&r);
+            r.comm = self.names.name(&r);
             if !self.filter.wants(&r) {
                 continue;
             }
@@ -322,7 +330,7 @@ impl<W: Write> Loop<'_, W> {
         Ok(None)
     }
 
-    fn show(&mut self, r: &crate::pairing::Record) -> std::io::Result<()> {
+    fn show(&mut self, r: &Record) -> std::io::Result<()> {
         self.shown += 1;
         if self.args.summary {
             self.summary.add(r);

@@ -311,21 +311,15 @@ pub fn watch_event(serial: u64, who: &Who, firer: u32, path: &[u8], token: &[u8]
     });
 }
 
-/// A connection opened over `transport`; its peer is described (a /proc
-/// read for a socket client) only while the probe is traced.
+/// A connection opened over a `transport` ("socket", "ring"); `peer`
+/// describes the other end (a /proc read for a socket client), called
+/// only while the probe is traced.
 #[inline]
-pub fn conn_open(who: &Who, transport: &dyn crate::transport::Transport) {
+pub fn conn_open(who: &Who, transport: &str, peer: impl FnOnce() -> String) {
     crate::trace::connection(true, who.conn);
     fire!(conn_open, {
         let (ident, client) = pack_who(who, 0, 0);
-        (
-            0u64,
-            ident,
-            client,
-            0u64,
-            transport.kind().to_string(),
-            transport.peer(),
-        )
+        (0u64, ident, client, 0u64, transport.to_string(), peer())
     });
 }
 

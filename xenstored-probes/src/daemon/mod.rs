@@ -110,7 +110,8 @@ impl Daemon {
         let id = self.reserve_conn_id();
         let target = self.domains.get(domid).and_then(|d| d.target);
         let conn = Connection::new(id, domid, domid == 0, target, transport);
-        probes::conn_open(&conn.who(), conn.transport());
+        let transport = conn.transport();
+        probes::conn_open(&conn.who(), transport.kind(), || transport.peer());
         self.conns.insert(id, conn);
         id
     }
