@@ -879,3 +879,45 @@ fn path_filter_matches_guest_relative_paths_as_resolved() {
     );
     assert!(line.contains("xenstore-read"), "{line}");
 }
+
+#[test]
+fn cut_values_are_marked_with_the_bytes_cut() {
+    if !common::need_root("cut_values_are_marked_with_the_bytes_cut") {
+        return;
+    }
+    let shim = Shim::private_copy();
+    let text = Snooper::attach(&shim, &["--path", "^/cut$"]);
+    let json = Snooper::attach(&shim, &["--json", "--path", "^/cut$"]);
+    let value = "X".repeat(4000);
+    shim.run("xenstore-write", &["/cut", &value]);
+    assert_eq!(shim.run("xenstore-read", &["/cut"]).trim_end(), value);
+
+    let write = text.wait_line("the write", |l| l.contains("XS_WRITE: /cut "));
+    let shown = write.split("XS_WRITE: /cut ").nth(1).unwrap();
+    let (kept, mark) = shown.split_once('…').expect("a cut mark");
+    assert!(
+        kept.len() < 4000 && kept.bytes().all(|b| b == b'X'),
+        "{write}"
+    );
+    let cut = 4000 - kept.len();
+    assert_eq!(mark, format!("[+{cut} bytes] -> OK"), "{write}");
+    let read = text.wait_line("the read", |l| l.contains("XS_READ: /cut "));
+    let result = read.split(" -> ").nth(1).unwrap();
+    let (kept, mark) = result.split_once('…').expect("a cut mark");
+    assert_eq!(mark, format!("[+{} bytes]", 4000 - kept.len()), "{read}");
+
+    json.wait_line("the read", |l| l.contains("\"XS_READ\""));
+    let (out, _, _) = json.stop();
+    let records: Vec<serde_json::Value> = out
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let write = records.iter().find(|r| r["op"] == "XS_WRITE").unwrap();
+    assert_eq!(write["truncated"], true);
+    assert_eq!(write["truncated_bytes"], cut as u64, "{write}");
+    assert_eq!(
+        write["value"].as_str().unwrap().len() + cut,
+        4000,
+        "the count is what the value lacks"
+    );
+}

@@ -17,5 +17,5 @@ pub mod peer;
 pub mod probe;
 pub mod wire;
 
-pub use packing::{flag, Client, Field, Ident, RequestExtra, ResponseExtra};
+pub use packing::{flag, Client, CutExtra, Field, Ident, RequestExtra, ResponseExtra};
 pub use probe::{Extra, Probe, TxOutcome, PROVIDER, STR1_MAX, STRINGS_MAX};

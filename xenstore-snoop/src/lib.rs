@@ -6,6 +6,7 @@
 
 pub mod attach;
 pub mod cli;
+pub mod cuts;
 pub mod event;
 pub mod filter;
 pub mod format;

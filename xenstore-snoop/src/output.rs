@@ -140,8 +140,14 @@ impl TextStyle {
                         l.push_str(&escape(arg));
                     }
                 }
+                if let Some(mark) = r.request_cut.mark() {
+                    l.push_str(&mark);
+                }
                 l.push_str(" -> ");
                 l.push_str(&escape(r.result.as_deref().unwrap_or("?")));
+                if let Some(mark) = r.reply_cut.mark() {
+                    l.push_str(&mark);
+                }
                 if self.verbose {
                     if let Some(reason) = &r.error_reason {
                         let _ = write!(l, " ({})", escape(reason));
@@ -220,7 +226,7 @@ fn push_column(l: &mut String, n: Option<u64>, width: usize) {
 
 /// The keys of every JSON line, in the order written: [`JsonRecord`]'s
 /// fields (its unit test checks they agree).
-pub const JSON_KEYS: [&str; 20] = [
+pub const JSON_KEYS: [&str; 21] = [
     "kind",
     "ts",
     "mono_ns",
@@ -241,6 +247,7 @@ pub const JSON_KEYS: [&str; 20] = [
     "fired_by",
     "token",
     "truncated",
+    "truncated_bytes",
 ];
 
 /// The JSON line schema shared with scripts/xs-stack-correlate.
@@ -266,6 +273,8 @@ pub struct JsonRecord<'a> {
     pub fired_by: Option<u64>,
     pub token: Option<&'a str>,
     pub truncated: bool,
+    /// Bytes cut, when the daemon said how many (null otherwise).
+    pub truncated_bytes: Option<u64>,
 }
 
 impl<'a> JsonRecord<'a> {
@@ -293,7 +302,18 @@ impl<'a> JsonRecord<'a> {
             fired_by: r.fired_by,
             token: r.token.as_deref(),
             truncated: r.truncated,
+            truncated_bytes: cut_bytes(r),
         }
+    }
+}
+
+/// The bytes cut from the record's strings, when known.
+fn cut_bytes(r: &Record) -> Option<u64> {
+    use crate::cuts::Cut;
+    match (r.request_cut, r.reply_cut) {
+        (Cut::Bytes(a), Cut::Bytes(b)) => Some(a + b),
+        (Cut::Bytes(n), _) | (_, Cut::Bytes(n)) => Some(n),
+        _ => None,
     }
 }
 

@@ -2,6 +2,7 @@
 //! detach. Everything it sets up is torn down on every way out.
 
 use crate::cli::Args;
+use crate::cuts::Cuts;
 use crate::event::{Decoder, Event, Probe};
 use crate::filter::Filter;
 use crate::format::Format;
@@ -140,6 +141,7 @@ pub fn run(args: &Args) -> Result<i32> {
         line: String::with_capacity(256),
         pairing: Pairing::new(),
         names: Names::new(),
+        cuts: Cuts::new(),
         summary: Summary::default(),
         shown: 0,
         seen: 0,
@@ -186,6 +188,7 @@ struct Loop<'a, W: Write> {
     line: String,
     pairing: Pairing,
     names: Names,
+    cuts: Cuts,
     summary: Summary,
     shown: u64,
     seen: u64,
@@ -260,6 +263,7 @@ impl<W: Write> Loop<'_, W> {
         if stop != Stop::Count {
             for mut r in self.pairing.unanswered() {
                 r.comm = self.names.name(&r);
+                self.cuts.measure(&mut r);
                 if self.filter.wants(&r) && self.show(&r).is_err() {
                     return Ok(Stop::PipeClosed);
                 }
@@ -309,11 +313,13 @@ impl<W: Write> Loop<'_, W> {
         }
         for ev in batch.drain(..) {
             self.names.observe(&ev);
+            self.cuts.observe(&ev);
             let Some(mut r) = self.pairing.push(ev) else {
                 continue;
             };
             self.names.learn(&r);
             r.comm = self.names.name(&r);
+            self.cuts.measure(&mut r);
             if !self.filter.wants(&r) {
                 continue;
             }

@@ -52,6 +52,14 @@
  *              fires nothing (the daemon kept nothing of that request).
  *              Of the byte budget str1 takes what it needs first, then
  *              str3, then str2.
+ * truncated    extra = str1_len << 42 | str2_len << 21 | str3_len
+ *                                                str1 = name of the probe
+ *                                                str2 = ""
+ *              Fired just before a request, response or reply (same
+ *              serial, ident and client) whose payload is long enough to be
+ *              cut: the uncut byte lengths of that probe's strings (0 for a
+ *              string it does not have), so a tracer can tell how many
+ *              bytes were cut. Untraced, it costs a length compare.
  * flags: bit 0 = str1 truncated, bit 1 = str2 truncated,
  *        bit 2 = str3 truncated.
  *
@@ -69,4 +77,5 @@ provider xenstore {
 	probe conn_close(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*);
 	probe tx_end(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*);
 	probe reply(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*, char*, uint64_t);
+	probe truncated(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*);
 };
