@@ -921,3 +921,115 @@ fn cut_values_are_marked_with_the_bytes_cut() {
         "the count is what the value lacks"
     );
 }
+
+#[test]
+fn follow_traces_across_a_daemon_restart() {
+    if !common::need_root("follow_traces_across_a_daemon_restart") {
+        return;
+    }
+    let first = Shim::private_copy();
+    let mut snoop = Snooper::attach(&first, &["--follow", "--path", "^/life/"]);
+    first.run("xenstore-write", &["/life/first", "1"]);
+    snoop.wait_line("the first daemon's write", |l| l.contains("/life/first"));
+
+    // A restart: the old process goes, a new one runs the same binary.
+    let old = first.pid();
+    common::signal(old, 15); // SIGTERM
+    snoop
+        .0
+        .wait_ready("the exit to be noticed", TIMEOUT, |_, err| {
+            err.iter().any(|l| l.contains(&format!("pid {old} exited")))
+        });
+    let second = Shim::launch(
+        "second xenstored-shim",
+        &first.binary,
+        private_dir("shim-follow"),
+        &[],
+    )
+    .unwrap();
+    let new = second.pid();
+    snoop
+        .0
+        .wait_ready("the snooper to re-attach", TIMEOUT, |_, err| {
+            err.iter()
+                .any(|l| l.starts_with(&format!("Tracing xenstored-shim pid {new} ")))
+        });
+    second.run("xenstore-write", &["/life/second", "2"]);
+    snoop.wait_line("the second daemon's write", |l| l.contains("/life/second"));
+    let (out, err, status) = snoop.stop();
+    assert!(status.success(), "{err:?}");
+    assert_eq!(
+        out.iter().filter(|l| l.starts_with("DOM ")).count(),
+        1,
+        "one header: {out:?}"
+    );
+    let gap = err
+        .iter()
+        .find(|l| l.contains("--follow: gap of "))
+        .unwrap_or_else(|| panic!("the gap is reported: {err:?}"));
+    assert!(gap.ends_with(&format!("following pid {new}")), "{gap}");
+}
+
+#[test]
+fn an_unknown_domain_is_warned_about() {
+    if !common::need_root("an_unknown_domain_is_warned_about") {
+        return;
+    }
+    let shim = Shim::private_copy();
+    introduce(&shim, 6);
+    let known = Snooper::attach(&shim, &["-d", "6"]);
+    let unknown = Snooper::attach(&shim, &["-d", "6", "-d", "7"]);
+    let (_, err, _) = known.stop();
+    assert!(!err.iter().any(|l| l.contains("warning")), "{err:?}");
+    let (_, err, _) = unknown.stop();
+    let warnings: Vec<&String> = err.iter().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{err:?}");
+    assert!(
+        warnings[0].contains("does not know domain 7 (not introduced, no /local/domain/7)"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn another_tracefs_mount_is_used_when_named() {
+    if !common::need_root("another_tracefs_mount_is_used_when_named") {
+        return;
+    }
+    let shim = Shim::private_copy();
+    let mount = shim.dir.join("tracefs");
+    std::fs::create_dir_all(&mount).unwrap();
+    let mounted = output_within(
+        Command::new("mount")
+            .args(["-t", "tracefs", "nodev"])
+            .arg(&mount),
+        CLIENT_TIMEOUT,
+    );
+    assert!(mounted.status.success(), "{mounted:?}");
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mount.clone());
+    let snoop = Snooper::attach(&shim, &["--tracefs", mount.to_str().unwrap()]);
+    shim.run("xenstore-write", &["/via/other/mount", "1"]);
+    snoop.wait_line("the write", |l| l.contains("/via/other/mount"));
+    let (_, err, status) = snoop.stop();
+    assert!(status.success(), "{err:?}");
+
+    // $TRACEFS is the same option; a directory that is no tracefs is an error.
+    let out = Command::new(common::bin("xenstore-snoop"))
+        .args(["--daemon-pid", &shim.pid().to_string()])
+        .env("TRACEFS", &shim.dir)
+        .bounded_output();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "--tracefs {}: no uprobe_events there",
+            shim.dir.display()
+        )),
+        "{err}"
+    );
+}

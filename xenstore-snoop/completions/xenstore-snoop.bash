@@ -23,7 +23,7 @@ _xenstore__snoop() {
 
     case "${cmd}" in
         xenstore__snoop)
-            opts="-d -p -n -x -c -T -L -v -h -V --daemon-pid --binary --domain --pid --name --failed --op --path --no-watch-events --count --duration --timestamp --relative --latency --verbose --json --summary --interval --tracefs --ring-mb --paired --help --version"
+            opts="-d -p -n -x -c -T -L -v -h -V --daemon-pid --binary --domain --pid --name --failed --op --path --no-watch-events --follow --count --duration --timestamp --relative --latency --verbose --json --summary --interval --tracefs --ring-mb --paired --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

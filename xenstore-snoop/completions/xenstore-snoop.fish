@@ -12,6 +12,7 @@ complete -c xenstore-snoop -l tracefs -d 'The tracefs mount to define uprobes in
 complete -c xenstore-snoop -l ring-mb -d 'Per-CPU ring buffer size in MiB (rounded up to a power of two)' -r
 complete -c xenstore-snoop -s x -l failed -d 'Only failed requests'
 complete -c xenstore-snoop -l no-watch-events -d 'Do not show watch events'
+complete -c xenstore-snoop -l follow -d 'Keep tracing when the daemon exits: wait for the next process running its binary, attach to it, and say how long the gap was'
 complete -c xenstore-snoop -s T -l timestamp -d 'Add a wall-clock timestamp column (µs)'
 complete -c xenstore-snoop -l relative -d 'Add a column of seconds since the snooper started'
 complete -c xenstore-snoop -s L -l latency -d 'Add a request-to-reply latency column (µs)'

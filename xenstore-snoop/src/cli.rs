@@ -63,6 +63,11 @@ pub struct Args {
     #[arg(long)]
     pub no_watch_events: bool,
 
+    /// Keep tracing when the daemon exits: wait for the next process running
+    /// its binary, attach to it, and say how long the gap was
+    #[arg(long)]
+    pub follow: bool,
+
     /// Exit after N lines (or N requests with --summary)
     #[arg(short = 'c', long, value_name = "N")]
     pub count: Option<u64>,

@@ -7,8 +7,10 @@
 pub mod attach;
 pub mod cli;
 pub mod cuts;
+pub mod domains;
 pub mod event;
 pub mod filter;
+pub mod follow;
 pub mod format;
 pub mod names;
 pub mod output;

@@ -68,9 +68,9 @@ pub fn run(args: &Args) -> Result<i32> {
     if unsafe { libc::geteuid() } != 0 {
         bail!("xenstore-snoop needs root (uprobes and perf_event_open)");
     }
-    let target = target::find(args.daemon_pid, args.binary.as_deref())?;
-    let sites = sdt::read_probes(&target.binary)?;
-    let probes = attach::choose(&target.binary, sites, &filter, args.paired)?;
+    let mut target = target::find(args.daemon_pid, args.binary.as_deref())?;
+    // Where the daemon's binary is, for --follow once /proc/PID is gone.
+    let exe = std::fs::read_link(format!("/proc/{}/exe", target.pid)).ok();
 
     let stop_flag = Arc::new(AtomicBool::new(false));
     for sig in [
@@ -85,8 +85,112 @@ pub fn run(args: &Args) -> Result<i32> {
     for stale in remove_stale_groups(&tracefs)? {
         eprintln!("xenstore-snoop: removed stale uprobes of {stale}");
     }
+    crate::domains::warn_unknown(target.pid, &args.domains);
     let kernel_filter = filter.kernel_filter();
-    let mut group = Group::new(tracefs, kernel_filter.is_some());
+    let mut loop_ = Loop {
+        args,
+        filter,
+        style: TextStyle {
+            time: if args.timestamp {
+                TimeColumn::Wall
+            } else if args.relative {
+                TimeColumn::Relative
+            } else {
+                TimeColumn::None
+            },
+            latency: args.latency,
+            verbose: args.verbose,
+        },
+        clock: Clock::now(),
+        start: Instant::now(),
+        next_report: None,
+        header_shown: false,
+        out: std::io::BufWriter::with_capacity(1 << 18, std::io::stdout().lock()),
+        line: String::with_capacity(256),
+        pairing: Pairing::new(),
+        names: Names::new(),
+        cuts: Cuts::new(),
+        summary: Summary::default(),
+        shown: 0,
+        seen: 0,
+        undecodable: 0,
+    };
+    loop_.next_report = args
+        .interval
+        .map(|i| loop_.start + Duration::from_secs_f64(i));
+    let (mut lost, mut corrupt) = (0, 0);
+    let stop = loop {
+        let (stop, stats) = trace_daemon(
+            &mut loop_,
+            &tracefs,
+            &target,
+            kernel_filter.as_deref(),
+            &stop_flag,
+        )?;
+        lost += stats.0;
+        corrupt += stats.1;
+        if stop != Stop::TargetExited {
+            break stop;
+        }
+        eprintln!(
+            "xenstore-snoop: {} pid {} exited",
+            target::DAEMON_NAME,
+            target.pid
+        );
+        let Some(exe) = exe.as_deref().filter(|_| args.follow) else {
+            break stop;
+        };
+        let gone = chrono::Local::now();
+        let gap = Instant::now();
+        match crate::follow::next_daemon(exe, target.pid, &stop_flag) {
+            Some(next) => {
+                eprintln!(
+                    "xenstore-snoop: --follow: gap of {:.3} s from {} (requests in it were not seen); following pid {}",
+                    gap.elapsed().as_secs_f64(),
+                    gone.format("%H:%M:%S%.3f"),
+                    next.pid
+                );
+                // The new daemon numbers connections and serials afresh.
+                loop_.names = Names::new();
+                loop_.cuts = Cuts::new();
+                target = next;
+            }
+            None => break Stop::Signal,
+        }
+    };
+    if stop != Stop::PipeClosed && loop_.args.summary {
+        let tables = loop_.summary.render(10);
+        // A closed pipe at the very end changes nothing.
+        let _ = loop_.emit(&tables);
+    }
+    eprintln!(
+        "xenstore-snoop: {} events seen, {} lost{}{}",
+        loop_.seen,
+        lost,
+        match (loop_.undecodable, loop_.pairing.dropped) {
+            (0, 0) => String::new(),
+            (u, d) => format!(", {u} undecodable, {d} unmatched requests/replies dropped"),
+        },
+        match corrupt {
+            0 => String::new(),
+            n => format!(", {n} bytes of corrupt ring data skipped"),
+        }
+    );
+    Ok(0)
+}
+
+/// Attaches to one daemon process, traces it until a stop condition, and
+/// detaches; returns why it stopped and (events lost, corrupt bytes).
+fn trace_daemon<W: Write>(
+    loop_: &mut Loop<'_, W>,
+    tracefs: &std::path::Path,
+    target: &target::Target,
+    kernel_filter: Option<&str>,
+    stop_flag: &AtomicBool,
+) -> Result<(Stop, (u64, u64))> {
+    let sites = sdt::read_probes(&target.binary)?;
+    let probes = attach::choose(&target.binary, sites, &loop_.filter, loop_.args.paired)?;
+    let mut group = Group::new(tracefs.to_path_buf(), kernel_filter.is_some());
     let mut decoders: Vec<Decoder> = Vec::new();
     let mut seen_names: HashMap<String, u32> = HashMap::new();
     for p in &probes {
@@ -106,13 +210,8 @@ pub fn run(args: &Args) -> Result<i32> {
         decoders.push(Decoder::new(probe, &format)?);
     }
     let ids: Vec<u16> = decoders.iter().map(|d| d.id).collect();
-    let mut rings = Rings::open(
-        &ids,
-        (args.ring_mb as usize) << 20,
-        kernel_filter.as_deref(),
-    )?;
+    let mut rings = Rings::open(&ids, (loop_.args.ring_mb as usize) << 20, kernel_filter)?;
     rings.enable()?;
-    let clock = Clock::now();
     eprintln!(
         "Tracing {} pid {} ({} probe sites, group {}){}... Ctrl-C to end.",
         target::DAEMON_NAME,
@@ -121,61 +220,12 @@ pub fn run(args: &Args) -> Result<i32> {
         group.name,
         kernel_filter.map_or(String::new(), |f| format!(", kernel filter `{f}`"))
     );
-
-    let mut loop_ = Loop {
-        args,
-        filter,
-        style: TextStyle {
-            time: if args.timestamp {
-                TimeColumn::Wall
-            } else if args.relative {
-                TimeColumn::Relative
-            } else {
-                TimeColumn::None
-            },
-            latency: args.latency,
-            verbose: args.verbose,
-        },
-        clock,
-        out: std::io::BufWriter::with_capacity(1 << 18, std::io::stdout().lock()),
-        line: String::with_capacity(256),
-        pairing: Pairing::new(),
-        names: Names::new(),
-        cuts: Cuts::new(),
-        summary: Summary::default(),
-        shown: 0,
-        seen: 0,
-        undecodable: 0,
-    };
-    let stop = loop_.trace(&mut rings, &decoders, target.pid, &stop_flag);
-    let lost = rings.lost();
-    let corrupt = rings.corrupt_bytes;
+    let stop = loop_.trace(&mut rings, &decoders, target.pid, stop_flag);
+    let stats = (rings.lost(), rings.corrupt_bytes);
     // Close the perf events before deleting the uprobes they use.
     drop(rings);
     group.remove()?;
-    let stop = stop?;
-
-    if stop == Stop::TargetExited {
-        eprintln!(
-            "xenstore-snoop: {} pid {} exited",
-            target::DAEMON_NAME,
-            target.pid
-        );
-    }
-    eprintln!(
-        "xenstore-snoop: {} events seen, {} lost{}{}",
-        loop_.seen,
-        lost,
-        match (loop_.undecodable, loop_.pairing.dropped) {
-            (0, 0) => String::new(),
-            (u, d) => format!(", {u} undecodable, {d} unmatched requests/replies dropped"),
-        },
-        match corrupt {
-            0 => String::new(),
-            n => format!(", {n} bytes of corrupt ring data skipped"),
-        }
-    );
-    Ok(0)
+    Ok((stop?, stats))
 }
 
 struct Loop<'a, W: Write> {
@@ -183,6 +233,10 @@ struct Loop<'a, W: Write> {
     filter: Filter,
     style: TextStyle,
     clock: Clock,
+    /// When tracing began (for --duration and --interval, across --follow).
+    start: Instant,
+    next_report: Option<Instant>,
+    header_shown: bool,
     out: W,
     /// The text line being built, reused.
     line: String,
@@ -203,16 +257,17 @@ impl<W: Write> Loop<'_, W> {
         daemon: u32,
         stop_flag: &AtomicBool,
     ) -> Result<Stop> {
-        let start = Instant::now();
         let deadline = self
             .args
             .duration
-            .map(|s| start + Duration::from_secs_f64(s));
+            .map(|s| self.start + Duration::from_secs_f64(s));
         let interval = self.args.interval.map(Duration::from_secs_f64);
-        let mut next_report = interval.map(|i| start + i);
         let mut batch: Vec<Event> = Vec::new();
-        if !self.args.json && !self.args.summary && self.emit(&self.style.header()).is_err() {
-            return Ok(Stop::PipeClosed);
+        if !self.args.json && !self.args.summary && !self.header_shown {
+            self.header_shown = true;
+            if self.emit(&self.style.header()).is_err() {
+                return Ok(Stop::PipeClosed);
+            }
         }
         let mut lost_reported = 0;
         let stop = loop {
@@ -241,14 +296,14 @@ impl<W: Write> Loop<'_, W> {
             if deadline.is_some_and(|d| now >= d) {
                 break Stop::Duration;
             }
-            if let (Some(at), Some(every)) = (next_report, interval) {
+            if let (Some(at), Some(every)) = (self.next_report, interval) {
                 if now >= at {
                     let stamp = chrono::Local::now().format("%H:%M:%S");
                     let tables = format!("{stamp}\n{}", self.summary.render(10));
                     if self.emit(&tables).is_err() {
                         break Stop::PipeClosed;
                     }
-                    next_report = Some(at + every);
+                    self.next_report = Some(at + every);
                 }
             }
         };
@@ -267,12 +322,6 @@ impl<W: Write> Loop<'_, W> {
                 if self.filter.wants(&r) && self.show(&r).is_err() {
                     return Ok(Stop::PipeClosed);
                 }
-            }
-        }
-        if self.args.summary {
-            let tables = self.summary.render(10);
-            if self.emit(&tables).is_err() {
-                return Ok(Stop::PipeClosed);
             }
         }
         Ok(stop)
