@@ -1033,3 +1033,32 @@ fn another_tracefs_mount_is_used_when_named() {
         "{err}"
     );
 }
+
+/// Every `xenstore-snoop ...` command README.md shows parses with today's
+/// flags (what each does is run by the tests above and by `make demo`).
+#[test]
+fn readme_snooper_commands_parse() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let mut checked = 0;
+    for line in readme.lines().map(str::trim_start) {
+        let Some(rest) = line.strip_prefix("xenstore-snoop ") else {
+            continue;
+        };
+        let command = rest.split(['#', '|']).next().unwrap();
+        // Words, with '...' quoting as the shell does.
+        let mut words = vec!["xenstore-snoop".to_string()];
+        for (i, part) in command.split('\'').enumerate() {
+            if i % 2 == 1 {
+                words.push(part.to_string());
+            } else {
+                words.extend(part.split_whitespace().map(String::from));
+            }
+        }
+        if let Err(e) = xenstore_snoop::cli::command().try_get_matches_from(&words) {
+            panic!("README's `{line}`: {e}");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 8, "{checked} commands found");
+}

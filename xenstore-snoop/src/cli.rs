@@ -10,6 +10,8 @@ Examples:
   xenstore-snoop -x                   # only failed requests ([ERROR] lines)
   xenstore-snoop --op READ,WRITE --path '^/local/domain/6/device'
   xenstore-snoop -p 4242              # only the dom0 client with pid 4242
+  xenstore-snoop -n xl -n xenstore-write  # only these dom0 programs (COMM) or guests by name
+  xenstore-snoop --follow             # keep tracing across daemon restarts
   xenstore-snoop -T -L                # wall-clock timestamps and latency (µs)
   xenstore-snoop --json | jq .        # JSON lines
   xenstore-snoop --summary --interval 5 --duration 60
@@ -178,7 +180,7 @@ fn man_page() -> String {
     let mut out = Vec::new();
     man.render_title(&mut out).unwrap();
     man.render_name_section(&mut out).unwrap();
-    man.render_synopsis_section(&mut out).unwrap();
+    out.extend_from_slice(synopsis().as_bytes());
     man.render_description_section(&mut out).unwrap();
     man.render_options_section(&mut out).unwrap();
     out.extend_from_slice(include_bytes!("../man.roff"));
@@ -191,6 +193,32 @@ fn man_page() -> String {
     out.extend_from_slice(b".fi\n");
     man.render_version_section(&mut out).unwrap();
     String::from_utf8(out).unwrap()
+}
+
+/// SYNOPSIS with every option's argument name (clap_mangen leaves them out).
+#[cfg(test)]
+fn synopsis() -> String {
+    let roff = |s: &str| s.replace('-', "\\-");
+    let mut cmd = command();
+    cmd.build();
+    let mut out = String::from(".SH SYNOPSIS\n\\fBxenstore\\-snoop\\fR");
+    for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+        let mut flag = match (arg.get_short(), arg.get_long()) {
+            (Some(s), Some(l)) => format!("\\fB\\-{s}\\fR|\\fB\\-\\-{}\\fR", roff(l)),
+            (None, Some(l)) => format!("\\fB\\-\\-{}\\fR", roff(l)),
+            (Some(s), None) => format!("\\fB\\-{s}\\fR"),
+            (None, None) => continue,
+        };
+        if arg.get_action().takes_values() {
+            if let Some(name) = arg.get_value_names().and_then(|n| n.first()) {
+                flag.push_str(&format!(" \\fI{}\\fR", roff(name)));
+            }
+        }
+        let repeat = matches!(arg.get_action(), clap::ArgAction::Append);
+        out.push_str(&format!(" [{flag}]{}", if repeat { "..." } else { "" }));
+    }
+    out.push('\n');
+    out
 }
 
 #[cfg(test)]
