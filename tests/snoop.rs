@@ -794,23 +794,23 @@ fn short_lived_clients_are_named_and_selected_by_name() {
         return;
     }
     let shim = Shim::private_copy();
-    // Connected before the snooper: named from /proc at first sight.
-    let watch = shim.watch(&["-n", "2", "/named"]);
+    // Connected before the snooper: named from /proc at first sight (so
+    // it must still run then: it waits for a third event).
+    let watch = shim.watch(&["-n", "3", "/named"]);
     assert_eq!(watch.line(0, TIMEOUT), "/named");
     let named = Snooper::attach(&shim, &["-n", "xenstore-write", "-n", "xenstore-watch"]);
     let json = Snooper::attach(&shim, &["--json"]);
     // xenstore-write lives milliseconds: gone long before anyone looks.
     shim.run("xenstore-write", &["/named/a", "1"]);
     shim.run("xenstore-read", &["/named/a"]);
-    assert!(watch.end(TIMEOUT).status.success());
-    shim.run("xenstore-write", &["/named/done", "1"]);
-
     let write = named.wait_line("the write", |l| l.contains("XS_WRITE: /named/a 1 -> OK"));
     assert_eq!(columns(&write)[2], "xenstore-write", "{write}");
     let event = named.wait_line("the watch event", |l| {
         l.contains("XS_WATCH_EVENT: /named/a")
     });
     assert_eq!(columns(&event)[2], "xenstore-watch", "{event}");
+    shim.run("xenstore-write", &["/named/done", "1"]);
+    assert!(watch.end(TIMEOUT).status.success());
     named.wait_line("the last write", |l| l.contains("/named/done"));
     let (out, _, status) = named.stop();
     assert!(status.success());
@@ -840,7 +840,10 @@ fn path_filter_matches_guest_relative_paths_as_resolved() {
     let shim = Shim::private_copy();
     let dom6 = introduce(&shim, 6);
     let dom7 = introduce(&shim, 7);
+    // Named before the snooper starts: looked up in the store at first sight.
+    shim.run("xenstore-write", &["/local/domain/7/name", "db02"]);
     let snoop = Snooper::attach(&shim, &["--path", "^/local/domain/6/device/"]);
+    let by_name = Snooper::attach(&shim, &["-n", "db02"]);
     // The toolstack names domain 6: its lines show the name from then on.
     shim.run("xenstore-write", &["/local/domain/6/name", "web01"]);
     for (socket, path) in [
@@ -878,6 +881,26 @@ fn path_filter_matches_guest_relative_paths_as_resolved() {
         "{body:?}"
     );
     assert!(line.contains("xenstore-read"), "{line}");
+    let (out, _, _) = by_name.stop();
+    assert_eq!(
+        columns(&out[1]),
+        [
+            "7",
+            "0",
+            "db02",
+            "0",
+            "XS_READ:",
+            "device/vbd/0/state",
+            "->",
+            "3"
+        ],
+        "{out:?}"
+    );
+    assert_eq!(
+        out.len(),
+        2,
+        "only domain 7's request, not the snooper's lookup: {out:?}"
+    );
 }
 
 #[test]

@@ -1,6 +1,6 @@
-//! Whether the traced daemon knows a domain, asked through its own dom0
-//! socket: `-d N` for a domain that does not exist would otherwise wait
-//! silently. The socket is the daemon's listening Unix socket (found from
+//! Asking the traced daemon itself, through its own dom0 socket: whether it
+//! knows a domain (`-d N` for a domain that does not exist would otherwise
+//! wait silently), and a domain's name. The socket is the daemon's listening Unix socket (found from
 //! its fds and /proc/PID/net/unix) that is not a per-domain one
 //! (`<run-dir>/domain/<id>`).
 
@@ -12,6 +12,8 @@ use xenstore_proto::wire::{Header, MsgType, XsError, HEADER_LEN};
 
 /// How long the daemon may take to answer; the check is skipped past it.
 const TIMEOUT: Duration = Duration::from_secs(2);
+/// The same for a name looked up while tracing: the trace waits for it.
+const LOOKUP_TIMEOUT: Duration = Duration::from_millis(200);
 
 /// The dom0 socket daemon `pid` listens on, if it can be found.
 pub fn daemon_socket(pid: u32) -> Option<PathBuf> {
@@ -101,6 +103,17 @@ pub fn knows(socket: &std::path::Path, domid: u16) -> Option<bool> {
         // EACCES: it exists.
         Err(_) => Some(true),
     }
+}
+
+/// The store's /local/domain/<domid>/name, read through `socket`.
+pub fn domain_name(socket: &std::path::Path, domid: u16) -> Option<String> {
+    let mut s = UnixStream::connect(socket).ok()?;
+    s.set_read_timeout(Some(LOOKUP_TIMEOUT)).ok()?;
+    s.set_write_timeout(Some(LOOKUP_TIMEOUT)).ok()?;
+    let path = format!("/local/domain/{domid}/name\0");
+    let name = ask(&mut s, MsgType::Read, path.as_bytes()).ok()?.ok()?;
+    let name = String::from_utf8_lossy(&name).into_owned();
+    (!name.is_empty()).then_some(name)
 }
 
 /// Warns on stderr about each of `domains` the daemon `pid` does not know.

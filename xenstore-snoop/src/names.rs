@@ -5,7 +5,9 @@
 //! milliseconds is still named); a connection opened before the snooper
 //! started is named from /proc/PID/comm at first sight, once. A guest's
 //! connection is named after its domain when the store's
-//! /local/domain/<id>/name was seen read or written in the trace.
+//! /local/domain/<id>/name was seen read or written in the trace, or else
+//! by reading it (a `Lookup` through the daemon's socket) at the domain's
+//! first record, once.
 //! Fed by [`Event`]s and [`Record`]s, whatever back end produced them.
 
 use crate::event::{Event, Probe};
@@ -22,17 +24,32 @@ const MAX_ENTRIES: usize = 1 << 16;
 /// The kernel's TASK_COMM_LEN less its NUL: comm is cut to this.
 pub const COMM_MAX: usize = 15;
 
+/// Looks a domain's name up (in the store) when the trace has not shown it.
+pub type Lookup = Box<dyn FnMut(u16) -> Option<String>>;
+
 #[derive(Default)]
 pub struct Names {
     /// dom0 connections: their client's name (None: it could not be had).
     by_conn: HashMap<u32, Option<Rc<str>>>,
     /// Domain names learned from the store's /local/domain/<id>/name.
     domains: HashMap<u16, Rc<str>>,
+    /// Domains whose name was looked up, found or not: once each.
+    looked_up: std::collections::HashSet<u16>,
+    lookup: Option<Lookup>,
 }
 
 impl Names {
     pub fn new() -> Names {
         Names::default()
+    }
+
+    /// Names that look a guest's domain name up once, at its first record,
+    /// when the trace has not shown it yet.
+    pub fn with_lookup(lookup: Lookup) -> Names {
+        Names {
+            lookup: Some(lookup),
+            ..Names::default()
+        }
     }
 
     /// Notes a connection opening or closing.
@@ -83,7 +100,19 @@ impl Names {
     /// domain name was not seen, a client gone before it was seen).
     pub fn name(&mut self, r: &Record) -> Option<Rc<str>> {
         if r.dom != 0 {
-            return self.domains.get(&r.dom).cloned();
+            if let Some(name) = self.domains.get(&r.dom) {
+                return Some(name.clone());
+            }
+            let lookup = self.lookup.as_mut()?;
+            if self.looked_up.len() >= MAX_ENTRIES {
+                self.looked_up.clear();
+            }
+            if !self.looked_up.insert(r.dom) {
+                return None;
+            }
+            let name: Rc<str> = Rc::from(lookup(r.dom)?);
+            bounded_insert(&mut self.domains, r.dom, name.clone());
+            return Some(name);
         }
         if let Some(known) = self.by_conn.get(&r.conn) {
             return known.clone();
@@ -203,6 +232,24 @@ mod tests {
             "no",
         ));
         assert_eq!(names.name(&guest).as_deref(), Some("web02"));
+    }
+
+    #[test]
+    fn an_unseen_domain_name_is_looked_up_once() {
+        let asked = Rc::new(std::cell::Cell::new(0));
+        let counter = asked.clone();
+        let mut names = Names::with_lookup(Box::new(move |dom| {
+            counter.set(counter.get() + 1);
+            (dom == 6).then(|| "web01".to_string())
+        }));
+        let mut p = Pairing::new();
+        let six = op(&mut p, 1, MsgType::Read, 6, "device", "", "");
+        let seven = op(&mut p, 2, MsgType::Read, 7, "device", "", "");
+        assert_eq!(names.name(&six).as_deref(), Some("web01"));
+        assert_eq!(names.name(&six).as_deref(), Some("web01"));
+        assert_eq!(names.name(&seven), None);
+        assert_eq!(names.name(&seven), None);
+        assert_eq!(asked.get(), 2, "once per domain");
     }
 
     #[test]

@@ -108,12 +108,13 @@ pub fn run(args: &Args) -> Result<i32> {
         out: std::io::BufWriter::with_capacity(1 << 18, std::io::stdout().lock()),
         line: String::with_capacity(256),
         pairing: Pairing::new(),
-        names: Names::new(),
+        names: names_for(target.pid),
         cuts: Cuts::new(),
         summary: Summary::default(),
         shown: 0,
         seen: 0,
         undecodable: 0,
+        own_pid: std::process::id(),
     };
     loop_.next_report = args
         .interval
@@ -151,7 +152,7 @@ pub fn run(args: &Args) -> Result<i32> {
                     next.pid
                 );
                 // The new daemon numbers connections and serials afresh.
-                loop_.names = Names::new();
+                loop_.names = names_for(next.pid);
                 loop_.cuts = Cuts::new();
                 target = next;
             }
@@ -177,6 +178,16 @@ pub fn run(args: &Args) -> Result<i32> {
         }
     );
     Ok(0)
+}
+
+/// Names that look an unseen guest's domain name up through `daemon`'s socket.
+fn names_for(daemon: u32) -> Names {
+    match crate::domains::daemon_socket(daemon) {
+        Some(socket) => Names::with_lookup(Box::new(move |domid| {
+            crate::domains::domain_name(&socket, domid)
+        })),
+        None => Names::new(),
+    }
 }
 
 /// Attaches to one daemon process, traces it until a stop condition, and
@@ -247,6 +258,7 @@ struct Loop<'a, W: Write> {
     shown: u64,
     seen: u64,
     undecodable: u64,
+    own_pid: u32,
 }
 
 impl<W: Write> Loop<'_, W> {
@@ -366,6 +378,10 @@ impl<W: Write> Loop<'_, W> {
             let Some(mut r) = self.pairing.push(ev) else {
                 continue;
             };
+            // The snooper's own lookups (names.rs) are not the traffic traced.
+            if r.pid == self.own_pid {
+                continue;
+            }
             self.names.learn(&r);
             r.comm = self.names.name(&r);
             self.cuts.measure(&mut r);
