@@ -80,6 +80,9 @@ impl Cuts {
     /// Turns the record's `Unknown` cuts into byte counts where the
     /// lengths are known; forgets the lengths either way.
     pub fn measure(&mut self, r: &mut Record) {
+        if self.pending.is_empty() {
+            return;
+        }
         if let Some(len) = self.pending.remove(&(r.serial, Cutting::Request)) {
             if r.request_cut.is_cut() {
                 r.request_cut =

@@ -69,7 +69,9 @@ impl Names {
     /// Learns a domain's name from a successful read or write of
     /// /local/domain/<id>/name.
     pub fn learn(&mut self, r: &Record) {
-        if r.kind != Kind::Op || r.error.is_some() {
+        // Cheap tests first: this sees every record.
+        let names_a_name = r.path == "name" || r.path.ends_with("/name");
+        if r.kind != Kind::Op || r.error.is_some() || !names_a_name {
             return;
         }
         let name = match r.op {
