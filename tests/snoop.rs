@@ -334,7 +334,7 @@ fn all_down(semaphores: &[(String, u16)]) -> bool {
 
 /// The probes a snooper without -v attaches to: their semaphores are up,
 /// every other one down, so the daemon builds no arguments nobody reads.
-const SNOOPED: [&str; 2] = ["reply", "watch_event"];
+const SNOOPED: [&str; 4] = ["reply", "watch_event", "conn_open", "truncated"];
 
 /// The semaphore's offset from the load base, from the ELF itself.
 fn sema_vaddr(exe: &Path, probe: &xenstore_snoop::sdt::SdtProbe) -> u64 {
@@ -408,13 +408,20 @@ fn paired_mode_makes_the_same_lines_from_request_and_response() {
     let shim = Shim::private_copy();
     let snoop = Snooper::attach(&shim, &["--paired", "-L"]);
     for (probe, count) in semaphores(&shim) {
-        let attached = ["request", "response", "watch_event"].contains(&probe.as_str());
+        let attached = [
+            "request",
+            "response",
+            "watch_event",
+            "conn_open",
+            "truncated",
+        ]
+        .contains(&probe.as_str());
         assert_eq!(count > 0, attached, "{probe}");
     }
     shim.run("xenstore-write", &["/paired/a", "1"]);
     let line = snoop.wait_line("the write", |l| l.contains("XS_WRITE: /paired/a 1 -> OK"));
-    // DOM PID TX LAT(us) OP
-    let latency: f64 = columns(&line)[3].parse().unwrap();
+    // DOM PID COMM TX LAT(us) OP
+    let latency: f64 = columns(&line)[4].parse().unwrap();
     assert!(latency > 0.0, "{line}");
     let (_, _, status) = snoop.stop();
     assert!(status.success());
