@@ -33,28 +33,33 @@ fn demo_script_shows_the_classic_story() {
     };
     assert_eq!(
         lines[0].split_whitespace().collect::<Vec<_>>(),
-        ["DOM", "PID", "TX", "OP"]
+        ["DOM", "PID", "COMM", "TX", "OP"]
     );
-    // dom0's toolstack with its real pid, in a transaction
+    // dom0's toolstack by pid and name, in a transaction
+    let toolstack = |w: &[&str]| w.len() >= 5 && w[0] == "0" && w[1] != "0" && w[2] == "xs-demo";
     assert!(
-        has(&|w| w.len() >= 4 && w[0] == "0" && w[1] != "0" && w[2] != "0" && w[3] == "XS_RM:"),
+        has(&|w| toolstack(w) && w[3] != "0" && w[4] == "XS_RM:"),
         "{stdout}"
     );
     assert!(
-        has(&|w| w.len() >= 4 && w[0] == "0" && w[1] != "0" && w[3] == "XS_GET_DOMAIN_PATH:"),
+        has(&|w| toolstack(w) && w[4] == "XS_GET_DOMAIN_PATH:"),
         "{stdout}"
     );
-    // the guest over its ring: domain 6, pid 0, relative paths
+    // the guest over its ring: domain 6, pid 0, named after the
+    // /local/domain/6/name the toolstack wrote; relative paths
     assert!(
-        has(&|w| w.get(..5) == Some(&["6", "0", "0", "XS_READ:", "device/vbd/0/state"][..])),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("6   0      0   [ERROR] XS_READ: device/vif/0/type -> ENOENT"),
+        has(&|w| w.get(..6)
+            == Some(&["6", "0", "guest6", "0", "XS_READ:", "device/vbd/0/state"][..])),
         "{stdout}"
     );
     assert!(
-        has(&|w| w.len() >= 4 && w[2] == "-" && w[3] == "XS_WATCH_EVENT:"),
+        stdout.contains(
+            "6   0      guest6          0   [ERROR] XS_READ: device/vif/0/type -> ENOENT"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        has(&|w| w.len() >= 5 && w[3] == "-" && w[4] == "XS_WATCH_EVENT:"),
         "{stdout}"
     );
     assert!(stderr.contains(" 0 lost"), "{stderr}");

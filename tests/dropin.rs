@@ -343,6 +343,12 @@ fn xenstored_rundir_holds_the_socket_and_rootdir_is_unused() {
         .env("XENSTORED_ROOTDIR", &root_dir);
     let started = place.start(&mut cmd);
     assert!(started.status.success(), "{}", started.stderr);
+    let version = format!("xenstored-shim {}:", env!("CARGO_PKG_VERSION"));
+    assert!(
+        started.stderr.contains(&version),
+        "-V names the daemon and its version: {}",
+        started.stderr
+    );
     let socket = run_dir.join("socket");
     UnixStream::connect(&socket).expect("$XENSTORED_RUNDIR/socket serves");
     assert!(!root_dir.exists(), "XENSTORED_ROOTDIR is not created");

@@ -13,8 +13,8 @@ use xenstore_proto::packing::describe;
 use xenstore_proto::probe::ARG_REGISTERS;
 use xenstore_proto::wire::{msg_name, XsError};
 use xenstore_proto::{
-    flag, Client, Extra, Field, Ident, Probe, RequestExtra, ResponseExtra, TxOutcome, PROVIDER,
-    STR1_MAX, STRINGS_MAX,
+    flag, Client, CutExtra, Extra, Field, Ident, Probe, RequestExtra, ResponseExtra, TxOutcome,
+    PROVIDER, STR1_MAX, STRINGS_MAX,
 };
 
 const CONTRACT: &str = include_str!("../xenstored-probes/src/xenstore.d");
@@ -124,6 +124,7 @@ fn the_docs_state_the_crates_packing() {
         describe(&Client::FIELDS),
         format!("extra = {}", describe(&RequestExtra::FIELDS)),
         format!("extra = {}", describe(&ResponseExtra::FIELDS)),
+        format!("extra = {}", describe(&CutExtra::FIELDS)),
         format!("under {STRINGS_MAX} bytes"),
     ];
     expected.extend(TxOutcome::ALL.map(|o| format!("{} {}", o.code(), o.name())));
@@ -141,6 +142,12 @@ fn the_docs_state_the_crates_packing() {
         for e in &expected {
             assert!(text.contains(e.as_str()), "{doc} does not say {e:?}");
         }
+    }
+    for (doc, text) in [("xenstore.d", CONTRACT), ("xenstored-probes.7", MAN)] {
+        assert!(
+            flat(text).contains(&format!("\"{}\"", xenstore_proto::peer::SOCKET_PEER)),
+            "{doc} gives conn_open's peer format"
+        );
     }
     assert!(
         flat(MAN).contains(&format!("str1 at most {STR1_MAX}")),

@@ -210,7 +210,7 @@ struct SnoopGroup {
 
 impl SnoopGroup {
     fn define(binary: &Path) -> Result<SnoopGroup> {
-        let mut group = Group::new(xenstore_snoop::uprobe::tracefs()?, false);
+        let mut group = Group::new(xenstore_snoop::uprobe::tracefs(None)?, false);
         group.name = format!("xsparts_{}", std::process::id());
         let mut ids = Vec::new();
         let mut seen: HashMap<String, u32> = HashMap::new();

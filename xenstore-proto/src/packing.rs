@@ -225,6 +225,46 @@ impl ResponseExtra {
     }
 }
 
+/// arg3 of `truncated`: the uncut byte lengths of the strings of the probe
+/// that fires next (str3 for a probe with three strings, else 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CutExtra {
+    pub str1_len: u32,
+    pub str2_len: u32,
+    pub str3_len: u32,
+}
+
+impl CutExtra {
+    pub const STR1_LEN: Field = Field::new("str1_len", 42, 22);
+    pub const STR2_LEN: Field = Field::new("str2_len", 21, 21);
+    pub const STR3_LEN: Field = Field::new("str3_len", 0, 21);
+    /// Highest first.
+    pub const FIELDS: [Field; 3] = [Self::STR1_LEN, Self::STR2_LEN, Self::STR3_LEN];
+
+    /// Lengths past a field's width (2 MiB; a message is 4 KiB) saturate.
+    pub const fn pack(self) -> u64 {
+        const fn fit(v: u32, f: Field) -> u64 {
+            let v = v as u64;
+            if v > f.mask() {
+                f.mask()
+            } else {
+                v
+            }
+        }
+        Self::STR1_LEN.put(fit(self.str1_len, Self::STR1_LEN))
+            | Self::STR2_LEN.put(fit(self.str2_len, Self::STR2_LEN))
+            | Self::STR3_LEN.put(fit(self.str3_len, Self::STR3_LEN))
+    }
+
+    pub const fn unpack(v: u64) -> CutExtra {
+        CutExtra {
+            str1_len: Self::STR1_LEN.get(v) as u32,
+            str2_len: Self::STR2_LEN.get(v) as u32,
+            str3_len: Self::STR3_LEN.get(v) as u32,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,6 +287,7 @@ mod tests {
             &Client::FIELDS,
             &RequestExtra::FIELDS,
             &ResponseExtra::FIELDS,
+            &CutExtra::FIELDS,
         ] {
             let mut top = 64;
             for f in fields {
@@ -257,6 +298,22 @@ mod tests {
         }
         // req_id is the low word of both extras: readable without the probe.
         assert_eq!(RequestExtra::REQ_ID, ResponseExtra::REQ_ID);
+    }
+
+    #[test]
+    fn cut_lengths_round_trip_and_saturate() {
+        let c = CutExtra {
+            str1_len: 3072,
+            str2_len: 4000,
+            str3_len: 7,
+        };
+        assert_eq!(CutExtra::unpack(c.pack()), c);
+        let huge = CutExtra {
+            str2_len: u32::MAX,
+            ..c
+        };
+        assert_eq!(CutExtra::unpack(huge.pack()).str2_len, (1 << 21) - 1);
+        assert_eq!(CutExtra::unpack(huge.pack()).str3_len, 7);
     }
 
     #[test]

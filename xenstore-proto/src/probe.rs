@@ -4,7 +4,7 @@
 //! declares the same list for the linker; tests/scripts_contract.rs checks
 //! that file, the man page and the scripts against this one.
 
-use crate::packing::{Field, RequestExtra, ResponseExtra};
+use crate::packing::{CutExtra, Field, RequestExtra, ResponseExtra};
 
 /// The USDT provider's name.
 pub const PROVIDER: &str = "xenstore";
@@ -20,6 +20,9 @@ pub enum Probe {
     TxEnd,
     /// Appended after the first six: a request and its reply in one firing.
     Reply,
+    /// Fired just before a probe (same serial, ident, client) that may cut
+    /// a long string: how long its strings were.
+    Truncated,
 }
 
 /// The arguments every probe starts with, in order: (name, C type in
@@ -62,7 +65,7 @@ pub enum Extra {
 }
 
 impl Probe {
-    pub const ALL: [Probe; 7] = [
+    pub const ALL: [Probe; 8] = [
         Probe::Request,
         Probe::Response,
         Probe::WatchEvent,
@@ -70,6 +73,7 @@ impl Probe {
         Probe::ConnClose,
         Probe::TxEnd,
         Probe::Reply,
+        Probe::Truncated,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -81,6 +85,7 @@ impl Probe {
             Probe::ConnClose => "conn_close",
             Probe::TxEnd => "tx_end",
             Probe::Reply => "reply",
+            Probe::Truncated => "truncated",
         }
     }
 
@@ -106,6 +111,7 @@ impl Probe {
             Probe::ConnOpen | Probe::ConnClose => Extra::Zero,
             // A [`TxOutcome`] code.
             Probe::TxEnd => Extra::Whole("outcome"),
+            Probe::Truncated => Extra::Packed(&CutExtra::FIELDS),
         }
     }
 
@@ -123,6 +129,8 @@ impl Probe {
             Probe::TxEnd => ("outcome_name", Some("reason")),
             // As `request`; the outcome is str3.
             Probe::Reply => ("path", Some("value")),
+            // The name of the probe whose strings may be cut.
+            Probe::Truncated => ("cut_probe", None),
         }
     }
 

@@ -23,7 +23,7 @@ _xenstore__snoop() {
 
     case "${cmd}" in
         xenstore__snoop)
-            opts="-d -p -x -c -T -L -v -w -r -h -V --daemon-pid --binary --domain --pid --failed --op --path --no-watch-events --count --duration --timestamp --relative --latency --verbose --json --summary --interval --write --read --ring-mb --paired --help --version"
+            opts="-d -p -n -x -c -T -L -v -w -r -h -V --daemon-pid --binary --domain --pid --name --failed --op --path --no-watch-events --follow --count --duration --timestamp --relative --latency --verbose --json --summary --interval --write --read --tracefs --ring-mb --paired --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -50,6 +50,14 @@ _xenstore__snoop() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -90,6 +98,10 @@ _xenstore__snoop() {
                     return 0
                     ;;
                 -r)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tracefs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -2,16 +2,19 @@ complete -c xenstore-snoop -l daemon-pid -d 'Trace this daemon process (default:
 complete -c xenstore-snoop -l binary -d 'The daemon\'s binary (default: the one the daemon process runs)' -r -F
 complete -c xenstore-snoop -s d -l domain -d 'Only this domain (repeatable); filtered in the kernel' -r
 complete -c xenstore-snoop -s p -l pid -d 'Only this dom0 client pid (repeatable)' -r
+complete -c xenstore-snoop -s n -l name -d 'Only this client name (repeatable): a dom0 client\'s command name (comm, as when it connected) or a guest\'s domain name' -r
 complete -c xenstore-snoop -l op -d 'Only these ops, comma-separated (READ,WRITE or XS_READ,...)' -r
-complete -c xenstore-snoop -l path -d 'Only requests whose path matches this regex' -r
+complete -c xenstore-snoop -l path -d 'Only requests whose path matches this regex. A guest\'s relative paths are matched as the daemon resolves them (under /local/domain/<id>), though shown as sent' -r
 complete -c xenstore-snoop -s c -l count -d 'Exit after N lines (or N requests with --summary)' -r
 complete -c xenstore-snoop -l duration -d 'Exit after SECS seconds' -r
 complete -c xenstore-snoop -l interval -d 'With --summary: every SECS seconds also print the tables with each op\'s and domain\'s rate over the interval (requests/s) beside the running totals' -r
 complete -c xenstore-snoop -s w -l write -d 'Also write every record, before the filters, to FILE (a trace: JSON lines, see TRACE FILES in the man page); the output is unchanged' -r -F
 complete -c xenstore-snoop -s r -l read -d 'Replay a trace written with -w (- for standard input) instead of tracing a daemon: the same filters and output; --duration and --interval count trace time' -r -F
+complete -c xenstore-snoop -l tracefs -d 'The tracefs mount to define uprobes in (default: /sys/kernel/tracing, else /sys/kernel/debug/tracing)' -r -F
 complete -c xenstore-snoop -l ring-mb -d 'Per-CPU ring buffer size in MiB (rounded up to a power of two)' -r
 complete -c xenstore-snoop -s x -l failed -d 'Only failed requests'
 complete -c xenstore-snoop -l no-watch-events -d 'Do not show watch events'
+complete -c xenstore-snoop -l follow -d 'Keep tracing when the daemon exits: wait for the next process running its binary, attach to it, and say how long the gap was'
 complete -c xenstore-snoop -s T -l timestamp -d 'Add a wall-clock timestamp column (µs)'
 complete -c xenstore-snoop -l relative -d 'Add a column of seconds since the snooper started'
 complete -c xenstore-snoop -s L -l latency -d 'Add a request-to-reply latency column (µs)'

@@ -2,8 +2,10 @@
 //! make its lines, since every firing costs the daemon a trap.
 //!
 //! `reply` carries a whole operation in one firing, so it and
-//! `watch_event` make every line; the connection and transaction probes
-//! only when their lines are shown (-v). A daemon binary older than
+//! `watch_event` make every line; `conn_open` names the client (COMM, one
+//! firing a connection) and `truncated` counts what a cut string lost (it
+//! fires only for long payloads); the other connection and transaction
+//! probes only when their lines are shown (-v). A daemon binary older than
 //! `reply` gets `request` + `response`, paired by serial: that fallback
 //! (and pairing.rs's pairing) exists only for such binaries.
 
@@ -46,8 +48,9 @@ pub fn choose(
     if !filter.failed_only && !filter.no_watch_events {
         wanted.push(Probe::WatchEvent);
     }
+    wanted.extend([Probe::ConnOpen, Probe::Truncated]);
     if filter.lifecycle && !filter.failed_only {
-        wanted.extend([Probe::ConnOpen, Probe::ConnClose, Probe::TxEnd]);
+        wanted.extend([Probe::ConnClose, Probe::TxEnd]);
     }
     Ok(ours
         .into_iter()
@@ -89,9 +92,21 @@ mod tests {
         let bin = Path::new("shim");
         let plain = Filter::default();
         let chosen = choose(bin, all_sites(), &plain, false).unwrap();
-        assert_eq!(names(&chosen), ["watch_event", "reply"]);
+        assert_eq!(
+            names(&chosen),
+            ["watch_event", "conn_open", "reply", "truncated"]
+        );
         let chosen = choose(bin, all_sites(), &plain, true).unwrap();
-        assert_eq!(names(&chosen), ["request", "response", "watch_event"]);
+        assert_eq!(
+            names(&chosen),
+            [
+                "request",
+                "response",
+                "watch_event",
+                "conn_open",
+                "truncated"
+            ]
+        );
         assert!(chosen.iter().all(|s| s.provider == PROVIDER));
         let verbose = Filter {
             lifecycle: true,
@@ -100,7 +115,14 @@ mod tests {
         let chosen = choose(bin, all_sites(), &verbose, false).unwrap();
         assert_eq!(
             names(&chosen),
-            ["watch_event", "conn_open", "conn_close", "tx_end", "reply"]
+            [
+                "watch_event",
+                "conn_open",
+                "conn_close",
+                "tx_end",
+                "reply",
+                "truncated"
+            ]
         );
         // Filters that drop every event of a probe leave it unattached.
         let failed = Filter {
@@ -110,7 +132,7 @@ mod tests {
         };
         assert_eq!(
             names(&choose(bin, all_sites(), &failed, false).unwrap()),
-            ["reply"]
+            ["conn_open", "reply", "truncated"]
         );
         let no_events = Filter {
             no_watch_events: true,
@@ -118,7 +140,7 @@ mod tests {
         };
         assert_eq!(
             names(&choose(bin, all_sites(), &no_events, false).unwrap()),
-            ["reply"]
+            ["conn_open", "reply", "truncated"]
         );
     }
 
@@ -129,7 +151,16 @@ mod tests {
             .filter(|s| s.name != "reply" || s.provider != PROVIDER)
             .collect();
         let chosen = choose(Path::new("shim"), old, &Filter::default(), false).unwrap();
-        assert_eq!(names(&chosen), ["request", "response", "watch_event"]);
+        assert_eq!(
+            names(&chosen),
+            [
+                "request",
+                "response",
+                "watch_event",
+                "conn_open",
+                "truncated"
+            ]
+        );
     }
 
     #[test]

@@ -10,6 +10,8 @@ Examples:
   xenstore-snoop -x                   # only failed requests ([ERROR] lines)
   xenstore-snoop --op READ,WRITE --path '^/local/domain/6/device'
   xenstore-snoop -p 4242              # only the dom0 client with pid 4242
+  xenstore-snoop -n xl -n xenstore-write  # only these dom0 programs (COMM) or guests by name
+  xenstore-snoop --follow             # keep tracing across daemon restarts
   xenstore-snoop -T -L                # wall-clock timestamps and latency (µs)
   xenstore-snoop --json | jq .        # JSON lines
   xenstore-snoop --summary --interval 5 --duration 60
@@ -43,6 +45,11 @@ pub struct Args {
     #[arg(short = 'p', long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,
 
+    /// Only this client name (repeatable): a dom0 client's command name
+    /// (comm, as when it connected) or a guest's domain name
+    #[arg(short = 'n', long = "name", value_name = "NAME")]
+    pub names: Vec<String>,
+
     /// Only failed requests
     #[arg(short = 'x', long)]
     pub failed: bool,
@@ -51,13 +58,20 @@ pub struct Args {
     #[arg(long = "op", value_name = "OPS", value_delimiter = ',')]
     pub ops: Vec<String>,
 
-    /// Only requests whose path matches this regex
+    /// Only requests whose path matches this regex. A guest's relative
+    /// paths are matched as the daemon resolves them (under
+    /// /local/domain/<id>), though shown as sent
     #[arg(long, value_name = "REGEX")]
     pub path: Option<String>,
 
     /// Do not show watch events
     #[arg(long)]
     pub no_watch_events: bool,
+
+    /// Keep tracing when the daemon exits: wait for the next process running
+    /// its binary, attach to it, and say how long the gap was
+    #[arg(long)]
+    pub follow: bool,
 
     /// Exit after N lines (or N requests with --summary)
     #[arg(short = 'c', long, value_name = "N")]
@@ -104,8 +118,13 @@ pub struct Args {
     /// Replay a trace written with -w (- for standard input) instead of tracing a daemon:
     /// the same filters and output; --duration and --interval count trace time
     #[arg(short = 'r', long = "read", value_name = "FILE",
-          conflicts_with_all = ["write", "daemon_pid", "binary", "ring_mb"])]
+          conflicts_with_all = ["write", "daemon_pid", "binary", "ring_mb", "follow"])]
     pub read: Option<PathBuf>,
+
+    /// The tracefs mount to define uprobes in (default: /sys/kernel/tracing,
+    /// else /sys/kernel/debug/tracing)
+    #[arg(long, value_name = "PATH", env = "TRACEFS")]
+    pub tracefs: Option<PathBuf>,
 
     /// Per-CPU ring buffer size in MiB (rounded up to a power of two)
     #[arg(long, value_name = "MIB", default_value_t = 16,
@@ -182,7 +201,7 @@ fn man_page() -> String {
     let mut out = Vec::new();
     man.render_title(&mut out).unwrap();
     man.render_name_section(&mut out).unwrap();
-    man.render_synopsis_section(&mut out).unwrap();
+    out.extend_from_slice(synopsis().as_bytes());
     man.render_description_section(&mut out).unwrap();
     man.render_options_section(&mut out).unwrap();
     out.extend_from_slice(include_bytes!("../man.roff"));
@@ -195,6 +214,32 @@ fn man_page() -> String {
     out.extend_from_slice(b".fi\n");
     man.render_version_section(&mut out).unwrap();
     String::from_utf8(out).unwrap()
+}
+
+/// SYNOPSIS with every option's argument name (clap_mangen leaves them out).
+#[cfg(test)]
+fn synopsis() -> String {
+    let roff = |s: &str| s.replace('-', "\\-");
+    let mut cmd = command();
+    cmd.build();
+    let mut out = String::from(".SH SYNOPSIS\n\\fBxenstore\\-snoop\\fR");
+    for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+        let mut flag = match (arg.get_short(), arg.get_long()) {
+            (Some(s), Some(l)) => format!("\\fB\\-{s}\\fR|\\fB\\-\\-{}\\fR", roff(l)),
+            (None, Some(l)) => format!("\\fB\\-\\-{}\\fR", roff(l)),
+            (Some(s), None) => format!("\\fB\\-{s}\\fR"),
+            (None, None) => continue,
+        };
+        if arg.get_action().takes_values() {
+            if let Some(name) = arg.get_value_names().and_then(|n| n.first()) {
+                flag.push_str(&format!(" \\fI{}\\fR", roff(name)));
+            }
+        }
+        let repeat = matches!(arg.get_action(), clap::ArgAction::Append);
+        out.push_str(&format!(" [{flag}]{}", if repeat { "..." } else { "" }));
+    }
+    out.push('\n');
+    out
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@ pub struct Filter {
     pub domains: Vec<u16>,
     /// dom0 client pids.
     pub pids: Vec<u32>,
+    /// Client names (`-n`): a dom0 client's comm or a guest's domain name.
+    pub names: Vec<String>,
     pub failed_only: bool,
     /// Wire type numbers; empty = all.
     pub ops: Vec<u16>,
@@ -42,6 +44,14 @@ impl Filter {
         if !self.pids.is_empty() && !self.pids.contains(&r.pid) {
             return false;
         }
+        if !self.names.is_empty()
+            && !r
+                .comm
+                .as_deref()
+                .is_some_and(|c| self.names.iter().any(|n| crate::names::matches(n, c)))
+        {
+            return false;
+        }
         if self.failed_only && r.error.is_none() {
             return false;
         }
@@ -49,7 +59,8 @@ impl Filter {
             return false;
         }
         if let Some(re) = &self.path {
-            if !re.is_match(&r.path) {
+            // Relative paths as the daemon resolves them.
+            if !re.is_match(&crate::paths::record_path(r)) {
                 return false;
             }
         }
@@ -133,5 +144,17 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(shown(&pid), 0);
+        let named = Filter {
+            names: vec!["xl".into()],
+            ..Default::default()
+        };
+        assert_eq!(shown(&named), 0);
+        let mut by_xl = read_err.clone();
+        by_xl.comm = Some("xl".into());
+        assert!(named.wants(&by_xl));
+        let mut relative = op(5, 2, "device/vbd", 6, 0);
+        assert!(path.wants(&relative), "resolved under /local/domain/6");
+        relative.dom = 7;
+        assert!(!path.wants(&relative));
     }
 }

@@ -6,11 +6,16 @@
 
 pub mod attach;
 pub mod cli;
+pub mod cuts;
+pub mod domains;
 pub mod event;
 pub mod filter;
+pub mod follow;
 pub mod format;
+pub mod names;
 pub mod output;
 pub mod pairing;
+pub mod paths;
 pub mod perf;
 pub mod perf_ring;
 pub mod replay;

@@ -93,7 +93,7 @@ impl TextStyle {
             TimeColumn::Wall => h.push_str(&format!("{:<15} ", "TIME")),
             TimeColumn::Relative => h.push_str(&format!("{:<12} ", "TIME(s)")),
         }
-        h.push_str("DOM PID    TX  ");
+        h.push_str("DOM PID    COMM            TX  ");
         if self.latency {
             h.push_str(&format!("{:>9} ", "LAT(us)"));
         }
@@ -115,6 +115,7 @@ impl TextStyle {
         }
         push_column(l, Some(r.dom.into()), 3);
         push_column(l, Some(r.pid.into()), 6);
+        push_name(l, r.comm.as_deref());
         push_column(l, r.tx.map(u64::from), 3);
         if self.latency {
             match r.latency_ns {
@@ -139,8 +140,14 @@ impl TextStyle {
                         l.push_str(&escape(arg));
                     }
                 }
+                if let Some(mark) = r.request_cut.mark() {
+                    l.push_str(&mark);
+                }
                 l.push_str(" -> ");
                 l.push_str(&escape(r.result.as_deref().unwrap_or("?")));
+                if let Some(mark) = r.reply_cut.mark() {
+                    l.push_str(&mark);
+                }
                 if self.verbose {
                     if let Some(reason) = &r.error_reason {
                         let _ = write!(l, " ({})", escape(reason));
@@ -181,6 +188,18 @@ impl TextStyle {
     }
 }
 
+/// The COMM column: the name (or `-`), escaped, left-aligned in
+/// COMM_MAX columns (a longer domain name widens it), then a space.
+fn push_name(l: &mut String, name: Option<&str>) {
+    let start = l.len();
+    l.push_str(&escape(name.unwrap_or("-")));
+    let width = l[start..].chars().count();
+    l.extend(std::iter::repeat_n(
+        ' ',
+        crate::names::COMM_MAX.saturating_sub(width) + 1,
+    ));
+}
+
 /// `n` (or `-`) left-aligned in `width` columns, then a space: the classic
 /// columns, without core::fmt's padding machinery on every line.
 fn push_column(l: &mut String, n: Option<u64>, width: usize) {
@@ -207,7 +226,7 @@ fn push_column(l: &mut String, n: Option<u64>, width: usize) {
 
 /// The keys of every JSON line, in the order written: [`JsonRecord`]'s
 /// fields (its unit test checks they agree).
-pub const JSON_KEYS: [&str; 19] = [
+pub const JSON_KEYS: [&str; 21] = [
     "kind",
     "ts",
     "mono_ns",
@@ -215,6 +234,7 @@ pub const JSON_KEYS: [&str; 19] = [
     "conn",
     "dom",
     "pid",
+    "comm",
     "tx",
     "req_id",
     "op",
@@ -227,6 +247,7 @@ pub const JSON_KEYS: [&str; 19] = [
     "fired_by",
     "token",
     "truncated",
+    "truncated_bytes",
 ];
 
 /// The JSON line schema shared with scripts/xs-stack-correlate.
@@ -239,6 +260,7 @@ pub struct JsonRecord<'a> {
     pub conn: u32,
     pub dom: u16,
     pub pid: u32,
+    pub comm: Option<&'a str>,
     pub tx: Option<u32>,
     pub req_id: Option<u32>,
     pub op: Option<Cow<'static, str>>,
@@ -251,6 +273,8 @@ pub struct JsonRecord<'a> {
     pub fired_by: Option<u64>,
     pub token: Option<&'a str>,
     pub truncated: bool,
+    /// Bytes cut, when the daemon said how many (null otherwise).
+    pub truncated_bytes: Option<u64>,
 }
 
 impl<'a> JsonRecord<'a> {
@@ -265,6 +289,7 @@ impl<'a> JsonRecord<'a> {
             conn: r.conn,
             dom: r.dom,
             pid: r.pid,
+            comm: r.comm.as_deref(),
             tx: r.tx,
             req_id: r.req_id,
             op: r.op.map(|_| r.op_name()),
@@ -277,7 +302,18 @@ impl<'a> JsonRecord<'a> {
             fired_by: r.fired_by,
             token: r.token.as_deref(),
             truncated: r.truncated,
+            truncated_bytes: cut_bytes(r),
         }
+    }
+}
+
+/// The bytes cut from the record's strings, when known.
+fn cut_bytes(r: &Record) -> Option<u64> {
+    use crate::cuts::Cut;
+    match (r.request_cut, r.reply_cut) {
+        (Cut::Bytes(a), Cut::Bytes(b)) => Some(a + b),
+        (Cut::Bytes(n), _) | (_, Cut::Bytes(n)) => Some(n),
+        _ => None,
     }
 }
 
@@ -333,7 +369,7 @@ mod tests {
     #[test]
     fn classic_lines() {
         let style = TextStyle::default();
-        assert_eq!(style.header(), "DOM PID    TX  OP");
+        assert_eq!(style.header(), "DOM PID    COMM            TX  OP");
         let mut p = Pairing::new();
         p.push(ev(Probe::Request, 1, 10, "6", ""));
         let r = p
@@ -341,7 +377,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             style.line(&r, &clock()),
-            "0   100    0   XS_GET_DOMAIN_PATH: 6 -> /local/domain/6"
+            "0   100    -               0   XS_GET_DOMAIN_PATH: 6 -> /local/domain/6"
         );
         p.push(ev(Probe::Request, 2, 2, "device/vif/0/type", ""));
         let mut resp = ev(Probe::Response, 2, 2, "ENOENT", "no such node");
@@ -349,7 +385,7 @@ mod tests {
         let r = p.push(resp).unwrap();
         assert_eq!(
             style.line(&r, &clock()),
-            "0   100    0   [ERROR] XS_READ: device/vif/0/type -> ENOENT"
+            "0   100    -               0   [ERROR] XS_READ: device/vif/0/type -> ENOENT"
         );
         let verbose = TextStyle {
             verbose: true,
@@ -369,7 +405,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             style.line(&w, &clock()),
-            "0   100    -   XS_WATCH_EVENT: /local/domain/6/x FFFF0001"
+            "0   100    -               -   XS_WATCH_EVENT: /local/domain/6/x FFFF0001"
         );
         p.push(ev(Probe::Request, 5, 6, "", ""));
         let r = p.push(ev(Probe::Response, 5, 6, "930", "")).unwrap();
@@ -388,7 +424,10 @@ mod tests {
             latency: true,
             verbose: false,
         };
-        assert_eq!(style.header(), "TIME(s)      DOM PID    TX    LAT(us) OP");
+        assert_eq!(
+            style.header(),
+            "TIME(s)      DOM PID    COMM            TX    LAT(us) OP"
+        );
         let mut p = Pairing::new();
         p.push(ev(Probe::Request, 2, 2, "/a", ""));
         let mut resp = ev(Probe::Response, 2, 2, "x", "");
@@ -396,7 +435,7 @@ mod tests {
         let r = p.push(resp).unwrap();
         assert_eq!(
             style.line(&r, &clock()),
-            "0.000002     0   100    0        12.5 XS_READ: /a -> x"
+            "0.000002     0   100    -               0        12.5 XS_READ: /a -> x"
         );
     }
 

@@ -3,11 +3,12 @@
 //! without `reply` (see attach.rs), each `request` is joined with its
 //! `response` (same daemon serial) instead.
 
+use crate::cuts::Cut;
 use crate::event::{Event, Probe};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use xenstore_proto::wire::XsError;
-use xenstore_proto::{wire, Ident};
+use xenstore_proto::{flag, wire, Ident};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -29,6 +30,9 @@ pub struct Record {
     pub conn: u32,
     pub dom: u16,
     pub pid: u32,
+    /// The client's name (see names.rs); None when unknown. Set by the
+    /// session, not by pairing.
+    pub comm: Option<std::rc::Rc<str>>,
     /// None for watch events and connection events (printed `-`).
     pub tx: Option<u32>,
     pub req_id: Option<u32>,
@@ -43,6 +47,9 @@ pub struct Record {
     pub fired_by: Option<u64>,
     pub token: Option<String>,
     pub truncated: bool,
+    /// What the daemon cut from the request's strings, and the reply's.
+    pub request_cut: crate::cuts::Cut,
+    pub reply_cut: crate::cuts::Cut,
 }
 
 impl Record {
@@ -65,6 +72,7 @@ impl Record {
             conn: ev.conn,
             dom: ev.dom,
             pid: ev.pid,
+            comm: None,
             tx: None,
             req_id: None,
             op: None,
@@ -77,6 +85,8 @@ impl Record {
             fired_by: None,
             token: None,
             truncated: false,
+            request_cut: Cut::Whole,
+            reply_cut: Cut::Whole,
         }
     }
 
@@ -110,6 +120,14 @@ impl Record {
     /// A `reply`: the request and its outcome, timed at the request.
     fn completed(ev: Event) -> Record {
         let errno = ev.errno();
+        let flags = xenstore_proto::ResponseExtra::unpack(ev.extra).flags;
+        let cut_if = |bits: u16| {
+            if flags & bits != 0 {
+                Cut::Unknown
+            } else {
+                Cut::Whole
+            }
+        };
         let mut r = Record {
             mono_ns: ev.mono_ns.saturating_sub(ev.latency_ns),
             tx: Some(ev.tx),
@@ -117,6 +135,8 @@ impl Record {
             op: Some(ev.op),
             latency_ns: Some(ev.latency_ns),
             truncated: ev.truncated(),
+            request_cut: cut_if(flag::STR1_TRUNCATED | flag::STR2_TRUNCATED),
+            reply_cut: cut_if(flag::STR3_TRUNCATED),
             ..Record::base(&ev, Kind::Op)
         };
         r.path = ev.s1;
@@ -139,6 +159,11 @@ impl Record {
             req_id: Some(req.req_id()),
             op: Some(req.op),
             truncated: req.truncated(),
+            request_cut: if req.truncated() {
+                Cut::Unknown
+            } else {
+                Cut::Whole
+            },
             ..Record::base(&req, Kind::Op)
         };
         r.path = req.s1;
@@ -146,6 +171,9 @@ impl Record {
         if let Some(resp) = resp {
             r.latency_ns = Some(resp.mono_ns.saturating_sub(req.mono_ns));
             r.truncated |= resp.truncated();
+            if resp.truncated() {
+                r.reply_cut = Cut::Unknown;
+            }
             if resp.errno() != 0 {
                 r.error = Some(resp.s1.clone());
                 r.error_reason = (!resp.s2.is_empty()).then_some(resp.s2);
@@ -215,6 +243,8 @@ impl Pairing {
             Probe::ConnClose => Some(Record::lone(ev, Kind::ConnClose)),
             Probe::TxEnd => Some(Record::lone(ev, Kind::TxEnd)),
             Probe::Reply => Some(Record::completed(ev)),
+            // Lengths for the record to come (cuts.rs).
+            Probe::Truncated => None,
         }
     }
 
@@ -410,7 +440,7 @@ mod captured {
         };
         assert_eq!(
             TextStyle::default().line(r, &clock),
-            "0   26137  0   [ERROR] XS_READ: /nonexistent/node -> ENOENT"
+            "0   26137  -               0   [ERROR] XS_READ: /nonexistent/node -> ENOENT"
         );
     }
 }

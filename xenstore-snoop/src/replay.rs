@@ -262,8 +262,11 @@ mod tests {
         let t = trace(&[0.5, 1.25, 2.0], true);
         let (out, done) = run(&["--relative"], &t);
         let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines[0], "TIME(s)      DOM PID    TX  OP");
-        assert_eq!(lines[2], "1.250000     6   100    0   XS_READ: /r/1 -> v");
+        assert_eq!(lines[0], "TIME(s)      DOM PID    COMM            TX  OP");
+        assert_eq!(
+            lines[2],
+            "1.250000     6   100    -               0   XS_READ: /r/1 -> v"
+        );
         assert_eq!((done.records, done.shown, done.cut), (3, 3, None));
         let (out, done) = run(&["-d", "6"], &t);
         assert_eq!(out.lines().count(), 2, "{out}");

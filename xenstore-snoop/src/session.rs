@@ -2,11 +2,13 @@
 //! detach. Everything it sets up is torn down on every way out.
 
 use crate::cli::Args;
+use crate::cuts::Cuts;
 use crate::event::{Decoder, Event, Probe};
 use crate::filter::Filter;
 use crate::format::Format;
+use crate::names::Names;
 use crate::output::{Clock, JsonRecord, TextStyle, TimeColumn};
-use crate::pairing::Pairing;
+use crate::pairing::{Pairing, Record};
 use crate::perf::Rings;
 use crate::summary::Summary;
 use crate::trace_file;
@@ -40,6 +42,7 @@ pub fn filter_from(args: &Args) -> Result<Filter> {
     Ok(Filter {
         domains: args.domains.clone(),
         pids: args.pids.clone(),
+        names: args.names.clone(),
         failed_only: args.failed,
         ops,
         path,
@@ -64,24 +67,14 @@ pub fn run(args: &Args) -> Result<i32> {
         return crate::replay::run(args, path);
     }
     let filter = filter_from(args)?;
-    let tracefs = tracefs()?;
+    let tracefs = tracefs(args.tracefs.as_deref())?;
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         bail!("xenstore-snoop needs root (uprobes and perf_event_open)");
     }
-    let target = target::find(args.daemon_pid, args.binary.as_deref())?;
-    let sites = sdt::read_probes(&target.binary)?;
-    // -w records what any filter could want on replay: every probe.
-    let record_all = Filter {
-        lifecycle: true,
-        ..Filter::default()
-    };
-    let attach_for = if args.write.is_some() {
-        &record_all
-    } else {
-        &filter
-    };
-    let probes = attach::choose(&target.binary, sites, attach_for, args.paired)?;
+    let mut target = target::find(args.daemon_pid, args.binary.as_deref())?;
+    // Where the daemon's binary is, for --follow once /proc/PID is gone.
+    let exe = std::fs::read_link(format!("/proc/{}/exe", target.pid)).ok();
 
     let stop_flag = Arc::new(AtomicBool::new(false));
     for sig in [
@@ -96,8 +89,160 @@ pub fn run(args: &Args) -> Result<i32> {
     for stale in remove_stale_groups(&tracefs)? {
         eprintln!("xenstore-snoop: removed stale uprobes of {stale}");
     }
+    crate::domains::warn_unknown(target.pid, &args.domains);
     let kernel_filter = filter.kernel_filter();
-    let mut group = Group::new(tracefs, kernel_filter.is_some());
+    let mut loop_ = Loop {
+        args,
+        filter,
+        style: TextStyle {
+            time: if args.timestamp {
+                TimeColumn::Wall
+            } else if args.relative {
+                TimeColumn::Relative
+            } else {
+                TimeColumn::None
+            },
+            latency: args.latency,
+            verbose: args.verbose,
+        },
+        clock: Clock::now(),
+        start: Instant::now(),
+        next_report: None,
+        header_shown: false,
+        out: std::io::BufWriter::with_capacity(1 << 18, std::io::stdout().lock()),
+        line: String::with_capacity(256),
+        pairing: Pairing::new(),
+        names: names_for(target.pid),
+        cuts: Cuts::new(),
+        summary: Summary::new(crate::summary::box_drawing_for_stdout()),
+        trace: None,
+        shown: 0,
+        seen: 0,
+        undecodable: 0,
+        own_pid: std::process::id(),
+        lost_before: 0,
+    };
+    loop_.trace = args
+        .write
+        .as_deref()
+        .map(|path| {
+            let header = trace_file::Header::new(
+                &loop_.clock,
+                target.pid,
+                &target.binary,
+                kernel_filter.clone(),
+            );
+            trace_file::Writer::create(path, &header)
+        })
+        .transpose()?;
+    loop_.next_report = args
+        .interval
+        .map(|i| loop_.start + Duration::from_secs_f64(i));
+    let (mut lost, mut corrupt) = (0, 0);
+    let stop = loop {
+        let (stop, stats) = trace_daemon(
+            &mut loop_,
+            &tracefs,
+            &target,
+            kernel_filter.as_deref(),
+            &stop_flag,
+        )?;
+        lost += stats.0;
+        corrupt += stats.1;
+        loop_.lost_before += stats.0;
+        if stop != Stop::TargetExited {
+            break stop;
+        }
+        eprintln!(
+            "xenstore-snoop: {} pid {} exited",
+            target::DAEMON_NAME,
+            target.pid
+        );
+        let Some(exe) = exe.as_deref().filter(|_| args.follow) else {
+            break stop;
+        };
+        let gone = chrono::Local::now();
+        let gap = Instant::now();
+        match crate::follow::next_daemon(exe, target.pid, &stop_flag) {
+            Some(next) => {
+                eprintln!(
+                    "xenstore-snoop: --follow: gap of {:.3} s from {} (requests in it were not seen); following pid {}",
+                    gap.elapsed().as_secs_f64(),
+                    gone.format("%H:%M:%S%.3f"),
+                    next.pid
+                );
+                // The new daemon numbers connections and serials afresh.
+                loop_.names = names_for(next.pid);
+                loop_.cuts = Cuts::new();
+                target = next;
+            }
+            None => break Stop::Signal,
+        }
+    };
+    if let Some(trace) = loop_.trace.take() {
+        trace.finish(trace_file::End {
+            mono_ns: crate::output::clock_ns(libc::CLOCK_MONOTONIC),
+            seen: loop_.seen,
+            lost,
+            undecodable: loop_.undecodable,
+            unmatched_dropped: loop_.pairing.dropped,
+            corrupt_bytes: corrupt,
+            stopped: format!("{stop:?}"),
+        })?;
+    }
+    if stop != Stop::PipeClosed && loop_.args.summary {
+        let tables = loop_.summary.render(10);
+        // A closed pipe at the very end changes nothing.
+        let _ = loop_.emit(&tables);
+    }
+    eprintln!(
+        "xenstore-snoop: {} events seen, {} lost{}{}",
+        loop_.seen,
+        lost,
+        match (loop_.undecodable, loop_.pairing.dropped) {
+            (0, 0) => String::new(),
+            (u, d) => format!(", {u} undecodable, {d} unmatched requests/replies dropped"),
+        },
+        match corrupt {
+            0 => String::new(),
+            n => format!(", {n} bytes of corrupt ring data skipped"),
+        }
+    );
+    Ok(0)
+}
+
+/// Names that look an unseen guest's domain name up through `daemon`'s socket.
+fn names_for(daemon: u32) -> Names {
+    match crate::domains::daemon_socket(daemon) {
+        Some(socket) => Names::with_lookup(Box::new(move |domid| {
+            crate::domains::domain_name(&socket, domid)
+        })),
+        None => Names::new(),
+    }
+}
+
+/// Attaches to one daemon process, traces it until a stop condition, and
+/// detaches; returns why it stopped and (events lost, corrupt bytes).
+fn trace_daemon<W: Write>(
+    loop_: &mut Loop<'_, W>,
+    tracefs: &std::path::Path,
+    target: &target::Target,
+    kernel_filter: Option<&str>,
+    stop_flag: &AtomicBool,
+) -> Result<(Stop, (u64, u64))> {
+    let sites = sdt::read_probes(&target.binary)?;
+    // -w records what any filter could want on replay: every probe.
+    let record_all = Filter {
+        lifecycle: true,
+        ..Filter::default()
+    };
+    let attach_for = if loop_.trace.is_some() {
+        &record_all
+    } else {
+        &loop_.filter
+    };
+    let probes = attach::choose(&target.binary, sites, attach_for, loop_.args.paired)?;
+    let mut group = Group::new(tracefs.to_path_buf(), kernel_filter.is_some());
     let mut decoders: Vec<Decoder> = Vec::new();
     let mut seen_names: HashMap<String, u32> = HashMap::new();
     for p in &probes {
@@ -117,22 +262,8 @@ pub fn run(args: &Args) -> Result<i32> {
         decoders.push(Decoder::new(probe, &format)?);
     }
     let ids: Vec<u16> = decoders.iter().map(|d| d.id).collect();
-    let mut rings = Rings::open(
-        &ids,
-        (args.ring_mb as usize) << 20,
-        kernel_filter.as_deref(),
-    )?;
+    let mut rings = Rings::open(&ids, (loop_.args.ring_mb as usize) << 20, kernel_filter)?;
     rings.enable()?;
-    let clock = Clock::now();
-    let trace = args
-        .write
-        .as_deref()
-        .map(|path| {
-            let header =
-                trace_file::Header::new(&clock, target.pid, &target.binary, kernel_filter.clone());
-            trace_file::Writer::create(path, &header)
-        })
-        .transpose()?;
     eprintln!(
         "Tracing {} pid {} ({} probe sites, group {}){}... Ctrl-C to end.",
         target::DAEMON_NAME,
@@ -141,71 +272,12 @@ pub fn run(args: &Args) -> Result<i32> {
         group.name,
         kernel_filter.map_or(String::new(), |f| format!(", kernel filter `{f}`"))
     );
-
-    let mut loop_ = Loop {
-        args,
-        filter,
-        style: TextStyle {
-            time: if args.timestamp {
-                TimeColumn::Wall
-            } else if args.relative {
-                TimeColumn::Relative
-            } else {
-                TimeColumn::None
-            },
-            latency: args.latency,
-            verbose: args.verbose,
-        },
-        clock,
-        out: std::io::BufWriter::with_capacity(1 << 18, std::io::stdout().lock()),
-        line: String::with_capacity(256),
-        pairing: Pairing::new(),
-        summary: Summary::new(crate::summary::box_drawing_for_stdout()),
-        trace,
-        shown: 0,
-        seen: 0,
-        undecodable: 0,
-    };
-    let stop = loop_.trace(&mut rings, &decoders, target.pid, &stop_flag);
-    let lost = rings.lost();
-    let corrupt = rings.corrupt_bytes;
+    let stop = loop_.trace(&mut rings, &decoders, target.pid, stop_flag);
+    let stats = (rings.lost(), rings.corrupt_bytes);
     // Close the perf events before deleting the uprobes they use.
     drop(rings);
     group.remove()?;
-    let stop = stop?;
-    if let Some(trace) = loop_.trace.take() {
-        trace.finish(trace_file::End {
-            mono_ns: crate::output::clock_ns(libc::CLOCK_MONOTONIC),
-            seen: loop_.seen,
-            lost,
-            undecodable: loop_.undecodable,
-            unmatched_dropped: loop_.pairing.dropped,
-            corrupt_bytes: corrupt as u64,
-            stopped: format!("{stop:?}"),
-        })?;
-    }
-
-    if stop == Stop::TargetExited {
-        eprintln!(
-            "xenstore-snoop: {} pid {} exited",
-            target::DAEMON_NAME,
-            target.pid
-        );
-    }
-    eprintln!(
-        "xenstore-snoop: {} events seen, {} lost{}{}",
-        loop_.seen,
-        lost,
-        match (loop_.undecodable, loop_.pairing.dropped) {
-            (0, 0) => String::new(),
-            (u, d) => format!(", {u} undecodable, {d} unmatched requests/replies dropped"),
-        },
-        match corrupt {
-            0 => String::new(),
-            n => format!(", {n} bytes of corrupt ring data skipped"),
-        }
-    );
-    Ok(0)
+    Ok((stop?, stats))
 }
 
 struct Loop<'a, W: Write> {
@@ -213,16 +285,25 @@ struct Loop<'a, W: Write> {
     filter: Filter,
     style: TextStyle,
     clock: Clock,
+    /// When tracing began (for --duration and --interval, across --follow).
+    start: Instant,
+    next_report: Option<Instant>,
+    header_shown: bool,
     out: W,
     /// The text line being built, reused.
     line: String,
     pairing: Pairing,
+    names: Names,
+    cuts: Cuts,
     summary: Summary,
     /// `-w`: every record, before the filters.
     trace: Option<trace_file::Writer>,
+    /// Events lost while tracing earlier daemon processes (--follow).
+    lost_before: u64,
     shown: u64,
     seen: u64,
     undecodable: u64,
+    own_pid: u32,
 }
 
 impl<W: Write> Loop<'_, W> {
@@ -233,17 +314,21 @@ impl<W: Write> Loop<'_, W> {
         daemon: u32,
         stop_flag: &AtomicBool,
     ) -> Result<Stop> {
-        let start = Instant::now();
         let deadline = self
             .args
             .duration
-            .map(|s| start + Duration::from_secs_f64(s));
+            .map(|s| self.start + Duration::from_secs_f64(s));
         let interval = self.args.interval.map(Duration::from_secs_f64);
-        let mut next_report = interval.map(|i| start + i);
-        let mut last_report = start;
+        let mut last_report = self
+            .next_report
+            .zip(interval)
+            .map_or(self.start, |(at, i)| at - i);
         let mut batch: Vec<Event> = Vec::new();
-        if !self.args.json && !self.args.summary && self.emit(&self.style.header()).is_err() {
-            return Ok(Stop::PipeClosed);
+        if !self.args.json && !self.args.summary && !self.header_shown {
+            self.header_shown = true;
+            if self.emit(&self.style.header()).is_err() {
+                return Ok(Stop::PipeClosed);
+            }
         }
         let mut lost_reported = 0;
         let stop = loop {
@@ -257,7 +342,8 @@ impl<W: Write> Loop<'_, W> {
                 );
                 lost_reported = lost;
                 if let Some(trace) = &mut self.trace {
-                    trace.lost(crate::output::clock_ns(libc::CLOCK_MONOTONIC), lost)?;
+                    let total = self.lost_before + lost;
+                    trace.lost(crate::output::clock_ns(libc::CLOCK_MONOTONIC), total)?;
                 }
             }
             let alive = target::alive(daemon);
@@ -275,7 +361,7 @@ impl<W: Write> Loop<'_, W> {
             if deadline.is_some_and(|d| now >= d) {
                 break Stop::Duration;
             }
-            if let (Some(at), Some(every)) = (next_report, interval) {
+            if let (Some(at), Some(every)) = (self.next_report, interval) {
                 if now >= at {
                     let stamp = chrono::Local::now().format("%H:%M:%S");
                     // Rates over the time that really passed (the loop wakes every 100 ms).
@@ -285,7 +371,7 @@ impl<W: Write> Loop<'_, W> {
                     if self.emit(&tables).is_err() {
                         break Stop::PipeClosed;
                     }
-                    next_report = Some(at + every);
+                    self.next_report = Some(at + every);
                 }
             }
         };
@@ -297,9 +383,11 @@ impl<W: Write> Loop<'_, W> {
             Some(Stop::PipeClosed) => return Ok(Stop::PipeClosed),
             _ => stop,
         };
-        let unanswered = self.pairing.unanswered();
-        if let Some(trace) = &mut self.trace {
-            for r in &unanswered {
+        let mut unanswered = self.pairing.unanswered();
+        for r in &mut unanswered {
+            r.comm = self.names.name(r);
+            self.cuts.measure(r);
+            if let Some(trace) = &mut self.trace {
                 trace.record(r)?;
             }
         }
@@ -308,12 +396,6 @@ impl<W: Write> Loop<'_, W> {
                 if self.filter.wants(&r) && self.show(&r).is_err() {
                     return Ok(Stop::PipeClosed);
                 }
-            }
-        }
-        if self.args.summary {
-            let tables = self.summary.render(10);
-            if self.emit(&tables).is_err() {
-                return Ok(Stop::PipeClosed);
             }
         }
         Ok(stop)
@@ -353,9 +435,18 @@ impl<W: Write> Loop<'_, W> {
             batch.sort_by_key(|e| e.mono_ns);
         }
         for ev in batch.drain(..) {
-            let Some(r) = self.pairing.push(ev) else {
+            self.names.observe(&ev);
+            self.cuts.observe(&ev);
+            let Some(mut r) = self.pairing.push(ev) else {
                 continue;
             };
+            // The snooper's own lookups (names.rs) are not the traffic traced.
+            if r.pid == self.own_pid {
+                continue;
+            }
+            self.names.learn(&r);
+            r.comm = self.names.name(&r);
+            self.cuts.measure(&mut r);
             if let Some(trace) = &mut self.trace {
                 trace.record(&r)?;
             }
@@ -378,7 +469,7 @@ impl<W: Write> Loop<'_, W> {
         Ok(None)
     }
 
-    fn show(&mut self, r: &crate::pairing::Record) -> std::io::Result<()> {
+    fn show(&mut self, r: &Record) -> std::io::Result<()> {
         self.shown += 1;
         if self.args.summary {
             self.summary.add(r);

@@ -72,7 +72,8 @@ fn exe_of(pid: u32) -> Result<PathBuf> {
     Ok(std::fs::read_link(format!("/proc/{pid}/exe"))?)
 }
 
-fn processes() -> Vec<(u32, PathBuf)> {
+/// Every process whose executable can be read, with its path.
+pub fn processes() -> Vec<(u32, PathBuf)> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };

@@ -9,6 +9,7 @@
 //! Records are the paired level, not raw probe firings, so a trace does
 //! not depend on the back end or on which probes delivered the pair.
 
+use crate::cuts::Cut;
 use crate::output::{Clock, JsonRecord};
 use crate::pairing::{Kind, Record};
 use anyhow::{bail, Context, Result};
@@ -345,6 +346,7 @@ struct RecordLine {
     conn: u32,
     dom: u16,
     pid: u32,
+    comm: Option<String>,
     tx: Option<u32>,
     req_id: Option<u32>,
     op: Option<String>,
@@ -357,6 +359,7 @@ struct RecordLine {
     fired_by: Option<u64>,
     token: Option<String>,
     truncated: bool,
+    truncated_bytes: Option<u64>,
 }
 
 impl RecordLine {
@@ -378,8 +381,23 @@ impl RecordLine {
             }
             Some(us) => bail!("bad latency_us {us}"),
         };
+        // The line keeps only the total cut: put it where the daemon cuts
+        // (a request's value gives way first; a value-less request's result).
+        let cut = match (self.truncated, self.truncated_bytes) {
+            (false, _) => Cut::Whole,
+            (true, Some(n)) => Cut::Bytes(n),
+            (true, None) => Cut::Unknown,
+        };
+        let (request_cut, reply_cut) = if self.value.is_empty() && self.result.is_some() {
+            (Cut::Whole, cut)
+        } else {
+            (cut, Cut::Whole)
+        };
         Ok(Record {
             kind,
+            comm: self.comm.map(std::rc::Rc::from),
+            request_cut,
+            reply_cut,
             mono_ns: self.mono_ns,
             serial: self.serial,
             conn: self.conn,
@@ -450,6 +468,7 @@ mod tests {
             conn: 0x8000_0003,
             dom: 6,
             pid: 4242,
+            comm: Some("xl".into()),
             tx: Some(930),
             req_id: Some(12),
             op: Some(11),
@@ -462,6 +481,8 @@ mod tests {
             fired_by: Some(76),
             token: Some("tok".into()),
             truncated: true,
+            request_cut: Cut::Bytes(1234),
+            reply_cut: Cut::Whole,
         }
     }
 

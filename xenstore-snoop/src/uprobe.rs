@@ -12,8 +12,18 @@ use xenstore_proto::Ident;
 
 const GROUP_PREFIX: &str = "xssnoop_";
 
-/// The mounted tracefs, or a clear error saying how to mount it.
-pub fn tracefs() -> Result<PathBuf> {
+/// The tracefs to use: `chosen` (--tracefs or $TRACEFS) if given, else the
+/// first mounted one of the usual places; a clear error says how to mount it.
+pub fn tracefs(chosen: Option<&Path>) -> Result<PathBuf> {
+    if let Some(dir) = chosen {
+        if !dir.join("uprobe_events").exists() {
+            bail!(
+                "--tracefs {}: no uprobe_events there (not a tracefs mount, or not readable)",
+                dir.display()
+            );
+        }
+        return Ok(dir.to_path_buf());
+    }
     for dir in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
         let dir = Path::new(dir);
         if dir.join("uprobe_events").exists() {

@@ -89,6 +89,11 @@ impl Connection {
         }
     }
 
+    /// The transport, to describe (its kind and peer).
+    pub fn transport(&self) -> &dyn Transport {
+        self.transport.as_ref()
+    }
+
     pub fn who(&self) -> Who {
         Who {
             conn: self.id,

@@ -6,7 +6,7 @@
 //! built only after the probe's semaphore says a tracer is attached.
 
 pub use xenstore_proto::probe::{TxOutcome, STR1_MAX, STRINGS_MAX};
-use xenstore_proto::{flag, Client, Ident, RequestExtra, ResponseExtra};
+use xenstore_proto::{flag, Client, CutExtra, Ident, RequestExtra, ResponseExtra};
 
 /// Who a probe is about: one connection.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -37,6 +37,8 @@ mod semaphore {
     pub static tx_end: Semaphore = Semaphore::new();
     #[link_section = ".probes"]
     pub static reply: Semaphore = Semaphore::new();
+    #[link_section = ".probes"]
+    pub static truncated: Semaphore = Semaphore::new();
 }
 
 /// A probe string as the tracer reads it: NUL-terminated.
@@ -72,7 +74,7 @@ fn pack_who(who: &Who, op: u32, tx_id: u32) -> (u64, u64) {
 }
 
 /// The [`flag`] bit when `cut`.
-fn truncated(cut: bool, bit: u16) -> u16 {
+fn cut_flag(cut: bool, bit: u16) -> u16 {
     if cut {
         bit
     } else {
@@ -84,7 +86,7 @@ fn truncated(cut: bool, bit: u16) -> u16 {
 /// other NULs shown as spaces, invalid UTF-8 replaced; cut at `max` bytes.
 pub fn render(bytes: &[u8], max: usize) -> (String, bool) {
     let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
-    let cut = bytes.len() > max;
+    let mut cut = bytes.len() > max;
     // NUL and space are both one ASCII byte: swapped before decoding, they
     // decode alike, and valid text needs no second copy.
     let spaced: Vec<u8> = bytes[..bytes.len().min(max)]
@@ -94,6 +96,8 @@ pub fn render(bytes: &[u8], max: usize) -> (String, bool) {
     let mut s = String::from_utf8(spaced)
         .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     if s.len() > max {
+        // Replacement characters made it longer: cut too, and flagged.
+        cut = true;
         let mut end = max;
         while !s.is_char_boundary(end) {
             end -= 1;
@@ -111,10 +115,20 @@ pub fn split_first(payload: &[u8]) -> (&[u8], &[u8]) {
     }
 }
 
+/// The byte length of `render(bytes, ∞)`: what a cut string had in full.
+pub fn rendered_len(bytes: &[u8]) -> u32 {
+    let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
+    let len = match std::str::from_utf8(bytes) {
+        Ok(_) => bytes.len(),
+        Err(_) => String::from_utf8_lossy(bytes).len(),
+    };
+    len.try_into().unwrap_or(u32::MAX)
+}
+
 fn render_pair(a: &[u8], b: &[u8]) -> (String, String, u16) {
     let (s1, t1) = render(a, STR1_MAX);
     let (s2, t2) = render(b, STRINGS_MAX - s1.len());
-    let flags = truncated(t1, flag::STR1_TRUNCATED) | truncated(t2, flag::STR2_TRUNCATED);
+    let flags = cut_flag(t1, flag::STR1_TRUNCATED) | cut_flag(t2, flag::STR2_TRUNCATED);
     (s1, s2, flags)
 }
 
@@ -146,13 +160,44 @@ macro_rules! fire {
     }};
 }
 
+/// Whether strings of these raw lengths may be cut (rendering can at most
+/// triple a length): only then is `truncated` fired, at a compare's cost.
+fn may_cut(str1: usize, str2: usize) -> bool {
+    str1 * 3 > STR1_MAX || (str1 + str2) * 3 > STRINGS_MAX
+}
+
+/// Fires `truncated` before probe `cut_probe`, whose strings (`strs`:
+/// str1, str2 and str3 as it has them) may be cut: their uncut lengths.
+#[inline]
+fn truncated(serial: u64, ident: u64, client: u64, cut_probe: &str, strs: [&[u8]; 3]) {
+    fire!(truncated, {
+        let lengths = CutExtra {
+            str1_len: rendered_len(strs[0]),
+            str2_len: rendered_len(strs[1]),
+            str3_len: rendered_len(strs[2]),
+        };
+        (
+            serial,
+            ident,
+            client,
+            lengths.pack(),
+            cut_probe.to_string(),
+            String::new(),
+        )
+    });
+}
+
 /// A request was read from a connection.
 #[inline]
 pub fn request(serial: u64, who: &Who, op: u32, tx_id: u32, req_id: u32, payload: &[u8]) {
     crate::trace::message(false, who.conn, op, &[payload]);
+    let (path, rest) = split_first(payload);
+    if may_cut(path.len(), rest.len()) {
+        let (ident, client) = pack_who(who, op, tx_id);
+        truncated(serial, ident, client, "request", [path, rest, &[]]);
+    }
     fire!(request, {
         let (ident, client) = pack_who(who, op, tx_id);
-        let (path, rest) = split_first(payload);
         let (s1, s2, flags) = render_pair(path, rest);
         let extra = RequestExtra {
             flags: flags.into(),
@@ -182,17 +227,23 @@ pub fn response(
             &[e.name().as_bytes(), b"\0"],
         ),
     }
+    if let Ok(payload) = result {
+        if may_cut(payload.len(), 0) {
+            let (ident, client) = pack_who(who, op, tx_id);
+            truncated(serial, ident, client, "response", [payload, &[], &[]]);
+        }
+    }
     fire!(response, {
         let (ident, client) = pack_who(who, op, tx_id);
         let (errno, s1, s2, flags) = match result {
             Ok(payload) => {
                 let (s1, t1) = render(payload, STRINGS_MAX);
-                (0, s1, String::new(), truncated(t1, flag::STR1_TRUNCATED))
+                (0, s1, String::new(), cut_flag(t1, flag::STR1_TRUNCATED))
             }
             Err((e, reason)) => {
                 let (s2, t2) = render(reason.as_bytes(), STRINGS_MAX - 16);
                 let errno = e.errno() as u16; // Linux errnos fit 16 bits
-                let flags = truncated(t2, flag::STR2_TRUNCATED);
+                let flags = cut_flag(t2, flag::STR2_TRUNCATED);
                 (errno, e.name().to_string(), s2, flags)
             }
         };
@@ -266,12 +317,15 @@ pub fn reply(
         // The path first, the outcome next: a write's value is the one
         // to give way, a read's is the outcome.
         let (path, rest) = split_first(&in_flight.payload);
+        if may_cut(path.len(), rest.len() + outcome.len()) {
+            truncated(serial, ident, client, "reply", [path, rest, outcome]);
+        }
         let (s1, t1) = render(path, STR1_MAX);
         let (s3, t3) = render(outcome, STRINGS_MAX - s1.len());
         let (s2, t2) = render(rest, STRINGS_MAX - s1.len() - s3.len());
-        let flags = truncated(t1, flag::STR1_TRUNCATED)
-            | truncated(t2, flag::STR2_TRUNCATED)
-            | truncated(t3, flag::STR3_TRUNCATED);
+        let flags = cut_flag(t1, flag::STR1_TRUNCATED)
+            | cut_flag(t2, flag::STR2_TRUNCATED)
+            | cut_flag(t3, flag::STR3_TRUNCATED);
         let extra = ResponseExtra {
             flags,
             errno,
@@ -311,19 +365,15 @@ pub fn watch_event(serial: u64, who: &Who, firer: u32, path: &[u8], token: &[u8]
     });
 }
 
+/// A connection opened over a `transport` ("socket", "ring"); `peer`
+/// describes the other end (a /proc read for a socket client), called
+/// only while the probe is traced.
 #[inline]
-pub fn conn_open(who: &Who, transport: &str, peer: &str) {
+pub fn conn_open(who: &Who, transport: &str, peer: impl FnOnce() -> String) {
     crate::trace::connection(true, who.conn);
     fire!(conn_open, {
         let (ident, client) = pack_who(who, 0, 0);
-        (
-            0u64,
-            ident,
-            client,
-            0u64,
-            transport.to_string(),
-            peer.to_string(),
-        )
+        (0u64, ident, client, 0u64, transport.to_string(), peer())
     });
 }
 
@@ -368,8 +418,10 @@ mod tests {
         assert_eq!(render(b"a\0b\0", 100), ("a b".to_string(), false));
         assert_eq!(render(b"abcdef", 3), ("abc".to_string(), true));
         assert_eq!(render(&[0xff, b'x'], 100).0, "\u{fffd}x");
-        // a replacement char never gets split
-        assert_eq!(render(&[b'x', 0xff], 2), ("x".to_string(), false));
+        // a replacement char never gets split, and dropping it is a cut
+        assert_eq!(render(&[b'x', 0xff], 2), ("x".to_string(), true));
+        assert_eq!(rendered_len(&[b'x', 0xff, 0]), 4);
+        assert_eq!(rendered_len(b"a\0b\0"), 3);
     }
 
     #[test]

@@ -17,7 +17,8 @@ pub trait Transport {
     fn source(&mut self) -> &mut dyn mio::event::Source;
     /// "socket", "ring", ... (the conn_open probe's str1).
     fn kind(&self) -> &'static str;
-    /// Human-readable peer (conn_open's str2), e.g. "pid 123 uid 0".
+    /// Human-readable peer (conn_open's str2), e.g. "pid 123 uid 0 comm
+    /// xl" (see xenstore_proto::peer); built only while conn_open is traced.
     fn peer(&self) -> String;
     /// The dom0 client's pid (SO_PEERCRED); 0 for domain transports.
     fn pid(&self) -> u32;

@@ -13,19 +13,25 @@ use std::path::{Path, PathBuf};
 pub struct SocketTransport {
     stream: UnixStream,
     pid: u32,
-    peer: String,
+    /// SO_PEERCRED's pid and uid, for the peer description.
+    cred: (u32, u32),
 }
 
 impl SocketTransport {
     fn new(stream: UnixStream, domain: bool) -> SocketTransport {
-        let (pid, uid) = peer_cred(&stream).unwrap_or((0, u32::MAX));
-        let peer = format!("pid {pid} uid {uid}");
+        let cred = peer_cred(&stream).unwrap_or((0, u32::MAX));
         SocketTransport {
             stream,
-            pid: if domain { 0 } else { pid },
-            peer,
+            pid: if domain { 0 } else { cred.0 },
+            cred,
         }
     }
+}
+
+/// The command name of `pid` (/proc/PID/comm), if it can be read.
+fn comm_of(pid: u32) -> Option<String> {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    Some(comm.trim_end_matches('\n').to_string())
 }
 
 fn peer_cred(s: &UnixStream) -> io::Result<(u32, u32)> {
@@ -65,7 +71,11 @@ impl Transport for SocketTransport {
         "socket"
     }
     fn peer(&self) -> String {
-        self.peer.clone()
+        // Read when conn_open fires, right after accept: a short-lived
+        // client is still there to be named.
+        let (pid, uid) = self.cred;
+        let comm = (pid != 0).then(|| comm_of(pid)).flatten();
+        xenstore_proto::peer::socket_peer(pid, uid, comm.as_deref())
     }
     fn pid(&self) -> u32 {
         self.pid

@@ -31,6 +31,10 @@
  *                                                str2 = token
  * conn_open    extra = 0                         str1 = transport ("socket", "ring")
  *                                                str2 = peer description
+ *              peer: "pid PID uid UID comm COMM" for a dom0 socket client
+ *              (COMM: /proc/PID/comm when the connection opened, the rest of
+ *              the string; " comm COMM" absent if unreadable), "domain DOMID
+ *              ..." for a domain's connection
  * conn_close   extra = 0                         str1 = reason
  *                                                str2 = ""
  * tx_end       extra = outcome (0 commit, 1 abort, 2 conflict, 3 dropped)
@@ -48,6 +52,14 @@
  *              fires nothing (the daemon kept nothing of that request).
  *              Of the byte budget str1 takes what it needs first, then
  *              str3, then str2.
+ * truncated    extra = str1_len << 42 | str2_len << 21 | str3_len
+ *                                                str1 = name of the probe
+ *                                                str2 = ""
+ *              Fired just before a request, response or reply (same
+ *              serial, ident and client) whose payload is long enough to be
+ *              cut: the uncut byte lengths of that probe's strings (0 for a
+ *              string it does not have), so a tracer can tell how many
+ *              bytes were cut. Untraced, it costs a length compare.
  * flags: bit 0 = str1 truncated, bit 1 = str2 truncated,
  *        bit 2 = str3 truncated.
  *
@@ -65,4 +77,5 @@ provider xenstore {
 	probe conn_close(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*);
 	probe tx_end(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*);
 	probe reply(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*, char*, uint64_t);
+	probe truncated(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*);
 };

@@ -65,7 +65,7 @@ fn main() {
                 serial += 1;
                 pair(serial, &who, b"/bench/every\0");
                 probes::watch_event(serial, &who, who.conn, b"/bench/every", b"token");
-                probes::conn_open(&who, "socket", "probe-loop");
+                probes::conn_open(&who, "socket", || "probe-loop".to_string());
                 probes::tx_end(serial, &who, 1, probes::TxOutcome::Abort, "");
                 probes::conn_close(serial, &who, "probe-loop");
                 let mut in_flight = probes::InFlight::default();

@@ -231,7 +231,7 @@ fn run(args: &mut Args) -> Result<(), String> {
     let pid_path = args.pid_file.as_deref().map(absolute).transpose()?;
     let trace_path = args.trace_file.as_deref().map(absolute).transpose()?;
     log::verbose(format_args!(
-        "version {}: socket {}, run dir {}",
+        "xenstored-shim {}: socket {}, run dir {}",
         env!("CARGO_PKG_VERSION"),
         socket.display(),
         args.run_dir.display()

@@ -121,9 +121,9 @@ impl Daemon {
     pub fn open(&mut self, domid: u32, transport: Box<dyn Transport>) -> u32 {
         let id = self.reserve_conn_id();
         let target = self.domains.get(domid).and_then(|d| d.target);
-        let (kind, peer) = (transport.kind(), transport.peer());
         let conn = Connection::new(id, domid, domid == 0, target, transport);
-        probes::conn_open(&conn.who(), kind, &peer);
+        let transport = conn.transport();
+        probes::conn_open(&conn.who(), transport.kind(), || transport.peer());
         self.conns.insert(id, conn);
         id
     }
