@@ -23,7 +23,7 @@ _xenstore__snoop() {
 
     case "${cmd}" in
         xenstore__snoop)
-            opts="-d -p -x -c -T -L -v -h -V --daemon-pid --binary --domain --pid --failed --op --path --no-watch-events --count --duration --timestamp --relative --latency --verbose --json --summary --interval --ring-mb --paired --help --version"
+            opts="-d -p -x -c -T -L -v -h -V --daemon-pid --binary --domain --pid --failed --op --path --no-watch-events --count --duration --timestamp --relative --latency --verbose --json --summary --interval --ring-mb --paired --backend --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -79,6 +79,10 @@ _xenstore__snoop() {
                     ;;
                 --ring-mb)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --backend)
+                    COMPREPLY=($(compgen -W "bpf tracefs" -- "${cur}"))
                     return 0
                     ;;
                 *)

@@ -7,7 +7,9 @@ complete -c xenstore-snoop -l path -d 'Only requests whose path matches this reg
 complete -c xenstore-snoop -s c -l count -d 'Exit after N lines (or N requests with --summary)' -r
 complete -c xenstore-snoop -l duration -d 'Exit after SECS seconds' -r
 complete -c xenstore-snoop -l interval -d 'With --summary: also print the tables (cumulative, after a time line) every SECS seconds' -r
-complete -c xenstore-snoop -l ring-mb -d 'Per-CPU ring buffer size in MiB (rounded up to a power of two)' -r
+complete -c xenstore-snoop -l ring-mb -d 'Ring buffer size in MiB, rounded up to a power of two (bpf: the one ring; tracefs: each CPU\'s)' -r
+complete -c xenstore-snoop -l backend -d 'Capture with BPF or tracefs uprobes (default: bpf if the kernel loads it, else tracefs)' -r -f -a "bpf\t'A BPF program writing a BPF ring buffer, filtering in the kernel'
+tracefs\t'tracefs uprobe events read through per-CPU perf rings'"
 complete -c xenstore-snoop -s x -l failed -d 'Only failed requests'
 complete -c xenstore-snoop -l no-watch-events -d 'Do not show watch events'
 complete -c xenstore-snoop -s T -l timestamp -d 'Add a wall-clock timestamp column (µs)'

@@ -2,17 +2,14 @@
 //! detach. Everything it sets up is torn down on every way out.
 
 use crate::cli::Args;
-use crate::event::{Decoder, Event, Probe};
+use crate::event::Event;
 use crate::filter::Filter;
-use crate::format::Format;
 use crate::output::{Clock, JsonRecord, TextStyle, TimeColumn};
 use crate::pairing::Pairing;
-use crate::perf::Rings;
+use crate::source::Source;
 use crate::summary::Summary;
-use crate::uprobe::{remove_stale_groups, tracefs, Group};
-use crate::{attach, sdt, target};
+use crate::{attach, sdt, source, target};
 use anyhow::{bail, Context, Result};
-use std::collections::HashMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -60,10 +57,9 @@ enum Stop {
 /// Traces until a stop condition; returns the process exit code.
 pub fn run(args: &Args) -> Result<i32> {
     let filter = filter_from(args)?;
-    let tracefs = tracefs()?;
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        bail!("xenstore-snoop needs root (uprobes and perf_event_open)");
+        bail!("xenstore-snoop needs root (BPF, or uprobes and perf_event_open)");
     }
     let target = target::find(args.daemon_pid, args.binary.as_deref())?;
     let sites = sdt::read_probes(&target.binary)?;
@@ -79,44 +75,13 @@ pub fn run(args: &Args) -> Result<i32> {
             .context("installing signal handlers")?;
     }
 
-    for stale in remove_stale_groups(&tracefs)? {
-        eprintln!("xenstore-snoop: removed stale uprobes of {stale}");
-    }
-    let kernel_filter = filter.kernel_filter();
-    let mut group = Group::new(tracefs, kernel_filter.is_some());
-    let mut decoders: Vec<Decoder> = Vec::new();
-    let mut seen_names: HashMap<String, u32> = HashMap::new();
-    for p in &probes {
-        // A probe inlined at several sites has several notes: one event each.
-        let n = seen_names.entry(p.name.clone()).or_default();
-        let mut site = p.clone();
-        if *n > 0 {
-            site.name = format!("{}_{n}", p.name);
-        }
-        *n += 1;
-        group.add(&target.binary, &site)?;
-        let path = group.event_dir(&site.name).join("format");
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let format = Format::parse(&text).with_context(|| format!("parsing {}", path.display()))?;
-        let probe = Probe::from_name(&p.name).expect("filtered above");
-        decoders.push(Decoder::new(probe, &format)?);
-    }
-    let ids: Vec<u16> = decoders.iter().map(|d| d.id).collect();
-    let mut rings = Rings::open(
-        &ids,
-        (args.ring_mb as usize) << 20,
-        kernel_filter.as_deref(),
-    )?;
-    rings.enable()?;
+    let mut source = source::open(args, &target, &probes, &filter)?;
     let clock = Clock::now();
     eprintln!(
-        "Tracing {} pid {} ({} probe sites, group {}){}... Ctrl-C to end.",
+        "Tracing {} pid {} ({})... Ctrl-C to end.",
         target::DAEMON_NAME,
         target.pid,
-        ids.len(),
-        group.name,
-        kernel_filter.map_or(String::new(), |f| format!(", kernel filter `{f}`"))
+        source.describe()
     );
 
     let mut loop_ = Loop {
@@ -140,14 +105,12 @@ pub fn run(args: &Args) -> Result<i32> {
         summary: Summary::default(),
         shown: 0,
         seen: 0,
-        undecodable: 0,
     };
-    let stop = loop_.trace(&mut rings, &decoders, target.pid, &stop_flag);
-    let lost = rings.lost();
-    let corrupt = rings.corrupt_bytes;
-    // Close the perf events before deleting the uprobes they use.
-    drop(rings);
-    group.remove()?;
+    let stop = loop_.trace(source.as_mut(), target.pid, &stop_flag);
+    let lost = source.lost();
+    let undecodable = source.undecodable();
+    let trouble = source.trouble();
+    source.close()?;
     let stop = stop?;
 
     if stop == Stop::TargetExited {
@@ -161,14 +124,11 @@ pub fn run(args: &Args) -> Result<i32> {
         "xenstore-snoop: {} events seen, {} lost{}{}",
         loop_.seen,
         lost,
-        match (loop_.undecodable, loop_.pairing.dropped) {
+        match (undecodable, loop_.pairing.dropped) {
             (0, 0) => String::new(),
             (u, d) => format!(", {u} undecodable, {d} unmatched requests/replies dropped"),
         },
-        match corrupt {
-            0 => String::new(),
-            n => format!(", {n} bytes of corrupt ring data skipped"),
-        }
+        trouble.map_or(String::new(), |t| format!(", {t}"))
     );
     Ok(0)
 }
@@ -185,14 +145,12 @@ struct Loop<'a, W: Write> {
     summary: Summary,
     shown: u64,
     seen: u64,
-    undecodable: u64,
 }
 
 impl<W: Write> Loop<'_, W> {
     fn trace(
         &mut self,
-        rings: &mut Rings,
-        decoders: &[Decoder],
+        source: &mut dyn Source,
         daemon: u32,
         stop_flag: &AtomicBool,
     ) -> Result<Stop> {
@@ -209,8 +167,8 @@ impl<W: Write> Loop<'_, W> {
         }
         let mut lost_reported = 0;
         let stop = loop {
-            rings.wait(100)?;
-            let lost = rings.lost();
+            source.wait(100)?;
+            let lost = source.lost();
             if lost > lost_reported {
                 // Said at once, not only in the final count.
                 eprintln!(
@@ -221,7 +179,7 @@ impl<W: Write> Loop<'_, W> {
             }
             let alive = target::alive(daemon);
             // Drain after checking liveness so nothing the daemon fired is missed.
-            if let Some(stop) = self.drain(rings, decoders, daemon, &mut batch)? {
+            if let Some(stop) = self.drain(source, &mut batch)? {
                 break stop;
             }
             if stop_flag.load(Ordering::Relaxed) {
@@ -249,7 +207,7 @@ impl<W: Write> Loop<'_, W> {
             return Ok(stop);
         }
         // Replies already in the rings, then what never got one.
-        let stop = match self.drain(rings, decoders, daemon, &mut batch)? {
+        let stop = match self.drain(source, &mut batch)? {
             Some(Stop::PipeClosed) => return Ok(Stop::PipeClosed),
             _ => stop,
         };
@@ -269,33 +227,10 @@ impl<W: Write> Loop<'_, W> {
         Ok(stop)
     }
 
-    /// One pass over the rings, in time order across CPUs.
-    fn drain(
-        &mut self,
-        rings: &mut Rings,
-        decoders: &[Decoder],
-        daemon: u32,
-        batch: &mut Vec<Event>,
-    ) -> Result<Option<Stop>> {
+    /// One pass over the source, in time order across CPUs.
+    fn drain(&mut self, source: &mut dyn Source, batch: &mut Vec<Event>) -> Result<Option<Stop>> {
         batch.clear();
-        let mut undecodable = 0;
-        rings.drain(|s| {
-            // uprobes fire in every process running the binary: keep ours.
-            if s.pid != daemon || s.raw.len() < 2 {
-                return;
-            }
-            let id = u16::from_ne_bytes([s.raw[0], s.raw[1]]);
-            // A handful of decoders: a scan beats hashing the id.
-            match decoders
-                .iter()
-                .find(|d| d.id == id)
-                .map(|d| d.decode(s.raw, s.time_ns))
-            {
-                Some(Ok(ev)) => batch.push(ev),
-                _ => undecodable += 1,
-            }
-        });
-        self.undecodable += undecodable;
+        source.drain(&mut |ev| batch.push(ev));
         self.seen += batch.len() as u64;
         // One CPU's events come sorted; a stable sort would still allocate
         // its scratch (megabytes a drain at high rates).

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * xenstore-snoop's BPF back end: one program attached (as libbpf USDT) to
+ * every xenstore probe the snooper wants, the probe's kind in the USDT
+ * cookie. It fetches the arguments, applies the -d/-p/--op/-x filters,
+ * and copies the record into a ring buffer without waking the reader; the
+ * reader is woken every `wakeup_every` records of a CPU and otherwise polls
+ * on a short timeout. Records that do not fit are counted in `lost`.
+ *
+ * The record layout is `struct record` below; src/bpf/record.rs decodes it.
+ */
+#include <stdbool.h>
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <linux/ptrace.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Probe kinds: the cookie of each attachment (record.rs: KINDS). */
+enum kind {
+	K_REQUEST,
+	K_RESPONSE,
+	K_WATCH_EVENT,
+	K_CONN_OPEN,
+	K_CONN_CLOSE,
+	K_TX_END,
+	K_REPLY,
+};
+
+/* Room for each string; the daemon keeps all of a probe's strings
+ * together under 3900 bytes (xenstore.d). */
+#define STR_MAX 4096
+#define MAX_FILTER 16
+
+/* Set by the snooper before load (the verifier then drops what is off). */
+const volatile __u32 n_doms = 0;
+const volatile __u16 doms[MAX_FILTER] = {};
+const volatile __u32 n_pids = 0;
+const volatile __u32 pids[MAX_FILTER] = {};
+const volatile __u32 n_ops = 0;
+const volatile __u16 ops[MAX_FILTER] = {};
+const volatile __u8 failed_only = 0;
+const volatile __u32 wakeup_every = 256;
+
+struct record {
+	__u64 mono_ns;
+	__u64 serial;
+	__u64 ident;
+	__u64 client;
+	__u64 extra;
+	__u64 latency_ns;
+	__u32 kind;
+	/* Bytes of each string in `str`, its NUL included (0: none). */
+	__u16 len[3];
+	__u16 pad;
+	char str[4 * STR_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20); /* set by the snooper (--ring-mb) */
+} events SEC(".maps");
+
+/* Records the ring had no room for, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+/* Records submitted since the reader was last woken, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} unwoken SEC(".maps");
+
+/* Where a record is built before it is copied, at its size, to the ring. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct record);
+} scratch SEC(".maps");
+
+static __always_inline int listed16(const volatile __u16 *list, __u32 n, __u16 v)
+{
+	for (int i = 0; i < MAX_FILTER; i++) {
+		if (i >= n)
+			break;
+		if (list[i] == v)
+			return 1;
+	}
+	return 0;
+}
+
+static __always_inline int listed32(const volatile __u32 *list, __u32 n, __u32 v)
+{
+	for (int i = 0; i < MAX_FILTER; i++) {
+		if (i >= n)
+			break;
+		if (list[i] == v)
+			return 1;
+	}
+	return 0;
+}
+
+/* What the snooper's user-space filter would drop anyway. Connection and
+ * transaction events only by domain and pid: conn_open names the process
+ * behind a connection for lines that are shown. */
+static __always_inline int wanted(__u32 kind, __u64 ident, __u64 client, __u64 extra)
+{
+	if (n_doms && !listed16(doms, n_doms, ident & 0xffff))
+		return 0;
+	if (n_pids && !listed32(pids, n_pids, client & 0xffffffff))
+		return 0;
+	if (kind > K_WATCH_EVENT && kind != K_REPLY)
+		return 1;
+	if (n_ops && !listed16(ops, n_ops, (ident >> 16) & 0xffff))
+		return 0;
+	/* A response's request has passed already: it must find its pair. */
+	if (failed_only && kind == K_REPLY && ((extra >> 32) & 0xffff) == 0)
+		return 0;
+	if (failed_only && kind == K_WATCH_EVENT)
+		return 0;
+	return 1;
+}
+
+/* Copies the string at user address `src` to `dst`; its length with the
+ * NUL, 0 if it could not be read. */
+static __always_inline __u16 copy_str(char *dst, long src)
+{
+	long n = bpf_probe_read_user_str(dst, STR_MAX, (const void *)src);
+	return n > 0 ? n : 0;
+}
+
+SEC("usdt")
+int xenstore_probe(struct pt_regs *ctx)
+{
+	__u32 kind = bpf_usdt_cookie(ctx);
+	long serial = 0, ident = 0, client = 0, extra = 0;
+	long s1 = 0, s2 = 0, s3 = 0, latency = 0;
+
+	bpf_usdt_arg(ctx, 1, &ident);
+	bpf_usdt_arg(ctx, 2, &client);
+	bpf_usdt_arg(ctx, 3, &extra);
+	if (!wanted(kind, ident, client, extra))
+		return 0;
+
+	__u32 zero = 0;
+	struct record *r = bpf_map_lookup_elem(&scratch, &zero);
+	if (!r)
+		return 0;
+	bpf_usdt_arg(ctx, 0, &serial);
+	bpf_usdt_arg(ctx, 4, &s1);
+	bpf_usdt_arg(ctx, 5, &s2);
+	r->mono_ns = bpf_ktime_get_ns();
+	r->serial = serial;
+	r->ident = ident;
+	r->client = client;
+	r->extra = extra;
+	r->kind = kind;
+
+	/* Masks keep every offset provably inside `str` for the verifier. */
+	__u32 off = 0;
+	r->len[0] = copy_str(r->str, s1);
+	off += r->len[0];
+	r->len[1] = copy_str(&r->str[off & (2 * STR_MAX - 1)], s2);
+	off += r->len[1];
+	r->len[2] = 0;
+	r->latency_ns = 0;
+	if (kind == K_REPLY) {
+		bpf_usdt_arg(ctx, 6, &s3);
+		bpf_usdt_arg(ctx, 7, &latency);
+		r->len[2] = copy_str(&r->str[off & (2 * STR_MAX - 1)], s3);
+		off += r->len[2];
+		r->latency_ns = latency;
+	}
+
+	__u64 size = offsetof(struct record, str) + (off & (4 * STR_MAX - 1));
+	__u32 *pending = bpf_map_lookup_elem(&unwoken, &zero);
+	__u64 flags = BPF_RB_NO_WAKEUP;
+	if (pending && ++*pending >= wakeup_every) {
+		*pending = 0;
+		flags = BPF_RB_FORCE_WAKEUP;
+	}
+	if (size > sizeof(*r))
+		return 0;
+	if (bpf_ringbuf_output(&events, r, size, flags)) {
+		__u64 *n = bpf_map_lookup_elem(&lost, &zero);
+		if (n)
+			*n += 1;
+	}
+	return 0;
+}
