@@ -28,7 +28,7 @@ impl Snooper {
     fn start(args: &[&str]) -> Snooper {
         let mut snoop = Watched::spawn(
             "xenstore-snoop",
-            Command::new(common::bin("xenstore-snoop"))
+            common::snoop_command()
                 .args(args)
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
@@ -43,6 +43,17 @@ impl Snooper {
 
     fn pid(&self) -> u32 {
         self.0.child.id()
+    }
+
+    /// Whether it captures through tracefs uprobes (else BPF), as it said.
+    fn on_tracefs(&self) -> bool {
+        let said = self.stderr();
+        let tracing = said.iter().find(|l| l.starts_with("Tracing ")).unwrap();
+        assert!(
+            tracing.contains("(tracefs, ") || tracing.contains("(BPF, "),
+            "{tracing}"
+        );
+        tracing.contains("(tracefs, ")
     }
 
     fn stdout(&self) -> Vec<String> {
@@ -363,7 +374,8 @@ fn sigkilled_snooper_leaves_nothing_behind() {
     assert!(all_down(&semaphores(&shim)));
     let first = Snooper::attach(&shim, &[]);
     let victim = first.pid();
-    assert!(!our_uprobes(victim).is_empty());
+    // BPF attaches without tracefs events: only the semaphores show it.
+    assert_eq!(!our_uprobes(victim).is_empty(), first.on_tracefs());
     let raised = semaphores(&shim);
     for (probe, count) in &raised {
         let attached = SNOOPED.contains(&probe.as_str());
@@ -442,7 +454,7 @@ fn closed_pipe_exits_quietly() {
     let shim = Shim::private_copy();
     let mut snoop = Watched::spawn(
         "xenstore-snoop",
-        Command::new(common::bin("xenstore-snoop"))
+        common::snoop_command()
             .args(["--daemon-pid", &shim.pid().to_string(), "-c", "1000"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
