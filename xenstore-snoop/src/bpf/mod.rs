@@ -1,12 +1,14 @@
-//! The BPF back end: xssnoop.bpf.c attached through libbpf's USDT support
-//! (which fetches the probe arguments and honours the SDT semaphores, so
-//! the daemon builds its probe strings only while traced), filtering in
-//! the kernel and writing one BPF ring buffer, read here.
+//! The BPF back end: xssnoop.bpf.c attached as a uprobe to each probe site
+//! (with the site's SDT semaphore as the uprobe's reference counter, so the
+//! daemon builds its probe strings only while traced), fetching the
+//! arguments where the site's note says, filtering in the kernel and
+//! writing one BPF ring buffer, read here.
 //!
 //! Closing the links detaches the program and drops the semaphores; the
 //! kernel does the same when the snooper dies, however it dies.
 
 pub mod record;
+pub mod sites;
 
 use crate::event::{Event, Probe};
 use crate::filter::Filter;
@@ -15,7 +17,7 @@ use crate::source::Source;
 use crate::target::Target;
 use anyhow::{bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags, RingBuffer, RingBufferBuilder, UsdtOpts};
+use libbpf_rs::{Link, MapCore, MapFlags, RingBuffer, RingBufferBuilder, UprobeOpts};
 use std::cell::{Cell, RefCell};
 use std::mem::MaybeUninit;
 use std::rc::Rc;
@@ -143,34 +145,48 @@ impl BpfSource {
             .load()
             .map_err(|e| explained(e, "loading the BPF program"))?;
 
+        let wanted = wanted_probes(verbose);
+        let chosen: Vec<(Probe, &SdtProbe)> = probes
+            .iter()
+            .filter_map(|p| Some((Probe::from_name(&p.name)?, p)))
+            .filter(|(probe, _)| wanted.contains(probe))
+            .collect();
+        if chosen.is_empty() {
+            bail!("no probe of the daemon to attach to");
+        }
+        if chosen.len() > sites::MAX_SITES {
+            bail!(
+                "{} probe sites, at most {} supported",
+                chosen.len(),
+                sites::MAX_SITES
+            );
+        }
         let mut links = Vec::new();
-        let mut sites = 0;
-        for probe in wanted_probes(verbose) {
-            let n = probes.iter().filter(|p| p.name == probe.name()).count();
-            if n == 0 {
-                continue;
-            }
-            let opts = UsdtOpts {
-                cookie: record::cookie_of(probe),
+        for (index, (probe, site)) in chosen.iter().enumerate() {
+            let what = || format!("probe site xenstore:{} at {:#x}", site.name, site.offset);
+            let spec = sites::site_bytes(*probe, &site.args).with_context(what)?;
+            skel.maps
+                .sites
+                .update(&(index as u32).to_ne_bytes(), &spec, MapFlags::ANY)
+                .with_context(what)?;
+            let opts = UprobeOpts {
+                ref_ctr_offset: site.semaphore as usize,
+                cookie: index as u64,
                 ..Default::default()
             };
             let link = skel
                 .progs
                 .xenstore_probe
-                .attach_usdt_with_opts(
+                .attach_uprobe_with_opts(
                     target.pid as i32,
                     &target.binary,
-                    xenstore_proto::PROVIDER,
-                    probe.name(),
+                    site.offset as usize,
                     opts,
                 )
-                .map_err(|e| explained(e, &format!("attaching to xenstore:{}", probe.name())))?;
+                .map_err(|e| explained(e, &format!("attaching to the {}", what())))?;
             links.push(link);
-            sites += n;
         }
-        if links.is_empty() {
-            bail!("no probe of the daemon to attach to");
-        }
+        let sites = links.len();
 
         let queue = Rc::new(RefCell::new(Vec::new()));
         let undecodable = Rc::new(Cell::new(0));

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * xenstore-snoop's BPF back end: one program attached (as libbpf USDT) to
- * every xenstore probe the snooper wants, the probe's kind in the USDT
- * cookie. It fetches the arguments, applies the -d/-p/--op/-x filters,
- * and copies the record into a ring buffer without waking the reader; the
- * reader is woken every `wakeup_every` records of a CPU and otherwise polls
- * on a short timeout. Records that do not fit are counted in `lost`.
+ * xenstore-snoop's BPF back end: one program attached as a uprobe to every
+ * site of the xenstore probes the snooper wants (with the site's SDT
+ * semaphore as the uprobe's reference counter), the site's index in the
+ * attach cookie. It fetches the arguments where the site's note says they
+ * are (`sites`, filled by src/bpf/sites.rs), applies the -d/-p/--op/-x
+ * filters, and copies the record into a ring buffer without waking the
+ * reader; the reader is woken every `wakeup_every` records of a CPU and
+ * otherwise polls on a short timeout. Records that do not fit are counted
+ * in `lost`.
  *
  * The record layout is `struct record` below; src/bpf/record.rs decodes it.
  */
@@ -15,11 +18,10 @@
 #include <linux/ptrace.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include <bpf/usdt.bpf.h>
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Probe kinds: the cookie of each attachment (record.rs: KINDS). */
+/* Probe kinds, in xenstore_proto::Probe::ALL's order. */
 enum kind {
 	K_REQUEST,
 	K_RESPONSE,
@@ -34,6 +36,8 @@ enum kind {
  * together under 3900 bytes (xenstore.d). */
 #define STR_MAX 4096
 #define MAX_FILTER 16
+#define MAX_ARGS 8
+#define MAX_SITES 64
 
 /* Set by the snooper before load (the verifier then drops what is off). */
 const volatile __u32 n_doms = 0;
@@ -58,6 +62,31 @@ struct record {
 	__u16 pad;
 	char str[4 * STR_MAX];
 };
+
+/* Where one argument of a site is (an stapsdt note's `8@%rdi`, `8@-16(%rbp)`). */
+struct arg_spec {
+	/* Offset of the register in struct pt_regs. */
+	__u16 reg_off;
+	/* 1: the value is in user memory at the register + disp. */
+	__u8 deref;
+	/* 64 - 8 * the argument's size: its bits are the low ones. */
+	__u8 shift;
+	__s32 disp;
+};
+
+struct site {
+	__u32 kind;
+	__u32 n_args;
+	struct arg_spec args[MAX_ARGS];
+};
+
+/* Indexed by the attach cookie. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_SITES);
+	__type(key, __u32);
+	__type(value, struct site);
+} sites SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -133,22 +162,38 @@ static __always_inline int wanted(__u32 kind, __u64 ident, __u64 client, __u64 e
 
 /* Copies the string at user address `src` to `dst`; its length with the
  * NUL, 0 if it could not be read. */
-static __always_inline __u16 copy_str(char *dst, long src)
+static __always_inline __u16 copy_str(char *dst, __u64 src)
 {
 	long n = bpf_probe_read_user_str(dst, STR_MAX, (const void *)src);
 	return n > 0 ? n : 0;
 }
 
-SEC("usdt")
+/* Argument `i` of the firing site `s`; 0 if it has none or it cannot be read. */
+static __always_inline __u64 arg(struct pt_regs *ctx, const struct site *s, __u32 i)
+{
+	const struct arg_spec *a = &s->args[i];
+	__u64 v = 0;
+
+	if (i >= s->n_args)
+		return 0;
+	if (bpf_probe_read_kernel(&v, sizeof(v), (void *)ctx + a->reg_off))
+		return 0;
+	if (a->deref && bpf_probe_read_user(&v, sizeof(v), (void *)(v + a->disp)))
+		return 0;
+	return (v << (a->shift & 63)) >> (a->shift & 63);
+}
+
+SEC("uprobe")
 int xenstore_probe(struct pt_regs *ctx)
 {
-	__u32 kind = bpf_usdt_cookie(ctx);
-	long serial = 0, ident = 0, client = 0, extra = 0;
-	long s1 = 0, s2 = 0, s3 = 0, latency = 0;
-
-	bpf_usdt_arg(ctx, 1, &ident);
-	bpf_usdt_arg(ctx, 2, &client);
-	bpf_usdt_arg(ctx, 3, &extra);
+	__u32 index = bpf_get_attach_cookie(ctx);
+	const struct site *site = bpf_map_lookup_elem(&sites, &index);
+	if (!site)
+		return 0;
+	__u32 kind = site->kind;
+	__u64 ident = arg(ctx, site, 1);
+	__u64 client = arg(ctx, site, 2);
+	__u64 extra = arg(ctx, site, 3);
 	if (!wanted(kind, ident, client, extra))
 		return 0;
 
@@ -156,11 +201,9 @@ int xenstore_probe(struct pt_regs *ctx)
 	struct record *r = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r)
 		return 0;
-	bpf_usdt_arg(ctx, 0, &serial);
-	bpf_usdt_arg(ctx, 4, &s1);
-	bpf_usdt_arg(ctx, 5, &s2);
+	__u64 s1 = arg(ctx, site, 4), s2 = arg(ctx, site, 5);
+	r->serial = arg(ctx, site, 0);
 	r->mono_ns = bpf_ktime_get_ns();
-	r->serial = serial;
 	r->ident = ident;
 	r->client = client;
 	r->extra = extra;
@@ -175,11 +218,9 @@ int xenstore_probe(struct pt_regs *ctx)
 	r->len[2] = 0;
 	r->latency_ns = 0;
 	if (kind == K_REPLY) {
-		bpf_usdt_arg(ctx, 6, &s3);
-		bpf_usdt_arg(ctx, 7, &latency);
-		r->len[2] = copy_str(&r->str[off & (2 * STR_MAX - 1)], s3);
+		r->len[2] = copy_str(&r->str[off & (2 * STR_MAX - 1)], arg(ctx, site, 6));
 		off += r->len[2];
-		r->latency_ns = latency;
+		r->latency_ns = arg(ctx, site, 7);
 	}
 
 	__u64 size = offsetof(struct record, str) + (off & (4 * STR_MAX - 1));
