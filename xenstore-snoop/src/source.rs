@@ -37,8 +37,9 @@ pub trait Source {
     fn close(self: Box<Self>) -> Result<()>;
 }
 
-/// Opens the back end `--backend` asks for; without it, BPF when this
-/// kernel can load it, else tracefs, saying why on stderr.
+/// Opens the back end `--backend` asks for on the probe sites `probes`
+/// (both back ends attach the same ones); without it, BPF when this kernel
+/// can load it, else tracefs, saying why on stderr.
 pub fn open(
     args: &Args,
     target: &Target,
@@ -48,11 +49,7 @@ pub fn open(
     let ring_bytes = (args.ring_mb as usize) << 20;
     let bpf = || -> Result<Box<dyn Source>> {
         Ok(Box::new(BpfSource::open(
-            target,
-            probes,
-            filter,
-            args.verbose,
-            ring_bytes,
+            target, probes, filter, ring_bytes,
         )?))
     };
     let tracefs = || -> Result<Box<dyn Source>> {

@@ -64,23 +64,6 @@ fn keep_libbpf_warning(_level: libbpf_rs::PrintLevel, msg: String) {
     }
 }
 
-/// The probes the snooper attaches to: the requests and replies, watch
-/// events, connections (whose open names the process behind them), and
-/// with `-v` transaction ends.
-pub fn wanted_probes(verbose: bool) -> Vec<Probe> {
-    let mut probes = vec![
-        Probe::Request,
-        Probe::Response,
-        Probe::WatchEvent,
-        Probe::ConnOpen,
-        Probe::ConnClose,
-    ];
-    if verbose {
-        probes.push(Probe::TxEnd);
-    }
-    probes
-}
-
 /// Adds libbpf's own explanation to an error of its.
 fn explained(e: libbpf_rs::Error, what: &str) -> anyhow::Error {
     let said = std::mem::take(&mut *LIBBPF_SAID.lock().unwrap_or_else(|e| e.into_inner()));
@@ -93,14 +76,13 @@ fn explained(e: libbpf_rs::Error, what: &str) -> anyhow::Error {
 }
 
 impl BpfSource {
-    /// Loads the program with `filter`'s kernel part, a ring of
-    /// `ring_bytes`, and attaches it to the `probes` of `target` that
-    /// `wanted_probes` lists.
+    /// Loads the program with `filter`'s kernel part and a ring of
+    /// `ring_bytes`, and attaches it to every one of the probe sites
+    /// `probes` of `target`.
     pub fn open(
         target: &Target,
         probes: &[SdtProbe],
         filter: &Filter,
-        verbose: bool,
         ring_bytes: usize,
     ) -> Result<BpfSource> {
         libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, keep_libbpf_warning)));
@@ -145,11 +127,9 @@ impl BpfSource {
             .load()
             .map_err(|e| explained(e, "loading the BPF program"))?;
 
-        let wanted = wanted_probes(verbose);
         let chosen: Vec<(Probe, &SdtProbe)> = probes
             .iter()
             .filter_map(|p| Some((Probe::from_name(&p.name)?, p)))
-            .filter(|(probe, _)| wanted.contains(probe))
             .collect();
         if chosen.is_empty() {
             bail!("no probe of the daemon to attach to");
