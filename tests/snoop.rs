@@ -792,3 +792,27 @@ fn a_type_beyond_16_bits_is_not_shown_as_a_real_one() {
         "{line}"
     );
 }
+
+#[test]
+fn another_daemon_of_the_same_binary_is_not_shown() {
+    if !common::need_root("another_daemon_of_the_same_binary_is_not_shown") {
+        return;
+    }
+    // Uprobes fire in every process running the file: the snooper keeps
+    // only its daemon's firings (in the kernel on bpf, in user space on tracefs).
+    let shim = Shim::private_copy();
+    let twin = Shim::launch(
+        "xenstored-shim twin",
+        &shim.binary,
+        private_dir("snoop-twin"),
+        &[],
+    )
+    .unwrap();
+    let snoop = Snooper::attach(&shim, &[]);
+    twin.run("xenstore-write", &["/twin", "1"]);
+    shim.run("xenstore-write", &["/ours", "1"]);
+    snoop.wait_line("our write", |l| l.contains("XS_WRITE: /ours 1 -> OK"));
+    let (out, _, status) = snoop.stop();
+    assert!(status.success());
+    assert!(!out.iter().any(|l| l.contains("/twin")), "{out:?}");
+}

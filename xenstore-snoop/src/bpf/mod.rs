@@ -115,6 +115,7 @@ impl BpfSource {
             rodata.n_ops = filter.ops.len() as u32;
             kernel_filters.push("op");
         }
+        rodata.daemon_tgid = target.pid;
         rodata.failed_only = filter.failed_only.into();
         // Wake the reader before a quarter of the ring can fill between
         // wake-ups, even with every CPU firing: each CPU counts its own.
@@ -158,7 +159,8 @@ impl BpfSource {
                 .progs
                 .xenstore_probe
                 .attach_uprobe_with_opts(
-                    target.pid as i32,
+                    // Every process: see the program's daemon_tgid.
+                    -1,
                     &target.binary,
                     site.offset as usize,
                     opts,

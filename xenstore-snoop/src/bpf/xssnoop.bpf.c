@@ -40,6 +40,7 @@ enum kind {
 #define MAX_SITES 64
 
 /* Set by the snooper before load (the verifier then drops what is off). */
+const volatile __u32 daemon_tgid = 0;
 const volatile __u32 n_doms = 0;
 const volatile __u16 doms[MAX_FILTER] = {};
 const volatile __u32 n_pids = 0;
@@ -186,6 +187,10 @@ static __always_inline __u64 arg(struct pt_regs *ctx, const struct site *s, __u3
 SEC("uprobe")
 int xenstore_probe(struct pt_regs *ctx)
 {
+	/* Attached for every process (a per-task uprobe would put a perf event
+	 * in the daemon's context switches): keep the daemon's firings. */
+	if (bpf_get_current_pid_tgid() >> 32 != daemon_tgid)
+		return 0;
 	__u32 index = bpf_get_attach_cookie(ctx);
 	const struct site *site = bpf_map_lookup_elem(&sites, &index);
 	if (!site)
