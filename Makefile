@@ -23,7 +23,10 @@ test:
 	cargo clippy --workspace --all-targets -- -D warnings
 	# tests/package.rs installs and exercises the package built here.
 	$(MAKE) deb
-	cargo test --workspace
+	# The snooper's suites run once per capture back end: bpf here,
+	# tracefs after (tests/common: XS_SNOOP_BACKEND).
+	XS_SNOOP_BACKEND=bpf cargo test --workspace
+	XS_SNOOP_BACKEND=tracefs cargo test --test snoop --test scripts_live
 	# Each fuzz target briefly, from its corpus (xenstore-fuzz/FUZZING.md).
 	scripts/fuzz-smoke 20
 

@@ -94,7 +94,7 @@ impl Tracer {
 /// The snooper attached to `shim`; its stdout is collected, or left for
 /// `take_stdout` when `collect_stdout` is false.
 fn snooper(shim: &Shim, args: &[&str], collect_stdout: bool) -> Tracer {
-    let mut cmd = Command::new(common::bin("xenstore-snoop"));
+    let mut cmd = common::snoop_command();
     cmd.arg("--daemon-pid")
         .arg(shim.pid().to_string())
         .args(args)

@@ -28,7 +28,7 @@ impl Snooper {
     fn start(args: &[&str]) -> Snooper {
         let mut snoop = Watched::spawn(
             "xenstore-snoop",
-            Command::new(common::bin("xenstore-snoop"))
+            common::snoop_command()
                 .args(args)
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
@@ -43,6 +43,17 @@ impl Snooper {
 
     fn pid(&self) -> u32 {
         self.0.child.id()
+    }
+
+    /// Whether it captures through tracefs uprobes (else BPF), as it said.
+    fn on_tracefs(&self) -> bool {
+        let said = self.stderr();
+        let tracing = said.iter().find(|l| l.starts_with("Tracing ")).unwrap();
+        assert!(
+            tracing.contains("(tracefs, ") || tracing.contains("(BPF, "),
+            "{tracing}"
+        );
+        tracing.contains("(tracefs, ")
     }
 
     fn stdout(&self) -> Vec<String> {
@@ -369,7 +380,8 @@ fn sigkilled_snooper_leaves_nothing_behind() {
     assert!(all_down(&semaphores(&shim)));
     let first = Snooper::attach(&shim, &[]);
     let victim = first.pid();
-    assert!(!our_uprobes(victim).is_empty());
+    // BPF attaches without tracefs events: only the semaphores show it.
+    assert_eq!(!our_uprobes(victim).is_empty(), first.on_tracefs());
     let raised = semaphores(&shim);
     for (probe, count) in &raised {
         let attached = SNOOPED.contains(&probe.as_str());
@@ -455,7 +467,7 @@ fn closed_pipe_exits_quietly() {
     let shim = Shim::private_copy();
     let mut snoop = Watched::spawn(
         "xenstore-snoop",
-        Command::new(common::bin("xenstore-snoop"))
+        common::snoop_command()
             .args(["--daemon-pid", &shim.pid().to_string(), "-c", "1000"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
@@ -1300,7 +1312,9 @@ fn another_tracefs_mount_is_used_when_named() {
         }
     }
     let _unmount = Unmount(mount.clone());
-    let snoop = Snooper::attach(&shim, &["--tracefs", mount.to_str().unwrap()]);
+    // The mount matters to the tracefs back end only, whichever the suite runs.
+    let tracefs = ["--backend", "tracefs", "--tracefs", mount.to_str().unwrap()];
+    let snoop = Snooper::attach(&shim, &tracefs);
     shim.run("xenstore-write", &["/via/other/mount", "1"]);
     snoop.wait_line("the write", |l| l.contains("/via/other/mount"));
     let (_, err, status) = snoop.stop();
@@ -1308,7 +1322,12 @@ fn another_tracefs_mount_is_used_when_named() {
 
     // $TRACEFS is the same option; a directory that is no tracefs is an error.
     let out = Command::new(common::bin("xenstore-snoop"))
-        .args(["--daemon-pid", &shim.pid().to_string()])
+        .args([
+            "--backend",
+            "tracefs",
+            "--daemon-pid",
+            &shim.pid().to_string(),
+        ])
         .env("TRACEFS", &shim.dir)
         .bounded_output();
     assert_eq!(out.status.code(), Some(1));
@@ -1349,4 +1368,28 @@ fn readme_snooper_commands_parse() {
         checked += 1;
     }
     assert!(checked >= 8, "{checked} commands found");
+}
+
+#[test]
+fn another_daemon_of_the_same_binary_is_not_shown() {
+    if !common::need_root("another_daemon_of_the_same_binary_is_not_shown") {
+        return;
+    }
+    // Uprobes fire in every process running the file: the snooper keeps
+    // only its daemon's firings (in the kernel on bpf, in user space on tracefs).
+    let shim = Shim::private_copy();
+    let twin = Shim::launch(
+        "xenstored-shim twin",
+        &shim.binary,
+        private_dir("snoop-twin"),
+        &[],
+    )
+    .unwrap();
+    let snoop = Snooper::attach(&shim, &[]);
+    twin.run("xenstore-write", &["/twin", "1"]);
+    shim.run("xenstore-write", &["/ours", "1"]);
+    snoop.wait_line("our write", |l| l.contains("XS_WRITE: /ours 1 -> OK"));
+    let (out, _, status) = snoop.stop();
+    assert!(status.success());
+    assert!(!out.iter().any(|l| l.contains("/twin")), "{out:?}");
 }

@@ -14,6 +14,17 @@ pub mod shim {
     pub use xenstore_testkit::shim::Shim;
 }
 
+/// `xenstore-snoop` on the back end `XS_SNOOP_BACKEND` names (`bpf` or
+/// `tracefs`; unset: the snooper's own choice). `make test` runs the
+/// snooper's suites once per back end.
+pub fn snoop_command() -> std::process::Command {
+    let mut cmd = std::process::Command::new(bin("xenstore-snoop"));
+    if let Some(backend) = std::env::var_os("XS_SNOOP_BACKEND") {
+        cmd.arg("--backend").arg(backend);
+    }
+    cmd
+}
+
 /// How long any one wait in a test may take: generous, for a loaded machine.
 pub const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 

@@ -166,11 +166,28 @@ pub struct SnoopResult {
     pub snoop_counts: Vec<Counts>,
     /// bpftrace's CPU use from its runs.
     pub bpftrace_counts: Vec<Counts>,
+    /// The snooper's reports on its tracefs back end.
+    pub snoop_tracefs_counts: Vec<Counts>,
+}
+
+/// xenstore-snoop with `args` on its BPF back end and on its tracefs one,
+/// each asked for by name (no silent fallback).
+fn snoopers(b: &Builds, args: &[&str]) -> (TracerKind, TracerKind) {
+    let on = |backend: &str| TracerKind::Snoop {
+        binary: b.snoop.clone(),
+        args: args
+            .iter()
+            .copied()
+            .chain(["--backend", backend])
+            .map(String::from)
+            .collect(),
+    };
+    (on("bpf"), on("tracefs"))
 }
 
 /// Section 3: The shim unsnooped, with bare uprobes (the kernel's floor),
-/// under xenstore-snoop, under bpftrace; C xenstored without and with its
-/// own -T trace file.
+/// under xenstore-snoop (BPF back end), under bpftrace; C xenstored without
+/// and with its own -T trace file; last, xenstore-snoop on its tracefs back end.
 pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopResult {
     let shim = seeded(daemons::shim("shim", &b.shim));
     let c = seeded(daemons::c_xenstored("C xenstored", None));
@@ -178,10 +195,7 @@ pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopRes
         let trace = crate::daemons::scratch_dir("c-trace")?.join("trace");
         seeded(daemons::c_xenstored("C xenstored -T", Some(&trace)))
     })();
-    let snoop = TracerKind::Snoop {
-        binary: b.snoop.clone(),
-        args: Vec::new(),
-    };
+    let (snoop, snoop_tracefs) = snoopers(b, &[]);
     let bpftrace = TracerKind::Bpftrace {
         script: bpftrace_script.to_path_buf(),
     };
@@ -192,16 +206,18 @@ pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopRes
     ];
     let mut snoop_counts = Vec::new();
     let mut bpftrace_counts = Vec::new();
+    let mut snoop_tracefs_counts = Vec::new();
     let mut other_counts = Vec::new();
     let comparison = Comparison::run(
         "snooping",
         &[
             "shim",
             "shim + bare uprobes",
-            "shim + xenstore-snoop",
+            "shim + xenstore-snoop (bpf)",
             "shim + bpftrace",
             "C xenstored",
             "C xenstored -T",
+            "shim + xenstore-snoop (tracefs)",
         ],
         cases,
         budget.rounds,
@@ -219,7 +235,12 @@ pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopRes
                 2 => run(&shim, Some((&snoop, &b.shim)), &mut snoop_counts),
                 3 => run(&shim, Some((&bpftrace, &b.shim)), &mut bpftrace_counts),
                 4 => run(&c, None, &mut other_counts),
-                _ => run(&c_trace, None, &mut other_counts),
+                5 => run(&c_trace, None, &mut other_counts),
+                _ => run(
+                    &shim,
+                    Some((&snoop_tracefs, &b.shim)),
+                    &mut snoop_tracefs_counts,
+                ),
             }
         },
     );
@@ -227,20 +248,19 @@ pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopRes
         comparison,
         snoop_counts,
         bpftrace_counts,
+        snoop_tracefs_counts,
     }
 }
 
 /// Section 4: Per-firing cost on the probe loop: no tracer, a bare uprobe with
-/// no reader, xenstore-snoop, bpftrace, and the uprobe trap alone (a bare
-/// uprobe fetching nothing). Samples' ops_per_s are events/s.
+/// no reader, xenstore-snoop (BPF), bpftrace, the uprobe trap alone (a bare
+/// uprobe fetching nothing), xenstore-snoop on tracefs. Samples' ops_per_s
+/// are events/s.
 pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Comparison {
     // The loop on CPU 0; a tracer's reader is left the other CPU(s).
     let mut lp = ProbeLoop::start(&b.probe_loop)
         .and_then(|lp| Pin::Cpu0.apply_to_process(lp.pid()).map(|_| lp));
-    let snoop = TracerKind::Snoop {
-        binary: b.snoop.clone(),
-        args: LOOP_SNOOP_ARGS.map(String::from).to_vec(),
-    };
+    let (snoop, snoop_tracefs) = snoopers(b, &LOOP_SNOOP_ARGS);
     let bpftrace = TracerKind::Bpftrace {
         script: bpftrace_script.to_path_buf(),
     };
@@ -251,9 +271,10 @@ pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compar
         &[
             "no tracer",
             "bare uprobe, no reader",
-            "xenstore-snoop",
+            "xenstore-snoop (bpf)",
             "bpftrace",
             "uprobe trap alone (no fetch args, no reader)",
+            "xenstore-snoop (tracefs)",
         ],
         vec![case],
         // Half-second runs, many rounds: a firing costs ~1 µs, so noise from the
@@ -283,7 +304,11 @@ pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compar
                     fire(lp)
                 }
                 _ => {
-                    let kind = if k == 2 { &snoop } else { &bpftrace };
+                    let kind = match k {
+                        2 => &snoop,
+                        3 => &bpftrace,
+                        _ => &snoop_tracefs,
+                    };
                     let binary = lp.binary.clone();
                     let pid = lp.pid();
                     let t = Tracer::attach(kind, pid, &binary, || lp.mark())?;
@@ -431,7 +456,12 @@ fn sites_per_op(b: &Builds, nop1: &Path, budget: &Budget) -> SnoopResult {
         binary: b.snoop.clone(),
         args: args.iter().map(|a| a.to_string()).collect(),
     };
-    let tracers = [None, Some(snoop(&[])), Some(snoop(&["--paired"]))];
+    // The tracefs back end, which these rows were first measured on.
+    let tracers = [
+        None,
+        Some(snoop(&["--backend", "tracefs"])),
+        Some(snoop(&["--paired", "--backend", "tracefs"])),
+    ];
     let cases = vec![
         Case::raw(Workload::Read, 1, Pin::Cpu0),
         Case::raw(Workload::Write, 1, Pin::Cpu0),
@@ -457,6 +487,7 @@ fn sites_per_op(b: &Builds, nop1: &Path, budget: &Budget) -> SnoopResult {
         comparison,
         snoop_counts,
         bpftrace_counts: Vec::new(),
+        snoop_tracefs_counts: Vec::new(),
     }
 }
 

@@ -355,7 +355,7 @@ pub fn render(r: &Results) -> String {
         let _ = writeln!(
             s,
             "\n## 3. Snooping cost\n\nxenstore-snoop: full capture to a file (`xenstore-snoop \
-             --daemon-pid PID > file`: one `reply` firing per op); bpftrace: `bpftrace -B full \
+             --daemon-pid PID --backend bpf|tracefs > file`: one `reply` firing per op); bpftrace: `bpftrace -B full \
              scripts/xenstore-snoop.bt SHIM > file` (same fields from `request` and \
              `response`: two firings per op); C xenstored's own `-T` trace file as the upstream \
              anchor. Bare uprobes: the probe the snooper attaches per op (`reply`) as a tracefs \
@@ -372,8 +372,13 @@ pub fn render(r: &Results) -> String {
                 ("snoop ÷ bpftrace", 2, 3),
                 ("bpftrace ÷ none", 3, 0),
                 ("C -T ÷ C", 5, 4),
+                ("snoop tracefs ÷ none", 6, 0),
             ],
-            &[("bare ÷ none", 1, 0), ("snoop ÷ none", 2, 0)],
+            &[
+                ("bare ÷ none", 1, 0),
+                ("snoop ÷ none", 2, 0),
+                ("snoop tracefs ÷ none", 6, 0),
+            ],
         );
         let seen: u64 = sn.snoop_counts.iter().filter_map(|c| c.seen).sum();
         let lost: u64 = sn.snoop_counts.iter().filter_map(|c| c.lost).sum();
@@ -391,8 +396,9 @@ pub fn render(r: &Results) -> String {
             s,
             "\nxenstore-snoop over these runs reported {seen} events seen, {lost} lost. \
              Tracer CPU per op (the tracer process itself, attach to detach): xenstore-snoop \
-             {:.1} µs, bpftrace {:.1} µs.",
+             {:.1} µs (bpf), {:.1} µs (tracefs), bpftrace {:.1} µs.",
             cpu_per_op(&sn.snoop_counts, 2),
+            cpu_per_op(&sn.snoop_tracefs_counts, 6),
             cpu_per_op(&sn.bpftrace_counts, 3)
         );
     }

@@ -120,7 +120,7 @@ pub fn ring_page(data: &[u8]) {
 }
 
 /// A raw tracepoint record, as the kernel hands the snooper, decoded with
-/// the real `request` event format: lengths and offsets inside the record
+/// the real `request` event format, and as a BPF ring-buffer record: lengths and offsets inside the record
 /// are attacker-shaped in the worst case (a corrupt ring), so every one is
 /// checked, never trusted.
 pub fn snoop_record(data: &[u8]) {
@@ -138,6 +138,10 @@ pub fn snoop_record(data: &[u8]) {
     }
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = Format::parse(text);
+    }
+    // The same bytes as a BPF ring-buffer record (its lengths checked too).
+    if let Some(event) = xenstore_snoop::bpf::record::decode(data) {
+        assert!(event.s1.len() <= data.len() * 3 && event.s2.len() <= data.len() * 3);
     }
 }
 

@@ -11,7 +11,9 @@ complete -c xenstore-snoop -l interval -d 'With --summary: every SECS seconds al
 complete -c xenstore-snoop -s w -l write -d 'Also write every record, before the filters, to FILE (a trace: JSON lines, see TRACE FILES in the man page); the output is unchanged' -r -F
 complete -c xenstore-snoop -s r -l read -d 'Replay a trace written with -w (- for standard input) instead of tracing a daemon: the same filters and output; --duration and --interval count trace time' -r -F
 complete -c xenstore-snoop -l tracefs -d 'The tracefs mount to define uprobes in (default: /sys/kernel/tracing, else /sys/kernel/debug/tracing)' -r -F
-complete -c xenstore-snoop -l ring-mb -d 'Per-CPU ring buffer size in MiB (rounded up to a power of two)' -r
+complete -c xenstore-snoop -l ring-mb -d 'Ring buffer size in MiB, rounded up to a power of two (bpf: the one ring; tracefs: each CPU\'s)' -r
+complete -c xenstore-snoop -l backend -d 'Capture with BPF or tracefs uprobes (default: bpf if the kernel loads it, else tracefs); the last one given wins' -r -f -a "bpf\t'A BPF program writing a BPF ring buffer, filtering in the kernel'
+tracefs\t'tracefs uprobe events read through per-CPU perf rings'"
 complete -c xenstore-snoop -s x -l failed -d 'Only failed requests'
 complete -c xenstore-snoop -l no-watch-events -d 'Do not show watch events'
 complete -c xenstore-snoop -l follow -d 'Keep tracing when the daemon exits: wait for the next process running its binary, attach to it, and say how long the gap was'

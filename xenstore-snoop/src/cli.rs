@@ -23,7 +23,7 @@ Examples:
 /// Trace the requests a running xenstored-shim serves, live
 ///
 /// Attaches to the xenstore USDT probes of the running daemon without
-/// restarting it (tracefs uprobes read through perf ring buffers) and prints
+/// restarting it (a BPF program, or tracefs uprobes) and prints
 /// one line per request and reply, or JSON lines, or summary tables.
 /// Needs root.
 #[derive(Parser, Debug, Clone)]
@@ -126,7 +126,8 @@ pub struct Args {
     #[arg(long, value_name = "PATH", env = "TRACEFS")]
     pub tracefs: Option<PathBuf>,
 
-    /// Per-CPU ring buffer size in MiB (rounded up to a power of two)
+    /// Ring buffer size in MiB, rounded up to a power of two (bpf: the one
+    /// ring; tracefs: each CPU's)
     #[arg(long, value_name = "MIB", default_value_t = 16,
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub ring_mb: u32,
@@ -136,6 +137,20 @@ pub struct Args {
     /// twice the probe firings (the default on a daemon without reply)
     #[arg(long)]
     pub paired: bool,
+
+    /// Capture with BPF or tracefs uprobes (default: bpf if the kernel loads it, else tracefs);
+    /// the last one given wins
+    #[arg(long, value_name = "BACKEND", value_enum, overrides_with = "backend")]
+    pub backend: Option<Backend>,
+}
+
+/// How probe firings are captured (see source.rs).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// A BPF program writing a BPF ring buffer, filtering in the kernel
+    Bpf,
+    /// tracefs uprobe events read through per-CPU perf rings
+    Tracefs,
 }
 
 /// A duration in seconds: finite and above zero.

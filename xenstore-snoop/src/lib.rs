@@ -1,10 +1,12 @@
 //! xenstore-snoop: live tracing of a running xenstored-shim through its
-//! `xenstore` USDT probes, read with tracefs uprobes and perf ring buffers.
+//! `xenstore` USDT probes, read by a BPF program through a BPF ring buffer,
+//! or with tracefs uprobes and perf ring buffers.
 
 // Every unsafe block says why it is sound.
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod attach;
+pub mod bpf;
 pub mod cli;
 pub mod cuts;
 pub mod domains;
@@ -21,7 +23,9 @@ pub mod perf_ring;
 pub mod replay;
 pub mod sdt;
 pub mod session;
+pub mod source;
 pub mod summary;
 pub mod target;
 pub mod trace_file;
+pub mod tracefs;
 pub mod uprobe;

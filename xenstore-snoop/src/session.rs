@@ -3,19 +3,16 @@
 
 use crate::cli::Args;
 use crate::cuts::Cuts;
-use crate::event::{Decoder, Event, Probe};
+use crate::event::Event;
 use crate::filter::Filter;
-use crate::format::Format;
 use crate::names::Names;
 use crate::output::{Clock, JsonRecord, TextStyle, TimeColumn};
 use crate::pairing::{Pairing, Record};
-use crate::perf::Rings;
+use crate::source::Source;
 use crate::summary::Summary;
 use crate::trace_file;
-use crate::uprobe::{remove_stale_groups, tracefs, Group};
-use crate::{attach, sdt, target};
+use crate::{attach, sdt, source, target};
 use anyhow::{bail, Context, Result};
-use std::collections::HashMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -67,10 +64,9 @@ pub fn run(args: &Args) -> Result<i32> {
         return crate::replay::run(args, path);
     }
     let filter = filter_from(args)?;
-    let tracefs = tracefs(args.tracefs.as_deref())?;
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        bail!("xenstore-snoop needs root (uprobes and perf_event_open)");
+        bail!("xenstore-snoop needs root (BPF, or uprobes and perf_event_open)");
     }
     let mut target = target::find(args.daemon_pid, args.binary.as_deref())?;
     // Where the daemon's binary is, for --follow once /proc/PID is gone.
@@ -86,9 +82,6 @@ pub fn run(args: &Args) -> Result<i32> {
             .context("installing signal handlers")?;
     }
 
-    for stale in remove_stale_groups(&tracefs)? {
-        eprintln!("xenstore-snoop: removed stale uprobes of {stale}");
-    }
     crate::domains::warn_unknown(target.pid, &args.domains);
     let kernel_filter = filter.kernel_filter();
     let mut loop_ = Loop {
@@ -138,18 +131,14 @@ pub fn run(args: &Args) -> Result<i32> {
     loop_.next_report = args
         .interval
         .map(|i| loop_.start + Duration::from_secs_f64(i));
-    let (mut lost, mut corrupt) = (0, 0);
+    let (mut lost, mut corrupt, mut trouble) = (0, 0, Vec::new());
     let stop = loop {
-        let (stop, stats) = trace_daemon(
-            &mut loop_,
-            &tracefs,
-            &target,
-            kernel_filter.as_deref(),
-            &stop_flag,
-        )?;
-        lost += stats.0;
-        corrupt += stats.1;
-        loop_.lost_before += stats.0;
+        let (stop, done) = trace_daemon(&mut loop_, &target, &stop_flag)?;
+        lost += done.lost;
+        loop_.lost_before += done.lost;
+        loop_.undecodable += done.undecodable;
+        corrupt += done.corrupt_bytes;
+        trouble.extend(done.trouble);
         if stop != Stop::TargetExited {
             break stop;
         }
@@ -203,10 +192,7 @@ pub fn run(args: &Args) -> Result<i32> {
             (0, 0) => String::new(),
             (u, d) => format!(", {u} undecodable, {d} unmatched requests/replies dropped"),
         },
-        match corrupt {
-            0 => String::new(),
-            n => format!(", {n} bytes of corrupt ring data skipped"),
-        }
+        trouble.iter().map(|t| format!(", {t}")).collect::<String>()
     );
     Ok(0)
 }
@@ -221,63 +207,52 @@ fn names_for(daemon: u32) -> Names {
     }
 }
 
+/// What one daemon's tracing left to report.
+struct Detached {
+    lost: u64,
+    undecodable: u64,
+    corrupt_bytes: u64,
+    /// Anything else wrong with the capture (the back end says what).
+    trouble: Option<String>,
+}
+
 /// Attaches to one daemon process, traces it until a stop condition, and
-/// detaches; returns why it stopped and (events lost, corrupt bytes).
+/// detaches; returns why it stopped and what the back end counted.
 fn trace_daemon<W: Write>(
     loop_: &mut Loop<'_, W>,
-    tracefs: &std::path::Path,
     target: &target::Target,
-    kernel_filter: Option<&str>,
     stop_flag: &AtomicBool,
-) -> Result<(Stop, (u64, u64))> {
+) -> Result<(Stop, Detached)> {
     let sites = sdt::read_probes(&target.binary)?;
-    // -w records what any filter could want on replay: every probe.
+    // -w records what any filter could want on replay: every probe, every
+    // request; only -d (which the trace header names) still filters.
     let record_all = Filter {
+        domains: loop_.filter.domains.clone(),
         lifecycle: true,
         ..Filter::default()
     };
-    let attach_for = if loop_.trace.is_some() {
+    let capture = if loop_.trace.is_some() {
         &record_all
     } else {
         &loop_.filter
     };
-    let probes = attach::choose(&target.binary, sites, attach_for, loop_.args.paired)?;
-    let mut group = Group::new(tracefs.to_path_buf(), kernel_filter.is_some());
-    let mut decoders: Vec<Decoder> = Vec::new();
-    let mut seen_names: HashMap<String, u32> = HashMap::new();
-    for p in &probes {
-        // A probe inlined at several sites has several notes: one event each.
-        let n = seen_names.entry(p.name.clone()).or_default();
-        let mut site = p.clone();
-        if *n > 0 {
-            site.name = format!("{}_{n}", p.name);
-        }
-        *n += 1;
-        group.add(&target.binary, &site)?;
-        let path = group.event_dir(&site.name).join("format");
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let format = Format::parse(&text).with_context(|| format!("parsing {}", path.display()))?;
-        let probe = Probe::from_name(&p.name).expect("filtered above");
-        decoders.push(Decoder::new(probe, &format)?);
-    }
-    let ids: Vec<u16> = decoders.iter().map(|d| d.id).collect();
-    let mut rings = Rings::open(&ids, (loop_.args.ring_mb as usize) << 20, kernel_filter)?;
-    rings.enable()?;
+    let probes = attach::choose(&target.binary, sites, capture, loop_.args.paired)?;
+    let mut source = source::open(loop_.args, target, &probes, capture)?;
     eprintln!(
-        "Tracing {} pid {} ({} probe sites, group {}){}... Ctrl-C to end.",
+        "Tracing {} pid {} ({})... Ctrl-C to end.",
         target::DAEMON_NAME,
         target.pid,
-        ids.len(),
-        group.name,
-        kernel_filter.map_or(String::new(), |f| format!(", kernel filter `{f}`"))
+        source.describe()
     );
-    let stop = loop_.trace(&mut rings, &decoders, target.pid, stop_flag);
-    let stats = (rings.lost(), rings.corrupt_bytes);
-    // Close the perf events before deleting the uprobes they use.
-    drop(rings);
-    group.remove()?;
-    Ok((stop?, stats))
+    let stop = loop_.trace(source.as_mut(), target.pid, stop_flag);
+    let done = Detached {
+        lost: source.lost(),
+        undecodable: source.undecodable(),
+        corrupt_bytes: source.corrupt_bytes(),
+        trouble: source.trouble(),
+    };
+    source.close()?;
+    Ok((stop?, done))
 }
 
 struct Loop<'a, W: Write> {
@@ -309,8 +284,7 @@ struct Loop<'a, W: Write> {
 impl<W: Write> Loop<'_, W> {
     fn trace(
         &mut self,
-        rings: &mut Rings,
-        decoders: &[Decoder],
+        source: &mut dyn Source,
         daemon: u32,
         stop_flag: &AtomicBool,
     ) -> Result<Stop> {
@@ -332,8 +306,8 @@ impl<W: Write> Loop<'_, W> {
         }
         let mut lost_reported = 0;
         let stop = loop {
-            rings.wait(100)?;
-            let lost = rings.lost();
+            source.wait(100)?;
+            let lost = source.lost();
             if lost > lost_reported {
                 // Said at once, not only in the final count.
                 eprintln!(
@@ -348,7 +322,7 @@ impl<W: Write> Loop<'_, W> {
             }
             let alive = target::alive(daemon);
             // Drain after checking liveness so nothing the daemon fired is missed.
-            if let Some(stop) = self.drain(rings, decoders, daemon, &mut batch)? {
+            if let Some(stop) = self.drain(source, &mut batch)? {
                 break stop;
             }
             if stop_flag.load(Ordering::Relaxed) {
@@ -378,8 +352,8 @@ impl<W: Write> Loop<'_, W> {
         if stop == Stop::PipeClosed {
             return Ok(stop);
         }
-        // Replies already in the rings, then what never got one.
-        let stop = match self.drain(rings, decoders, daemon, &mut batch)? {
+        // Replies already captured, then what never got one.
+        let stop = match self.drain(source, &mut batch)? {
             Some(Stop::PipeClosed) => return Ok(Stop::PipeClosed),
             _ => stop,
         };
@@ -401,33 +375,10 @@ impl<W: Write> Loop<'_, W> {
         Ok(stop)
     }
 
-    /// One pass over the rings, in time order across CPUs.
-    fn drain(
-        &mut self,
-        rings: &mut Rings,
-        decoders: &[Decoder],
-        daemon: u32,
-        batch: &mut Vec<Event>,
-    ) -> Result<Option<Stop>> {
+    /// One pass over the source, in time order across CPUs.
+    fn drain(&mut self, source: &mut dyn Source, batch: &mut Vec<Event>) -> Result<Option<Stop>> {
         batch.clear();
-        let mut undecodable = 0;
-        rings.drain(|s| {
-            // uprobes fire in every process running the binary: keep ours.
-            if s.pid != daemon || s.raw.len() < 2 {
-                return;
-            }
-            let id = u16::from_ne_bytes([s.raw[0], s.raw[1]]);
-            // A handful of decoders: a scan beats hashing the id.
-            match decoders
-                .iter()
-                .find(|d| d.id == id)
-                .map(|d| d.decode(s.raw, s.time_ns))
-            {
-                Some(Ok(ev)) => batch.push(ev),
-                _ => undecodable += 1,
-            }
-        });
-        self.undecodable += undecodable;
+        source.drain(&mut |ev| batch.push(ev));
         self.seen += batch.len() as u64;
         // One CPU's events come sorted; a stable sort would still allocate
         // its scratch (megabytes a drain at high rates).

@@ -1,0 +1,265 @@
+//! The BPF back end: xssnoop.bpf.c attached as a uprobe to each probe site
+//! (with the site's SDT semaphore as the uprobe's reference counter, so the
+//! daemon builds its probe strings only while traced), fetching the
+//! arguments where the site's note says, filtering in the kernel and
+//! writing one BPF ring buffer, read here.
+//!
+//! Closing the links detaches the program and drops the semaphores; the
+//! kernel does the same when the snooper dies, however it dies.
+
+pub mod record;
+pub mod sites;
+
+use crate::event::{Event, Probe};
+use crate::filter::Filter;
+use crate::sdt::SdtProbe;
+use crate::source::Source;
+use crate::target::Target;
+use anyhow::{bail, Context, Result};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, RingBuffer, RingBufferBuilder, UprobeOpts};
+use std::cell::{Cell, RefCell};
+use std::mem::MaybeUninit;
+use std::rc::Rc;
+use std::sync::Mutex;
+use std::time::Duration;
+
+mod skel {
+    #![allow(clippy::all, clippy::pedantic, clippy::undocumented_unsafe_blocks)]
+    #![allow(
+        non_camel_case_types,
+        non_snake_case,
+        non_upper_case_globals,
+        dead_code
+    )]
+    include!(concat!(env!("OUT_DIR"), "/xssnoop.skel.rs"));
+}
+use skel::{XssnoopSkel, XssnoopSkelBuilder};
+
+/// Filter list entries the BPF program has room for (MAX_FILTER).
+const MAX_FILTER: usize = 16;
+
+/// A record's bytes, nearly always: header, path, value, ring header.
+const TYPICAL_RECORD: usize = 256;
+
+pub struct BpfSource {
+    /// Dropped first: detaching stops the firings before the ring goes.
+    _links: Vec<Link>,
+    ring: RingBuffer<'static>,
+    skel: XssnoopSkel<'static>,
+    /// Decoded by the ring's callback, handed out by `drain`.
+    queue: Rc<RefCell<Vec<Event>>>,
+    undecodable: Rc<Cell<u64>>,
+    sites: usize,
+    kernel_filters: Vec<&'static str>,
+}
+
+/// libbpf's last warning, for the error that follows it.
+static LIBBPF_SAID: Mutex<String> = Mutex::new(String::new());
+
+fn keep_libbpf_warning(_level: libbpf_rs::PrintLevel, msg: String) {
+    let msg = msg.trim();
+    if !msg.is_empty() {
+        *LIBBPF_SAID.lock().unwrap_or_else(|e| e.into_inner()) = msg.to_string();
+    }
+}
+
+/// Adds libbpf's own explanation to an error of its.
+fn explained(e: libbpf_rs::Error, what: &str) -> anyhow::Error {
+    let said = std::mem::take(&mut *LIBBPF_SAID.lock().unwrap_or_else(|e| e.into_inner()));
+    let e = anyhow::Error::new(e).context(what.to_string());
+    if said.is_empty() {
+        e
+    } else {
+        e.context(format!("libbpf: {said}"))
+    }
+}
+
+impl BpfSource {
+    /// Loads the program with `filter`'s kernel part and a ring of
+    /// `ring_bytes`, and attaches it to every one of the probe sites
+    /// `probes` of `target`.
+    pub fn open(
+        target: &Target,
+        probes: &[SdtProbe],
+        filter: &Filter,
+        ring_bytes: usize,
+    ) -> Result<BpfSource> {
+        libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, keep_libbpf_warning)));
+        // The skeleton borrows its object for as long as it lives: for the
+        // rest of the process (one session per process).
+        let object = Box::leak(Box::new(MaybeUninit::uninit()));
+        let mut open = XssnoopSkelBuilder::default()
+            .open(object)
+            .map_err(|e| explained(e, "opening the BPF object"))?;
+
+        let ring_bytes = ring_bytes
+            .next_power_of_two()
+            .max(crate::perf_ring::page_size());
+        let cpus = crate::perf::online_cpus()?.len().max(1);
+        let rodata = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .context("the BPF object has no .rodata")?;
+        let mut kernel_filters = Vec::new();
+        if fill(&mut rodata.doms, &filter.domains) {
+            rodata.n_doms = filter.domains.len() as u32;
+            kernel_filters.push("domain");
+        }
+        if fill(&mut rodata.pids, &filter.pids) {
+            rodata.n_pids = filter.pids.len() as u32;
+            kernel_filters.push("pid");
+        }
+        if fill(&mut rodata.ops, &filter.ops) {
+            rodata.n_ops = filter.ops.len() as u32;
+            kernel_filters.push("op");
+        }
+        rodata.daemon_tgid = target.pid;
+        rodata.failed_only = filter.failed_only.into();
+        // Wake the reader before a quarter of the ring can fill between
+        // wake-ups, even with every CPU firing: each CPU counts its own.
+        rodata.wakeup_every = (ring_bytes / 4 / (cpus * TYPICAL_RECORD)).clamp(1, 4096) as u32;
+        open.maps
+            .events
+            .set_max_entries(ring_bytes as u32)
+            .context("sizing the BPF ring buffer")?;
+        let skel = open
+            .load()
+            .map_err(|e| explained(e, "loading the BPF program"))?;
+
+        let chosen: Vec<(Probe, &SdtProbe)> = probes
+            .iter()
+            .filter_map(|p| Some((Probe::from_name(&p.name)?, p)))
+            .collect();
+        if chosen.is_empty() {
+            bail!("no probe of the daemon to attach to");
+        }
+        if chosen.len() > sites::MAX_SITES {
+            bail!(
+                "{} probe sites, at most {} supported",
+                chosen.len(),
+                sites::MAX_SITES
+            );
+        }
+        let mut links = Vec::new();
+        for (index, (probe, site)) in chosen.iter().enumerate() {
+            let what = || format!("probe site xenstore:{} at {:#x}", site.name, site.offset);
+            let spec = sites::site_bytes(*probe, &site.args).with_context(what)?;
+            skel.maps
+                .sites
+                .update(&(index as u32).to_ne_bytes(), &spec, MapFlags::ANY)
+                .with_context(what)?;
+            let opts = UprobeOpts {
+                ref_ctr_offset: site.semaphore as usize,
+                cookie: index as u64,
+                ..Default::default()
+            };
+            let link = skel
+                .progs
+                .xenstore_probe
+                .attach_uprobe_with_opts(
+                    // Every process: see the program's daemon_tgid.
+                    -1,
+                    &target.binary,
+                    site.offset as usize,
+                    opts,
+                )
+                .map_err(|e| explained(e, &format!("attaching to the {}", what())))?;
+            links.push(link);
+        }
+        let sites = links.len();
+
+        let queue = Rc::new(RefCell::new(Vec::new()));
+        let undecodable = Rc::new(Cell::new(0));
+        let mut builder = RingBufferBuilder::new();
+        let (q, bad) = (Rc::clone(&queue), Rc::clone(&undecodable));
+        builder
+            .add(&skel.maps.events, move |raw: &[u8]| {
+                match record::decode(raw) {
+                    Some(ev) => q.borrow_mut().push(ev),
+                    None => bad.set(bad.get() + 1),
+                }
+                0
+            })
+            .context("reading the BPF ring buffer")?;
+        let ring = builder.build().context("reading the BPF ring buffer")?;
+        Ok(BpfSource {
+            _links: links,
+            ring,
+            skel,
+            queue,
+            undecodable,
+            sites,
+            kernel_filters,
+        })
+    }
+}
+
+/// Copies `from` into the program's filter list `to`; false if there is
+/// nothing to filter, or too much to filter in the kernel (user space still does).
+fn fill<T: Copy, U: Copy + TryFrom<T>>(to: &mut [U; MAX_FILTER], from: &[T]) -> bool {
+    if from.is_empty() || from.len() > MAX_FILTER {
+        return false;
+    }
+    for (slot, &v) in to.iter_mut().zip(from) {
+        match U::try_from(v) {
+            Ok(v) => *slot = v,
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+impl Source for BpfSource {
+    fn describe(&self) -> String {
+        let mut s = format!("BPF, {} probe sites", self.sites);
+        if !self.kernel_filters.is_empty() {
+            s += &format!(
+                ", {} filtered in the kernel",
+                self.kernel_filters.join(", ")
+            );
+        }
+        s
+    }
+
+    fn wait(&mut self, timeout_ms: i32) -> Result<()> {
+        let timeout = Duration::from_millis(timeout_ms.max(0) as u64);
+        match self.ring.poll(timeout) {
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::Interrupted => Ok(()),
+            r => r.context("polling the BPF ring buffer"),
+        }
+    }
+
+    fn drain(&mut self, f: &mut dyn FnMut(Event)) {
+        // Records are written without waking us: take whatever is there.
+        let _ = self.ring.consume();
+        let mut batch = std::mem::take(&mut *self.queue.borrow_mut());
+        for ev in batch.drain(..) {
+            f(ev);
+        }
+        // Keep the allocation for the next drain.
+        *self.queue.borrow_mut() = batch;
+    }
+
+    fn lost(&self) -> u64 {
+        let key = 0u32.to_ne_bytes();
+        match self.skel.maps.lost.lookup_percpu(&key, MapFlags::ANY) {
+            Ok(Some(per_cpu)) => per_cpu
+                .iter()
+                .filter_map(|v| Some(u64::from_ne_bytes(v.get(..8)?.try_into().ok()?)))
+                .sum(),
+            _ => 0,
+        }
+    }
+
+    fn undecodable(&self) -> u64 {
+        self.undecodable.get()
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        // Field order detaches the links first.
+        drop(self);
+        Ok(())
+    }
+}

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * xenstore-snoop's BPF back end: one program attached as a uprobe to every
+ * site of the xenstore probes the snooper wants (with the site's SDT
+ * semaphore as the uprobe's reference counter), the site's index in the
+ * attach cookie. It fetches the arguments where the site's note says they
+ * are (`sites`, filled by src/bpf/sites.rs), applies the -d/-p/--op/-x
+ * filters, and copies the record into a ring buffer without waking the
+ * reader; the reader is woken every `wakeup_every` records of a CPU and
+ * otherwise polls on a short timeout. Records that do not fit are counted
+ * in `lost`.
+ *
+ * The record layout is `struct record` below; src/bpf/record.rs decodes it.
+ */
+#include <stdbool.h>
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <linux/ptrace.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Probe kinds, in xenstore_proto::Probe::ALL's order. */
+enum kind {
+	K_REQUEST,
+	K_RESPONSE,
+	K_WATCH_EVENT,
+	K_CONN_OPEN,
+	K_CONN_CLOSE,
+	K_TX_END,
+	K_REPLY,
+	K_TRUNCATED,
+};
+
+/* Room for each string; the daemon keeps all of a probe's strings
+ * together under 3900 bytes (xenstore.d). */
+#define STR_MAX 4096
+#define MAX_FILTER 16
+#define MAX_ARGS 8
+#define MAX_SITES 64
+
+/* Set by the snooper before load (the verifier then drops what is off). */
+const volatile __u32 daemon_tgid = 0;
+const volatile __u32 n_doms = 0;
+const volatile __u16 doms[MAX_FILTER] = {};
+const volatile __u32 n_pids = 0;
+const volatile __u32 pids[MAX_FILTER] = {};
+const volatile __u32 n_ops = 0;
+const volatile __u16 ops[MAX_FILTER] = {};
+const volatile __u8 failed_only = 0;
+const volatile __u32 wakeup_every = 256;
+
+struct record {
+	__u64 mono_ns;
+	__u64 serial;
+	__u64 ident;
+	__u64 client;
+	__u64 extra;
+	__u64 latency_ns;
+	__u32 kind;
+	/* Bytes of each string in `str`, its NUL included (0: none). */
+	__u16 len[3];
+	__u16 pad;
+	char str[4 * STR_MAX];
+};
+
+/* Where one argument of a site is (an stapsdt note's `8@%rdi`, `8@-16(%rbp)`). */
+struct arg_spec {
+	/* Offset of the register in struct pt_regs. */
+	__u16 reg_off;
+	/* 1: the value is in user memory at the register + disp. */
+	__u8 deref;
+	/* 64 - 8 * the argument's size: its bits are the low ones. */
+	__u8 shift;
+	__s32 disp;
+};
+
+struct site {
+	__u32 kind;
+	__u32 n_args;
+	struct arg_spec args[MAX_ARGS];
+};
+
+/* Indexed by the attach cookie. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_SITES);
+	__type(key, __u32);
+	__type(value, struct site);
+} sites SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20); /* set by the snooper (--ring-mb) */
+} events SEC(".maps");
+
+/* Records the ring had no room for, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+/* Records submitted since the reader was last woken, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} unwoken SEC(".maps");
+
+/* Where a record is built before it is copied, at its size, to the ring. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct record);
+} scratch SEC(".maps");
+
+static __always_inline int listed16(const volatile __u16 *list, __u32 n, __u16 v)
+{
+	for (int i = 0; i < MAX_FILTER; i++) {
+		if (i >= n)
+			break;
+		if (list[i] == v)
+			return 1;
+	}
+	return 0;
+}
+
+static __always_inline int listed32(const volatile __u32 *list, __u32 n, __u32 v)
+{
+	for (int i = 0; i < MAX_FILTER; i++) {
+		if (i >= n)
+			break;
+		if (list[i] == v)
+			return 1;
+	}
+	return 0;
+}
+
+/* What the snooper's user-space filter would drop anyway. Connection and
+ * transaction events only by domain and pid: conn_open names the process
+ * behind a connection for lines that are shown. */
+static __always_inline int wanted(__u32 kind, __u64 ident, __u64 client, __u64 extra)
+{
+	if (n_doms && !listed16(doms, n_doms, ident & 0xffff))
+		return 0;
+	if (n_pids && !listed32(pids, n_pids, client & 0xffffffff))
+		return 0;
+	if (kind > K_WATCH_EVENT && kind != K_REPLY)
+		return 1;
+	if (n_ops && !listed16(ops, n_ops, (ident >> 16) & 0xffff))
+		return 0;
+	/* A response's request has passed already: it must find its pair. */
+	if (failed_only && kind == K_REPLY && ((extra >> 32) & 0xffff) == 0)
+		return 0;
+	if (failed_only && kind == K_WATCH_EVENT)
+		return 0;
+	return 1;
+}
+
+/* Copies the string at user address `src` to `dst`; its length with the
+ * NUL, 0 if it could not be read. */
+static __always_inline __u16 copy_str(char *dst, __u64 src)
+{
+	long n = bpf_probe_read_user_str(dst, STR_MAX, (const void *)src);
+	return n > 0 ? n : 0;
+}
+
+/* Argument `i` of the firing site `s`; 0 if it has none or it cannot be read. */
+static __always_inline __u64 arg(struct pt_regs *ctx, const struct site *s, __u32 i)
+{
+	const struct arg_spec *a = &s->args[i];
+	__u64 v = 0;
+
+	if (i >= s->n_args)
+		return 0;
+	if (bpf_probe_read_kernel(&v, sizeof(v), (void *)ctx + a->reg_off))
+		return 0;
+	if (a->deref && bpf_probe_read_user(&v, sizeof(v), (void *)(v + a->disp)))
+		return 0;
+	return (v << (a->shift & 63)) >> (a->shift & 63);
+}
+
+SEC("uprobe")
+int xenstore_probe(struct pt_regs *ctx)
+{
+	/* Attached for every process (a per-task uprobe would put a perf event
+	 * in the daemon's context switches): keep the daemon's firings. */
+	if (bpf_get_current_pid_tgid() >> 32 != daemon_tgid)
+		return 0;
+	__u32 index = bpf_get_attach_cookie(ctx);
+	const struct site *site = bpf_map_lookup_elem(&sites, &index);
+	if (!site)
+		return 0;
+	__u32 kind = site->kind;
+	__u64 ident = arg(ctx, site, 1);
+	__u64 client = arg(ctx, site, 2);
+	__u64 extra = arg(ctx, site, 3);
+	if (!wanted(kind, ident, client, extra))
+		return 0;
+
+	__u32 zero = 0;
+	struct record *r = bpf_map_lookup_elem(&scratch, &zero);
+	if (!r)
+		return 0;
+	__u64 s1 = arg(ctx, site, 4), s2 = arg(ctx, site, 5);
+	r->serial = arg(ctx, site, 0);
+	r->mono_ns = bpf_ktime_get_ns();
+	r->ident = ident;
+	r->client = client;
+	r->extra = extra;
+	r->kind = kind;
+
+	/* Masks keep every offset provably inside `str` for the verifier. */
+	__u32 off = 0;
+	r->len[0] = copy_str(r->str, s1);
+	off += r->len[0];
+	r->len[1] = copy_str(&r->str[off & (2 * STR_MAX - 1)], s2);
+	off += r->len[1];
+	r->len[2] = 0;
+	r->latency_ns = 0;
+	if (kind == K_REPLY) {
+		r->len[2] = copy_str(&r->str[off & (2 * STR_MAX - 1)], arg(ctx, site, 6));
+		off += r->len[2];
+		r->latency_ns = arg(ctx, site, 7);
+	}
+
+	__u64 size = offsetof(struct record, str) + (off & (4 * STR_MAX - 1));
+	__u32 *pending = bpf_map_lookup_elem(&unwoken, &zero);
+	__u64 flags = BPF_RB_NO_WAKEUP;
+	if (pending && ++*pending >= wakeup_every) {
+		*pending = 0;
+		flags = BPF_RB_FORCE_WAKEUP;
+	}
+	if (size > sizeof(*r))
+		return 0;
+	if (bpf_ringbuf_output(&events, r, size, flags)) {
+		__u64 *n = bpf_map_lookup_elem(&lost, &zero);
+		if (n)
+			*n += 1;
+	}
+	return 0;
+}

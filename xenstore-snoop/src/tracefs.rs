@@ -1,0 +1,132 @@
+//! The tracefs back end: one uprobe event per probe site in this
+//! snooper's tracefs group, read through per-CPU perf rings.
+
+use crate::event::{Decoder, Event, Probe};
+use crate::filter::Filter;
+use crate::format::Format;
+use crate::perf::Rings;
+use crate::sdt::SdtProbe;
+use crate::source::Source;
+use crate::target::Target;
+use crate::uprobe::{remove_stale_groups, tracefs, Group};
+use anyhow::{Context, Result};
+use std::collections::HashMap;
+
+pub struct TracefsSource {
+    /// Closed before the group's uprobes are deleted (field order).
+    rings: Rings,
+    group: Group,
+    decoders: Vec<Decoder>,
+    daemon: u32,
+    kernel_filter: Option<String>,
+    undecodable: u64,
+}
+
+impl TracefsSource {
+    /// Defines a uprobe for every one of `probes` on `target` and opens
+    /// the perf rings (`ring_bytes` per CPU) that read them.
+    pub fn open(
+        target: &Target,
+        probes: &[SdtProbe],
+        filter: &Filter,
+        ring_bytes: usize,
+        tracefs_mount: Option<&std::path::Path>,
+    ) -> Result<TracefsSource> {
+        let tracefs = tracefs(tracefs_mount)?;
+        for stale in remove_stale_groups(&tracefs)? {
+            eprintln!("xenstore-snoop: removed stale uprobes of {stale}");
+        }
+        let kernel_filter = filter.kernel_filter();
+        let mut group = Group::new(tracefs, kernel_filter.is_some());
+        let mut decoders: Vec<Decoder> = Vec::new();
+        let mut seen_names: HashMap<String, u32> = HashMap::new();
+        for p in probes {
+            // A probe inlined at several sites has several notes: one event each.
+            let n = seen_names.entry(p.name.clone()).or_default();
+            let mut site = p.clone();
+            if *n > 0 {
+                site.name = format!("{}_{n}", p.name);
+            }
+            *n += 1;
+            group.add(&target.binary, &site)?;
+            let path = group.event_dir(&site.name).join("format");
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let format =
+                Format::parse(&text).with_context(|| format!("parsing {}", path.display()))?;
+            let probe = Probe::from_name(&p.name).expect("filtered by the caller");
+            decoders.push(Decoder::new(probe, &format)?);
+        }
+        let ids: Vec<u16> = decoders.iter().map(|d| d.id).collect();
+        let rings = Rings::open(&ids, ring_bytes, kernel_filter.as_deref())?;
+        rings.enable()?;
+        Ok(TracefsSource {
+            rings,
+            group,
+            decoders,
+            daemon: target.pid,
+            kernel_filter,
+            undecodable: 0,
+        })
+    }
+}
+
+impl Source for TracefsSource {
+    fn describe(&self) -> String {
+        format!(
+            "tracefs, {} probe sites, group {}{}",
+            self.decoders.len(),
+            self.group.name,
+            self.kernel_filter
+                .as_ref()
+                .map_or(String::new(), |f| format!(", kernel filter `{f}`"))
+        )
+    }
+
+    fn wait(&mut self, timeout_ms: i32) -> Result<()> {
+        self.rings.wait(timeout_ms)
+    }
+
+    fn drain(&mut self, f: &mut dyn FnMut(Event)) {
+        let (decoders, daemon) = (&self.decoders, self.daemon);
+        let mut undecodable = 0;
+        self.rings.drain(|s| {
+            // uprobes fire in every process running the binary: keep ours.
+            if s.pid != daemon || s.raw.len() < 2 {
+                return;
+            }
+            let id = u16::from_ne_bytes([s.raw[0], s.raw[1]]);
+            // A handful of decoders: a scan beats hashing the id.
+            match decoders
+                .iter()
+                .find(|d| d.id == id)
+                .map(|d| d.decode(s.raw, s.time_ns))
+            {
+                Some(Ok(ev)) => f(ev),
+                _ => undecodable += 1,
+            }
+        });
+        self.undecodable += undecodable;
+    }
+
+    fn lost(&self) -> u64 {
+        self.rings.lost()
+    }
+
+    fn undecodable(&self) -> u64 {
+        self.undecodable
+    }
+
+    fn corrupt_bytes(&self) -> u64 {
+        self.rings.corrupt_bytes
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        let TracefsSource {
+            rings, mut group, ..
+        } = *self;
+        // Close the perf events before deleting the uprobes they use.
+        drop(rings);
+        group.remove()
+    }
+}
