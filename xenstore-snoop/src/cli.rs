@@ -153,6 +153,24 @@ pub enum Backend {
     Tracefs,
 }
 
+impl Args {
+    /// How text lines look, from the flags (live and replayed alike).
+    pub fn text_style(&self) -> crate::output::TextStyle {
+        use crate::output::{TextStyle, TimeColumn};
+        TextStyle {
+            time: if self.timestamp {
+                TimeColumn::Wall
+            } else if self.relative {
+                TimeColumn::Relative
+            } else {
+                TimeColumn::None
+            },
+            latency: self.latency,
+            verbose: self.verbose,
+        }
+    }
+}
+
 /// A duration in seconds: finite and above zero.
 fn positive_secs(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {

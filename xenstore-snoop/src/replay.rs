@@ -4,28 +4,13 @@
 //! trace time.
 
 use crate::cli::Args;
-use crate::output::{JsonRecord, TextStyle, TimeColumn};
+use crate::output::{JsonRecord, TextStyle};
 use crate::pairing::Record;
 use crate::summary::{box_drawing_for_stdout, Summary};
 use crate::trace_file::{End, Item, Reader};
 use anyhow::{Context, Result};
 use std::io::{BufRead, ErrorKind, Write};
 use std::path::Path;
-
-/// How text lines look, from the flags.
-pub fn text_style(args: &Args) -> TextStyle {
-    TextStyle {
-        time: if args.timestamp {
-            TimeColumn::Wall
-        } else if args.relative {
-            TimeColumn::Relative
-        } else {
-            TimeColumn::None
-        },
-        latency: args.latency,
-        verbose: args.verbose,
-    }
-}
 
 /// Replays `path` (`-` for standard input) to standard output; returns
 /// the exit code.
@@ -94,7 +79,7 @@ pub fn replay(
     let clock = reader.header.clock();
     let mut replay = Replay {
         args,
-        style: text_style(args),
+        style: args.text_style(),
         out,
         line: String::new(),
         summary: Summary::new(box_drawing),

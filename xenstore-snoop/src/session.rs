@@ -6,7 +6,7 @@ use crate::cuts::Cuts;
 use crate::event::Event;
 use crate::filter::Filter;
 use crate::names::Names;
-use crate::output::{Clock, JsonRecord, TextStyle, TimeColumn};
+use crate::output::{Clock, JsonRecord, TextStyle};
 use crate::pairing::{Pairing, Record};
 use crate::source::Source;
 use crate::summary::Summary;
@@ -87,17 +87,7 @@ pub fn run(args: &Args) -> Result<i32> {
     let mut loop_ = Loop {
         args,
         filter,
-        style: TextStyle {
-            time: if args.timestamp {
-                TimeColumn::Wall
-            } else if args.relative {
-                TimeColumn::Relative
-            } else {
-                TimeColumn::None
-            },
-            latency: args.latency,
-            verbose: args.verbose,
-        },
+        style: args.text_style(),
         clock: Clock::now(),
         start: Instant::now(),
         next_report: None,
