@@ -10,7 +10,7 @@
 mod common;
 
 use common::shim::Shim;
-use common::wait_for;
+use common::{wait_for, xs_error};
 use std::time::{Duration, Instant};
 use xenstore_proto::wire::{Header, MsgType, PAYLOAD_MAX};
 use xenstored_probes::guest::{Guest, Link, SocketLink, Xs};
@@ -126,13 +126,6 @@ fn message(ty: MsgType, req_id: u32, payload: &[u8]) -> Vec<u8> {
     .to_vec();
     m.extend_from_slice(payload);
     m
-}
-
-fn xs_error<T: std::fmt::Debug>(r: xenstored_probes::guest::Result<T>) -> String {
-    r.unwrap_err()
-        .xs_error()
-        .expect("an XS_ERROR reply")
-        .to_string()
 }
 
 /// XSA-326 class (a guest that never reads its ring): the hostile guest

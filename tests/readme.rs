@@ -9,8 +9,8 @@ mod common;
 
 use common::process::{BoundedOutput, Watched};
 use common::shim::Shim;
-use common::{wait_for, TIMEOUT};
-use std::path::{Path, PathBuf};
+use common::TIMEOUT;
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 const README: &str = include_str!("../README.md");
@@ -43,28 +43,6 @@ fn replays(command: &str) -> bool {
     command
         .split_whitespace()
         .any(|w| w == "-r" || w == "--read" || w.starts_with("--read="))
-}
-
-/// Introduces domain `domid` with pyxs and gives it its home; returns its socket.
-fn introduce(shim: &Shim, domid: u32) -> PathBuf {
-    let script = format!(
-        "from pyxs import Client\nc = Client(unix_socket_path={:?})\nc.connect()\n\
-         c.introduce_domain({domid}, 4242, 7)\nc.close()\n",
-        shim.socket.display().to_string()
-    );
-    let out = Command::new("/usr/bin/python3")
-        .args(["-c", &script])
-        .bounded_output();
-    assert!(out.status.success(), "pyxs: {out:?}");
-    let home = format!("/local/domain/{domid}");
-    shim.run(
-        "xenstore-write",
-        &[&format!("{home}/device/vbd/0/state"), "3"],
-    );
-    shim.run("xenstore-chmod", &["-r", &home, &format!("n{domid}")]);
-    let socket = shim.run_dir.join("domain").join(domid.to_string());
-    wait_for("the domain socket", TIMEOUT, || socket.exists());
-    socket
 }
 
 /// A guest's and dom0's requests, successes and failures, in domain 6's
@@ -120,7 +98,7 @@ fn every_readme_snoop_example_runs() {
         return;
     }
     let shim = Shim::private_copy();
-    let guest = introduce(&shim, 6);
+    let guest = common::introduce(&shim, 6);
     let bin_dir = common::bin("xenstore-snoop")
         .parent()
         .unwrap()

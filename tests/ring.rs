@@ -6,7 +6,7 @@ mod common;
 
 use common::process::BoundedOutput;
 use common::shim::Shim;
-use common::wait_for;
+use common::{wait_for, xs_error};
 use std::time::Duration;
 use xenstore_proto::wire::{Header, PAYLOAD_MAX};
 use xenstored_probes::guest::{Guest, SocketLink, Xs};
@@ -31,13 +31,6 @@ fn boot(shim: &Shim, dom0: &mut Xs<SocketLink>, domid: u16) -> Guest {
     let mut guest = Guest::open(&shim.run_dir, domid).unwrap();
     guest.timeout = Duration::from_secs(5);
     guest
-}
-
-fn xs_error<T: std::fmt::Debug>(r: xenstored_probes::guest::Result<T>) -> String {
-    r.unwrap_err()
-        .xs_error()
-        .expect("an XS_ERROR reply")
-        .to_string()
 }
 
 #[test]

@@ -8,7 +8,7 @@ mod common;
 
 use common::process::{output_within, wait_exit, BoundedOutput, Ended, Watched, CLIENT_TIMEOUT};
 use common::shim::{private_dir, Shim};
-use common::{wait_for, TIMEOUT};
+use common::TIMEOUT;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -84,43 +84,6 @@ impl Snooper {
     }
 }
 
-/// Runs a pyxs script against the shim's socket (only /usr/bin/python3 has pyxs).
-fn pyxs(socket: &Path, script: &str) {
-    let prelude = format!(
-        "from pyxs import Client\nc = Client(unix_socket_path={:?})\nc.connect()\n",
-        socket.display().to_string()
-    );
-    let out = output_within(
-        Command::new("/usr/bin/python3")
-            .arg("-c")
-            .arg(prelude + script),
-        CLIENT_TIMEOUT,
-    );
-    assert!(
-        out.status.success(),
-        "pyxs script failed:\n{script}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Introduces domain `domid` (dom0's XS_INTRODUCE via pyxs) and gives it
-/// its home /local/domain/<domid>; returns the domain's own socket.
-fn introduce(shim: &Shim, domid: u32) -> PathBuf {
-    pyxs(
-        &shim.socket,
-        &format!("c.introduce_domain({domid}, 4242, 7)\nc.close()\n"),
-    );
-    let home = format!("/local/domain/{domid}");
-    shim.run(
-        "xenstore-write",
-        &[&format!("{home}/device/vbd/0/state"), "3"],
-    );
-    shim.run("xenstore-chmod", &["-r", &home, &format!("n{domid}")]);
-    let socket = shim.run_dir.join("domain").join(domid.to_string());
-    wait_for("the domain socket", TIMEOUT, || socket.exists());
-    socket
-}
-
 /// A Debian client connected as a guest domain.
 fn guest(socket: &Path, program: &str, args: &[&str]) -> std::process::Output {
     output_within(
@@ -141,11 +104,11 @@ fn classic_lines_for_real_clients() {
         return;
     }
     let shim = Shim::private_copy();
-    let dom6 = introduce(&shim, 6);
+    let dom6 = common::introduce(&shim, 6);
     let snoop = Snooper::attach(&shim, &[]);
 
     // dom0 via pyxs: the domain path, a transaction with one write.
-    pyxs(
+    common::pyxs(
         &shim.socket,
         "c.get_domain_path(6)\n\
          c.transaction()\n\
@@ -227,8 +190,8 @@ fn domain_filter_shows_only_that_domain() {
         return;
     }
     let shim = Shim::private_copy();
-    let dom6 = introduce(&shim, 6);
-    let dom7 = introduce(&shim, 7);
+    let dom6 = common::introduce(&shim, 6);
+    let dom7 = common::introduce(&shim, 7);
     let snoop = Snooper::attach(&shim, &["-d", "6"]);
     shim.run("xenstore-write", &["/local/domain/6/from-dom0", "x"]);
     assert!(guest(&dom7, "xenstore-read", &["device/vbd/0/state"])
@@ -518,7 +481,7 @@ fn a_burst_is_seen_whole() {
     const N: usize = 3000;
     let shim = Shim::private_copy();
     let snoop = Snooper::attach(&shim, &["--op", "WRITE,READ", "--path", "^/burst/"]);
-    pyxs(
+    common::pyxs(
         &shim.socket,
         &format!(
             "for i in range({N}):\n    c.write(b'/burst/%d' % (i % 50), b'v%d' % i)\n    c.read(b'/burst/%d' % (i % 50))\nc.close()\n"
@@ -552,7 +515,7 @@ fn summary_tables_count_ops_and_domains() {
         return;
     }
     let shim = Shim::private_copy();
-    let dom6 = introduce(&shim, 6);
+    let dom6 = common::introduce(&shim, 6);
     let snoop = Snooper::attach(&shim, &["--summary"]);
     for i in 0..5 {
         shim.run("xenstore-write", &["/summary/a", &i.to_string()]);
@@ -595,7 +558,7 @@ fn record_then_replay_with_other_filters_and_summary() {
         return;
     }
     let shim = Shim::private_copy();
-    let dom6 = introduce(&shim, 6);
+    let dom6 = common::introduce(&shim, 6);
     let trace = shim.dir.join("trace.jsonl");
     let trace_arg = trace.to_str().unwrap();
     // Tee-like: -x shows only failures, the trace gets everything.
@@ -799,7 +762,7 @@ fn summary_intervals_show_rates_in_ascii_when_piped() {
     }
     let shim = Shim::private_copy();
     let snoop = Snooper::attach(&shim, &["--summary", "--interval", "0.5"]);
-    pyxs(
+    common::pyxs(
         &shim.socket,
         "for i in range(50):\n    c.write(b'/rate/a', b'%d' % i)\nc.close()\n",
     );
@@ -951,7 +914,7 @@ fn lost_events_are_counted_exactly() {
     let snoop = Snooper::attach(&shim, &["--ring-mb", "1"]);
     // A snooper that does not read: the 1 MiB rings overflow.
     common::signal(snoop.pid(), 19); // SIGSTOP
-    pyxs(
+    common::pyxs(
         &shim.socket,
         &format!("for i in range({N}):\n    c.write(b'/lost', b'%d' % i)\nc.close()\n"),
     );
@@ -1115,8 +1078,8 @@ fn path_filter_matches_guest_relative_paths_as_resolved() {
         return;
     }
     let shim = Shim::private_copy();
-    let dom6 = introduce(&shim, 6);
-    let dom7 = introduce(&shim, 7);
+    let dom6 = common::introduce(&shim, 6);
+    let dom7 = common::introduce(&shim, 7);
     // Named before the snooper starts: looked up in the store at first sight.
     shim.run("xenstore-write", &["/local/domain/7/name", "db02"]);
     let snoop = Snooper::attach(&shim, &["--path", "^/local/domain/6/device/"]);
@@ -1276,7 +1239,7 @@ fn an_unknown_domain_is_warned_about() {
         return;
     }
     let shim = Shim::private_copy();
-    introduce(&shim, 6);
+    common::introduce(&shim, 6);
     let known = Snooper::attach(&shim, &["-d", "6"]);
     let unknown = Snooper::attach(&shim, &["-d", "6", "-d", "7"]);
     let (_, err, _) = known.stop();

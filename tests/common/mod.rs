@@ -52,3 +52,48 @@ extern "C" {
     #[link_name = "geteuid"]
     fn libc_geteuid() -> u32;
 }
+
+/// Runs a pyxs script against the shim's socket (only /usr/bin/python3 has pyxs).
+pub fn pyxs(socket: &std::path::Path, script: &str) {
+    let prelude = format!(
+        "from pyxs import Client\nc = Client(unix_socket_path={:?})\nc.connect()\n",
+        socket.display().to_string()
+    );
+    let out = process::output_within(
+        std::process::Command::new("/usr/bin/python3")
+            .arg("-c")
+            .arg(prelude + script),
+        process::CLIENT_TIMEOUT,
+    );
+    assert!(
+        out.status.success(),
+        "pyxs script failed:\n{script}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Introduces domain `domid` (dom0's XS_INTRODUCE via pyxs) and gives it
+/// its home /local/domain/<domid>; returns the domain's own socket.
+pub fn introduce(shim: &shim::Shim, domid: u32) -> std::path::PathBuf {
+    pyxs(
+        &shim.socket,
+        &format!("c.introduce_domain({domid}, 4242, 7)\nc.close()\n"),
+    );
+    let home = format!("/local/domain/{domid}");
+    shim.run(
+        "xenstore-write",
+        &[&format!("{home}/device/vbd/0/state"), "3"],
+    );
+    shim.run("xenstore-chmod", &["-r", &home, &format!("n{domid}")]);
+    let socket = shim.run_dir.join("domain").join(domid.to_string());
+    wait_for("the domain socket", TIMEOUT, || socket.exists());
+    socket
+}
+
+/// The XS_ERROR a guest request was refused with.
+pub fn xs_error<T: std::fmt::Debug>(r: xenstored_probes::guest::Result<T>) -> String {
+    r.unwrap_err()
+        .xs_error()
+        .expect("an XS_ERROR reply")
+        .to_string()
+}
