@@ -19,7 +19,8 @@ fn nop_size() {
 
 /// xenstore.d's provider and probes, with how many arguments each takes,
 /// as Rust constants (`PROVIDER`, `DECLARED`) for src/sdt.rs, which checks
-/// every probe site against them.
+/// every probe site against them; and one semaphore static a probe, named
+/// as the probe, for src/probes.rs.
 fn declared_probes() {
     println!("cargo:rerun-if-changed=src/xenstore.d");
     let text = std::fs::read_to_string("src/xenstore.d").expect("reading src/xenstore.d");
@@ -41,19 +42,28 @@ fn declared_probes() {
     let mut out = format!("/// xenstore.d's provider.\npub const PROVIDER: &str = {provider:?};\n");
     out += "/// xenstore.d's probes: (name, argument count), in order.\n";
     out += "pub const DECLARED: &[(&str, usize)] = &[\n";
+    let mut semaphores = String::new();
     for line in code.lines() {
         let Some(decl) = line.trim().strip_prefix("probe ") else {
             continue;
         };
         let (name, args) = decl.split_once('(').expect("probe NAME(ARGS);");
-        let count = args
-            .split(',')
-            .filter(|a| !a.trim().trim_end_matches(");").is_empty());
-        out += &format!("    ({:?}, {}),\n", name.trim(), count.count());
+        let (name, count) = (
+            name.trim(),
+            args.split(',')
+                .filter(|a| !a.trim().trim_end_matches(");").is_empty())
+                .count(),
+        );
+        out += &format!("    ({name:?}, {count}),\n");
+        // Where sys/sdt.h puts semaphores; tools find them by the note's address.
+        semaphores += &format!(
+            "#[link_section = \".probes\"]\npub static {name}: Semaphore = Semaphore::new();\n"
+        );
     }
     out += "];\n";
-    let dest = PathBuf::from(std::env::var_os("OUT_DIR").unwrap()).join("xenstore_d.rs");
-    std::fs::write(dest, out).expect("writing xenstore_d.rs");
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").unwrap());
+    std::fs::write(out_dir.join("xenstore_d.rs"), out).expect("writing xenstore_d.rs");
+    std::fs::write(out_dir.join("semaphores.rs"), semaphores).expect("writing semaphores.rs");
 }
 
 /// The C glue between the Xen backend and Xen's own headers (src/xen/glue.c):

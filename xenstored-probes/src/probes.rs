@@ -17,28 +17,13 @@ pub struct Who {
     pub pid: u32,
 }
 
-/// One semaphore a probe, named as the probe.
+/// One semaphore a probe, named as the probe: generated from xenstore.d
+/// by build.rs.
 #[cfg(feature = "probes")]
 #[allow(non_upper_case_globals)]
 mod semaphore {
     use crate::sdt::Semaphore;
-    // Where sys/sdt.h puts semaphores; tools find them by the note's address.
-    #[link_section = ".probes"]
-    pub static request: Semaphore = Semaphore::new();
-    #[link_section = ".probes"]
-    pub static response: Semaphore = Semaphore::new();
-    #[link_section = ".probes"]
-    pub static watch_event: Semaphore = Semaphore::new();
-    #[link_section = ".probes"]
-    pub static conn_open: Semaphore = Semaphore::new();
-    #[link_section = ".probes"]
-    pub static conn_close: Semaphore = Semaphore::new();
-    #[link_section = ".probes"]
-    pub static tx_end: Semaphore = Semaphore::new();
-    #[link_section = ".probes"]
-    pub static reply: Semaphore = Semaphore::new();
-    #[link_section = ".probes"]
-    pub static truncated: Semaphore = Semaphore::new();
+    include!(concat!(env!("OUT_DIR"), "/semaphores.rs"));
 }
 
 /// A probe string as the tracer reads it: NUL-terminated.
