@@ -70,26 +70,44 @@ fn cut_flag(cut: bool, bit: u16) -> u16 {
 /// The printable rendering of payload bytes: one trailing NUL dropped, the
 /// other NULs shown as spaces, invalid UTF-8 replaced; cut at `max` bytes.
 pub fn render(bytes: &[u8], max: usize) -> (String, bool) {
+    let mut out = Vec::new();
+    let (_, cut) = render_into(&mut out, bytes, max);
+    out.pop();
+    let s = String::from_utf8(out).expect("a rendering is UTF-8");
+    (s, cut)
+}
+
+/// Appends [`render`]'s rendering and a NUL to `out` (a buffer kept across
+/// firings: no allocation a probe); its length without the NUL, and
+/// whether it was cut.
+fn render_into(out: &mut Vec<u8>, bytes: &[u8], max: usize) -> (usize, bool) {
     let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
     let mut cut = bytes.len() > max;
+    let start = out.len();
     // NUL and space are both one ASCII byte: swapped before decoding, they
     // decode alike, and valid text needs no second copy.
-    let spaced: Vec<u8> = bytes[..bytes.len().min(max)]
-        .iter()
-        .map(|&b| if b == 0 { b' ' } else { b })
-        .collect();
-    let mut s = String::from_utf8(spaced)
-        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-    if s.len() > max {
-        // Replacement characters made it longer: cut too, and flagged.
-        cut = true;
-        let mut end = max;
-        while !s.is_char_boundary(end) {
-            end -= 1;
+    out.extend(
+        bytes[..bytes.len().min(max)]
+            .iter()
+            .map(|&b| if b == 0 { b' ' } else { b }),
+    );
+    if std::str::from_utf8(&out[start..]).is_err() {
+        let lossy = String::from_utf8_lossy(&out[start..]).into_owned();
+        out.truncate(start);
+        let mut end = lossy.len();
+        if end > max {
+            // Replacement characters made it longer: cut too, and flagged.
+            cut = true;
+            end = max;
+            while !lossy.is_char_boundary(end) {
+                end -= 1;
+            }
         }
-        s.truncate(end);
+        out.extend_from_slice(&lossy.as_bytes()[..end]);
     }
-    (s, cut)
+    let len = out.len() - start;
+    out.push(0);
+    (len, cut)
 }
 
 /// Splits a request payload into its first argument and the rest.
@@ -251,6 +269,8 @@ pub struct InFlight {
     /// CLOCK_MONOTONIC ns at its decode.
     decoded_ns: u64,
     payload: Vec<u8>,
+    /// Where `reply` renders its strings, kept to spare an allocation each.
+    strings: Vec<u8>,
 }
 
 impl InFlight {
@@ -282,7 +302,7 @@ fn monotonic_ns() -> u64 {
 /// attached: nothing of it was kept.
 #[inline]
 pub fn reply(
-    in_flight: &InFlight,
+    in_flight: &mut InFlight,
     serial: u64,
     who: &Who,
     op: u32,
@@ -301,13 +321,17 @@ pub fn reply(
         };
         // The path first, the outcome next: a write's value is the one
         // to give way, a read's is the outcome.
-        let (path, rest) = split_first(&in_flight.payload);
+        let InFlight {
+            payload, strings, ..
+        } = in_flight;
+        let (path, rest) = split_first(payload);
         if may_cut(path.len(), rest.len() + outcome.len()) {
             truncated(serial, ident, client, "reply", [path, rest, outcome]);
         }
-        let (s1, t1) = render(path, STR1_MAX);
-        let (s3, t3) = render(outcome, STRINGS_MAX - s1.len());
-        let (s2, t2) = render(rest, STRINGS_MAX - s1.len() - s3.len());
+        strings.clear();
+        let (n1, t1) = render_into(strings, path, STR1_MAX);
+        let (n3, t3) = render_into(strings, outcome, STRINGS_MAX - n1);
+        let (_, t2) = render_into(strings, rest, STRINGS_MAX - n1 - n3);
         let flags = cut_flag(t1, flag::STR1_TRUNCATED)
             | cut_flag(t2, flag::STR2_TRUNCATED)
             | cut_flag(t3, flag::STR3_TRUNCATED);
@@ -316,7 +340,10 @@ pub fn reply(
             errno,
             req_id,
         };
-        let (s1, s2, s3) = (c_string(s1), c_string(s2), c_string(s3));
+        // str1, str3 and str2, each with its NUL, in that order.
+        let s1 = strings.as_ptr();
+        let s3 = strings[n1 + 1..].as_ptr();
+        let s2 = strings[n1 + 1 + n3 + 1..].as_ptr();
         crate::sdt_site!(
             xenstore,
             reply,
@@ -326,9 +353,9 @@ pub fn reply(
                 "rsi" = ident,
                 "rdx" = client,
                 "rcx" = extra.pack(),
-                "r8" = s1.as_ptr(),
-                "r9" = s2.as_ptr(),
-                "r10" = s3.as_ptr(),
+                "r8" = s1,
+                "r9" = s2,
+                "r10" = s3,
                 "r11" = latency_ns,
             ]
         );
