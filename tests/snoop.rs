@@ -402,6 +402,58 @@ fn paired_mode_makes_the_same_lines_from_request_and_response() {
     assert!(status.success());
 }
 
+/// A daemon binary from before `reply` (its note renamed in a private
+/// copy, so the SDT notes no longer offer it) is snooped through request
+/// and response, with the same lines.
+#[test]
+fn a_daemon_without_the_reply_probe_gets_request_and_response() {
+    if !common::need_root("a_daemon_without_the_reply_probe_gets_request_and_response") {
+        return;
+    }
+    let dir = common::daemon::scratch_dir("no-reply").unwrap();
+    let binary = dir.join("xenstored-shim");
+    let mut bytes = std::fs::read(common::bin("xenstored-shim")).unwrap();
+    // A note's strings are "provider\0name\0args\0".
+    let note = b"xenstore\0reply\0";
+    let at: Vec<usize> = bytes
+        .windows(note.len())
+        .enumerate()
+        .filter(|(_, w)| w == note)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(at.len(), 1, "one reply note in the shim");
+    bytes[at[0] + b"xenstore\0".len()..][..5].copy_from_slice(b"older");
+    std::fs::write(&binary, bytes).unwrap();
+    std::fs::set_permissions(&binary, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let shim = Shim::launch("xenstored-shim without reply", &binary, dir, &[]).unwrap();
+    assert!(!semaphores(&shim).iter().any(|(probe, _)| probe == "reply"));
+
+    let snoop = Snooper::attach(&shim, &["-L"]);
+    let up: Vec<String> = semaphores(&shim)
+        .into_iter()
+        .filter(|(_, count)| *count > 0)
+        .map(|(probe, _)| probe)
+        .collect();
+    assert!(
+        up.contains(&"request".into()) && up.contains(&"response".into()),
+        "{up:?}"
+    );
+    shim.run("xenstore-write", &["/older/a", "1"]);
+    let missing = output_within(
+        Command::new("xenstore-read")
+            .env("XENSTORED_PATH", &shim.socket)
+            .arg("/older/missing"),
+        CLIENT_TIMEOUT,
+    );
+    assert!(!missing.status.success());
+    snoop.wait_line("the write", |l| l.contains("XS_WRITE: /older/a 1 -> OK"));
+    snoop.wait_line("the failed read", |l| {
+        l.contains("[ERROR] XS_READ: /older/missing -> ENOENT")
+    });
+    let (_, _, status) = snoop.stop();
+    assert!(status.success());
+}
+
 #[test]
 fn target_exit_ends_the_trace_cleanly() {
     if !common::need_root("target_exit_ends_the_trace_cleanly") {
