@@ -201,6 +201,7 @@ pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopRes
     };
     let cases = vec![
         Case::raw(Workload::Read, 1, Pin::Cpu0),
+        Case::raw(Workload::Write, 1, Pin::Cpu0),
         Case::raw(Workload::Read, MAX_CONNS, Pin::Free),
         Case::raw(Workload::Write, MAX_CONNS, Pin::Free),
     ];
