@@ -181,7 +181,11 @@ fn classic_lines_for_real_clients() {
     assert!(status.success(), "{status} {stderr:?}");
     assert!(our_uprobes(me).is_empty(), "SIGINT leaves no group");
     let stats = stderr.iter().find(|l| l.contains("events seen")).unwrap();
-    assert!(stats.ends_with(", 0 lost"), "{stats}");
+    // Domain 6's name, looked up once through the daemon, is not shown.
+    assert!(
+        stats.ends_with(", 0 lost, 1 of its own requests (domain names) not shown"),
+        "{stats}"
+    );
 }
 
 #[test]

@@ -7,7 +7,7 @@ use crate::event::Event;
 use crate::filter::Filter;
 use crate::names::Names;
 use crate::output::{Clock, JsonRecord, TextStyle};
-use crate::pairing::{Pairing, Record};
+use crate::pairing::{Kind, Pairing, Record};
 use crate::source::Source;
 use crate::summary::Summary;
 use crate::trace_file;
@@ -103,6 +103,7 @@ pub fn run(args: &Args) -> Result<i32> {
         seen: 0,
         undecodable: 0,
         own_pid: std::process::id(),
+        own_hidden: 0,
         lost_before: 0,
     };
     loop_.trace = args
@@ -175,12 +176,16 @@ pub fn run(args: &Args) -> Result<i32> {
         let _ = loop_.emit(&tables);
     }
     eprintln!(
-        "xenstore-snoop: {} events seen, {} lost{}{}",
+        "xenstore-snoop: {} events seen, {} lost{}{}{}",
         loop_.seen,
         lost,
         match (loop_.undecodable, loop_.pairing.dropped) {
             (0, 0) => String::new(),
             (u, d) => format!(", {u} undecodable, {d} unmatched requests/replies dropped"),
+        },
+        match loop_.own_hidden {
+            0 => String::new(),
+            n => format!(", {n} of its own requests (domain names) not shown"),
         },
         trouble.iter().map(|t| format!(", {t}")).collect::<String>()
     );
@@ -269,6 +274,9 @@ struct Loop<'a, W: Write> {
     seen: u64,
     undecodable: u64,
     own_pid: u32,
+    /// The snooper's own requests (names.rs's look-ups), not shown: said on
+    /// exit, so that every request is shown, counted lost or counted here.
+    own_hidden: u64,
 }
 
 impl<W: Write> Loop<'_, W> {
@@ -383,6 +391,7 @@ impl<W: Write> Loop<'_, W> {
             };
             // The snooper's own lookups (names.rs) are not the traffic traced.
             if r.pid == self.own_pid {
+                self.own_hidden += u64::from(r.kind == Kind::Op);
                 continue;
             }
             self.names.learn(&r);

@@ -49,6 +49,9 @@ pub struct Accounting {
     /// Serials from its first request line to its last.
     pub span: u64,
     pub lost: u64,
+    /// The snooper's own requests, which it does not show (its report says
+    /// how many).
+    pub own: u64,
 }
 
 impl Snooper {
@@ -175,11 +178,12 @@ impl Snooper {
             requests,
             span,
             lost,
+            own: own_count(&stderr),
         };
-        if span - requests > lost {
+        if span - requests > lost + a.own {
             bail!(
                 "{} requests between serials {:?} and {:?} neither printed nor counted lost: {a:?}, {stderr:?}",
-                span - requests - lost,
+                span - requests - lost - a.own,
                 t.serials.first(),
                 t.serials.last()
             );
@@ -197,8 +201,19 @@ impl Drop for Snooper {
 
 /// L of the final report "xenstore-snoop: S events seen, L lost...".
 fn lost_count(stderr: &[String]) -> Option<u64> {
-    let report = stderr.iter().rev().find(|l| l.contains(" lost"))?;
-    let before = &report[..report.find(" lost")?];
+    count_before(stderr, " lost")
+}
+
+/// N of the final report's ", N of its own requests (domain names) not
+/// shown" (the snooper's look-ups through the daemon), 0 without it.
+fn own_count(stderr: &[String]) -> u64 {
+    count_before(stderr, " of its own requests").unwrap_or(0)
+}
+
+/// The number just before `what` in the final report.
+fn count_before(stderr: &[String], what: &str) -> Option<u64> {
+    let report = stderr.iter().rev().find(|l| l.contains(" events seen"))?;
+    let before = &report[..report.find(what)?];
     before.rsplit([' ', ',']).next()?.parse().ok()
 }
 
@@ -266,5 +281,14 @@ mod tests {
             Some(37)
         );
         assert_eq!(super::lost_count(&err("nothing")), None);
+        let own = err("xenstore-snoop: 10 events seen, 3 lost, 8 of its own requests (domain names) not shown");
+        assert_eq!(
+            (super::lost_count(&own), super::own_count(&own)),
+            (Some(3), 8)
+        );
+        assert_eq!(
+            super::own_count(&err("xenstore-snoop: 10 events seen, 3 lost")),
+            0
+        );
     }
 }
