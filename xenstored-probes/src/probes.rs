@@ -26,12 +26,11 @@ mod semaphore {
     include!(concat!(env!("OUT_DIR"), "/semaphores.rs"));
 }
 
-/// A probe string as the tracer reads it: NUL-terminated.
 #[cfg(feature = "probes")]
-fn c_string(s: String) -> Vec<u8> {
-    let mut bytes = s.into_bytes();
-    bytes.push(0);
-    bytes
+thread_local! {
+    /// Where the six-argument probes render their two strings, kept
+    /// across firings: no allocation a probe.
+    static STRINGS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Whether a tracer is attached to `reply` now.
@@ -67,19 +66,10 @@ fn cut_flag(cut: bool, bit: u16) -> u16 {
     }
 }
 
-/// The printable rendering of payload bytes: one trailing NUL dropped, the
-/// other NULs shown as spaces, invalid UTF-8 replaced; cut at `max` bytes.
-pub fn render(bytes: &[u8], max: usize) -> (String, bool) {
-    let mut out = Vec::new();
-    let (_, cut) = render_into(&mut out, bytes, max);
-    out.pop();
-    let s = String::from_utf8(out).expect("a rendering is UTF-8");
-    (s, cut)
-}
-
-/// Appends [`render`]'s rendering and a NUL to `out` (a buffer kept across
-/// firings: no allocation a probe); its length without the NUL, and
-/// whether it was cut.
+/// Appends the printable rendering of payload bytes and a NUL to `out` (a
+/// buffer kept across firings): one trailing NUL dropped, the other NULs
+/// shown as spaces, invalid UTF-8 replaced; cut at `max` bytes. Its length
+/// without the NUL, and whether it was cut.
 fn render_into(out: &mut Vec<u8>, bytes: &[u8], max: usize) -> (usize, bool) {
     let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
     let mut cut = bytes.len() > max;
@@ -118,7 +108,7 @@ pub fn split_first(payload: &[u8]) -> (&[u8], &[u8]) {
     }
 }
 
-/// The byte length of `render(bytes, ∞)`: what a cut string had in full.
+/// The byte length of the uncut rendering: what a cut string had in full.
 pub fn rendered_len(bytes: &[u8]) -> u32 {
     let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
     let len = match std::str::from_utf8(bytes) {
@@ -128,38 +118,49 @@ pub fn rendered_len(bytes: &[u8]) -> u32 {
     len.try_into().unwrap_or(u32::MAX)
 }
 
-fn render_pair(a: &[u8], b: &[u8]) -> (String, String, u16) {
-    let (s1, t1) = render(a, STR1_MAX);
-    let (s2, t2) = render(b, STRINGS_MAX - s1.len());
-    let flags = cut_flag(t1, flag::STR1_TRUNCATED) | cut_flag(t2, flag::STR2_TRUNCATED);
-    (s1, s2, flags)
+/// Renders `a` and `b` into `strings` as str1 and str2; their cut flags.
+fn render_pair(strings: &mut Vec<u8>, a: &[u8], b: &[u8]) -> u16 {
+    let (n1, t1) = render_into(strings, a, STR1_MAX);
+    let (_, t2) = render_into(strings, b, STRINGS_MAX - n1);
+    cut_flag(t1, flag::STR1_TRUNCATED) | cut_flag(t2, flag::STR2_TRUNCATED)
 }
 
-/// Fires one of the six-argument probes: `$body` gives (serial, ident,
-/// client, extra, str1, str2) and runs only while a tracer is attached.
+/// Fires one of the six-argument probes: `$body` renders str1 and then
+/// str2 into `$strings` (empty, kept across firings) and gives (serial,
+/// ident, client, extra). It runs only while a tracer is attached.
 macro_rules! fire {
-    ($probe:ident, $body:expr) => {{
+    ($probe:ident, |$strings:ident| $body:expr) => {{
         #[cfg(feature = "probes")]
         if semaphore::$probe.enabled() {
-            let (serial, ident, client, extra, s1, s2): (u64, u64, u64, u64, String, String) =
-                $body;
-            let (s1, s2) = (c_string(s1), c_string(s2));
-            crate::sdt_site!(
-                xenstore,
-                $probe,
-                semaphore::$probe,
-                [
-                    "rdi" = serial,
-                    "rsi" = ident,
-                    "rdx" = client,
-                    "rcx" = extra,
-                    "r8" = s1.as_ptr(),
-                    "r9" = s2.as_ptr(),
-                ]
-            );
+            STRINGS.with(|cell| {
+                // Never nested; were it, the firing is lost, not the daemon.
+                let Ok(mut $strings) = cell.try_borrow_mut() else {
+                    return;
+                };
+                $strings.clear();
+                let (serial, ident, client, extra): (u64, u64, u64, u64) = $body;
+                debug_assert_eq!($strings.iter().filter(|&&b| b == 0).count(), 2);
+                // Renderings hold no NUL: the first ends str1.
+                let n1 = $strings.iter().position(|&b| b == 0).unwrap_or(0);
+                let s1 = $strings.as_ptr();
+                let s2 = $strings[n1 + 1..].as_ptr();
+                crate::sdt_site!(
+                    xenstore,
+                    $probe,
+                    semaphore::$probe,
+                    [
+                        "rdi" = serial,
+                        "rsi" = ident,
+                        "rdx" = client,
+                        "rcx" = extra,
+                        "r8" = s1,
+                        "r9" = s2,
+                    ]
+                );
+            });
         }
         #[cfg(not(feature = "probes"))]
-        let _ = || $body;
+        let _ = |mut $strings: std::cell::RefMut<'_, Vec<u8>>| $body;
     }};
 }
 
@@ -173,20 +174,14 @@ fn may_cut(str1: usize, str2: usize) -> bool {
 /// str1, str2 and str3 as it has them) may be cut: their uncut lengths.
 #[inline]
 fn truncated(serial: u64, ident: u64, client: u64, cut_probe: &str, strs: [&[u8]; 3]) {
-    fire!(truncated, {
+    fire!(truncated, |strings| {
         let lengths = CutExtra {
             str1_len: rendered_len(strs[0]),
             str2_len: rendered_len(strs[1]),
             str3_len: rendered_len(strs[2]),
         };
-        (
-            serial,
-            ident,
-            client,
-            lengths.pack(),
-            cut_probe.to_string(),
-            String::new(),
-        )
+        render_pair(&mut strings, cut_probe.as_bytes(), b"");
+        (serial, ident, client, lengths.pack())
     });
 }
 
@@ -199,14 +194,14 @@ pub fn request(serial: u64, who: &Who, op: u32, tx_id: u32, req_id: u32, payload
         let (ident, client) = pack_who(who, op, tx_id);
         truncated(serial, ident, client, "request", [path, rest, &[]]);
     }
-    fire!(request, {
+    fire!(request, |strings| {
         let (ident, client) = pack_who(who, op, tx_id);
-        let (s1, s2, flags) = render_pair(path, rest);
+        let flags = render_pair(&mut strings, path, rest);
         let extra = RequestExtra {
             flags: flags.into(),
             req_id,
         };
-        (serial, ident, client, extra.pack(), s1, s2)
+        (serial, ident, client, extra.pack())
     });
 }
 
@@ -236,18 +231,20 @@ pub fn response(
             truncated(serial, ident, client, "response", [payload, &[], &[]]);
         }
     }
-    fire!(response, {
+    fire!(response, |strings| {
         let (ident, client) = pack_who(who, op, tx_id);
-        let (errno, s1, s2, flags) = match result {
+        let (errno, flags) = match result {
             Ok(payload) => {
-                let (s1, t1) = render(payload, STRINGS_MAX);
-                (0, s1, String::new(), cut_flag(t1, flag::STR1_TRUNCATED))
+                let (_, t1) = render_into(&mut strings, payload, STRINGS_MAX);
+                render_into(&mut strings, b"", 0);
+                (0, cut_flag(t1, flag::STR1_TRUNCATED))
             }
             Err((e, reason)) => {
-                let (s2, t2) = render(reason.as_bytes(), STRINGS_MAX - 16);
+                let (n1, _) = render_into(&mut strings, e.name().as_bytes(), STR1_MAX);
+                let reason = reason.as_bytes();
+                let (_, t2) = render_into(&mut strings, reason, STRINGS_MAX - n1);
                 let errno = e.errno() as u16; // Linux errnos fit 16 bits
-                let flags = cut_flag(t2, flag::STR2_TRUNCATED);
-                (errno, e.name().to_string(), s2, flags)
+                (errno, cut_flag(t2, flag::STR2_TRUNCATED))
             }
         };
         let extra = ResponseExtra {
@@ -255,7 +252,7 @@ pub fn response(
             errno,
             req_id,
         };
-        (serial, ident, client, extra.pack(), s1, s2)
+        (serial, ident, client, extra.pack())
     });
 }
 
@@ -270,6 +267,7 @@ pub struct InFlight {
     decoded_ns: u64,
     payload: Vec<u8>,
     /// Where `reply` renders its strings, kept to spare an allocation each.
+    #[cfg_attr(not(feature = "probes"), allow(dead_code))]
     strings: Vec<u8>,
 }
 
@@ -370,10 +368,10 @@ pub fn reply(
 pub fn watch_event(serial: u64, who: &Who, firer: u32, path: &[u8], token: &[u8]) {
     let event = crate::wire::MsgType::WatchEvent as u32;
     crate::trace::message(true, who.conn, event, &[path, b"\0", token, b"\0"]);
-    fire!(watch_event, {
+    fire!(watch_event, |strings| {
         let (ident, client) = pack_who(who, crate::wire::MsgType::WatchEvent as u32, 0);
-        let (s1, s2, _) = render_pair(path, token);
-        (serial, ident, client, firer as u64, s1, s2)
+        render_pair(&mut strings, path, token);
+        (serial, ident, client, firer as u64)
     });
 }
 
@@ -383,41 +381,30 @@ pub fn watch_event(serial: u64, who: &Who, firer: u32, path: &[u8], token: &[u8]
 #[inline]
 pub fn conn_open(who: &Who, transport: &str, peer: impl FnOnce() -> String) {
     crate::trace::connection(true, who.conn);
-    fire!(conn_open, {
+    fire!(conn_open, |strings| {
         let (ident, client) = pack_who(who, 0, 0);
-        (0u64, ident, client, 0u64, transport.to_string(), peer())
+        render_pair(&mut strings, transport.as_bytes(), peer().as_bytes());
+        (0, ident, client, 0)
     });
 }
 
 #[inline]
 pub fn conn_close(serial: u64, who: &Who, reason: &str) {
     crate::trace::connection(false, who.conn);
-    fire!(conn_close, {
+    fire!(conn_close, |strings| {
         let (ident, client) = pack_who(who, 0, 0);
-        (
-            serial,
-            ident,
-            client,
-            0u64,
-            reason.to_string(),
-            String::new(),
-        )
+        render_pair(&mut strings, reason.as_bytes(), b"");
+        (serial, ident, client, 0)
     });
 }
 
 #[inline]
 pub fn tx_end(serial: u64, who: &Who, tx_id: u32, outcome: TxOutcome, reason: &str) {
-    fire!(tx_end, {
+    fire!(tx_end, |strings| {
         let op = crate::wire::MsgType::TransactionEnd as u32;
         let (ident, client) = pack_who(who, op, tx_id);
-        (
-            serial,
-            ident,
-            client,
-            outcome.code(),
-            outcome.name().to_string(),
-            reason.to_string(),
-        )
+        render_pair(&mut strings, outcome.name().as_bytes(), reason.as_bytes());
+        (serial, ident, client, outcome.code())
     });
 }
 
@@ -425,13 +412,21 @@ pub fn tx_end(serial: u64, who: &Who, tx_id: u32, outcome: TxOutcome, reason: &s
 mod tests {
     use super::*;
 
+    fn render(bytes: &[u8], max: usize) -> (Vec<u8>, bool) {
+        let mut out = b"kept".to_vec();
+        let (len, cut) = render_into(&mut out, bytes, max);
+        assert_eq!(out.len(), 4 + len + 1, "appended, with a NUL");
+        assert_eq!(out.pop(), Some(0));
+        (out.split_off(4), cut)
+    }
+
     #[test]
     fn render_shows_separators_and_cuts() {
-        assert_eq!(render(b"a\0b\0", 100), ("a b".to_string(), false));
-        assert_eq!(render(b"abcdef", 3), ("abc".to_string(), true));
-        assert_eq!(render(&[0xff, b'x'], 100).0, "\u{fffd}x");
+        assert_eq!(render(b"a\0b\0", 100), (b"a b".to_vec(), false));
+        assert_eq!(render(b"abcdef", 3), (b"abc".to_vec(), true));
+        assert_eq!(render(&[0xff, b'x'], 100).0, "\u{fffd}x".as_bytes());
         // a replacement char never gets split, and dropping it is a cut
-        assert_eq!(render(&[b'x', 0xff], 2), ("x".to_string(), true));
+        assert_eq!(render(&[b'x', 0xff], 2), (b"x".to_vec(), true));
         assert_eq!(rendered_len(&[b'x', 0xff, 0]), 4);
         assert_eq!(rendered_len(b"a\0b\0"), 3);
     }
