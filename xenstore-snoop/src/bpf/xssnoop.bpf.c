@@ -95,7 +95,8 @@ struct {
 	__uint(max_entries, 16 << 20); /* set by the snooper (--ring-mb) */
 } events SEC(".maps");
 
-/* Records the ring had no room for, per CPU. */
+/* Records given up, per CPU: the ring had no room, or (never seen) the
+ * firing could not be read. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -191,6 +192,16 @@ static __always_inline __u64 arg(const struct regs *regs, const struct site *s, 
 	return (v << (a->shift & 63)) >> (a->shift & 63);
 }
 
+static __always_inline int count_lost(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&lost, &zero);
+
+	if (n)
+		*n += 1;
+	return 0;
+}
+
 SEC("uprobe")
 int xenstore_probe(struct pt_regs *ctx)
 {
@@ -201,10 +212,10 @@ int xenstore_probe(struct pt_regs *ctx)
 	__u32 index = bpf_get_attach_cookie(ctx);
 	const struct site *site = bpf_map_lookup_elem(&sites, &index);
 	if (!site)
-		return 0;
+		return count_lost();
 	struct regs regs;
 	if (bpf_probe_read_kernel(&regs, sizeof(regs), ctx))
-		return 0;
+		return count_lost();
 	__u32 kind = site->kind;
 	__u64 ident = arg(&regs, site, 1);
 	__u64 client = arg(&regs, site, 2);
@@ -215,7 +226,7 @@ int xenstore_probe(struct pt_regs *ctx)
 	__u32 zero = 0;
 	struct record *r = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r)
-		return 0;
+		return count_lost();
 	__u64 s1 = arg(&regs, site, 4), s2 = arg(&regs, site, 5);
 	r->serial = arg(&regs, site, 0);
 	r->mono_ns = bpf_ktime_get_ns();
@@ -245,12 +256,7 @@ int xenstore_probe(struct pt_regs *ctx)
 		*pending = 0;
 		flags = BPF_RB_FORCE_WAKEUP;
 	}
-	if (size > sizeof(*r))
-		return 0;
-	if (bpf_ringbuf_output(&events, r, size, flags)) {
-		__u64 *n = bpf_map_lookup_elem(&lost, &zero);
-		if (n)
-			*n += 1;
-	}
+	if (size > sizeof(*r) || bpf_ringbuf_output(&events, r, size, flags))
+		return count_lost();
 	return 0;
 }
