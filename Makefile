@@ -21,6 +21,8 @@ test:
 	.ci/setup
 	cargo build --workspace
 	cargo clippy --workspace --all-targets -- -D warnings
+	# Probes off (the idle-cost baseline) builds apart: the workspace unifies them on.
+	cargo clippy -p xenstored-probes --no-default-features --all-targets -- -D warnings
 	# tests/package.rs installs and exercises the package built here.
 	$(MAKE) deb
 	# The snooper's suites run once per capture back end: bpf here,
