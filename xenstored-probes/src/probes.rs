@@ -28,8 +28,8 @@ mod semaphore {
 
 #[cfg(feature = "probes")]
 thread_local! {
-    /// Where the six-argument probes render their two strings, kept
-    /// across firings: no allocation a probe.
+    /// Where the probes render their strings, kept across firings: no
+    /// allocation a probe.
     static STRINGS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -266,9 +266,6 @@ pub struct InFlight {
     /// CLOCK_MONOTONIC ns at its decode.
     decoded_ns: u64,
     payload: Vec<u8>,
-    /// Where `reply` renders its strings, kept to spare an allocation each.
-    #[cfg_attr(not(feature = "probes"), allow(dead_code))]
-    strings: Vec<u8>,
 }
 
 impl InFlight {
@@ -300,7 +297,7 @@ fn monotonic_ns() -> u64 {
 /// attached: nothing of it was kept.
 #[inline]
 pub fn reply(
-    in_flight: &mut InFlight,
+    in_flight: &InFlight,
     serial: u64,
     who: &Who,
     op: u32,
@@ -319,44 +316,46 @@ pub fn reply(
         };
         // The path first, the outcome next: a write's value is the one
         // to give way, a read's is the outcome.
-        let InFlight {
-            payload, strings, ..
-        } = in_flight;
-        let (path, rest) = split_first(payload);
+        let (path, rest) = split_first(&in_flight.payload);
         if may_cut(path.len(), rest.len() + outcome.len()) {
             truncated(serial, ident, client, "reply", [path, rest, outcome]);
         }
-        strings.clear();
-        let (n1, t1) = render_into(strings, path, STR1_MAX);
-        let (n3, t3) = render_into(strings, outcome, STRINGS_MAX - n1);
-        let (_, t2) = render_into(strings, rest, STRINGS_MAX - n1 - n3);
-        let flags = cut_flag(t1, flag::STR1_TRUNCATED)
-            | cut_flag(t2, flag::STR2_TRUNCATED)
-            | cut_flag(t3, flag::STR3_TRUNCATED);
-        let extra = ResponseExtra {
-            flags,
-            errno,
-            req_id,
-        };
-        // str1, str3 and str2, each with its NUL, in that order.
-        let s1 = strings.as_ptr();
-        let s3 = strings[n1 + 1..].as_ptr();
-        let s2 = strings[n1 + 1 + n3 + 1..].as_ptr();
-        crate::sdt_site!(
-            xenstore,
-            reply,
-            semaphore::reply,
-            [
-                "rdi" = serial,
-                "rsi" = ident,
-                "rdx" = client,
-                "rcx" = extra.pack(),
-                "r8" = s1,
-                "r9" = s2,
-                "r10" = s3,
-                "r11" = latency_ns,
-            ]
-        );
+        STRINGS.with(|cell| {
+            let Ok(mut strings) = cell.try_borrow_mut() else {
+                return;
+            };
+            strings.clear();
+            let (n1, t1) = render_into(&mut strings, path, STR1_MAX);
+            let (n3, t3) = render_into(&mut strings, outcome, STRINGS_MAX - n1);
+            let (_, t2) = render_into(&mut strings, rest, STRINGS_MAX - n1 - n3);
+            let flags = cut_flag(t1, flag::STR1_TRUNCATED)
+                | cut_flag(t2, flag::STR2_TRUNCATED)
+                | cut_flag(t3, flag::STR3_TRUNCATED);
+            let extra = ResponseExtra {
+                flags,
+                errno,
+                req_id,
+            };
+            // str1, str3 and str2, each with its NUL, in that order.
+            let s1 = strings.as_ptr();
+            let s3 = strings[n1 + 1..].as_ptr();
+            let s2 = strings[n1 + 1 + n3 + 1..].as_ptr();
+            crate::sdt_site!(
+                xenstore,
+                reply,
+                semaphore::reply,
+                [
+                    "rdi" = serial,
+                    "rsi" = ident,
+                    "rdx" = client,
+                    "rcx" = extra.pack(),
+                    "r8" = s1,
+                    "r9" = s2,
+                    "r10" = s3,
+                    "r11" = latency_ns,
+                ]
+            );
+        });
     }
     #[cfg(not(feature = "probes"))]
     let _ = (in_flight, serial, who, op, tx_id, req_id, result);

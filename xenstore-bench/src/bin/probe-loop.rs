@@ -70,7 +70,7 @@ fn main() {
                 probes::conn_close(serial, &who, "probe-loop");
                 let mut in_flight = probes::InFlight::default();
                 in_flight.start(serial, b"/bench/every\0");
-                probes::reply(&mut in_flight, serial, &who, READ, 0, 0, Ok(b"3\0"));
+                probes::reply(&in_flight, serial, &who, READ, 0, 0, Ok(b"3\0"));
                 writeln!(out, "ok").unwrap();
             }
             ["mark"] => {

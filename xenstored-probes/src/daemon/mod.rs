@@ -209,7 +209,7 @@ impl Daemon {
         let who = conn.who();
         probes::response(serial, &who, h.ty, h.tx_id, h.req_id, result);
         probes::reply(
-            &mut self.in_flight,
+            &self.in_flight,
             serial,
             &who,
             h.ty,
