@@ -1241,6 +1241,61 @@ fn cut_values_are_marked_with_the_bytes_cut() {
     );
 }
 
+/// The BPF program copies a firing's strings in one 256-byte window when
+/// they fit in it, else one by one: values on both sides of that edge, and
+/// far from it, are shown whole, by the reply probe and by the paired ones.
+#[test]
+fn values_on_both_sides_of_the_copy_window_are_shown_whole() {
+    if !common::need_root("values_on_both_sides_of_the_copy_window_are_shown_whole") {
+        return;
+    }
+    let shim = Shim::private_copy();
+    let reply = Snooper::attach(&shim, &["--json", "--path", "^/win/"]);
+    let paired = Snooper::attach(&shim, &["--json", "--paired", "--path", "^/win/"]);
+    let lengths: Vec<usize> = [0, 1, 100, 1000].into_iter().chain(230..=262).collect();
+    let value = |len: usize| -> String {
+        (0..len)
+            .map(|i| char::from(b'a' + ((i + len) % 26) as u8))
+            .collect()
+    };
+    let path = |len: usize| format!("/win/{len}");
+    let mut write_args = Vec::new();
+    for &len in &lengths {
+        write_args.push(path(len));
+        write_args.push(value(len));
+    }
+    let write_args: Vec<&str> = write_args.iter().map(String::as_str).collect();
+    shim.run("xenstore-write", &write_args);
+    let paths: Vec<String> = lengths.iter().map(|&l| path(l)).collect();
+    let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+    shim.run("xenstore-read", &paths);
+
+    let last = format!("\"{}\"", path(*lengths.last().unwrap()));
+    for snoop in [reply, paired] {
+        snoop.wait_line("the last read", |l| {
+            l.contains("\"XS_READ\"") && l.contains(&last)
+        });
+        let (out, _, _) = snoop.stop();
+        let records: Vec<serde_json::Value> = out
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        for &len in &lengths {
+            let find = |op: &str| {
+                records
+                    .iter()
+                    .find(|r| r["op"] == op && r["path"] == path(len).as_str())
+                    .unwrap_or_else(|| panic!("no {op} of {}: {out:?}", path(len)))
+            };
+            let write = find("XS_WRITE");
+            assert_eq!(write["value"], value(len).as_str(), "{write}");
+            assert_eq!(write["result"], "OK", "{write}");
+            let read = find("XS_READ");
+            assert_eq!(read["result"], value(len).as_str(), "{read}");
+        }
+    }
+}
+
 #[test]
 fn follow_traces_across_a_daemon_restart() {
     if !common::need_root("follow_traces_across_a_daemon_restart") {

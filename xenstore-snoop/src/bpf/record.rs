@@ -37,8 +37,10 @@ pub fn decode(raw: &[u8]) -> Option<Event> {
         let len = usize::from(u16_at(len_at)?);
         let bytes = raw.get(at..at + len)?;
         at += len;
-        // The length counts the NUL.
-        let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
+        // The length counts the NUL. The string ends at the first NUL, as a
+        // string copy would have ended it (a window copy takes a string to
+        // the byte before the next one).
+        let bytes = bytes.split(|&b| b == 0).next().unwrap_or(bytes);
         // Valid UTF-8 (nearly always) checks faster than the lossy walk.
         Some(match std::str::from_utf8(bytes) {
             Ok(s) => s.to_owned(),
