@@ -377,6 +377,71 @@ fn sigkilled_snooper_leaves_nothing_behind() {
     assert!(all_down(&semaphores(&shim)));
 }
 
+/// Another daemon run from the same binary is left alone: nothing of it
+/// is shown, and with the BPF back end's uprobe-multi link its probes stay
+/// off (it neither traps nor builds probe strings). tracefs uprobe events
+/// and BPF's per-site links (for kernels without uprobe-multi) reach it,
+/// and its firings are dropped.
+#[test]
+fn a_second_daemon_of_the_same_binary_is_left_alone() {
+    if !common::need_root("a_second_daemon_of_the_same_binary_is_left_alone") {
+        return;
+    }
+    let traced = Shim::private_copy();
+    let dir = common::daemon::scratch_dir("twin").unwrap();
+    let twin = Shim::launch("xenstored-shim twin", &traced.binary, dir, &[]).unwrap();
+    let snoop = Snooper::attach(&traced, &[]);
+    for (probe, count) in semaphores(&traced) {
+        assert_eq!(count > 0, SNOOPED.contains(&probe.as_str()), "{probe}");
+    }
+    if !snoop.on_tracefs() {
+        assert!(all_down(&semaphores(&twin)), "{:?}", semaphores(&twin));
+        let tracing = snoop
+            .stderr()
+            .into_iter()
+            .find(|l| l.starts_with("Tracing "));
+        assert!(
+            !tracing
+                .as_deref()
+                .unwrap_or("")
+                .contains("uprobe link each"),
+            "this kernel (6.6 or later) has uprobe-multi links: {tracing:?}"
+        );
+    }
+    twin.run("xenstore-write", &["/twin/a", "1"]);
+    traced.run("xenstore-write", &["/twin/b", "2"]);
+    snoop.wait_line("the traced write", |l| l.contains("XS_WRITE: /twin/b 2"));
+    let (out, _, status) = snoop.stop();
+    assert!(status.success());
+    assert!(!out.iter().any(|l| l.contains("/twin/a")), "{out:?}");
+
+    let per_site = Snooper::attach(&traced, &["--backend", "bpf", "--bpf-links", "per-site"]);
+    let tracing = per_site
+        .stderr()
+        .into_iter()
+        .find(|l| l.starts_with("Tracing "));
+    assert!(
+        tracing
+            .as_deref()
+            .unwrap_or("")
+            .contains("a uprobe link each"),
+        "{tracing:?}"
+    );
+    assert!(
+        !all_down(&semaphores(&twin)),
+        "per-site links reach the twin"
+    );
+    twin.run("xenstore-write", &["/twin/c", "3"]);
+    traced.run("xenstore-write", &["/twin/d", "4"]);
+    per_site.wait_line("the traced write", |l| {
+        l.contains("XS_WRITE: /twin/d 4 -> OK")
+    });
+    let (out, _, status) = per_site.stop();
+    assert!(status.success());
+    assert!(!out.iter().any(|l| l.contains("/twin/c")), "{out:?}");
+    assert!(all_down(&semaphores(&twin)) && all_down(&semaphores(&traced)));
+}
+
 /// --paired attaches request and response instead of reply, and makes
 /// the same lines from them.
 #[test]

@@ -142,6 +142,13 @@ pub struct Args {
     /// the last one given wins
     #[arg(long, value_name = "BACKEND", value_enum, overrides_with = "backend")]
     pub backend: Option<Backend>,
+
+    /// How the BPF back end attaches: auto (one uprobe-multi link for the
+    /// daemon alone where the kernel has them, 6.6 and later; else
+    /// per-site), multi, or per-site (a uprobe link each, which also traps
+    /// in other processes running the same binary)
+    #[arg(long, value_name = "LINKS", value_enum, default_value_t = BpfLinks::Auto)]
+    pub bpf_links: BpfLinks,
 }
 
 /// How probe firings are captured (see source.rs).
@@ -151,6 +158,17 @@ pub enum Backend {
     Bpf,
     /// tracefs uprobe events read through per-CPU perf rings
     Tracefs,
+}
+
+/// How the BPF program is attached to the probe sites (see bpf/mod.rs).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BpfLinks {
+    /// multi where the kernel has it, else per-site
+    Auto,
+    /// one uprobe-multi link for all the sites, the daemon's process alone
+    Multi,
+    /// a uprobe link per site, for every process mapping the binary
+    PerSite,
 }
 
 impl Args {

@@ -54,7 +54,11 @@ pub fn open(
     let ring_bytes = (args.ring_mb as usize) << 20;
     let bpf = || -> Result<Box<dyn Source>> {
         Ok(Box::new(BpfSource::open(
-            target, probes, filter, ring_bytes,
+            target,
+            probes,
+            filter,
+            ring_bytes,
+            args.bpf_links,
         )?))
     };
     let tracefs = || -> Result<Box<dyn Source>> {
@@ -80,6 +84,6 @@ pub fn open(
 }
 
 /// An error chain on one line.
-fn one_line(e: &anyhow::Error) -> String {
+pub(crate) fn one_line(e: &anyhow::Error) -> String {
     format!("{e:#}").replace('\n', " ")
 }

@@ -10,14 +10,17 @@
 pub mod record;
 pub mod sites;
 
+pub use crate::cli::BpfLinks;
 use crate::event::{Event, Probe};
 use crate::filter::Filter;
 use crate::sdt::SdtProbe;
-use crate::source::Source;
+use crate::source::{one_line, Source};
 use crate::target::Target;
 use anyhow::{bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags, RingBuffer, RingBufferBuilder, UprobeOpts};
+use libbpf_rs::{
+    Link, MapCore, MapFlags, RingBuffer, RingBufferBuilder, UprobeMultiOpts, UprobeOpts,
+};
 use std::cell::{Cell, RefCell};
 use std::mem::MaybeUninit;
 use std::rc::Rc;
@@ -52,6 +55,8 @@ pub struct BpfSource {
     undecodable: Rc<Cell<u64>>,
     sites: usize,
     kernel_filters: Vec<&'static str>,
+    /// How the program was attached, when not the usual way.
+    links_note: String,
 }
 
 /// libbpf's last warning, for the error that follows it.
@@ -78,14 +83,34 @@ fn explained(e: libbpf_rs::Error, what: &str) -> anyhow::Error {
 impl BpfSource {
     /// Loads the program with `filter`'s kernel part and a ring of
     /// `ring_bytes`, and attaches it to every one of the probe sites
-    /// `probes` of `target`.
+    /// `probes` of `target`, with the links `links` asks for.
     pub fn open(
         target: &Target,
         probes: &[SdtProbe],
         filter: &Filter,
         ring_bytes: usize,
+        links: BpfLinks,
     ) -> Result<BpfSource> {
         libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, keep_libbpf_warning)));
+        let open = |links| BpfSource::open_with(target, probes, filter, ring_bytes, links);
+        match links {
+            BpfLinks::Auto => open(BpfLinks::Multi).or_else(|multi| {
+                let mut source = open(BpfLinks::PerSite)
+                    .map_err(|e| e.context(format!("uprobe-multi link: {}", one_line(&multi))))?;
+                source.links_note += &format!(" (no uprobe-multi link: {})", one_line(&multi));
+                Ok(source)
+            }),
+            links => open(links),
+        }
+    }
+
+    fn open_with(
+        target: &Target,
+        probes: &[SdtProbe],
+        filter: &Filter,
+        ring_bytes: usize,
+        links: BpfLinks,
+    ) -> Result<BpfSource> {
         // The skeleton borrows its object for as long as it lives: for the
         // rest of the process (one session per process).
         let object = Box::leak(Box::new(MaybeUninit::uninit()));
@@ -124,6 +149,11 @@ impl BpfSource {
             .events
             .set_max_entries(ring_bytes as u32)
             .context("sizing the BPF ring buffer")?;
+        let unused = match links {
+            BpfLinks::PerSite => &mut open.progs.xenstore_probe_multi,
+            _ => &mut open.progs.xenstore_probe,
+        };
+        unused.set_autoload(false);
         let skel = open
             .load()
             .map_err(|e| explained(e, "loading the BPF program"))?;
@@ -142,7 +172,8 @@ impl BpfSource {
                 sites::MAX_SITES
             );
         }
-        let mut links = Vec::new();
+        let mut multi = UprobeMultiOpts::default();
+        let mut per_site = Vec::new();
         for (index, (probe, site)) in chosen.iter().enumerate() {
             let what = || format!("probe site xenstore:{} at {:#x}", site.name, site.offset);
             let spec = sites::site_bytes(*probe, &site.args).with_context(what)?;
@@ -150,6 +181,12 @@ impl BpfSource {
                 .sites
                 .update(&(index as u32).to_ne_bytes(), &spec, MapFlags::ANY)
                 .with_context(what)?;
+            if links != BpfLinks::PerSite {
+                multi.offsets.push(site.offset as usize);
+                multi.ref_ctr_offsets.push(site.semaphore as usize);
+                multi.cookies.push(index as u64);
+                continue;
+            }
             let opts = UprobeOpts {
                 ref_ctr_offset: site.semaphore as usize,
                 cookie: index as u64,
@@ -166,9 +203,19 @@ impl BpfSource {
                     opts,
                 )
                 .map_err(|e| explained(e, &format!("attaching to the {}", what())))?;
-            links.push(link);
+            per_site.push(link);
         }
-        let sites = links.len();
+        let attached = if per_site.is_empty() {
+            let link = skel
+                .progs
+                .xenstore_probe_multi
+                .attach_uprobe_multi_with_opts(target.pid as i32, &target.binary, "", multi)
+                .map_err(|e| explained(e, "attaching a uprobe-multi link to the probe sites"))?;
+            vec![link]
+        } else {
+            per_site
+        };
+        let sites = chosen.len();
 
         let queue = Rc::new(RefCell::new(Vec::new()));
         let undecodable = Rc::new(Cell::new(0));
@@ -185,13 +232,17 @@ impl BpfSource {
             .context("reading the BPF ring buffer")?;
         let ring = builder.build().context("reading the BPF ring buffer")?;
         Ok(BpfSource {
-            _links: links,
+            _links: attached,
             ring,
             skel,
             queue,
             undecodable,
             sites,
             kernel_filters,
+            links_note: match links {
+                BpfLinks::PerSite => ", a uprobe link each".to_string(),
+                _ => String::new(),
+            },
         })
     }
 }
@@ -213,7 +264,7 @@ fn fill<T: Copy, U: Copy + TryFrom<T>>(to: &mut [U; MAX_FILTER], from: &[T]) -> 
 
 impl Source for BpfSource {
     fn describe(&self) -> String {
-        let mut s = format!("BPF, {} probe sites", self.sites);
+        let mut s = format!("BPF, {} probe sites{}", self.sites, self.links_note);
         if !self.kernel_filters.is_empty() {
             s += &format!(
                 ", {} filtered in the kernel",
