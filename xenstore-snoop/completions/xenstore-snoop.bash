@@ -23,7 +23,7 @@ _xenstore__snoop() {
 
     case "${cmd}" in
         xenstore__snoop)
-            opts="-d -p -n -x -c -T -L -v -w -r -h -V --daemon-pid --binary --domain --pid --name --failed --op --path --no-watch-events --follow --count --duration --timestamp --relative --latency --verbose --json --summary --interval --write --read --tracefs --ring-mb --paired --backend --help --version"
+            opts="-d -p -n -x -c -T -L -v -w -r -h -V --daemon-pid --binary --domain --pid --name --failed --op --path --no-watch-events --follow --count --duration --timestamp --relative --latency --verbose --json --summary --interval --write --read --tracefs --ring-mb --paired --backend --bpf-links --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -111,6 +111,10 @@ _xenstore__snoop() {
                     ;;
                 --backend)
                     COMPREPLY=($(compgen -W "bpf tracefs" -- "${cur}"))
+                    return 0
+                    ;;
+                --bpf-links)
+                    COMPREPLY=($(compgen -W "auto multi per-site" -- "${cur}"))
                     return 0
                     ;;
                 *)
