@@ -214,22 +214,40 @@ static __always_inline __u32 copy_window(struct record *r, const __u64 *strs, __
 	return 0;
 }
 
-/* The firing's registers, read with one helper call (one a register cost
- * about 20 ns a firing). */
-struct regs {
-	__u64 r[sizeof(struct pt_regs) / 8];
-};
+/* Register `off` (its byte offset in struct pt_regs) of the firing. The
+ * context is read directly, which the verifier allows only at constant
+ * offsets: one case a register (each load in asm, which clang cannot merge
+ * into one at a variable offset), cheaper than copying the registers with
+ * a helper (30 ns a firing measured). */
+#define REG(name)                                                          \
+	case offsetof(struct pt_regs, name):                               \
+		asm volatile("%0 = *(u64 *)(%1 + %2)"                      \
+			     : "=r"(v)                                     \
+			     : "r"(ctx), "i"(offsetof(struct pt_regs, name))); \
+		return v
 
-/* Argument `i` of the firing site `s`; 0 if it has none or it cannot be read. */
-static __always_inline __u64 arg(const struct regs *regs, const struct site *s, __u32 i)
+static __always_inline __u64 reg(const struct pt_regs *ctx, __u16 off)
 {
-	const struct arg_spec *a = &s->args[i];
-	__u32 at = a->reg_off / 8;
 	__u64 v;
 
-	if (i >= s->n_args || at >= sizeof(regs->r) / 8)
+	switch (off) {
+	REG(r15); REG(r14); REG(r13); REG(r12); REG(rbp); REG(rbx);
+	REG(r11); REG(r10); REG(r9); REG(r8); REG(rax); REG(rcx);
+	REG(rdx); REG(rsi); REG(rdi); REG(rip); REG(rsp);
+	default:
 		return 0;
-	v = regs->r[at];
+	}
+}
+
+/* Argument `i` of the firing site `s`; 0 if it has none or it cannot be read. */
+static __always_inline __u64 arg(const struct pt_regs *ctx, const struct site *s, __u32 i)
+{
+	const struct arg_spec *a = &s->args[i];
+	__u64 v;
+
+	if (i >= s->n_args)
+		return 0;
+	v = reg(ctx, a->reg_off);
 	if (a->deref && bpf_probe_read_user(&v, sizeof(v), (void *)(v + a->disp)))
 		return 0;
 	return (v << (a->shift & 63)) >> (a->shift & 63);
@@ -251,13 +269,10 @@ static __always_inline int capture(struct pt_regs *ctx)
 	const struct site *site = bpf_map_lookup_elem(&sites, &index);
 	if (!site)
 		return count_lost();
-	struct regs regs;
-	if (bpf_probe_read_kernel(&regs, sizeof(regs), ctx))
-		return count_lost();
 	__u32 kind = site->kind;
-	__u64 ident = arg(&regs, site, 1);
-	__u64 client = arg(&regs, site, 2);
-	__u64 extra = arg(&regs, site, 3);
+	__u64 ident = arg(ctx, site, 1);
+	__u64 client = arg(ctx, site, 2);
+	__u64 extra = arg(ctx, site, 3);
 	if (!wanted(kind, ident, client, extra))
 		return 0;
 
@@ -265,8 +280,8 @@ static __always_inline int capture(struct pt_regs *ctx)
 	struct record *r = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r)
 		return count_lost();
-	__u64 s1 = arg(&regs, site, 4), s2 = arg(&regs, site, 5);
-	r->serial = arg(&regs, site, 0);
+	__u64 s1 = arg(ctx, site, 4), s2 = arg(ctx, site, 5);
+	r->serial = arg(ctx, site, 0);
 	r->mono_ns = bpf_ktime_get_ns();
 	r->ident = ident;
 	r->client = client;
@@ -277,9 +292,9 @@ static __always_inline int capture(struct pt_regs *ctx)
 	__u32 n_strs = 2;
 	r->latency_ns = 0;
 	if (kind == K_REPLY) {
-		strs[2] = arg(&regs, site, 6);
+		strs[2] = arg(ctx, site, 6);
 		n_strs = 3;
-		r->latency_ns = arg(&regs, site, 7);
+		r->latency_ns = arg(ctx, site, 7);
 	}
 	r->len[2] = 0;
 	__u32 off = copy_window(r, strs, n_strs);
