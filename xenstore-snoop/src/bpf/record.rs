@@ -2,13 +2,14 @@
 //!
 //! `struct record`: mono_ns, serial, ident, client, extra, latency_ns
 //! (u64 each), kind (u32), three string lengths with their NULs (u16 each;
-//! the third only for `reply`), padding (u16), then the strings back to back.
+//! the third only for `reply`), where each string starts in the string
+//! area (u16 each), then the string area.
 
 use crate::event::{Event, Probe};
 use xenstore_proto::{Client, Ident};
 
 /// Bytes before the strings.
-pub const HEADER_LEN: usize = 60;
+pub const HEADER_LEN: usize = 64;
 
 /// The probe whose firings carry `cookie` (the BPF program's `enum kind`,
 /// which follows `Probe::ALL`).
@@ -32,11 +33,10 @@ pub fn decode(raw: &[u8]) -> Option<Event> {
     let probe = probe_of(kind)?;
     let ident = Ident::unpack(u64_at(16)?);
     let client = Client::unpack(u64_at(24)?);
-    let mut at = HEADER_LEN;
-    let mut text = |len_at: usize| -> Option<String> {
-        let len = usize::from(u16_at(len_at)?);
+    let text = |i: usize| -> Option<String> {
+        let len = usize::from(u16_at(52 + 2 * i)?);
+        let at = HEADER_LEN + usize::from(u16_at(58 + 2 * i)?);
         let bytes = raw.get(at..at + len)?;
-        at += len;
         // The length counts the NUL. The string ends at the first NUL, as a
         // string copy would have ended it (a window copy takes a string to
         // the byte before the next one).
@@ -47,9 +47,9 @@ pub fn decode(raw: &[u8]) -> Option<Event> {
             Err(_) => String::from_utf8_lossy(bytes).into_owned(),
         })
     };
-    let s1 = text(52)?;
-    let s2 = text(54)?;
-    let s3 = text(56)?;
+    let s1 = text(0)?;
+    let s2 = text(1)?;
+    let s3 = text(2)?;
     Some(Event {
         probe,
         mono_ns: u64_at(0)?,
@@ -82,7 +82,11 @@ pub mod tests {
             let len = strings.get(i).map_or(0, |s| s.len() as u16);
             r.extend_from_slice(&len.to_ne_bytes());
         }
-        r.extend_from_slice(&[0, 0]);
+        let mut at = 0u16;
+        for i in 0..3 {
+            r.extend_from_slice(&at.to_ne_bytes());
+            at += strings.get(i).map_or(0, |s| s.len() as u16);
+        }
         assert_eq!(r.len(), HEADER_LEN);
         for s in strings {
             r.extend_from_slice(s);
@@ -158,6 +162,32 @@ pub mod tests {
             (e.s1.as_str(), e.s2.as_str(), e.s3.as_str()),
             ("/a", "", "no such node")
         );
+    }
+
+    #[test]
+    fn strings_are_found_where_their_offsets_say() {
+        // As a window copy of reply leaves them: str1, str3, str2.
+        let mut raw = record(
+            cookie_of(Probe::Reply) as u32,
+            [0; 6],
+            &[b"/p\0", b"result\0", b"args\0"],
+        );
+        let field = |raw: &mut Vec<u8>, at: usize, v: u16| {
+            raw[at..at + 2].copy_from_slice(&v.to_ne_bytes());
+        };
+        // Lengths then offsets of str1, str2, str3.
+        for (i, (len, at)) in [(3, 0), (5, 10), (7, 3)].into_iter().enumerate() {
+            field(&mut raw, 52 + 2 * i, len);
+            field(&mut raw, 58 + 2 * i, at);
+        }
+        let e = decode(&raw).unwrap();
+        assert_eq!(
+            (e.s1.as_str(), e.s2.as_str(), e.s3.as_str()),
+            ("/p", "args", "result")
+        );
+        // An offset past the end.
+        field(&mut raw, 60, 11);
+        assert!(decode(&raw).is_none());
     }
 
     #[test]
