@@ -415,7 +415,10 @@ pub fn render(r: &Results) -> String {
              shim builds them), pinned to CPU 0, {} rounds; xenstore-snoop attaches to those \
              two with `--paired`. Bare uprobe: the same probe \
              sites and fetch args defined in tracefs and enabled into a private trace instance, \
-             no reader; the trap alone: the same without fetch args. Cost per firing = \
+             no reader; no fetch args: the same without them (the kernel still writes an \
+             empty event); the BPF floor: bpftrace running a program that tests one map \
+             and does nothing else (the trap and the kernel's entry into BPF, which any \
+             BPF-based tracer pays). Cost per firing = \
              ns per event with the tracer − ns per event with none.\n\n\
              | tracer | events/s | ns per event | cost per firing (ns) | ÷ bare uprobe |\n\
              |---|---|---|---|---|",
@@ -550,7 +553,7 @@ pub fn render(r: &Results) -> String {
             c.samples[0][0].len()
         );
         let cost = |k: usize, none: usize| Some(ns_per_event(c, k)? - ns_per_event(c, none)?);
-        for (k, what) in [(1, "bare uprobe, no reader"), (2, "trap alone")] {
+        for (k, what) in [(1, "bare uprobe, no reader"), (2, "uprobe, no fetch args")] {
             let (nop5, nop1) = (cost(k, 0), cost(k + 3, 3));
             let per = |x: Option<f64>| x.map_or("–".into(), |v| format!("{v:.0}"));
             let _ = writeln!(
@@ -584,44 +587,43 @@ fn limits(r: &Results) -> String {
                      xenstore-snoop (BPF) and {bpf:.1} µs under bpftrace. That bare uprobe, the floor \
                      of any tracefs-based tracer, leaves {} of the throughput; xenstore-snoop adds \
                      {:.1} µs per op (one firing, the arguments read by its BPF program), bpftrace \
-                     (two firings per op) {:.1} µs.",
+                     (two firings per op) {:.1} µs. The unsnooped shim does {} times bpftrace's \
+                     ops/s: the ceiling of snoop ÷ bpftrace, for a tracer that cost nothing.",
                     c.cases[ci].describe().replace(" | ", ", "),
                     c.ratio(ci, 1, 0).map_or("?".into(), |x| format!("{x:.2}")),
                     snoop - none,
                     bpf - none,
+                    c.ratio(ci, 0, 3).map_or("?".into(), |x| format!("{x:.2}")),
                 ));
             }
         }
     }
     if let Some(f) = &r.firing {
         let costs = firing_costs(f);
-        if let Some((bare, trap)) = costs[1].zip(costs.get(4).copied().flatten()) {
+        let at = |k: usize| costs.get(k).copied().flatten();
+        if let (Some(bare), Some(empty_event), Some(floor)) = (at(1), at(4), at(6)) {
             notes.push(format!(
-                "Of a bare uprobe's {bare:.0} ns per firing, {trap:.0} ns ({:.0}%) is the trap \
-                 itself (a uprobe that fetches nothing and that nobody reads): every uprobe-based \
-                 tracer pays it, whatever it does with the event.",
-                100.0 * trap / bare
+                "Of a bare uprobe's {bare:.0} ns per firing, {floor:.0} ns ({:.0}%) is the floor \
+                 of any BPF-based tracer (the trap and the kernel's entry into a BPF program that \
+                 tests one map) and {empty_event:.0} ns ({:.0}%) that of any tracefs-based one \
+                 (the trap and an empty event, no fetch args).",
+                100.0 * floor / bare,
+                100.0 * empty_event / bare
             ));
         }
-        if let (Some(bare), Some(snoop), Some(bpf)) = (costs[1], costs[2], costs[3]) {
-            let trap = costs.get(4).copied().flatten();
-            let tracefs = costs.get(5).copied().flatten();
+        if let (Some(bare), Some(snoop), Some(bpf)) = (at(1), at(2), at(3)) {
             notes.push(format!(
                 "Per firing, xenstore-snoop's BPF back end costs {snoop:.0} ns, {:.2} of a bare \
                  tracefs uprobe ({bare:.0} ns){}{}. bpftrace costs {bpf:.0} ns, {:.1}× as much; \
                  per op the daemon's own work dilutes that, which is why the op-level snoop ÷ \
                  bpftrace ratio stays below it.",
                 snoop / bare,
-                trap.map_or(String::new(), |t| format!(
-                    ": over the trap alone, its program (registers, strings, one ring-buffer \
-                     record, batched wake-ups) adds {:.0} ns where the bare uprobe's fetch args \
-                     and ftrace write add {:.0} ns, and the trap alone is already {:.2} of the \
-                     bare uprobe",
-                    snoop - t,
-                    bare - t,
-                    t / bare
+                at(6).map_or(String::new(), |floor| format!(
+                    ": over the BPF floor, its program (arguments, strings, one ring-buffer \
+                     record, batched wake-ups) adds {:.0} ns",
+                    snoop - floor
                 )),
-                tracefs.map_or(String::new(), |t| format!(
+                at(5).map_or(String::new(), |t| format!(
                     "; its tracefs back end costs {t:.0} ns ({:.2} of the bare uprobe)",
                     t / bare
                 )),

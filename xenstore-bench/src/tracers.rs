@@ -16,8 +16,11 @@ pub const MARKER: &str = "/bench/attach-marker";
 pub enum TracerKind {
     /// `xenstore-snoop --daemon-pid PID ARGS` writing to a file.
     Snoop { binary: PathBuf, args: Vec<String> },
-    /// `bpftrace SCRIPT TARGET_BINARY` writing to a file.
-    Bpftrace { script: PathBuf },
+    /// `bpftrace -B BUFFERING SCRIPT TARGET_BINARY` writing to a file.
+    Bpftrace {
+        script: PathBuf,
+        buffering: &'static str,
+    },
 }
 
 pub struct Tracer {
@@ -57,10 +60,9 @@ impl Tracer {
                 c.arg("--daemon-pid").arg(pid.to_string()).args(args);
                 c
             }
-            TracerKind::Bpftrace { script } => {
+            TracerKind::Bpftrace { script, buffering } => {
                 let mut c = Command::new("bpftrace");
-                // Full buffering: what a production capture to a file uses.
-                c.args(["-B", "full"]).arg(script).arg(binary);
+                c.args(["-B", buffering]).arg(script).arg(binary);
                 c
             }
         };

@@ -29,7 +29,7 @@ pub enum Fetch {
     /// xenstore-snoop's fetch args (`uprobe::fetch_args`, without the
     /// kernel-filter `dom` field).
     SnoopArgs,
-    /// Nothing: the cost of the trap alone.
+    /// Nothing: the trap and an empty event.
     Nothing,
 }
 
