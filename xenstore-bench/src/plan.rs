@@ -525,7 +525,6 @@ pub fn memory(b: &Builds, budget: &Budget) -> Vec<(String, Result<Rss>)> {
         .collect()
 }
 
-/// The project's bpftrace snoop script, scripts/xenstore-snoop.bt.
 /// The floor of any BPF tracer of the probe loop: on each firing a program
 /// that tests one map (so that the first firing, the attach marker, can be
 /// printed) and does nothing else.
@@ -539,6 +538,7 @@ fn empty_bpf_script() -> Result<PathBuf> {
     Ok(script)
 }
 
+/// The project's bpftrace snoop script, scripts/xenstore-snoop.bt.
 pub fn bpftrace_script() -> Result<PathBuf> {
     let script = crate::builds::workspace_root().join("scripts/xenstore-snoop.bt");
     if !script.exists() {

@@ -4,12 +4,12 @@
  * site of the xenstore probes the snooper wants (with the site's SDT
  * semaphore as the uprobe's reference counter), the site's index in the
  * attach cookie; all the sites in one uprobe-multi link where the kernel
- * has them, else a uprobe link each. It fetches the arguments where the site's note says they
- * are (`sites`, filled by src/bpf/sites.rs), applies the -d/-p/--op/-x
- * filters, and copies the record into a ring buffer without waking the
- * reader; the reader is woken every `wakeup_every` records of a CPU and
- * otherwise polls on a short timeout. Records that do not fit are counted
- * in `lost`.
+ * has them, else a uprobe link each. It fetches the arguments where the
+ * site's note says they are (`sites`, filled by src/bpf/sites.rs), applies
+ * the -d/-p/--op/-x filters, and copies the record into a ring buffer
+ * without waking the reader; the reader is woken every `wakeup_every`
+ * records of a CPU and otherwise polls on a short timeout. Records that do
+ * not fit are counted in `lost`.
  *
  * The record layout is `struct record` below; src/bpf/record.rs decodes it.
  */
