@@ -242,10 +242,7 @@ fn json_lines_parse_with_the_schema() {
     let (out, _, status) = snoop.stop();
     assert!(status.success());
 
-    let records: Vec<serde_json::Value> = out
-        .iter()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
+    let records = json_lines(&out);
     for r in &records {
         for key in xenstore_snoop::output::JSON_KEYS {
             assert!(r.get(key).is_some(), "{key} missing: {r}");
@@ -278,6 +275,17 @@ fn json_lines_parse_with_the_schema() {
         records.iter().any(|r| r["kind"] == "conn_open"),
         "-v shows connections"
     );
+}
+
+/// Each line parsed as JSON.
+fn json_lines<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) -> Vec<serde_json::Value> {
+    lines
+        .into_iter()
+        .map(|l| {
+            let l = l.as_ref();
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))
+        })
+        .collect()
 }
 
 /// The daemon's semaphores for every probe note, read from its memory,
@@ -705,10 +713,7 @@ fn record_then_replay_with_other_filters_and_summary() {
         std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&trace).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o600, "{mode:o}");
     let file = std::fs::read_to_string(&trace).unwrap();
-    let lines: Vec<serde_json::Value> = file
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(file.lines());
     let header = &lines[0];
     assert_eq!(header["trace"], "header");
     assert_eq!(header["format"], "xenstore-snoop-trace");
@@ -755,10 +760,7 @@ fn record_then_replay_with_other_filters_and_summary() {
     assert_eq!(body.len(), 2, "{out}");
     assert!(body.iter().all(|l| columns(l)[0] == "6"), "{out}");
     let writes = snoop_run(&["-r", trace_arg, "--op", "WRITE", "--json"]);
-    let json: Vec<serde_json::Value> = text(&writes.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let json = json_lines(text(&writes.stdout).lines());
     assert!(json.iter().all(|r| r["op"] == "XS_WRITE"), "{json:?}");
     assert!(json.iter().any(|r| r["path"] == "/rec/a"), "{json:?}");
     let verbose = snoop_run(&["-r", trace_arg, "-v"]);
@@ -1185,9 +1187,8 @@ fn short_lived_clients_are_named_and_selected_by_name() {
 
     json.wait_line("the last write", |l| l.contains("/named/done"));
     let (out, _, _) = json.stop();
-    let read = out
-        .iter()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+    let read = json_lines(&out)
+        .into_iter()
         .find(|r| r["op"] == "XS_READ" && r["path"] == "/named/a")
         .expect("the read");
     assert_eq!(read["comm"], "xenstore-read", "{read}");
@@ -1292,10 +1293,7 @@ fn cut_values_are_marked_with_the_bytes_cut() {
 
     json.wait_line("the read", |l| l.contains("\"XS_READ\""));
     let (out, _, _) = json.stop();
-    let records: Vec<serde_json::Value> = out
-        .iter()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let records = json_lines(&out);
     let write = records.iter().find(|r| r["op"] == "XS_WRITE").unwrap();
     assert_eq!(write["truncated"], true);
     assert_eq!(write["truncated_bytes"], cut as u64, "{write}");
@@ -1341,10 +1339,7 @@ fn values_on_both_sides_of_the_copy_window_are_shown_whole() {
             l.contains("\"XS_READ\"") && l.contains(&last)
         });
         let (out, _, _) = snoop.stop();
-        let records: Vec<serde_json::Value> = out
-            .iter()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-            .collect();
+        let records = json_lines(&out);
         for &len in &lengths {
             let find = |op: &str| {
                 records

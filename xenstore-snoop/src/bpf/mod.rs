@@ -10,7 +10,7 @@
 pub mod record;
 pub mod sites;
 
-pub use crate::cli::BpfLinks;
+use crate::cli::BpfLinks;
 use crate::event::{Event, Probe};
 use crate::filter::Filter;
 use crate::sdt::SdtProbe;
@@ -92,25 +92,15 @@ impl BpfSource {
         links: BpfLinks,
     ) -> Result<BpfSource> {
         libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, keep_libbpf_warning)));
-        let open = |links| BpfSource::open_with(target, probes, filter, ring_bytes, links);
-        match links {
-            BpfLinks::Auto => open(BpfLinks::Multi).or_else(|multi| {
+        if links == BpfLinks::Auto {
+            let open = |links| BpfSource::open(target, probes, filter, ring_bytes, links);
+            return open(BpfLinks::Multi).or_else(|multi| {
                 let mut source = open(BpfLinks::PerSite)
                     .map_err(|e| e.context(format!("uprobe-multi link: {}", one_line(&multi))))?;
                 source.links_note += &format!(" (no uprobe-multi link: {})", one_line(&multi));
                 Ok(source)
-            }),
-            links => open(links),
+            });
         }
-    }
-
-    fn open_with(
-        target: &Target,
-        probes: &[SdtProbe],
-        filter: &Filter,
-        ring_bytes: usize,
-        links: BpfLinks,
-    ) -> Result<BpfSource> {
         // The skeleton borrows its object for as long as it lives: for the
         // rest of the process (one session per process).
         let object = Box::leak(Box::new(MaybeUninit::uninit()));
@@ -241,7 +231,7 @@ impl BpfSource {
             kernel_filters,
             links_note: match links {
                 BpfLinks::PerSite => ", a uprobe link each".to_string(),
-                _ => String::new(),
+                BpfLinks::Multi | BpfLinks::Auto => String::new(),
             },
         })
     }
