@@ -1062,6 +1062,39 @@ fn lost_events_are_counted_exactly() {
 }
 
 #[test]
+fn a_small_ring_wraps_losing_and_reordering_nothing() {
+    if !common::need_root("a_small_ring_wraps_losing_and_reordering_nothing") {
+        return;
+    }
+    // N reply records of ~90 B go round a 1 MiB ring (each CPU's ring,
+    // tracefs) nearly twice, the reader draining as they come.
+    const N: usize = 20_000;
+    let shim = Shim::private_copy();
+    let snoop = Snooper::attach(&shim, &["--ring-mb", "1", "--json", "--op", "WRITE"]);
+    common::pyxs(
+        &shim.socket,
+        &format!("for i in range({N}):\n    c.write(b'/round', b'%d' % i)\nc.close()\n"),
+    );
+    snoop.wait_line("the last write", |l| l.contains(&format!("\"{}\"", N - 1)));
+    let (out, err, status) = snoop.stop();
+    assert!(status.success(), "{err:?}");
+    let values: Vec<String> = json_lines(&out)
+        .iter()
+        .filter(|j| j["path"] == "/round")
+        .map(|j| j["value"].as_str().unwrap().to_string())
+        .collect();
+    let expected: Vec<String> = (0..N).map(|i| i.to_string()).collect();
+    assert!(
+        values == expected,
+        "{} values, first wrong at {:?}",
+        values.len(),
+        values.iter().zip(&expected).position(|(a, b)| a != b)
+    );
+    let stats = err.iter().find(|l| l.contains("events seen")).unwrap();
+    assert!(stats.ends_with(" 0 lost"), "{stats}");
+}
+
+#[test]
 fn user_space_filters_on_concurrent_snoopers() {
     if !common::need_root("user_space_filters_on_concurrent_snoopers") {
         return;

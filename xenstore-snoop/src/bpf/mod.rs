@@ -8,6 +8,7 @@
 //! kernel does the same when the snooper dies, however it dies.
 
 pub mod record;
+mod ring;
 pub mod sites;
 
 use crate::cli::BpfLinks;
@@ -18,14 +19,10 @@ use crate::source::{one_line, Source};
 use crate::target::Target;
 use anyhow::{bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{
-    Link, MapCore, MapFlags, RingBuffer, RingBufferBuilder, UprobeMultiOpts, UprobeOpts,
-};
-use std::cell::{Cell, RefCell};
+use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts, UprobeOpts};
 use std::mem::MaybeUninit;
-use std::rc::Rc;
+use std::os::fd::AsFd;
 use std::sync::Mutex;
-use std::time::Duration;
 
 mod skel {
     #![allow(clippy::all, clippy::pedantic, clippy::undocumented_unsafe_blocks)]
@@ -48,11 +45,9 @@ const TYPICAL_RECORD: usize = 256;
 pub struct BpfSource {
     /// Dropped first: detaching stops the firings before the ring goes.
     _links: Vec<Link>,
-    ring: RingBuffer<'static>,
+    ring: ring::Ring,
     skel: XssnoopSkel<'static>,
-    /// Decoded by the ring's callback, handed out by `drain`.
-    queue: Rc<RefCell<Vec<Event>>>,
-    undecodable: Rc<Cell<u64>>,
+    undecodable: u64,
     sites: usize,
     kernel_filters: Vec<&'static str>,
     /// How the program was attached, when not the usual way.
@@ -207,26 +202,12 @@ impl BpfSource {
         };
         let sites = chosen.len();
 
-        let queue = Rc::new(RefCell::new(Vec::new()));
-        let undecodable = Rc::new(Cell::new(0));
-        let mut builder = RingBufferBuilder::new();
-        let (q, bad) = (Rc::clone(&queue), Rc::clone(&undecodable));
-        builder
-            .add(&skel.maps.events, move |raw: &[u8]| {
-                match record::decode(raw) {
-                    Some(ev) => q.borrow_mut().push(ev),
-                    None => bad.set(bad.get() + 1),
-                }
-                0
-            })
-            .context("reading the BPF ring buffer")?;
-        let ring = builder.build().context("reading the BPF ring buffer")?;
+        let ring = ring::Ring::map(skel.maps.events.as_fd(), ring_bytes)?;
         Ok(BpfSource {
             _links: attached,
             ring,
             skel,
-            queue,
-            undecodable,
+            undecodable: 0,
             sites,
             kernel_filters,
             links_note: match links {
@@ -265,22 +246,17 @@ impl Source for BpfSource {
     }
 
     fn wait(&mut self, timeout_ms: i32) -> Result<()> {
-        let timeout = Duration::from_millis(timeout_ms.max(0) as u64);
-        match self.ring.poll(timeout) {
-            Err(e) if e.kind() == libbpf_rs::ErrorKind::Interrupted => Ok(()),
-            r => r.context("polling the BPF ring buffer"),
-        }
+        self.ring.wait(timeout_ms)
     }
 
     fn drain(&mut self, f: &mut dyn FnMut(Event)) {
         // Records are written without waking us: take whatever is there.
-        let _ = self.ring.consume();
-        let mut batch = std::mem::take(&mut *self.queue.borrow_mut());
-        for ev in batch.drain(..) {
-            f(ev);
-        }
-        // Keep the allocation for the next drain.
-        *self.queue.borrow_mut() = batch;
+        let bad = &mut self.undecodable;
+        let skipped = self.ring.drain(|raw| match record::decode(raw) {
+            Some(ev) => f(ev),
+            None => *bad += 1,
+        });
+        *bad += u64::from(skipped > 0);
     }
 
     fn lost(&self) -> u64 {
@@ -295,7 +271,7 @@ impl Source for BpfSource {
     }
 
     fn undecodable(&self) -> u64 {
-        self.undecodable.get()
+        self.undecodable
     }
 
     fn close(self: Box<Self>) -> Result<()> {
