@@ -6,7 +6,8 @@
 //! libbpf's reader publishes the consumer position after every record, and
 //! the kernel loads that position on every reservation: with the reader
 //! busy, each firing took a cache miss on the line the reader had just
-//! written. This one publishes it once a drain.
+//! written. This one publishes it once a drain, and every sixteenth of the
+//! ring on the way through a long one, so a slow drain still frees space.
 //!
 //! Records start with an 8-byte header: the length (with a busy bit while
 //! the program writes it, a discard bit if it gave it up) and the page
@@ -161,6 +162,7 @@ impl Ring {
         let page = self.producer.len - 2 * self.data_size;
         let data = self.producer.base.as_ptr().wrapping_add(page);
         let mut skipped = 0;
+        let mut published = tail;
         while tail < head {
             let at = (tail & mask) as usize;
             // SAFETY: an 8-byte aligned header (every record is a multiple
@@ -189,6 +191,11 @@ impl Ring {
                 f(record);
             }
             tail += size;
+            if tail - published >= self.data_size as u64 / 16 {
+                // Release: done reading everything before tail.
+                consumer.store(tail, Ordering::Release);
+                published = tail;
+            }
         }
         // Release: done reading everything before tail.
         consumer.store(tail, Ordering::Release);
