@@ -14,6 +14,7 @@ pub mod event;
 pub mod filter;
 pub mod follow;
 pub mod format;
+pub mod mapping;
 pub mod names;
 pub mod output;
 pub mod pairing;

@@ -4,7 +4,8 @@
 //! Killing the reader closes the fds, which unregisters the uprobes and
 //! drops the daemon's semaphores back to zero: nothing is left firing.
 
-use crate::perf_ring::{page_size, Ring};
+use crate::mapping::page_size;
+use crate::perf_ring::Ring;
 use anyhow::{Context, Result};
 use perf_event_open_sys as sys;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

@@ -8,10 +8,11 @@
 //! with them). Nothing here makes a Rust reference into the mapping: the
 //! kernel writes it concurrently.
 
+use crate::mapping::{page_size, Mapping};
 use anyhow::{Context, Result};
 use perf_event_open_sys::bindings::perf_event_mmap_page;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::ptr::{addr_of_mut, NonNull};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::ptr::addr_of_mut;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The size of a perf record header: type u32, misc u16, size u16.
@@ -20,27 +21,9 @@ const HEADER_LEN: usize = 8;
 pub struct Ring {
     /// A dup of the fd that owns the mapping: poll it for the wake-up mark.
     fd: OwnedFd,
-    base: NonNull<u8>,
-    len: usize,
+    /// The metadata page, then the data area.
+    mapping: Mapping,
     data_size: usize,
-}
-
-// SAFETY: a Ring owns its mapping outright: nothing else in this process
-// points into it, and the kernel side is synchronised through data_head
-// and data_tail, whichever thread reads.
-unsafe impl Send for Ring {}
-
-impl Drop for Ring {
-    fn drop(&mut self) {
-        // SAFETY: base/len are the mapping made in `map`, unmapped only here.
-        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
-    }
-}
-
-/// The system's page size.
-pub fn page_size() -> usize {
-    // SAFETY: sysconf reads a constant; no pointers involved.
-    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
 }
 
 impl Ring {
@@ -51,53 +34,34 @@ impl Ring {
             data_size.is_power_of_two(),
             "perf ring of {data_size} bytes"
         );
-        let len = data_size + page_size();
-        // SAFETY: a fresh shared mapping of the perf fd; the kernel checks
-        // len and fails with MAP_FAILED rather than touching our memory.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error()).with_context(|| {
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        let mapping =
+            Mapping::new(fd.as_fd(), data_size + page_size(), rw, 0).with_context(|| {
                 format!(
                     "mapping a {} MB perf ring (RLIMIT_MEMLOCK / perf_event_mlock_kb?)",
                     data_size >> 20
                 )
-            });
-        }
-        let base = NonNull::new(base.cast()).expect("mmap returned NULL");
-        // Owned from here: unmapped by Drop on any way out.
-        let ring = |fd| Ring {
-            fd,
-            base,
-            len,
+            })?;
+        Ok(Ring {
+            fd: fd.try_clone().context("dup of a perf fd")?,
+            mapping,
             data_size,
-        };
-        // SAFETY: dup of an fd we hold open; the result is checked.
-        let dup = unsafe { libc::dup(fd.as_raw_fd()) };
-        if dup < 0 {
-            let err = std::io::Error::last_os_error();
-            // SAFETY: the mapping just made, not yet owned by a Ring.
-            unsafe { libc::munmap(base.as_ptr().cast(), len) };
-            return Err(err).context("dup of a perf fd");
-        }
-        // SAFETY: dup returned a new fd that nothing else owns.
-        Ok(ring(unsafe { OwnedFd::from_raw_fd(dup) }))
+        })
     }
 
     pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
 
+    /// The data area, after the metadata page.
+    fn data(&self) -> *mut u8 {
+        self.mapping
+            .as_ptr()
+            .wrapping_add(self.mapping.size() - self.data_size)
+    }
+
     fn meta(&self) -> *mut perf_event_mmap_page {
-        self.base.as_ptr().cast()
+        self.mapping.as_ptr().cast()
     }
 
     /// Hands each record now in the ring (header included, copied out and
@@ -147,7 +111,7 @@ impl Ring {
     fn record_size(&self, at: usize) -> usize {
         // Aligned in a power-of-two area of pages, a header never wraps.
         assert!(at.is_multiple_of(HEADER_LEN) && at + HEADER_LEN <= self.data_size);
-        let data = self.base.as_ptr().wrapping_add(self.len - self.data_size);
+        let data = self.data();
         // SAFETY: an aligned header inside the data area (checked above),
         // below head, so complete; read as a value, not through a reference.
         let header = unsafe { std::ptr::read_volatile(data.add(at).cast::<[u8; HEADER_LEN]>()) };
@@ -161,7 +125,7 @@ impl Ring {
         out.clear();
         out.reserve(len);
         let first = len.min(self.data_size - at);
-        let data = self.base.as_ptr().wrapping_add(self.len - self.data_size);
+        let data = self.data();
         // SAFETY: both source ranges lie in the data area (at < data_size,
         // first <= data_size - at, len - first <= data_size); they hold
         // records between tail and head, which the kernel does not write
@@ -178,6 +142,7 @@ impl Ring {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::FromRawFd;
 
     /// A ring over shared memory of our own (a memfd) rather than a perf
     /// event: the same mapping code, runnable without perf permissions.
@@ -195,7 +160,7 @@ mod tests {
 
     /// Writes `records` (as the kernel would) from ring offset `start`.
     fn write(ring: &Ring, start: u64, records: &[Vec<u8>]) {
-        let data = ring.base.as_ptr().wrapping_add(ring.len - ring.data_size);
+        let data = ring.data();
         let mut head = start;
         for r in records {
             for (i, b) in r.iter().enumerate() {

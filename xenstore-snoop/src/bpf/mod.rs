@@ -105,7 +105,7 @@ impl BpfSource {
 
         let ring_bytes = ring_bytes
             .next_power_of_two()
-            .max(crate::perf_ring::page_size());
+            .max(crate::mapping::page_size());
         let cpus = crate::perf::online_cpus()?.len().max(1);
         let rodata = open
             .maps

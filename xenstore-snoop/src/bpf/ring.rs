@@ -15,9 +15,9 @@
 //! The kernel never writes a record between the two positions, so the
 //! records there are read in place.
 
+use crate::mapping::{page_size, Mapping};
 use anyhow::{Context, Result};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 const HEADER_LEN: u64 = 8;
@@ -35,42 +35,8 @@ pub struct Ring {
     data_size: usize,
 }
 
-struct Mapping {
-    base: NonNull<u8>,
-    len: usize,
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: base/len are a mapping made by `map`, unmapped only here.
-        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
-    }
-}
-
-fn map(fd: &OwnedFd, len: usize, prot: libc::c_int, offset: usize) -> Result<Mapping> {
-    // SAFETY: a fresh shared mapping of the map's fd; the kernel checks
-    // the length and offset and fails with MAP_FAILED otherwise.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            prot,
-            libc::MAP_SHARED,
-            fd.as_raw_fd(),
-            offset as libc::off_t,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error().into());
-    }
-    Ok(Mapping {
-        base: NonNull::new(base.cast()).expect("mmap returned NULL"),
-        len,
-    })
-}
-
 /// An epoll instance watching `fd` for wake-ups, edge-triggered.
-fn edge_triggered(fd: &OwnedFd) -> Result<OwnedFd> {
+fn edge_triggered(fd: BorrowedFd) -> Result<OwnedFd> {
     // SAFETY: no pointers; the result is checked.
     let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
     if epoll < 0 {
@@ -99,17 +65,16 @@ fn edge_triggered(fd: &OwnedFd) -> Result<OwnedFd> {
 
 impl Ring {
     /// Maps the ring buffer map `fd` of `data_size` bytes (a power of two
-    /// of pages, as the kernel requires of the map).
+    /// of pages, as the kernel requires of the map). The mappings keep the
+    /// map alive; `fd` itself may close.
     pub fn map(fd: BorrowedFd, data_size: usize) -> Result<Ring> {
         assert!(data_size.is_power_of_two(), "ring of {data_size} bytes");
-        let page = crate::perf_ring::page_size();
-        let fd = fd
-            .try_clone_to_owned()
-            .context("dup of the ring buffer's fd")?;
-        let wakeups = edge_triggered(&fd).context("waiting on the BPF ring buffer")?;
+        let page = page_size();
+        let wakeups = edge_triggered(fd).context("waiting on the BPF ring buffer")?;
         let rw = libc::PROT_READ | libc::PROT_WRITE;
-        let consumer = map(&fd, page, rw, 0).context("mapping the ring buffer's consumer page")?;
-        let producer = map(&fd, page + 2 * data_size, libc::PROT_READ, page)
+        let consumer =
+            Mapping::new(fd, page, rw, 0).context("mapping the ring buffer's consumer page")?;
+        let producer = Mapping::new(fd, page + 2 * data_size, libc::PROT_READ, page)
             .with_context(|| format!("mapping a {} MB BPF ring buffer", data_size >> 20))?;
         Ok(Ring {
             wakeups,
@@ -141,8 +106,8 @@ impl Ring {
         // (smp_load_acquire / smp_store_release), and so do we.
         unsafe {
             (
-                AtomicU64::from_ptr(self.producer.base.as_ptr().cast()),
-                AtomicU64::from_ptr(self.consumer.base.as_ptr().cast()),
+                AtomicU64::from_ptr(self.producer.as_ptr().cast()),
+                AtomicU64::from_ptr(self.consumer.as_ptr().cast()),
             )
         }
     }
@@ -159,8 +124,8 @@ impl Ring {
         let head = producer.load(Ordering::Acquire);
         let mut tail = consumer.load(Ordering::Relaxed); // only we write it
         let mask = self.data_size as u64 - 1;
-        let page = self.producer.len - 2 * self.data_size;
-        let data = self.producer.base.as_ptr().wrapping_add(page);
+        let page = self.producer.size() - 2 * self.data_size;
+        let data = self.producer.as_ptr().wrapping_add(page);
         let mut skipped = 0;
         let mut published = tail;
         while tail < head {
