@@ -45,10 +45,18 @@ impl Snooper {
         self.0.child.id()
     }
 
+    /// Its "Tracing ..." line: what it attached and how.
+    fn tracing_line(&self) -> String {
+        let said = self.stderr();
+        said.iter()
+            .find(|l| l.starts_with("Tracing "))
+            .unwrap_or_else(|| panic!("no Tracing line: {said:?}"))
+            .clone()
+    }
+
     /// Whether it captures through tracefs uprobes (else BPF), as it said.
     fn on_tracefs(&self) -> bool {
-        let said = self.stderr();
-        let tracing = said.iter().find(|l| l.starts_with("Tracing ")).unwrap();
+        let tracing = self.tracing_line();
         assert!(
             tracing.contains("(tracefs, ") || tracing.contains("(BPF, "),
             "{tracing}"
@@ -404,15 +412,9 @@ fn a_second_daemon_of_the_same_binary_is_left_alone() {
     }
     if !snoop.on_tracefs() {
         assert!(all_down(&semaphores(&twin)), "{:?}", semaphores(&twin));
-        let tracing = snoop
-            .stderr()
-            .into_iter()
-            .find(|l| l.starts_with("Tracing "));
+        let tracing = snoop.tracing_line();
         assert!(
-            !tracing
-                .as_deref()
-                .unwrap_or("")
-                .contains("uprobe link each"),
+            !tracing.contains("uprobe link each"),
             "this kernel (6.6 or later) has uprobe-multi links: {tracing:?}"
         );
     }
@@ -424,17 +426,8 @@ fn a_second_daemon_of_the_same_binary_is_left_alone() {
     assert!(!out.iter().any(|l| l.contains("/twin/a")), "{out:?}");
 
     let per_site = Snooper::attach(&traced, &["--backend", "bpf", "--bpf-links", "per-site"]);
-    let tracing = per_site
-        .stderr()
-        .into_iter()
-        .find(|l| l.starts_with("Tracing "));
-    assert!(
-        tracing
-            .as_deref()
-            .unwrap_or("")
-            .contains("a uprobe link each"),
-        "{tracing:?}"
-    );
+    let tracing = per_site.tracing_line();
+    assert!(tracing.contains("a uprobe link each"), "{tracing:?}");
     assert!(
         !all_down(&semaphores(&twin)),
         "per-site links reach the twin"

@@ -40,7 +40,7 @@ pub fn decode(raw: &[u8]) -> Option<Event> {
         // The length counts the NUL. The string ends at the first NUL, as a
         // string copy would have ended it (a window copy takes a string to
         // the byte before the next one).
-        let bytes = bytes.split(|&b| b == 0).next().unwrap_or(bytes);
+        let bytes = std::ffi::CStr::from_bytes_until_nul(bytes).map_or(bytes, |s| s.to_bytes());
         // Valid UTF-8 (nearly always) checks faster than the lossy walk.
         Some(match std::str::from_utf8(bytes) {
             Ok(s) => s.to_owned(),

@@ -296,7 +296,6 @@ static __always_inline int capture(struct pt_regs *ctx)
 	struct record *r = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r)
 		return count_lost();
-	__u64 s1 = arg(ctx, site, 4), s2 = arg(ctx, site, 5);
 	r->serial = arg(ctx, site, 0);
 	r->mono_ns = bpf_ktime_get_ns();
 	r->ident = ident;
@@ -304,7 +303,7 @@ static __always_inline int capture(struct pt_regs *ctx)
 	r->extra = extra;
 	r->kind = kind;
 
-	__u64 strs[3] = { s1, s2, 0 };
+	__u64 strs[3] = { arg(ctx, site, 4), arg(ctx, site, 5), 0 };
 	__u32 n_strs = 2;
 	r->latency_ns = 0;
 	if (kind == K_REPLY) {
@@ -316,17 +315,14 @@ static __always_inline int capture(struct pt_regs *ctx)
 	r->at[2] = 0;
 	__u32 off = copy_window(r, strs, n_strs);
 	if (!off) {
-		/* Masks keep every offset provably inside `str` for the verifier. */
-		r->at[0] = 0;
-		r->len[0] = copy_str(r->str, s1);
-		off += r->len[0];
-		r->at[1] = off;
-		r->len[1] = copy_str(&r->str[off & (2 * STR_MAX - 1)], s2);
-		off += r->len[1];
-		if (n_strs == 3) {
-			r->at[2] = off;
-			r->len[2] = copy_str(&r->str[off & (2 * STR_MAX - 1)], strs[2]);
-			off += r->len[2];
+		/* String by string; the mask keeps every offset provably inside
+		 * `str` for the verifier. */
+		for (__u32 i = 0; i < 3; i++) {
+			if (i >= n_strs)
+				break;
+			r->at[i] = off;
+			r->len[i] = copy_str(&r->str[off & (2 * STR_MAX - 1)], strs[i]);
+			off += r->len[i];
 		}
 	}
 
