@@ -30,15 +30,10 @@ fn notes_match_the_declarations_and_sit_on_5_byte_nops() {
     let mut declared = Probe::ALL.map(Probe::name);
     declared.sort();
     assert_eq!(names, declared, "one site per probe");
-    let registers = xenstore_proto::probe::ARG_REGISTERS;
     for site in &sites {
         assert_eq!(site.provider, xenstore_proto::PROVIDER);
         let probe = Probe::from_name(&site.name).unwrap();
-        let expected: Vec<String> = registers[..probe.args().len()]
-            .iter()
-            .map(|r| format!("8@%{r}"))
-            .collect();
-        assert_eq!(site.args, expected, "{}", site.name);
+        assert_eq!(site.args, probe.note_args(), "{}", site.name);
         assert_ne!(site.semaphore, 0, "{}", site.name);
     }
     let reply = sites.iter().find(|s| s.name == "reply").unwrap();

@@ -264,6 +264,14 @@ fn json_lines_parse_with_the_schema() {
     assert_eq!(write["result"], "OK");
     assert!(write["latency_us"].as_f64().unwrap() > 0.0);
     assert!(write["ts"].as_str().unwrap().ends_with('Z'));
+    // JSON shows when each request came (the BPF program reads the clock
+    // only when the output shows times).
+    let later = records
+        .iter()
+        .find(|r| r["op"] == "XS_WRITE" && r["path"] == "/json/b")
+        .expect("the second write");
+    let (a, b) = (write["mono_ns"].as_u64(), later["mono_ns"].as_u64());
+    assert!(a.unwrap() > 0 && a < b, "{write} then {later}");
     let read = records
         .iter()
         .find(|r| r["op"] == "XS_READ" && r["path"] == "/json/missing")

@@ -257,14 +257,16 @@ pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopRes
 
 /// Section 4: Per-firing cost on the probe loop: no tracer, a bare uprobe with
 /// no reader, xenstore-snoop (BPF), bpftrace, a bare uprobe fetching
-/// nothing (its event still written, empty), xenstore-snoop on tracefs, and
-/// a BPF program that only tests a map (the floor of any BPF tracer).
+/// nothing (its event still written, empty), xenstore-snoop on tracefs, a
+/// BPF program that only tests a map (the floor of any BPF tracer), and
+/// xenstore-snoop (BPF) with -T, whose program then reads the clock.
 /// Samples' ops_per_s are events/s.
 pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Comparison {
     // The loop on CPU 0; a tracer's reader is left the other CPU(s).
     let mut lp = ProbeLoop::start(&b.probe_loop)
         .and_then(|lp| Pin::Cpu0.apply_to_process(lp.pid()).map(|_| lp));
     let (snoop, snoop_tracefs) = snoopers(b, &LOOP_SNOOP_ARGS);
+    let (snoop_timed, _) = snoopers(b, &[&LOOP_SNOOP_ARGS[..], &["-T"]].concat());
     let bpftrace = TracerKind::Bpftrace {
         script: bpftrace_script.to_path_buf(),
         // What a production capture to a file uses.
@@ -287,6 +289,7 @@ pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compar
             "uprobe, no fetch args, no reader (an empty ftrace event)",
             "xenstore-snoop (tracefs)",
             "a BPF program that only tests a map (bpftrace)",
+            "xenstore-snoop (bpf) with -T (a clock read a firing)",
         ],
         vec![case],
         // Half-second runs, many rounds: a firing costs ~1 µs, so noise from the
@@ -320,7 +323,8 @@ pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compar
                         2 => &snoop,
                         3 => &bpftrace,
                         5 => &snoop_tracefs,
-                        _ => empty_bpf.as_ref().map_err(|e| anyhow!("{e:#}"))?,
+                        6 => empty_bpf.as_ref().map_err(|e| anyhow!("{e:#}"))?,
+                        _ => &snoop_timed,
                     };
                     let binary = lp.binary.clone();
                     let pid = lp.pid();

@@ -413,7 +413,8 @@ pub fn render(r: &Results) -> String {
             "\n## 4. Per-firing cost\n\n`xsbench-probe-loop` fires request/response probe \
              pairs in a tight loop through `xenstored_probes::probes` (strings built as the \
              shim builds them), pinned to CPU 0, {} rounds; xenstore-snoop attaches to those \
-             two with `--paired`. Bare uprobe: the same probe \
+             two with `--paired` (its lines show no times, so its program reads no clock; the \
+             last row adds `-T`). Bare uprobe: the same probe \
              sites and fetch args defined in tracefs and enabled into a private trace instance, \
              no reader; no fetch args: the same without them (the kernel still writes an \
              empty event); the BPF floor: bpftrace running a program that tests one map \
@@ -614,7 +615,7 @@ fn limits(r: &Results) -> String {
         if let (Some(bare), Some(snoop), Some(bpf)) = (at(1), at(2), at(3)) {
             notes.push(format!(
                 "Per firing, xenstore-snoop's BPF back end costs {snoop:.0} ns, {:.2} of a bare \
-                 tracefs uprobe ({bare:.0} ns){}{}. bpftrace costs {bpf:.0} ns, {:.1}× as much; \
+                 tracefs uprobe ({bare:.0} ns){}{}{}. bpftrace costs {bpf:.0} ns, {:.1}× as much; \
                  per op the daemon's own work dilutes that, which is why the op-level snoop ÷ \
                  bpftrace ratio stays below it.",
                 snoop / bare,
@@ -622,6 +623,10 @@ fn limits(r: &Results) -> String {
                     ": over the BPF floor, its program (arguments, strings, one ring-buffer \
                      record, batched wake-ups) adds {:.0} ns",
                     snoop - floor
+                )),
+                at(7).map_or(String::new(), |t| format!(
+                    "; with -T, which has the program read the clock, {t:.0} ns ({:.2})",
+                    t / bare
                 )),
                 at(5).map_or(String::new(), |t| format!(
                     "; its tracefs back end costs {t:.0} ns ({:.2} of the bare uprobe)",

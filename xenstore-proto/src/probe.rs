@@ -97,6 +97,15 @@ impl Probe {
         }
     }
 
+    /// Its stapsdt note's arguments: each 8 bytes, in [`ARG_REGISTERS`]
+    /// (`8@%rdi 8@%rsi ...`).
+    pub fn note_args(self) -> Vec<String> {
+        ARG_REGISTERS[..self.args().len()]
+            .iter()
+            .map(|r| format!("8@%{r}"))
+            .collect()
+    }
+
     pub fn from_name(name: &str) -> Option<Probe> {
         Probe::ALL.into_iter().find(|p| p.name() == name)
     }

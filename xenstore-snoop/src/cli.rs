@@ -187,6 +187,18 @@ impl Args {
             verbose: self.verbose,
         }
     }
+
+    /// Whether anything shown or written needs the time each probe fired:
+    /// a time column, JSON, a trace file, or latencies the snooper takes
+    /// from a request's and its response's firings (`paired`; `reply`
+    /// carries its own). Without, the BPF back end reads no clock.
+    pub fn needs_firing_times(&self, paired: bool) -> bool {
+        self.timestamp
+            || self.relative
+            || self.json
+            || self.write.is_some()
+            || (paired && (self.latency || self.summary))
+    }
 }
 
 /// A duration in seconds: finite and above zero.

@@ -4,7 +4,7 @@
 
 use crate::bpf::BpfSource;
 use crate::cli::{Args, Backend};
-use crate::event::Event;
+use crate::event::{Event, Probe};
 use crate::filter::Filter;
 use crate::sdt::SdtProbe;
 use crate::target::Target;
@@ -52,6 +52,7 @@ pub fn open(
     filter: &Filter,
 ) -> Result<Box<dyn Source>> {
     let ring_bytes = (args.ring_mb as usize) << 20;
+    let paired = probes.iter().any(|p| p.name == Probe::Request.name());
     let bpf = || -> Result<Box<dyn Source>> {
         Ok(Box::new(BpfSource::open(
             target,
@@ -59,6 +60,7 @@ pub fn open(
             filter,
             ring_bytes,
             args.bpf_links,
+            args.needs_firing_times(paired),
         )?))
     };
     let tracefs = || -> Result<Box<dyn Source>> {

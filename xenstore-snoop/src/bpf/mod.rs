@@ -1,15 +1,19 @@
 //! The BPF back end: xssnoop.bpf.c attached as a uprobe to each probe site
 //! (with the site's SDT semaphore as the uprobe's reference counter, so the
-//! daemon builds its probe strings only while traced), fetching the
-//! arguments where the site's note says, filtering in the kernel and
-//! writing one BPF ring buffer, read here.
+//! daemon builds its probe strings only while traced), reading the
+//! arguments from the registers the probe contract puts them in, filtering
+//! in the kernel and writing one BPF ring buffer, read here.
+//!
+//! The snooper attaches a uprobe per site itself rather than through
+//! libbpf's USDT support: libbpf refuses a whole binary when one of its notes
+//! points outside executable code (notes of code the linker discarded stay
+//! behind, as in the bench's probe loop), where sdt.rs skips such notes.
 //!
 //! Closing the links detaches the program and drops the semaphores; the
 //! kernel does the same when the snooper dies, however it dies.
 
 pub mod record;
 mod ring;
-pub mod sites;
 
 use crate::cli::BpfLinks;
 use crate::event::{Event, Probe};
@@ -38,9 +42,6 @@ use skel::{XssnoopSkel, XssnoopSkelBuilder};
 
 /// Filter list entries the BPF program has room for (MAX_FILTER).
 const MAX_FILTER: usize = 16;
-
-/// A record's bytes, nearly always: header, path, value, ring header.
-const TYPICAL_RECORD: usize = 256;
 
 pub struct BpfSource {
     /// Dropped first: detaching stops the firings before the ring goes.
@@ -78,17 +79,30 @@ fn explained(e: libbpf_rs::Error, what: &str) -> anyhow::Error {
 impl BpfSource {
     /// Loads the program with `filter`'s kernel part and a ring of
     /// `ring_bytes`, and attaches it to every one of the probe sites
-    /// `probes` of `target`, with the links `links` asks for.
+    /// `probes` of `target`, with the links `links` asks for; `timestamps`:
+    /// whether events need the time they fired.
     pub fn open(
         target: &Target,
         probes: &[SdtProbe],
         filter: &Filter,
         ring_bytes: usize,
         links: BpfLinks,
+        timestamps: bool,
     ) -> Result<BpfSource> {
         libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, keep_libbpf_warning)));
+        let chosen: Vec<(Probe, &SdtProbe)> = probes
+            .iter()
+            .filter_map(|p| Some((Probe::from_name(&p.name)?, p)))
+            .collect();
+        if chosen.is_empty() {
+            bail!("no probe of the daemon to attach to");
+        }
+        for (probe, site) in &chosen {
+            check_registers(*probe, site)?;
+        }
         if links == BpfLinks::Auto {
-            let open = |links| BpfSource::open(target, probes, filter, ring_bytes, links);
+            let open =
+                |links| BpfSource::open(target, probes, filter, ring_bytes, links, timestamps);
             return open(BpfLinks::Multi).or_else(|multi| {
                 let mut source = open(BpfLinks::PerSite)
                     .map_err(|e| e.context(format!("uprobe-multi link: {}", one_line(&multi))))?;
@@ -127,9 +141,11 @@ impl BpfSource {
         }
         rodata.daemon_tgid = target.pid;
         rodata.failed_only = filter.failed_only.into();
-        // Wake the reader before a quarter of the ring can fill between
-        // wake-ups, even with every CPU firing: each CPU counts its own.
-        rodata.wakeup_every = (ring_bytes / 4 / (cpus * TYPICAL_RECORD)).clamp(1, 4096) as u32;
+        rodata.timestamps = timestamps.into();
+        // The reader is woken when a quarter of the ring waits; with every
+        // CPU between looks at that, up to another quarter may.
+        rodata.wake_at = (ring_bytes / 4) as u64;
+        rodata.check_every = (ring_bytes / 4 / cpus).max(1) as u32;
         open.maps
             .events
             .set_max_entries(ring_bytes as u32)
@@ -143,38 +159,20 @@ impl BpfSource {
             .load()
             .map_err(|e| explained(e, "loading the BPF program"))?;
 
-        let chosen: Vec<(Probe, &SdtProbe)> = probes
-            .iter()
-            .filter_map(|p| Some((Probe::from_name(&p.name)?, p)))
-            .collect();
-        if chosen.is_empty() {
-            bail!("no probe of the daemon to attach to");
-        }
-        if chosen.len() > sites::MAX_SITES {
-            bail!(
-                "{} probe sites, at most {} supported",
-                chosen.len(),
-                sites::MAX_SITES
-            );
-        }
         let mut multi = UprobeMultiOpts::default();
         let mut per_site = Vec::new();
-        for (index, (probe, site)) in chosen.iter().enumerate() {
+        for (probe, site) in &chosen {
             let what = || format!("probe site xenstore:{} at {:#x}", site.name, site.offset);
-            let spec = sites::site_bytes(*probe, &site.args).with_context(what)?;
-            skel.maps
-                .sites
-                .update(&(index as u32).to_ne_bytes(), &spec, MapFlags::ANY)
-                .with_context(what)?;
+            let cookie = record::cookie_of(*probe);
             if links != BpfLinks::PerSite {
                 multi.offsets.push(site.offset as usize);
                 multi.ref_ctr_offsets.push(site.semaphore as usize);
-                multi.cookies.push(index as u64);
+                multi.cookies.push(cookie);
                 continue;
             }
             let opts = UprobeOpts {
                 ref_ctr_offset: site.semaphore as usize,
-                cookie: index as u64,
+                cookie,
                 ..Default::default()
             };
             let link = skel
@@ -216,6 +214,27 @@ impl BpfSource {
             },
         })
     }
+}
+
+/// The program reads each argument from the register the probe contract
+/// puts it in (xenstore_proto::probe::ARG_REGISTERS), one load each, rather
+/// than where each site's note says (a lookup and a branch chain an
+/// argument, about 10 ns a firing measured): so every site's note must say
+/// those registers. Any other build of the probes is for tracefs, whose
+/// fetch args follow any note.
+fn check_registers(probe: Probe, site: &SdtProbe) -> Result<()> {
+    let contract = probe.note_args();
+    if site.args != contract {
+        bail!(
+            "probe site xenstore:{} at {:#x} has its arguments at {:?}, not at the \
+             probe contract's registers {:?}, which the BPF program reads",
+            site.name,
+            site.offset,
+            site.args.join(" "),
+            contract.join(" ")
+        );
+    }
+    Ok(())
 }
 
 /// Copies `from` into the program's filter list `to`; false if there is
@@ -278,5 +297,33 @@ impl Source for BpfSource {
         // Field order detaches the links first.
         drop(self);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(probe: Probe, args: &[String]) -> SdtProbe {
+        SdtProbe {
+            provider: xenstore_proto::PROVIDER.to_string(),
+            name: probe.name().to_string(),
+            offset: 0x1000,
+            semaphore: 0x2000,
+            args: args.to_vec(),
+        }
+    }
+
+    #[test]
+    fn sites_need_the_probe_contracts_registers() {
+        for probe in Probe::ALL {
+            check_registers(probe, &site(probe, &probe.note_args())).unwrap();
+        }
+        let mut moved = Probe::Request.note_args();
+        moved[1] = "8@-16(%rbp)".to_string();
+        let e = check_registers(Probe::Request, &site(Probe::Request, &moved)).unwrap_err();
+        assert!(e.to_string().contains("8@-16(%rbp)"), "{e}");
+        let six = &Probe::Reply.note_args()[..6];
+        assert!(check_registers(Probe::Reply, &site(Probe::Reply, six)).is_err());
     }
 }

@@ -2,14 +2,14 @@
 /*
  * xenstore-snoop's BPF back end: one program attached as a uprobe to every
  * site of the xenstore probes the snooper wants (with the site's SDT
- * semaphore as the uprobe's reference counter), the site's index in the
- * attach cookie; all the sites in one uprobe-multi link where the kernel
- * has them, else a uprobe link each. It fetches the arguments where the
- * site's note says they are (`sites`, filled by src/bpf/sites.rs), applies
- * the -d/-p/--op/-x filters, and copies the record into a ring buffer
- * without waking the reader; the reader is woken every `wakeup_every`
- * records of a CPU and otherwise polls on a short timeout. Records that do
- * not fit are counted in `lost`.
+ * semaphore as the uprobe's reference counter), the site's probe kind in
+ * the attach cookie; all the sites in one uprobe-multi link where the
+ * kernel has them, else a uprobe link each. It reads the arguments from
+ * the registers the probe contract puts them in (src/bpf/mod.rs checks
+ * each site's note says so), applies the -d/-p/--op/-x filters, and copies
+ * the record into a ring buffer without waking the reader; the reader is
+ * woken when a quarter of the ring waits to be read, and otherwise polls
+ * on a short timeout. Records that do not fit are counted in `lost`.
  *
  * The record layout is `struct record` below; src/bpf/record.rs decodes it.
  */
@@ -38,8 +38,6 @@ enum kind {
  * together under 3900 bytes (xenstore.d). */
 #define STR_MAX 4096
 #define MAX_FILTER 16
-#define MAX_ARGS 8
-#define MAX_SITES 64
 
 /* Set by the snooper before load (the verifier then drops what is off). */
 const volatile __u32 daemon_tgid = 0;
@@ -50,7 +48,16 @@ const volatile __u32 pids[MAX_FILTER] = {};
 const volatile __u32 n_ops = 0;
 const volatile __u16 ops[MAX_FILTER] = {};
 const volatile __u8 failed_only = 0;
-const volatile __u32 wakeup_every = 256;
+/* A wake-up costs the firing CPU an interrupt and the reader's wake-up
+ * (8 ns a firing at one every 4096 records, measured in a VM): the reader
+ * is woken only when `wake_at` bytes wait in the ring. A CPU looks at that every
+ * `check_every` bytes it writes, so that between looks all the CPUs
+ * together add at most a quarter of the ring. */
+const volatile __u64 wake_at = 4 << 20;
+const volatile __u32 check_every = 1 << 20;
+/* 0: the output shows no firing's time, so none is read (a clock read is
+ * about 20 ns a firing, a quarter of what the program adds, measured). */
+const volatile __u8 timestamps = 1;
 
 struct record {
 	__u64 mono_ns;
@@ -67,31 +74,6 @@ struct record {
 	char str[4 * STR_MAX];
 };
 
-/* Where one argument of a site is (an stapsdt note's `8@%rdi`, `8@-16(%rbp)`). */
-struct arg_spec {
-	/* Offset of the register in struct pt_regs. */
-	__u16 reg_off;
-	/* 1: the value is in user memory at the register + disp. */
-	__u8 deref;
-	/* 64 - 8 * the argument's size: its bits are the low ones. */
-	__u8 shift;
-	__s32 disp;
-};
-
-struct site {
-	__u32 kind;
-	__u32 n_args;
-	struct arg_spec args[MAX_ARGS];
-};
-
-/* Indexed by the attach cookie. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_SITES);
-	__type(key, __u32);
-	__type(value, struct site);
-} sites SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 16 << 20); /* set by the snooper (--ring-mb) */
@@ -106,13 +88,13 @@ struct {
 	__type(value, __u64);
 } lost SEC(".maps");
 
-/* Records submitted since the reader was last woken, per CPU. */
+/* Bytes written since the CPU last looked at what waits in the ring. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u32);
-} unwoken SEC(".maps");
+} unchecked SEC(".maps");
 
 /* Where a record is built before it is copied, at its size, to the ring. */
 struct {
@@ -230,45 +212,6 @@ static __always_inline __u32 copy_window(struct record *r, const __u64 *strs, __
 	return 0;
 }
 
-/* Register `off` (its byte offset in struct pt_regs) of the firing. The
- * context is read directly, which the verifier allows only at constant
- * offsets: one case a register (each load in asm, which clang cannot merge
- * into one at a variable offset), cheaper than copying the registers with
- * a helper (30 ns a firing measured). */
-#define REG(name)                                                          \
-	case offsetof(struct pt_regs, name):                               \
-		asm volatile("%0 = *(u64 *)(%1 + %2)"                      \
-			     : "=r"(v)                                     \
-			     : "r"(ctx), "i"(offsetof(struct pt_regs, name))); \
-		return v
-
-static __always_inline __u64 reg(const struct pt_regs *ctx, __u16 off)
-{
-	__u64 v;
-
-	switch (off) {
-	REG(r15); REG(r14); REG(r13); REG(r12); REG(rbp); REG(rbx);
-	REG(r11); REG(r10); REG(r9); REG(r8); REG(rax); REG(rcx);
-	REG(rdx); REG(rsi); REG(rdi); REG(rip); REG(rsp);
-	default:
-		return 0;
-	}
-}
-
-/* Argument `i` of the firing site `s`; 0 if it has none or it cannot be read. */
-static __always_inline __u64 arg(const struct pt_regs *ctx, const struct site *s, __u32 i)
-{
-	const struct arg_spec *a = &s->args[i];
-	__u64 v;
-
-	if (i >= s->n_args)
-		return 0;
-	v = reg(ctx, a->reg_off);
-	if (a->deref && bpf_probe_read_user(&v, sizeof(v), (void *)(v + a->disp)))
-		return 0;
-	return (v << (a->shift & 63)) >> (a->shift & 63);
-}
-
 static __always_inline int count_lost(void)
 {
 	__u32 zero = 0;
@@ -281,14 +224,12 @@ static __always_inline int count_lost(void)
 
 static __always_inline int capture(struct pt_regs *ctx)
 {
-	__u32 index = bpf_get_attach_cookie(ctx);
-	const struct site *site = bpf_map_lookup_elem(&sites, &index);
-	if (!site)
-		return count_lost();
-	__u32 kind = site->kind;
-	__u64 ident = arg(ctx, site, 1);
-	__u64 client = arg(ctx, site, 2);
-	__u64 extra = arg(ctx, site, 3);
+	/* The arguments are in rdi rsi rdx rcx r8 r9 r10 r11, in order
+	 * (xenstore_proto::probe::ARG_REGISTERS). */
+	__u32 kind = bpf_get_attach_cookie(ctx);
+	__u64 ident = ctx->rsi;
+	__u64 client = ctx->rdx;
+	__u64 extra = ctx->rcx;
 	if (!wanted(kind, ident, client, extra))
 		return 0;
 
@@ -296,20 +237,20 @@ static __always_inline int capture(struct pt_regs *ctx)
 	struct record *r = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r)
 		return count_lost();
-	r->serial = arg(ctx, site, 0);
-	r->mono_ns = bpf_ktime_get_ns();
+	r->serial = ctx->rdi;
+	r->mono_ns = timestamps ? bpf_ktime_get_ns() : 0;
 	r->ident = ident;
 	r->client = client;
 	r->extra = extra;
 	r->kind = kind;
 
-	__u64 strs[3] = { arg(ctx, site, 4), arg(ctx, site, 5), 0 };
+	__u64 strs[3] = { ctx->r8, ctx->r9, 0 };
 	__u32 n_strs = 2;
 	r->latency_ns = 0;
 	if (kind == K_REPLY) {
-		strs[2] = arg(ctx, site, 6);
+		strs[2] = ctx->r10;
 		n_strs = 3;
-		r->latency_ns = arg(ctx, site, 7);
+		r->latency_ns = ctx->r11;
 	}
 	r->len[2] = 0;
 	r->at[2] = 0;
@@ -327,11 +268,12 @@ static __always_inline int capture(struct pt_regs *ctx)
 	}
 
 	__u64 size = offsetof(struct record, str) + (off & (4 * STR_MAX - 1));
-	__u32 *pending = bpf_map_lookup_elem(&unwoken, &zero);
+	__u32 *written = bpf_map_lookup_elem(&unchecked, &zero);
 	__u64 flags = BPF_RB_NO_WAKEUP;
-	if (pending && ++*pending >= wakeup_every) {
-		*pending = 0;
-		flags = BPF_RB_FORCE_WAKEUP;
+	if (written && (*written += size) >= check_every) {
+		*written = 0;
+		if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + size >= wake_at)
+			flags = BPF_RB_FORCE_WAKEUP;
 	}
 	if (size > sizeof(*r) || bpf_ringbuf_output(&events, r, size, flags))
 		return count_lost();
