@@ -50,9 +50,9 @@ const volatile __u16 ops[MAX_FILTER] = {};
 const volatile __u8 failed_only = 0;
 /* A wake-up costs the firing CPU an interrupt and the reader's wake-up
  * (8 ns a firing at one every 4096 records, measured in a VM): the reader
- * is woken only when `wake_at` bytes wait in the ring. A CPU looks at that every
- * `check_every` bytes it writes, so that between looks all the CPUs
- * together add at most a quarter of the ring. */
+ * is woken only when `wake_at` bytes wait in the ring. A CPU looks at
+ * that every `check_every` bytes it writes, so that between looks all the
+ * CPUs together add at most a quarter of the ring. */
 const volatile __u64 wake_at = 4 << 20;
 const volatile __u32 check_every = 1 << 20;
 /* 0: the output shows no firing's time, so none is read (a clock read is
