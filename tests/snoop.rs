@@ -188,7 +188,7 @@ fn classic_lines_for_real_clients() {
     let (_, stderr, status) = snoop.stop();
     assert!(status.success(), "{status} {stderr:?}");
     assert!(our_uprobes(me).is_empty(), "SIGINT leaves no group");
-    let stats = stderr.iter().find(|l| l.contains("events seen")).unwrap();
+    let stats = stats_line(&stderr);
     // Domain 6's name, looked up once through the daemon, is not shown.
     assert!(
         stats.ends_with(", 0 lost, 1 of its own requests (domain names) not shown"),
@@ -291,6 +291,14 @@ fn json_lines_parse_with_the_schema() {
         records.iter().any(|r| r["kind"] == "conn_open"),
         "-v shows connections"
     );
+}
+
+/// The snooper's closing line on standard error: "S events seen, L lost".
+fn stats_line(stderr: &[String]) -> &str {
+    stderr
+        .iter()
+        .find(|l| l.contains("events seen"))
+        .unwrap_or_else(|| panic!("no events seen line: {stderr:?}"))
 }
 
 /// Each line parsed as JSON.
@@ -635,7 +643,7 @@ fn a_burst_is_seen_whole() {
         out.iter().all(|l| !l.ends_with("-> ?")),
         "every request paired"
     );
-    let stats = err.iter().find(|l| l.contains("events seen")).unwrap();
+    let stats = stats_line(&err);
     assert!(stats.ends_with(", 0 lost"), "{stats}");
 }
 
@@ -723,7 +731,7 @@ fn record_then_replay_with_other_filters_and_summary() {
     let end = lines.last().unwrap();
     assert_eq!(end["trace"], "end");
     assert_eq!(end["lost"], 0);
-    let stats = err.iter().find(|l| l.contains("events seen")).unwrap();
+    let stats = stats_line(&err);
     assert!(
         stats.contains(&format!("{} events seen", end["seen"])),
         "{stats}"
@@ -1045,7 +1053,7 @@ fn lost_events_are_counted_exactly() {
     common::signal(snoop.pid(), 18); // SIGCONT
     let (_, err, status) = snoop.stop();
     assert!(status.success());
-    let stats = err.iter().find(|l| l.contains("events seen")).unwrap();
+    let stats = stats_line(&err);
     // "xenstore-snoop: S events seen, L lost"
     let nums: Vec<u64> = stats
         .split(|c: char| !c.is_ascii_digit())
@@ -1091,7 +1099,7 @@ fn a_small_ring_wraps_losing_and_reordering_nothing() {
         values.len(),
         values.iter().zip(&expected).position(|(a, b)| a != b)
     );
-    let stats = err.iter().find(|l| l.contains("events seen")).unwrap();
+    let stats = stats_line(&err);
     assert!(stats.ends_with(" 0 lost"), "{stats}");
 }
 
