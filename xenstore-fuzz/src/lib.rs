@@ -20,6 +20,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("snoop_record", snoop_record),
     ("trace_file", trace_file),
     ("daemon_sequence", daemon_sequence),
+    ("state_stream", state_stream),
 ];
 
 /// A client's byte stream, delivered in chunks whose sizes the input picks:
@@ -267,4 +268,17 @@ fn call(d: &mut Daemon, id: u32, ty: u32, tx: u32, payload: &[u8]) -> (u32, Vec<
 /// A client of the target's: the daemon's queues are read directly.
 fn idle(pid: u32) -> Box<dyn Transport> {
     Box::new(Idle { pid, peer: "fuzz" })
+}
+
+/// A live update's state file (C xenstored's migration stream, read by the
+/// shim when it is exec'd with -U): reading never panics, and what it read
+/// writes out to a stream that reads back to the same records.
+pub fn state_stream(data: &[u8]) {
+    use xenstored_probes::migration::stream;
+    let Ok(state) = stream::read(data) else {
+        return;
+    };
+    let bytes = stream::write(&state);
+    let again = stream::read(&bytes).expect("a written stream reads back");
+    assert_eq!(stream::write(&again), bytes, "writing is not stable");
 }

@@ -9,6 +9,7 @@ pub mod domain;
 pub mod error;
 pub mod frame;
 pub mod guest;
+pub mod migration;
 pub mod node;
 pub mod outstanding;
 pub mod path;

@@ -1,0 +1,143 @@
+//! Live update (issue 25), the part that needs no hypervisor: the
+//! migration stream as Debian's own C xenstored 4.17 writes it. The daemon
+//! runs under the project's stub (tests/peer/xenstub.c); `xenstore-control
+//! live-update -f TARGET` makes it dump its state to
+//! `$XENSTORED_RUNDIR/state_dump` and exec TARGET with its argv plus `-U`.
+//! TARGET here is a script that keeps a copy of the dump, so the test reads
+//! what a real C xenstored handed over, byte for byte.
+
+mod common;
+
+use common::upstream::{self, Flavor, Upstream};
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+use xenstored_probes::migration::stream::{self, ConnKind, Perm};
+
+/// Starts C xenstored with some state, updates it into a script that
+/// keeps `state_dump`, and returns the dump's bytes.
+fn c_xenstored_state_dump(c: &Upstream) -> Vec<u8> {
+    let dir = &c.dir;
+    let kept = dir.join("kept-state");
+    let target = dir.join("target.sh");
+    // The exec'd image inherits the stub in LD_PRELOAD; sh does not care.
+    std::fs::write(
+        &target,
+        format!(
+            "#!/bin/sh\ncp \"$XENSTORED_RUNDIR/state_dump\" {kept:?}.tmp && mv {kept:?}.tmp {kept:?}\n\
+             echo \"$@\" > {args:?}\n",
+            kept = kept,
+            args = dir.join("target-args"),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The old image's answer to `-s` travels in the stream; the target
+    // never sends it, so the client sees its connection close.
+    let out = xenstore_testkit::process::output_within(
+        c.client("/usr/lib/xen-4.17/bin/xenstore-control")
+            .args(["live-update", "-t", "10", "-f"])
+            .arg(&target),
+        Duration::from_secs(30),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        kept.exists(),
+        "no state dump kept (xenstore-control: {}, {stderr})\n{}",
+        out.status,
+        c.log()
+    );
+    let args = std::fs::read_to_string(dir.join("target-args")).unwrap();
+    assert!(
+        args.split_whitespace().last() == Some("-U"),
+        "the target was not exec'd with -U: {args}"
+    );
+    std::fs::read(&kept).unwrap()
+}
+
+#[test]
+fn c_xenstored_state_dump_reads_and_writes_back_byte_for_byte() {
+    let test = "c_xenstored_state_dump_reads_and_writes_back_byte_for_byte";
+    if !upstream::available(Flavor::C, test) {
+        return;
+    }
+    let c = Upstream::start(Flavor::C);
+    c.run("xenstore-write", &["/local/domain/7/data", "seven"]);
+    c.run("xenstore-chmod", &["/local/domain/7/data", "n7", "r0"]);
+    c.run("xenstore-write", &["/empty", ""]);
+    let watcher = c.watch(&["/local/domain/7"]);
+    watcher.line(0, common::TIMEOUT);
+
+    let bytes = c_xenstored_state_dump(&c);
+    let state = stream::read(&bytes).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        stream::write(&state),
+        bytes,
+        "re-encoding C xenstored's dump changed it"
+    );
+
+    assert!(state.global.is_some(), "no GLOBAL record");
+    assert!(state.skipped.is_empty(), "{:?}", state.skipped);
+    // Under the stub dom0 is introduced as C does at start (xsd_kva).
+    assert!(
+        state.connections.iter().any(|c| matches!(
+            c.kind,
+            ConnKind::Ring {
+                domid: 0,
+                target: None,
+                ..
+            }
+        )),
+        "no dom0 ring connection: {:?}",
+        state.connections
+    );
+    let watch = state
+        .watches
+        .iter()
+        .find(|w| w.path == b"/local/domain/7")
+        .expect("the watcher's watch");
+    let watching = state
+        .connections
+        .iter()
+        .find(|c| c.id == watch.conn_id)
+        .expect("the watch's connection");
+    assert!(matches!(watching.kind, ConnKind::Socket { .. }));
+    // The live-update request's "OK" waits in its connection's output.
+    assert!(
+        state
+            .connections
+            .iter()
+            .any(|c| c.output.ends_with(b"OK\0")),
+        "no held OK: {:?}",
+        state.connections
+    );
+    let node = |path: &str| {
+        state
+            .nodes
+            .iter()
+            .find(|n| n.path == path.as_bytes())
+            .unwrap_or_else(|| panic!("no node {path}"))
+    };
+    let data = node("/local/domain/7/data");
+    assert_eq!(data.value, b"seven");
+    assert_eq!(
+        data.perms,
+        [
+            Perm {
+                access: b'n',
+                ignore: false,
+                domid: 7
+            },
+            Perm {
+                access: b'r',
+                ignore: false,
+                domid: 0
+            }
+        ]
+    );
+    assert_eq!(node("/empty").value, b"");
+    node("@releaseDomain");
+    node("@introduceDomain");
+    // Parents come before their children.
+    let at = |path: &str| state.nodes.iter().position(|n| n.path == path.as_bytes());
+    assert!(at("/local/domain") < at("/local/domain/7"));
+}
