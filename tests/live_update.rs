@@ -141,3 +141,57 @@ fn c_xenstored_state_dump_reads_and_writes_back_byte_for_byte() {
     let at = |path: &str| state.nodes.iter().position(|n| n.path == path.as_bytes());
     assert!(at("/local/domain") < at("/local/domain/7"));
 }
+
+/// `xenstore-control live-update -f xenstored-shim` against C xenstored:
+/// C dumps its state and execs the shim in its own process, which takes
+/// over the socket, the connections (one of them waiting on a watch), the
+/// store, and sends the OK C held for the update's request.
+#[test]
+fn c_xenstored_updates_live_into_the_shim() {
+    let test = "c_xenstored_updates_live_into_the_shim";
+    if !upstream::available(Flavor::C, test) {
+        return;
+    }
+    let mut c = Upstream::start(Flavor::C);
+    c.run("xenstore-write", &["/local/domain/7/data", "seven"]);
+    c.run("xenstore-chmod", &["/local/domain/7/data", "n7", "r0"]);
+    c.run("xenstore-write", &["/vm/uuid/name", "guest7"]);
+    let watcher = c.watch(&["/local/domain/7"]);
+    watcher.line(0, common::TIMEOUT);
+    let before = c.run("xenstore-ls", &["-f", "-p"]);
+    let pid = c.pid();
+
+    let shim = common::bin("xenstored-shim");
+    let out = xenstore_testkit::process::output_within(
+        c.client("/usr/lib/xen-4.17/bin/xenstore-control")
+            .args(["live-update", "-t", "10", "-f"])
+            .arg(&shim),
+        Duration::from_secs(30),
+    );
+    assert!(
+        out.status.success(),
+        "xenstore-control live-update: {} {}{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        c.log()
+    );
+    // The same process, now running the shim.
+    assert!(c.alive(), "the daemon died:\n{}", c.log());
+    assert_eq!(c.pid(), pid);
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    assert_eq!(exe, shim.canonicalize().unwrap(), "{}", c.log());
+    assert!(c.log().contains("live update: took over"), "{}", c.log());
+    assert!(!c.dir.join("state_dump").exists(), "the state file stayed");
+
+    assert_eq!(c.run("xenstore-ls", &["-f", "-p"]), before, "{}", c.log());
+    // The watch set before the update fires after it, on the connection
+    // that was open throughout.
+    c.run("xenstore-write", &["/local/domain/7/after", "yes"]);
+    watcher.wait_line(
+        "the event for /local/domain/7/after",
+        common::TIMEOUT,
+        |l| l.starts_with("/local/domain/7/after"),
+    );
+    assert_eq!(c.run("xenstore-read", &["/vm/uuid/name"]).trim(), "guest7");
+}

@@ -223,6 +223,28 @@ impl Connection {
         self.input = input;
     }
 
+    /// Live update: what the previous daemon had read from this peer and
+    /// not executed, and had queued for it and not sent.
+    pub fn restore_buffers(&mut self, input: &[u8], output: &[u8]) -> Result<(), String> {
+        let mut rest = input;
+        while !rest.is_empty() {
+            let n = self
+                .input
+                .fill(|buf| {
+                    let n = buf.len().min(rest.len());
+                    buf[..n].copy_from_slice(&rest[..n]);
+                    Ok(n)
+                })
+                .map_err(|e| e.to_string())?;
+            if n == 0 {
+                return Err(format!("{} bytes of buffered input do not fit", rest.len()));
+            }
+            rest = &rest[n..];
+        }
+        self.out.extend_from_slice(output);
+        Ok(())
+    }
+
     /// True while it is not read from (its output is backed up).
     pub fn throttled(&self) -> bool {
         self.throttled

@@ -89,8 +89,14 @@ impl Server {
         Ok(())
     }
 
-    /// The monitor fired: the daemon hears which domains shut down or died.
-    fn check_domains(&mut self) {
+    /// The daemon, to restore a live update's state into before serving.
+    pub fn daemon_mut(&mut self) -> &mut Daemon {
+        &mut self.daemon
+    }
+
+    /// The monitor fired (or, after a live update, may have fired unseen):
+    /// the daemon hears which domains shut down or died.
+    pub fn check_domains(&mut self) {
         let Some(monitor) = self.monitor.as_mut() else {
             return;
         };

@@ -6,6 +6,7 @@
 use crate::transport::{Attachment, DomainBackend, Listener, Transport};
 use mio::net::{UnixListener, UnixStream};
 use std::io::{self, Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -111,6 +112,81 @@ impl SocketListener {
             domain,
         })
     }
+}
+
+impl SocketListener {
+    /// Live update: the listening socket at `path` the previous daemon
+    /// handed over as fd `fd`.
+    pub fn adopt(fd: i32, path: &Path) -> io::Result<SocketListener> {
+        let listener = std::os::unix::net::UnixListener::from(inherited_socket(fd, true)?);
+        listener.set_nonblocking(true)?;
+        Ok(SocketListener {
+            listener: UnixListener::from_std(listener),
+            path: path.to_path_buf(),
+            domain: false,
+        })
+    }
+}
+
+impl SocketTransport {
+    /// Live update: a dom0 client's connection the previous daemon handed
+    /// over as fd `fd`.
+    pub fn adopt(fd: i32) -> io::Result<SocketTransport> {
+        let stream = std::os::unix::net::UnixStream::from(inherited_socket(fd, false)?);
+        stream.set_nonblocking(true)?;
+        Ok(SocketTransport::new(UnixStream::from_std(stream), false))
+    }
+}
+
+/// An fd number the previous daemon listed in its state: it must be an
+/// open Unix socket, listening or connected as expected. It is made
+/// close-on-exec, so that a later update hands on only what its own state
+/// lists. The caller takes each number once.
+fn inherited_socket(fd: i32, listening: bool) -> io::Result<OwnedFd> {
+    let bad = |why: String| io::Error::new(io::ErrorKind::InvalidData, format!("fd {fd}: {why}"));
+    if fd <= 2 {
+        return Err(bad("a standard stream, not a socket".to_string()));
+    }
+    let int_opt = |opt: libc::c_int| -> io::Result<libc::c_int> {
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: any fd number may be asked; the out-buffer is an int
+        // and its size is passed.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                &mut v as *mut _ as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(v)
+    };
+    let family = int_opt(libc::SO_DOMAIN).map_err(|e| bad(format!("not an open socket ({e})")))?;
+    if family != libc::AF_UNIX {
+        return Err(bad(format!("socket family {family}, not a Unix socket")));
+    }
+    let accepting = int_opt(libc::SO_ACCEPTCONN)?;
+    if (accepting != 0) != listening {
+        let what = if listening {
+            "not listening"
+        } else {
+            "a listening socket"
+        };
+        return Err(bad(what.to_string()));
+    }
+    // SAFETY: fcntl on an fd that is open (getsockopt succeeded on it).
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the fd is open, and nothing in this process owns it: the
+    // process started with it inherited, std never opens fds that survive
+    // exec, and the caller takes each number once.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 impl Drop for SocketListener {

@@ -5,6 +5,7 @@
 use clap::{ArgAction, Parser};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use xenstored_probes::migration::adopt;
 use xenstored_probes::service::{detach, live, log, notify, pidfile::PidFile, signals};
 use xenstored_probes::transport::DomainBackend;
 use xenstored_probes::{daemon::Daemon, quota::Quotas, ring, server::Server, trace, unix, xen};
@@ -106,7 +107,10 @@ struct Args {
     /// Refused: for xenstore in a stub domain only.
     #[arg(short = 'p', long, value_name = "DOMID")]
     priv_domid: Option<String>,
-    /// Refused: live update is not supported.
+    /// Take over from the xenstored that exec'd this one, in its process:
+    /// its state (<run-dir>/state_dump), its socket and connections, its
+    /// domains' rings. C xenstored's live update
+    /// (`xenstore-control live-update -f xenstored-shim`) passes it.
     #[arg(short = 'U', long)]
     live_update: bool,
     /// Print help (upstream's -H; -h too).
@@ -129,8 +133,6 @@ impl Args {
             "-K/--keep-orphans: a released domain's nodes are always removed (upstream's default)"
         } else if self.event.is_some() || self.master_domid.is_some() || self.priv_domid.is_some() {
             "-e/-m/-p: only for xenstore in a stub domain (XENSTORETYPE=domain), which the shim is not"
-        } else if self.live_update {
-            "-U/--live-update: live update is not supported"
         } else {
             return None;
         };
@@ -221,7 +223,12 @@ fn main() -> ExitCode {
 
 fn run(args: &mut Args) -> Result<(), String> {
     if let Some(why) = args.refusal() {
-        return Err(why);
+        // The daemon being replaced ran with it: better served without it
+        // than a host left without xenstore.
+        if !args.live_update {
+            return Err(why);
+        }
+        log::error(format_args!("live update: ignoring {why}"));
     }
     let quotas = args.quotas()?;
     // The daemon moves to / when it detaches: keep the paths it owns valid.
@@ -243,7 +250,15 @@ fn run(args: &mut Args) -> Result<(), String> {
             Path::new(&root).display()
         ));
     }
-    live::refuse_if_served(&socket).map_err(|e| e.to_string())?;
+    // A live update: the socket is ours already, served by this process.
+    let restoring = args
+        .live_update
+        .then(|| adopt::take_state(&args.run_dir))
+        .transpose()
+        .map_err(|e| format!("live update: {e}"))?;
+    if restoring.is_none() {
+        live::refuse_if_served(&socket).map_err(|e| e.to_string())?;
+    }
     if let Some(path) = &trace_path {
         trace::open(path).map_err(|e| e.to_string())?;
     }
@@ -253,22 +268,47 @@ fn run(args: &mut Args) -> Result<(), String> {
     // -D: no domains of the hypervisor's, as upstream (the simulated
     // backend then serves, even on a dom0).
     let on_xen = !args.no_domain_init && xen::is_dom0(Path::new(xen::PROC_XEN));
+    if let Some(state) = &restoring {
+        adopt::release_event_channels(state);
+    }
     let daemon = Daemon::new(quotas, domain_backend(args, on_xen));
     let mut server = Server::new(daemon).map_err(|e| format!("epoll: {e}"))?;
-    if on_xen {
-        xen::serve_dom0(&mut server, Path::new(xen::PROC_XEN)).map_err(|e| format!("xen: {e}"))?;
+    let dom0_ring = on_xen
+        .then(|| xen::serve_dom0(&mut server, Path::new(xen::PROC_XEN)))
+        .transpose()
+        .map_err(|e| format!("xen: {e}"))?;
+    match &restoring {
+        Some(state) => {
+            let adopted = adopt::adopt(&mut server, state, &socket, dom0_ring)
+                .map_err(|e| format!("live update: {e}"))?;
+            log::info(format_args!(
+                "live update: took over {} nodes, {} connections, {} watches",
+                adopted.nodes, adopted.connections, adopted.watches
+            ));
+            for s in &adopted.skipped {
+                log::error(format_args!("live update: not taken over: {s}"));
+            }
+            // Domains may have died while no daemon listened for it.
+            server.check_domains();
+        }
+        None => {
+            let listener = unix::SocketListener::bind(&socket, false)
+                .map_err(|e| format!("listening: {e}"))?;
+            server
+                .listen(Box::new(listener), 0)
+                .map_err(|e| format!("polling the socket: {e}"))?;
+        }
     }
-    let listener =
-        unix::SocketListener::bind(&socket, false).map_err(|e| format!("listening: {e}"))?;
-    server
-        .listen(Box::new(listener), 0)
-        .map_err(|e| format!("polling the socket: {e}"))?;
 
-    let detached = if args.detaches() {
+    // A live update runs in the detached daemon's process already.
+    let detached = if args.detaches() && !args.live_update {
         let detached = detach::detach().map_err(|e| format!("detaching: {e}"))?;
         log::to_syslog();
         Some(detached)
     } else {
+        if args.detaches() {
+            log::to_syslog();
+        }
         None
     };
     let started = finish_start(&mut server, pid_path.as_deref(), args.output_pid);

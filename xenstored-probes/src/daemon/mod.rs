@@ -16,6 +16,7 @@ mod dispatch;
 mod domains;
 mod log;
 mod nodes;
+mod restore;
 #[cfg(test)]
 mod tests;
 mod transactions;

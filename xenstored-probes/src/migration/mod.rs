@@ -1,4 +1,6 @@
 //! Live update: the state a xenstored hands to the image it execs.
-//! `stream.rs` is the migration stream C xenstored writes (and reads).
+//! `stream.rs` is the migration stream C xenstored writes (and reads);
+//! `adopt.rs` takes over the fds and connections it lists.
 
+pub mod adopt;
 pub mod stream;

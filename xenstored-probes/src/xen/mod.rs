@@ -91,7 +91,8 @@ pub fn dom0_port(proc_xen: &Path) -> io::Result<u32> {
 /// Makes `server` a dom0 xenstored: dom0's ring attached (served first:
 /// its kernel and any client that fell back to /dev/xen/xenbus wait on
 /// it) and VIRQ_DOM_EXC followed. Call before listening on the socket.
-pub fn serve_dom0(server: &mut Server, proc_xen: &Path) -> io::Result<()> {
+/// Returns the connection serving dom0's ring.
+pub fn serve_dom0(server: &mut Server, proc_xen: &Path) -> io::Result<u32> {
     let ctl = ctrl::XenCtrl::open()?;
     let virq = evtchn::DomExcVirq::bind()?;
     let port = dom0_port(proc_xen)?;
@@ -104,8 +105,9 @@ pub fn serve_dom0(server: &mut Server, proc_xen: &Path) -> io::Result<()> {
         port,
     )
     .map_err(|e| io::Error::new(e.kind(), format!("dom0 ring: {e}")))?;
-    server.attach(Box::new(ring), 0)?;
-    server.monitor_domains(Box::new(monitor::DomExcMonitor::new(virq, ctl)))
+    let id = server.attach(Box::new(ring), 0)?;
+    server.monitor_domains(Box::new(monitor::DomExcMonitor::new(virq, ctl)))?;
+    Ok(id)
 }
 
 #[cfg(test)]
