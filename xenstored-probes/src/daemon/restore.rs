@@ -71,7 +71,7 @@ impl Daemon {
                 continue;
             }
             let abs = path::resolve(&node.path, 0, path_max)
-                .map_err(|e| fail(format!("{}", e.name())))?;
+                .map_err(|e| fail(e.name().to_string()))?;
             if !abs.starts_with('/') {
                 return Err(fail("not an absolute path".to_string()));
             }
