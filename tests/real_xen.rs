@@ -302,3 +302,66 @@ fn upstream_xenstored_runs_the_same_scenario() {
         run.report
     );
 }
+
+/// Issue 25 on a real hypervisor: dom0 starts Debian's C xenstored, guest2
+/// boots and writes xenstore every half second, a dom0 watch is open, and
+/// `xenstore-control live-update -f xenstored-shim` turns the daemon into
+/// the shim in place. The same pid then serves the guest's ring, the open
+/// watch, dom0's socket and ring, and the whole scenario after it (a guest
+/// with a disk created and reaped, a guest destroyed, no zombie), with the
+/// snooper attached to the shim it became.
+#[test]
+fn c_xenstored_updates_live_into_the_shim_on_real_xen() {
+    if !prerequisites("c_xenstored_updates_live_into_the_shim_on_real_xen") {
+        return;
+    }
+    let shim = common::bin("xenstored-shim");
+    let snoop = common::bin("xenstore-snoop");
+    let run = run_scenario(
+        "real-xen-live-update",
+        &[
+            "--live-update-from",
+            "upstream",
+            "--xenstored",
+            shim.to_str().unwrap(),
+            "--snoop",
+            snoop.to_str().unwrap(),
+        ],
+    );
+    let mut steps = STEPS.to_vec();
+    // guest2 comes up before the update, then the update's own steps.
+    steps.retain(|s| !s.starts_with("guest2-ready") && *s != "create-guest2");
+    let at = steps.iter().position(|s| *s == "dom0-ring").unwrap() + 1;
+    for (i, s) in [
+        "create-guest2",
+        "guest2-ready",
+        "live-update",
+        "live-update-same-pid",
+        "live-update-guest-pings",
+        "live-update-watch-fires",
+        "live-update-dom0-rw",
+        "snoop-attached",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        steps.insert(at + i, s);
+    }
+    run.assert_steps(&steps);
+    assert_only_dom0(&run, "xl-list-final.txt");
+    // The same daemon before and after: dom0's part of the store.
+    let before = run.file("live-update-before.txt");
+    let after = run.file("live-update-after.txt");
+    let store = |t: &str| t.lines().skip(1).collect::<Vec<_>>().join("\n");
+    assert_eq!(store(&before), store(&after), "{}", run.report);
+    // After the update the snooper sees guest1's whole life on the shim.
+    let guest1 = run.domid("guest1");
+    let snoop_out = run.file("snoop.out");
+    assert!(
+        snoop_out
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(guest1.as_str())),
+        "no line of guest1 {guest1}\n{snoop_out}\n{}",
+        run.report
+    );
+}
