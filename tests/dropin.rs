@@ -250,13 +250,12 @@ fn stale_socket_file_is_replaced() {
 #[test]
 fn unsupported_upstream_flags_are_refused_with_the_reason() {
     let place = Place::new("dropin-refused");
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 5] = [
         (&["-Ioff"], "-I/--internal-db"),
         (&["--internal-db", "off"], "-I/--internal-db"),
         (&["-w", "watch-event=20"], "-w/--timeout"),
         (&["--keep-orphans"], "-K/--keep-orphans"),
         (&["--master-domid", "7"], "stub domain"),
-        (&["-U"], "-U/--live-update"),
     ];
     for (args, named) in cases {
         let out = place.start(&mut place.shim(args));
@@ -269,6 +268,15 @@ fn unsupported_upstream_flags_are_refused_with_the_reason() {
         );
         assert!(!place.socket.exists(), "{args:?}: nothing was started");
     }
+    // -U with no state left by a daemon to take over from: nothing starts.
+    let out = place.start(&mut place.shim(&["-U"]));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stderr.contains("live update:") && out.stderr.contains("state_dump"),
+        "{}",
+        out.stderr
+    );
+    assert!(!place.socket.exists());
     let out = place.start(&mut place.shim(&["--no-such-flag"]));
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stderr.contains("'--no-such-flag'"), "{}", out.stderr);

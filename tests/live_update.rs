@@ -195,3 +195,143 @@ fn c_xenstored_updates_live_into_the_shim() {
     );
     assert_eq!(c.run("xenstore-read", &["/vm/uuid/name"]).trim(), "guest7");
 }
+
+/// `xenstore-control live-update ARGS` against `daemon`: its output.
+fn xenstore_control(
+    daemon: &xenstore_testkit::daemon::Daemon,
+    args: &[&str],
+) -> std::process::Output {
+    xenstore_testkit::process::output_within(
+        daemon
+            .client("/usr/lib/xen-4.17/bin/xenstore-control")
+            .arg("live-update")
+            .args(args),
+        Duration::from_secs(60),
+    )
+}
+
+fn exe_of(pid: u32) -> std::path::PathBuf {
+    std::fs::read_link(format!("/proc/{pid}/exe")).unwrap()
+}
+
+/// Upgrading the shim in place: the running shim hands its state to a new
+/// binary it execs in its own process, connections and watches kept.
+#[test]
+fn the_shim_updates_live_into_a_new_shim() {
+    let test = "the_shim_updates_live_into_a_new_shim";
+    if !upstream::available(Flavor::C, test) {
+        return; // xenstore-control comes with xen-utils-4.17
+    }
+    let mut shim = common::shim::Shim::private_copy();
+    shim.run("xenstore-write", &["/local/domain/7/data", "seven"]);
+    shim.run("xenstore-chmod", &["/local/domain/7/data", "n7", "r0"]);
+    let watcher = shim.watch(&["/local/domain/7"]);
+    watcher.line(0, common::TIMEOUT);
+    let before = shim.run("xenstore-ls", &["-f", "-p"]);
+    let pid = shim.pid();
+    let old = exe_of(pid);
+    let v2 = shim.dir.join("v2");
+    std::fs::create_dir(&v2).unwrap();
+    let new =
+        xenstore_testkit::daemon::private_copy_of(&common::bin("xenstored-shim"), &v2).unwrap();
+    assert_ne!(old, new);
+
+    let out = xenstore_control(&shim, &["-t", "10", "-f", new.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}: {}{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        shim.log()
+    );
+    assert!(shim.alive(), "{}", shim.log());
+    assert_eq!(exe_of(pid), new, "{}", shim.log());
+    assert!(
+        shim.log().contains("live update: took over"),
+        "{}",
+        shim.log()
+    );
+    assert_eq!(shim.run("xenstore-ls", &["-f", "-p"]), before);
+    shim.run("xenstore-write", &["/local/domain/7/after", "yes"]);
+    watcher.wait_line(
+        "the event for /local/domain/7/after",
+        common::TIMEOUT,
+        |l| l.starts_with("/local/domain/7/after"),
+    );
+}
+
+/// A target that is not a shim is refused before anything is torn down:
+/// the same image serves on, and says why.
+#[test]
+fn a_live_update_to_a_target_that_is_no_shim_is_refused_untouched() {
+    let test = "a_live_update_to_a_target_that_is_no_shim_is_refused_untouched";
+    if !upstream::available(Flavor::C, test) {
+        return;
+    }
+    let mut shim = common::shim::Shim::private_copy();
+    shim.run("xenstore-write", &["/kept", "yes"]);
+    let pid = shim.pid();
+    let exe = exe_of(pid);
+    let data = shim.dir.join("not-a-program");
+    std::fs::write(&data, "data").unwrap();
+    for (target, why) in [
+        ("/bin/true", "not xenstored-shim"),
+        ("/nonexistent", "File not accessible."),
+        (data.to_str().unwrap(), "File not executable."),
+        (upstream::C_XENSTORED, "not xenstored-shim"),
+    ] {
+        let out = xenstore_control(&shim, &["-t", "5", "-f", target]);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{target}: {said}");
+        assert!(said.contains(why), "{target}: {said}");
+        assert!(shim.alive());
+        assert_eq!(exe_of(pid), exe);
+        assert_eq!(shim.run("xenstore-read", &["/kept"]).trim(), "yes");
+    }
+}
+
+/// An open transaction holds the update until -t runs out; then it is
+/// refused, or with -F the transaction is dropped and the update goes on.
+#[test]
+fn an_open_transaction_holds_a_live_update_until_forced() {
+    use std::io::Write;
+    use xenstore_proto::wire::MsgType;
+    let test = "an_open_transaction_holds_a_live_update_until_forced";
+    if !upstream::available(Flavor::C, test) {
+        return;
+    }
+    let shim = common::shim::Shim::private_copy();
+    let mut client = std::os::unix::net::UnixStream::connect(&shim.socket).unwrap();
+    client.set_read_timeout(Some(common::TIMEOUT)).unwrap();
+    let start = common::wire::message(MsgType::TransactionStart as u32, 1, 0, b"\0");
+    client.write_all(&start).unwrap();
+    let (_, tx) = common::wire::reply(&mut client);
+    let tx: u32 = String::from_utf8_lossy(&tx)
+        .trim_end_matches('\0')
+        .parse()
+        .unwrap();
+    let pid = shim.pid();
+    let exe = exe_of(pid);
+    let target = common::bin("xenstored-shim");
+
+    let out = xenstore_control(&shim, &["-t", "2", "-f", target.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("long running transactions"), "{said}");
+    assert_eq!(exe_of(pid), exe);
+
+    let out = xenstore_control(&shim, &["-t", "2", "-F", "-f", target.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        shim.log()
+    );
+    assert_eq!(exe_of(pid), target.canonicalize().unwrap());
+    // The dropped transaction is unknown to the new image.
+    let write = common::wire::message(MsgType::Write as u32, 2, tx, b"/t\0v");
+    client.write_all(&write).unwrap();
+    let (h, body) = common::wire::reply(&mut client);
+    assert_eq!(h.ty, MsgType::Error as u32, "{body:?}");
+}

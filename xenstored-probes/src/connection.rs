@@ -147,6 +147,11 @@ impl Connection {
         self.watches.memory() + transactions + self.pending().len()
     }
 
+    /// Input received and not yet executed.
+    pub fn unexecuted(&self) -> &[u8] {
+        self.input.unconsumed()
+    }
+
     /// Output waiting to be written.
     pub fn pending(&self) -> &[u8] {
         &self.out[self.sent..]

@@ -76,6 +76,11 @@ impl InBuf {
         Ok(Some((header, &self.data[from..from + header.len as usize])))
     }
 
+    /// The bytes received and not yet taken as messages.
+    pub fn unconsumed(&self) -> &[u8] {
+        &self.data[self.start..self.end]
+    }
+
     /// Bytes of a partial message still waiting for the rest.
     pub fn pending(&self) -> usize {
         self.end - self.start

@@ -49,6 +49,8 @@ pub struct Server {
     monitor: Option<Box<dyn DomainMonitor>>,
 }
 
+/// How often a live update waiting for transactions looks again.
+const LIVE_UPDATE_CHECK: Duration = Duration::from_secs(1);
 /// How soon a failed accept is retried.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
@@ -136,14 +138,19 @@ impl Server {
             .register(&mut source, Token(STOP), Interest::READABLE)
     }
 
-    /// Serves until the stop source (if any) is readable.
+    /// Serves until the stop source (if any) is readable, or a live update
+    /// is ready (`Daemon::take_ready_update`).
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
+        // What was queued between two runs (a failed update's answer).
+        self.apply_effects();
         loop {
             let timeout = if !self.ready.is_empty() {
                 Some(Duration::ZERO)
             } else if !self.retry_accept.is_empty() {
                 Some(ACCEPT_RETRY)
+            } else if self.daemon.live_update_held() {
+                Some(LIVE_UPDATE_CHECK)
             } else {
                 None
             };
@@ -210,9 +217,10 @@ impl Server {
                 }
                 self.apply_effects();
             }
+            self.daemon.live_update_check();
             self.apply_effects();
             self.unstall();
-            if stop {
+            if stop || self.daemon.live_update_ready() {
                 return Ok(());
             }
         }

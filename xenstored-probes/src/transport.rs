@@ -42,6 +42,11 @@ pub trait Transport {
     fn eof_means_domain_gone(&self) -> bool {
         false
     }
+    /// The fd a live update hands to the next image, for a transport that
+    /// survives an exec as it is (a dom0 client's socket).
+    fn inherited_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
 }
 
 /// Something that accepts connections (the dom0 socket, a domain socket).

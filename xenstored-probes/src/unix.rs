@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 pub struct SocketTransport {
     stream: UnixStream,
+    /// A test domain's connection (pid 0), not a dom0 client's.
+    domain: bool,
     pid: u32,
     /// SO_PEERCRED's pid and uid, for the peer description.
     cred: (u32, u32),
@@ -23,6 +25,7 @@ impl SocketTransport {
         let cred = peer_cred(&stream).unwrap_or((0, u32::MAX));
         SocketTransport {
             stream,
+            domain,
             pid: if domain { 0 } else { cred.0 },
             cred,
         }
@@ -83,6 +86,9 @@ impl Transport for SocketTransport {
     }
     fn short_read_drains(&self) -> bool {
         true
+    }
+    fn inherited_fd(&self) -> Option<std::os::fd::RawFd> {
+        (!self.domain).then(|| self.stream.as_raw_fd())
     }
 }
 
@@ -187,6 +193,13 @@ fn inherited_socket(fd: i32, listening: bool) -> io::Result<OwnedFd> {
     // process started with it inherited, std never opens fds that survive
     // exec, and the caller takes each number once.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+impl SocketListener {
+    /// The listening fd, which a live update hands to the next image.
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.listener.as_raw_fd()
+    }
 }
 
 impl Drop for SocketListener {

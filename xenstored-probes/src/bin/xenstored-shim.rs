@@ -5,7 +5,8 @@
 use clap::{ArgAction, Parser};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use xenstored_probes::migration::adopt;
+use xenstored_probes::daemon::LiveUpdate;
+use xenstored_probes::migration::{adopt, handover};
 use xenstored_probes::service::{detach, live, log, notify, pidfile::PidFile, signals};
 use xenstored_probes::transport::DomainBackend;
 use xenstored_probes::{daemon::Daemon, quota::Quotas, ring, server::Server, trace, unix, xen};
@@ -277,7 +278,7 @@ fn run(args: &mut Args) -> Result<(), String> {
         .then(|| xen::serve_dom0(&mut server, Path::new(xen::PROC_XEN)))
         .transpose()
         .map_err(|e| format!("xen: {e}"))?;
-    match &restoring {
+    let listener_fd = match &restoring {
         Some(state) => {
             let adopted = adopt::adopt(&mut server, state, &socket, dom0_ring)
                 .map_err(|e| format!("live update: {e}"))?;
@@ -290,15 +291,18 @@ fn run(args: &mut Args) -> Result<(), String> {
             }
             // Domains may have died while no daemon listened for it.
             server.check_domains();
+            adopted.listener_fd
         }
         None => {
             let listener = unix::SocketListener::bind(&socket, false)
                 .map_err(|e| format!("listening: {e}"))?;
+            let fd = listener.raw_fd();
             server
                 .listen(Box::new(listener), 0)
                 .map_err(|e| format!("polling the socket: {e}"))?;
+            fd
         }
-    }
+    };
 
     // A live update runs in the detached daemon's process already.
     let detached = if args.detaches() && !args.live_update {
@@ -338,6 +342,9 @@ fn run(args: &mut Args) -> Result<(), String> {
 
     loop {
         server.run().map_err(|e| format!("event loop: {e}"))?;
+        if let Some(update) = server.daemon_mut().take_ready_update() {
+            hand_over(&mut server, listener_fd, &args.run_dir, &update);
+        }
         let got = signals.drain();
         if got.hangup {
             if let Err(e) = trace::reopen() {
@@ -353,6 +360,26 @@ fn run(args: &mut Args) -> Result<(), String> {
     drop(server);
     drop(pid_file);
     Ok(())
+}
+
+/// Execs the live update's target with this daemon's state; returns only
+/// when that failed, the daemon still serving and the error answered.
+fn hand_over(server: &mut Server, listener_fd: i32, run_dir: &Path, update: &LiveUpdate) {
+    let state = server.daemon_mut().export_state(listener_fd, update);
+    let args = handover::arguments(update.cmdline.as_deref(), std::env::args_os().skip(1));
+    log::info(format_args!(
+        "live update: {} connections, {} nodes to {} {args:?}",
+        state.connections.len(),
+        state.nodes.len(),
+        update.target.display()
+    ));
+    let err = handover::exec(&state, run_dir, &update.target, &args);
+    log::error(format_args!(
+        "live update: {}: {err}",
+        update.target.display()
+    ));
+    let why = format!("Error activating new binary: {err}");
+    server.daemon_mut().live_update_failed(update, &why);
 }
 
 /// What follows the socket: stop signals, the pid file, -P, systemd's

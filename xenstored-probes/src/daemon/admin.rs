@@ -1,8 +1,7 @@
 //! Handlers of the administrative operations: CONTROL, GET/SET_FEATURE
 //! and GET/SET_QUOTA. CONTROL's commands are answered as upstream C
-//! xenstored 4.17 answers them (`help` lists them); live update answers
-//! its status queries, and starting one is refused, since there is no
-//! binary to hand state to.
+//! xenstored 4.17 answers them (`help` lists them); live update is
+//! live_update.rs's.
 
 use super::{Call, Daemon};
 use crate::cnum::atoi;
@@ -10,7 +9,7 @@ use crate::error::Fail;
 use crate::quota::Quotas;
 use crate::request;
 use crate::tree::Tree;
-use crate::wire::XsError;
+use crate::wire::{XsError, PAYLOAD_MAX};
 use std::io::Write;
 
 /// Features the daemon supports (GET_FEATURE without a domid): none of
@@ -44,8 +43,31 @@ fn arg(a: &[u8]) -> String {
     String::from_utf8_lossy(a).into_owned()
 }
 
-pub(super) fn control(d: &mut Daemon, _: &Call, p: &[u8], reply: &mut Vec<u8>) -> Result<(), Fail> {
+/// Answers itself: live-update -s leaves its request unanswered until the
+/// update (the new image sends the "OK").
+pub(super) fn control(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
+    let mut reply = Vec::new();
     let args = request::control(p)?;
+    if let [b"live-update", rest @ ..] = args.as_slice() {
+        if rest.is_empty() {
+            return Err(EINVAL);
+        }
+        match d.live_update(call, rest) {
+            Some(answer) => text(&mut reply, &answer),
+            None => return Ok(()),
+        }
+    } else {
+        run_control(d, &args, &mut reply)?;
+    }
+    if reply.len() > PAYLOAD_MAX {
+        // upstream's send_reply refuses to send more
+        return Err(Fail(XsError::E2big, "reply too long"));
+    }
+    d.respond(call.conn, call.serial, &call.header, Ok(&reply));
+    Ok(())
+}
+
+fn run_control(d: &mut Daemon, args: &[&[u8]], reply: &mut Vec<u8>) -> Result<(), Fail> {
     let (cmd, rest) = args.split_first().ok_or(EINVAL)?;
     match *cmd {
         b"check" => {
@@ -128,12 +150,6 @@ pub(super) fn control(d: &mut Daemon, _: &Call, p: &[u8], reply: &mut Vec<u8>) -
                 text(reply, "OK");
             }
             _ => return Err(EINVAL),
-        },
-        b"live-update" => match rest {
-            [] => return Err(EINVAL),
-            [b"-s"] => text(reply, "Not in live-update session."),
-            [b"-a"] => text(reply, "No live-update session active."),
-            _ => text(reply, "Live update is not supported by xenstored-shim."),
         },
         b"help" => {
             if !rest.is_empty() {

@@ -84,7 +84,7 @@ fn op(ty: MsgType) -> Option<Op> {
         T::IsDomainIntroduced => op(Data(domains::is_introduced), Anyone, Tx::Ignored),
         T::Resume => op(Ack(domains::resume), Privileged, Tx::Ignored),
         T::SetTarget => op(Ack(domains::set_target), Privileged, Tx::Ignored),
-        T::Control => op(Data(admin::control), Privileged, Tx::Header),
+        T::Control => op(Own(admin::control), Privileged, Tx::Header),
         T::GetFeature => op(Data(admin::get_feature), Privileged, Tx::Ignored),
         T::SetFeature => op(Ack(admin::set_feature), Privileged, Tx::Ignored),
         T::GetQuota => op(Data(admin::get_quota), Privileged, Tx::Ignored),

@@ -14,6 +14,7 @@
 mod admin;
 mod dispatch;
 mod domains;
+mod live_update;
 mod log;
 mod nodes;
 mod restore;
@@ -32,6 +33,7 @@ use crate::quota::{Kind, Quotas};
 use crate::store::Store;
 use crate::transport::{Attachment, DomainBackend, Transport};
 use crate::wire::{Header, MsgType, XsError};
+pub use live_update::Ready as LiveUpdate;
 use log::RateLimitedLog;
 use rustc_hash::FxHashSet;
 use std::collections::BTreeMap;
@@ -79,6 +81,10 @@ pub struct Daemon {
     ticket: Option<Rc<Ticket>>,
     /// Watch events dropped on their receiver's memory quota.
     dropped_events: u64,
+    /// The live-update session CONTROL live-update -f opened.
+    live: Option<live_update::Session>,
+    /// The update -s made ready, for the binary to carry out.
+    ready_update: Option<live_update::Ready>,
 }
 
 /// The request being executed, as its handler sees it.
@@ -114,6 +120,8 @@ impl Daemon {
             outstanding: Outstanding::default(),
             ticket: None,
             dropped_events: 0,
+            live: None,
+            ready_update: None,
         }
     }
 

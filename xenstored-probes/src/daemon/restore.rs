@@ -70,8 +70,8 @@ impl Daemon {
                 self.store.set_special_perms(&raw, perms);
                 continue;
             }
-            let abs = path::resolve(&node.path, 0, path_max)
-                .map_err(|e| fail(e.name().to_string()))?;
+            let abs =
+                path::resolve(&node.path, 0, path_max).map_err(|e| fail(e.name().to_string()))?;
             if !abs.starts_with('/') {
                 return Err(fail("not an absolute path".to_string()));
             }

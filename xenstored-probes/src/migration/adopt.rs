@@ -49,6 +49,8 @@ pub fn release_event_channels(state: &State) {
 /// What was taken over, for the log.
 #[derive(Debug, Default)]
 pub struct Adopted {
+    /// The listening socket's fd (the next update hands it on).
+    pub listener_fd: i32,
     pub nodes: usize,
     pub connections: usize,
     pub watches: usize,
@@ -81,6 +83,7 @@ pub fn adopt(
         }
         None => SocketListener::bind(socket, false).map_err(|e| format!("listening: {e}"))?,
     };
+    adopted.listener_fd = listener.raw_fd();
     server
         .listen(Box::new(listener), 0)
         .map_err(|e| format!("polling the socket: {e}"))?;

@@ -1,6 +1,8 @@
 //! Live update: the state a xenstored hands to the image it execs.
 //! `stream.rs` is the migration stream C xenstored writes (and reads);
-//! `adopt.rs` takes over the fds and connections it lists.
+//! `adopt.rs` takes over the fds and connections it lists (this image
+//! the target); `handover.rs` writes it and execs (this image the source).
 
 pub mod adopt;
+pub mod handover;
 pub mod stream;
