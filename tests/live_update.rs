@@ -335,3 +335,61 @@ fn an_open_transaction_holds_a_live_update_until_forced() {
     let (h, body) = common::wire::reply(&mut client);
     assert_eq!(h.ty, MsgType::Error as u32, "{body:?}");
 }
+
+/// oxenstored (Debian 12's default xenstored) updates live into the shim:
+/// it runs `<shim> --live --restart <its args> --help` to validate the
+/// target, dumps its state to /var/run/xenstored/db (the stub's directory
+/// here) and execs the shim, whose first answer to the repeated `-s` is
+/// the "OK" xenstore-control waits for.
+#[test]
+fn oxenstored_updates_live_into_the_shim() {
+    let test = "oxenstored_updates_live_into_the_shim";
+    if !upstream::available(Flavor::Ocaml, test) {
+        return;
+    }
+    let mut o = Upstream::start(Flavor::Ocaml);
+    o.run("xenstore-write", &["/local/domain/7/data", "seven"]);
+    o.run("xenstore-chmod", &["/local/domain/7/data", "n7", "r0"]);
+    let watcher = o.watch(&["/local/domain/7"]);
+    watcher.line(0, common::TIMEOUT);
+    // oxenstored writes /tool/xenstored (its binary) at start: the shim
+    // keeps what it finds.
+    let before = o.run("xenstore-ls", &["-f", "-p"]);
+    let pid = o.pid();
+    let shim = common::bin("xenstored-shim");
+
+    let out = xenstore_control(&o, &["-t", "10", "-f", shim.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}: {}{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        o.log()
+    );
+    assert!(o.alive(), "{}", o.log());
+    assert_eq!(exe_of(pid), shim.canonicalize().unwrap(), "{}", o.log());
+    assert!(o.log().contains("live update: took over"), "{}", o.log());
+    assert!(!o.dir.join("db").exists(), "the dump stayed");
+    // The same nodes, values and permissions. oxenstored lists children
+    // sorted and shows its special nodes as children of /; the shim (as C)
+    // lists them in creation order and keeps the specials out of the tree.
+    let nodes = |ls: &str| {
+        let mut l: Vec<String> = ls
+            .lines()
+            .filter(|l| !l.starts_with("/@"))
+            .map(String::from)
+            .collect();
+        l.sort();
+        l
+    };
+    let after = o.run("xenstore-ls", &["-f", "-p"]);
+    assert_eq!(nodes(&after), nodes(&before), "{}", o.log());
+    assert!(before.contains("/@releaseDomain"), "{before}");
+    o.run("xenstore-write", &["/local/domain/7/after", "yes"]);
+    watcher.wait_line(
+        "the event for /local/domain/7/after",
+        common::TIMEOUT,
+        |l| l.starts_with("/local/domain/7/after"),
+    );
+}

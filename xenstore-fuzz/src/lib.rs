@@ -21,6 +21,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("trace_file", trace_file),
     ("daemon_sequence", daemon_sequence),
     ("state_stream", state_stream),
+    ("oxenstored_dump", oxenstored_dump),
 ];
 
 /// A client's byte stream, delivered in chunks whose sizes the input picks:
@@ -281,4 +282,16 @@ pub fn state_stream(data: &[u8]) {
     let bytes = stream::write(&state);
     let again = stream::read(&bytes).expect("a written stream reads back");
     assert_eq!(stream::write(&again), bytes, "writing is not stable");
+}
+
+/// oxenstored's live-update dump (read by the shim exec'd with --live
+/// --restart): reading never panics, and what it read writes out as a
+/// migration stream that reads back.
+pub fn oxenstored_dump(data: &[u8]) {
+    use xenstored_probes::migration::{oxenstored, stream};
+    let Ok(state) = oxenstored::read(&String::from_utf8_lossy(data)) else {
+        return;
+    };
+    let bytes = stream::write(&state);
+    stream::read(&bytes).expect("a written stream reads back");
 }

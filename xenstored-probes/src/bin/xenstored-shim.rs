@@ -6,7 +6,7 @@ use clap::{ArgAction, Parser};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use xenstored_probes::daemon::LiveUpdate;
-use xenstored_probes::migration::{adopt, handover};
+use xenstored_probes::migration::{self, adopt, handover};
 use xenstored_probes::service::{detach, live, log, notify, pidfile::PidFile, signals};
 use xenstored_probes::transport::DomainBackend;
 use xenstored_probes::{daemon::Daemon, quota::Quotas, ring, server::Server, trace, unix, xen};
@@ -114,6 +114,23 @@ struct Args {
     /// (`xenstore-control live-update -f xenstored-shim`) passes it.
     #[arg(short = 'U', long)]
     live_update: bool,
+    /// With --restart: take over from oxenstored, which exec'd this one
+    /// (its dump /var/run/xenstored/db; see LIVE UPDATE).
+    #[arg(long)]
+    live: bool,
+    /// oxenstored's: read the database at start; taken with --live.
+    #[arg(long)]
+    restart: bool,
+    /// oxenstored's configuration: accepted (so that oxenstored can exec
+    /// the shim with its own arguments) and not read.
+    #[arg(long, value_name = "FILE")]
+    config_file: Option<PathBuf>,
+    /// oxenstored's: accepted, nothing to do.
+    #[arg(long, hide = true)]
+    reraise_top_level: bool,
+    /// oxenstored's: accepted, there is no access log.
+    #[arg(long, hide = true)]
+    no_access_log: bool,
     /// Print help (upstream's -H; -h too).
     #[arg(short = 'H', long, short_alias = 'h', action = ArgAction::Help)]
     help: Option<bool>,
@@ -226,7 +243,7 @@ fn run(args: &mut Args) -> Result<(), String> {
     if let Some(why) = args.refusal() {
         // The daemon being replaced ran with it: better served without it
         // than a host left without xenstore.
-        if !args.live_update {
+        if !(args.live_update || args.live) {
             return Err(why);
         }
         log::error(format_args!("live update: ignoring {why}"));
@@ -252,11 +269,17 @@ fn run(args: &mut Args) -> Result<(), String> {
         ));
     }
     // A live update: the socket is ours already, served by this process.
-    let restoring = args
-        .live_update
-        .then(|| adopt::take_state(&args.run_dir))
-        .transpose()
-        .map_err(|e| format!("live update: {e}"))?;
+    let restoring = if args.live_update {
+        Some(adopt::take_state(&args.run_dir))
+    } else if args.live && args.restart {
+        Some(adopt::take_oxenstored_state(Path::new(
+            migration::oxenstored::DUMP_FILE,
+        )))
+    } else {
+        None
+    }
+    .transpose()
+    .map_err(|e| format!("live update: {e}"))?;
     if restoring.is_none() {
         live::refuse_if_served(&socket).map_err(|e| e.to_string())?;
     }
@@ -291,6 +314,9 @@ fn run(args: &mut Args) -> Result<(), String> {
             }
             // Domains may have died while no daemon listened for it.
             server.check_domains();
+            if args.live {
+                server.daemon_mut().live_update_completed();
+            }
             adopted.listener_fd
         }
         None => {
@@ -305,7 +331,7 @@ fn run(args: &mut Args) -> Result<(), String> {
     };
 
     // A live update runs in the detached daemon's process already.
-    let detached = if args.detaches() && !args.live_update {
+    let detached = if args.detaches() && restoring.is_none() {
         let detached = detach::detach().map_err(|e| format!("detaching: {e}"))?;
         log::to_syslog();
         Some(detached)

@@ -133,6 +133,12 @@ impl Daemon {
                 text("OK")
             }
             [b"-a"] => text("No live-update session active."),
+            // oxenstored's client asks again after the exec: the new image
+            // answers it.
+            [b"-s", ..] if self.live.is_none() && self.live_completed => {
+                self.live_completed = false;
+                text("OK")
+            }
             [b"-s", opts @ ..] if mine => self.live_update_start(call, opts),
             _ => text("Not in live-update session."),
         }
@@ -213,6 +219,12 @@ impl Daemon {
             target: session.target,
             cmdline: session.cmdline,
         });
+    }
+
+    /// This image took over from oxenstored, whose `xenstore-control`
+    /// repeats `-s` until the new image answers "OK".
+    pub fn live_update_completed(&mut self) {
+        self.live_completed = true;
     }
 
     /// True when `-s` made an update ready (the event loop returns).

@@ -85,6 +85,8 @@ pub struct Daemon {
     live: Option<live_update::Session>,
     /// The update -s made ready, for the binary to carry out.
     ready_update: Option<live_update::Ready>,
+    /// Took over from oxenstored: the next -s is answered "OK".
+    live_completed: bool,
 }
 
 /// The request being executed, as its handler sees it.
@@ -122,6 +124,7 @@ impl Daemon {
             dropped_events: 0,
             live: None,
             ready_update: None,
+            live_completed: false,
         }
     }
 

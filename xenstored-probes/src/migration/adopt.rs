@@ -24,6 +24,16 @@ pub fn take_state(run_dir: &Path) -> Result<State, String> {
     Ok(state)
 }
 
+/// Reads oxenstored's dump (it exec'd this image with `--live --restart`)
+/// and removes it; a bad one stays.
+pub fn take_oxenstored_state(file: &Path) -> Result<State, String> {
+    let text = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let state = super::oxenstored::read(&String::from_utf8_lossy(&text))
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    std::fs::remove_file(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(state)
+}
+
 /// Closes the event-channel device the previous image served its rings
 /// through (the stream's GLOBAL evtchn fd). Closing it unbinds every port
 /// bound on it, so that each ring's channel, dom0's included, binds again

@@ -198,7 +198,16 @@ pub fn read(bytes: &[u8]) -> Result<State, Error> {
                     evtchn_fd: body.i32()?,
                 });
             }
-            TYPE_CONN => state.connections.push(read_connection(&mut body)?),
+            TYPE_CONN => {
+                let c = read_connection(&mut body)?;
+                if c.id == 0 || state.connections.iter().any(|o| o.id == c.id) {
+                    return err(
+                        at,
+                        format!("connection id {} is zero or listed twice", c.id),
+                    );
+                }
+                state.connections.push(c);
+            }
             TYPE_WATCH => {
                 let conn_id = body.u32()?;
                 let path_len = body.u16()? as usize;
@@ -614,6 +623,16 @@ mod tests {
         let at = bytes.windows(2).position(|w| w == b"a\0").unwrap();
         bytes[at + 1] = b'a';
         assert!(read(&bytes).unwrap_err().what.contains("watch path"));
+    }
+
+    #[test]
+    fn a_connection_id_is_not_zero_and_not_listed_twice() {
+        let mut state = sample();
+        state.connections[1].id = 1;
+        let e = read(&write(&state)).unwrap_err();
+        assert!(e.what.contains("listed twice"), "{e}");
+        state.connections[1].id = 0;
+        assert!(read(&write(&state)).is_err());
     }
 
     #[test]
