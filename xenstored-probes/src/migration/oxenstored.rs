@@ -119,7 +119,7 @@ fn special_name(path: Vec<u8>) -> Vec<u8> {
 }
 
 fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())
