@@ -28,7 +28,7 @@ test:
 	# The snooper's suites run once per capture back end: bpf here,
 	# tracefs after (tests/common: XS_SNOOP_BACKEND).
 	XS_SNOOP_BACKEND=bpf cargo test --workspace
-	XS_SNOOP_BACKEND=tracefs cargo test --test snoop --test scripts_live
+	XS_SNOOP_BACKEND=tracefs cargo test --test snoop --test scripts_live --test live_update
 	# Each fuzz target briefly, from its corpus (xenstore-fuzz/FUZZING.md).
 	scripts/fuzz-smoke 20
 

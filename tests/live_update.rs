@@ -393,3 +393,65 @@ fn oxenstored_updates_live_into_the_shim() {
         |l| l.starts_with("/local/domain/7/after"),
     );
 }
+
+/// `xenstore-snoop --follow` across a live update: the daemon's pid stays
+/// and its image changes, so the uprobes on the old file fall silent; the
+/// snooper notices the exec, reports the gap, and attaches to the new image.
+#[test]
+fn the_snooper_follows_a_live_update() {
+    use std::process::Stdio;
+    use xenstore_testkit::Watched;
+    let test = "the_snooper_follows_a_live_update";
+    if !common::need_root(test) || !upstream::available(Flavor::C, test) {
+        return;
+    }
+    let shim = common::shim::Shim::private_copy();
+    let pid = shim.pid();
+    let mut snoop = Watched::spawn(
+        "xenstore-snoop",
+        common::snoop_command()
+            .args([
+                "--daemon-pid",
+                &pid.to_string(),
+                "--follow",
+                "--path",
+                "^/life/",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+        false,
+    );
+    snoop.wait_ready("the snooper to attach", common::TIMEOUT, |_, err| {
+        err.iter().any(|l| l.contains("Ctrl-C to end."))
+    });
+    shim.run("xenstore-write", &["/life/before", "1"]);
+    snoop.wait_line("the write before", common::TIMEOUT, |l| {
+        l.contains("XS_WRITE: /life/before")
+    });
+
+    let v2 = shim.dir.join("v2");
+    std::fs::create_dir(&v2).unwrap();
+    let new =
+        xenstore_testkit::daemon::private_copy_of(&common::bin("xenstored-shim"), &v2).unwrap();
+    let out = xenstore_control(&shim, &["-t", "10", "-f", new.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", shim.log());
+    snoop.wait_ready("the snooper to re-attach", common::TIMEOUT, |_, err| {
+        err.iter()
+            .filter(|l| l.starts_with(&format!("Tracing xenstored-shim pid {pid} ")))
+            .count()
+            == 2
+    });
+    shim.run("xenstore-write", &["/life/after", "2"]);
+    snoop.wait_line("the write after", common::TIMEOUT, |l| {
+        l.contains("XS_WRITE: /life/after")
+    });
+    let ended = snoop.stop(2, common::TIMEOUT); // SIGINT
+    let err = ended.stderr.join("\n");
+    assert!(
+        err.contains(&format!("pid {pid} exec'd a new image")),
+        "{err}"
+    );
+    assert!(err.contains("--follow: gap of "), "{err}");
+    assert!(err.contains(&format!("following pid {pid}")), "{err}");
+}

@@ -19,7 +19,7 @@ multi\t'one uprobe-multi link for all the sites, the daemon\'s process alone'
 per-site\t'a uprobe link per site, for every process mapping the binary'"
 complete -c xenstore-snoop -s x -l failed -d 'Only failed requests'
 complete -c xenstore-snoop -l no-watch-events -d 'Do not show watch events'
-complete -c xenstore-snoop -l follow -d 'Keep tracing when the daemon exits: wait for the next process running its binary, attach to it, and say how long the gap was'
+complete -c xenstore-snoop -l follow -d 'Keep tracing when the daemon exits (wait for the next process running its binary) or execs a new binary (a live update): attach to it, and say how long the gap was'
 complete -c xenstore-snoop -s T -l timestamp -d 'Add a wall-clock timestamp column (µs)'
 complete -c xenstore-snoop -l relative -d 'Add a column of seconds since the snooper started'
 complete -c xenstore-snoop -s L -l latency -d 'Add a request-to-reply latency column (µs)'

@@ -11,7 +11,7 @@ Examples:
   xenstore-snoop --op READ,WRITE --path '^/local/domain/6/device'
   xenstore-snoop -p 4242              # only the dom0 client with pid 4242
   xenstore-snoop -n xl -n xenstore-write  # only these dom0 programs (COMM) or guests by name
-  xenstore-snoop --follow             # keep tracing across daemon restarts
+  xenstore-snoop --follow             # keep tracing across daemon restarts and live updates
   xenstore-snoop -T -L                # wall-clock timestamps and latency (µs)
   xenstore-snoop --json | jq .        # JSON lines
   xenstore-snoop --summary --interval 5 --duration 60
@@ -68,8 +68,9 @@ pub struct Args {
     #[arg(long)]
     pub no_watch_events: bool,
 
-    /// Keep tracing when the daemon exits: wait for the next process running
-    /// its binary, attach to it, and say how long the gap was
+    /// Keep tracing when the daemon exits (wait for the next process running
+    /// its binary) or execs a new binary (a live update): attach to it, and
+    /// say how long the gap was
     #[arg(long)]
     pub follow: bool,
 

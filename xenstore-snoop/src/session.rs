@@ -70,7 +70,7 @@ pub fn run(args: &Args) -> Result<i32> {
     }
     let mut target = target::find(args.daemon_pid, args.binary.as_deref())?;
     // Where the daemon's binary is, for --follow once /proc/PID is gone.
-    let exe = std::fs::read_link(format!("/proc/{}/exe", target.pid)).ok();
+    let mut exe = std::fs::read_link(format!("/proc/{}/exe", target.pid)).ok();
 
     let stop_flag = Arc::new(AtomicBool::new(false));
     for sig in [
@@ -133,17 +133,29 @@ pub fn run(args: &Args) -> Result<i32> {
         if stop != Stop::TargetExited {
             break stop;
         }
+        // Still there: it exec'd a new image (a live update).
+        let execd = target::alive(target.pid);
         eprintln!(
-            "xenstore-snoop: {} pid {} exited",
+            "xenstore-snoop: {} pid {} {}",
             target::DAEMON_NAME,
-            target.pid
+            target.pid,
+            if execd {
+                "exec'd a new image"
+            } else {
+                "exited"
+            }
         );
-        let Some(exe) = exe.as_deref().filter(|_| args.follow) else {
+        let Some(old_exe) = exe.as_deref().filter(|_| args.follow) else {
             break stop;
         };
         let gone = chrono::Local::now();
         let gap = Instant::now();
-        match crate::follow::next_daemon(exe, target.pid, &stop_flag) {
+        let next = if execd {
+            target::find(Some(target.pid), None).ok()
+        } else {
+            crate::follow::next_daemon(old_exe, target.pid, &stop_flag)
+        };
+        match next {
             Some(next) => {
                 eprintln!(
                     "xenstore-snoop: --follow: gap of {:.3} s from {} (requests in it were not seen); following pid {}",
@@ -154,6 +166,7 @@ pub fn run(args: &Args) -> Result<i32> {
                 // The new daemon numbers connections and serials afresh.
                 loop_.names = names_for(next.pid);
                 loop_.cuts = Cuts::new();
+                exe = std::fs::read_link(format!("/proc/{}/exe", next.pid)).ok();
                 target = next;
             }
             None => break Stop::Signal,
@@ -239,7 +252,7 @@ fn trace_daemon<W: Write>(
         target.pid,
         source.describe()
     );
-    let stop = loop_.trace(source.as_mut(), target.pid, stop_flag);
+    let stop = loop_.trace(source.as_mut(), target, stop_flag);
     let done = Detached {
         lost: source.lost(),
         undecodable: source.undecodable(),
@@ -283,7 +296,7 @@ impl<W: Write> Loop<'_, W> {
     fn trace(
         &mut self,
         source: &mut dyn Source,
-        daemon: u32,
+        daemon: &target::Target,
         stop_flag: &AtomicBool,
     ) -> Result<Stop> {
         let deadline = self
@@ -318,7 +331,7 @@ impl<W: Write> Loop<'_, W> {
                     trace.lost(crate::output::clock_ns(libc::CLOCK_MONOTONIC), total)?;
                 }
             }
-            let alive = target::alive(daemon);
+            let alive = daemon.runs();
             // Drain after checking liveness so nothing the daemon fired is missed.
             if let Some(stop) = self.drain(source, &mut batch)? {
                 break stop;

@@ -11,6 +11,17 @@ pub struct Target {
     pub pid: u32,
     /// Where the daemon's binary is; uprobes are defined on this file.
     pub binary: PathBuf,
+    /// The file it runs, as [`image`] names it.
+    pub image: Option<(u64, u64)>,
+}
+
+impl Target {
+    /// Whether it still runs the image it was found running: a live update
+    /// execs a new one in the same process, where the uprobes on the old
+    /// file no longer fire.
+    pub fn runs(&self) -> bool {
+        alive(self.pid) && image(self.pid) == self.image
+    }
 }
 
 /// `--daemon-pid` and/or `--binary`; with neither, the one running shim.
@@ -29,6 +40,7 @@ pub fn find(pid: Option<u32>, binary: Option<&Path>) -> Result<Target> {
         return Ok(Target {
             pid,
             binary: proc_exe_path(pid, &exe),
+            image: image(pid),
         });
     }
     let found: Vec<(u32, PathBuf)> = processes()
@@ -46,6 +58,7 @@ pub fn find(pid: Option<u32>, binary: Option<&Path>) -> Result<Target> {
         [(pid, exe)] => Ok(Target {
             pid: *pid,
             binary: proc_exe_path(*pid, exe),
+            image: image(*pid),
         }),
         many => {
             let pids: Vec<String> = many.iter().map(|(p, _)| p.to_string()).collect();
@@ -90,6 +103,13 @@ fn same_file(a: &Path, b: &Path) -> bool {
         (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
         _ => a == b,
     }
+}
+
+/// The file process `pid` runs, as (device, inode).
+pub fn image(pid: u32) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(format!("/proc/{pid}/exe")).ok()?;
+    Some((m.dev(), m.ino()))
 }
 
 /// Whether the traced daemon still runs (a zombie does not).
