@@ -310,6 +310,9 @@ fn upstream_xenstored_runs_the_same_scenario() {
 /// guest's ring, the open watch, dom0's socket and ring, and the whole
 /// scenario after it (a guest with a disk created and reaped, a guest
 /// destroyed, no zombie), with the snooper attached to the shim it became.
+/// On the way the shim refuses a target that is no xenstored-shim and,
+/// while `xl create` builds guest1, updates itself into a second copy of
+/// its binary, the snooper following (--follow).
 fn live_update_into_the_shim(from: &str) {
     let shim = common::bin("xenstored-shim");
     let snoop = common::bin("xenstore-snoop");
@@ -337,6 +340,11 @@ fn live_update_into_the_shim(from: &str) {
         "live-update-watch-fires",
         "live-update-dom0-rw",
         "snoop-attached",
+        "live-update-refused",
+        "shim-update",
+        "shim-update-same-pid",
+        "shim-update-guest-pings",
+        "shim-update-snoop-follows",
     ]
     .into_iter()
     .enumerate()
