@@ -14,7 +14,7 @@ mod conformance {
 }
 
 use common::shim::Shim;
-use common::upstream::{Flavor, Upstream};
+use common::upstream::{Flavor, Peer, Release, Upstream};
 use conformance::case::{self, Case, CaseFile};
 use conformance::replay::replay;
 use std::path::{Path, PathBuf};
@@ -29,16 +29,18 @@ fn cases_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/cases")
 }
 
+const C_420: Peer = Peer::c(Release::Xen420);
+
 #[derive(Clone, Copy, PartialEq)]
 enum Target {
-    Upstream(Flavor),
+    Upstream(Peer),
     Shim,
 }
 
 impl Target {
     fn name(self) -> &'static str {
         match self {
-            Target::Upstream(f) => f.name(),
+            Target::Upstream(p) => p.name(),
             Target::Shim => "the shim",
         }
     }
@@ -46,9 +48,20 @@ impl Target {
     /// Which mark lets this target differ from the recording, if any.
     fn allowed(self, case: &Case) -> Option<&str> {
         match self {
-            Target::Upstream(Flavor::C) => None,
-            Target::Upstream(Flavor::Ocaml) => case.oxenstored.as_deref(),
+            Target::Upstream(C_420) => case.xen420.as_deref(),
+            Target::Upstream(p) if p.flavor == Flavor::Ocaml => case.oxenstored.as_deref(),
+            Target::Upstream(_) => None,
             Target::Shim => case.differs.as_deref(),
+        }
+    }
+
+    /// What this target must answer in a step instead of the recording
+    /// (its pinned difference), if anything; and whose the pin is.
+    fn pin(self, step: &case::Step) -> Option<&Vec<String>> {
+        match self {
+            Target::Upstream(C_420) => step.xen420_expect.as_ref(),
+            Target::Upstream(_) => None,
+            Target::Shim => step.shim_expect.as_ref(),
         }
     }
 }
@@ -56,8 +69,8 @@ impl Target {
 /// Runs a case on a fresh daemon; the daemon must survive it.
 fn run_case(target: Target, case: &Case) -> Vec<Vec<String>> {
     let mut got = match target {
-        Target::Upstream(flavor) => {
-            let mut d = Upstream::start(flavor);
+        Target::Upstream(peer) => {
+            let mut d = Upstream::start(peer);
             let got = replay(case, &d.socket);
             if !d.alive() {
                 return vec![vec![format!("{} died", target.name())]];
@@ -108,15 +121,14 @@ fn run_all(target: Target, files: &[CaseFile]) -> Vec<Outcome> {
                     (Some(why), None)
                 } else {
                     let got = run_case(target, case);
-                    let pinned = match target {
-                        Target::Shim if case.steps.iter().any(|s| s.shim_expect.is_some()) => {
-                            let expect = case
-                                .steps
-                                .iter()
-                                .map(|s| s.shim_expect.as_ref().unwrap_or(&s.expect));
-                            describe_diff_from(expect, case, &got, "shim (~)")
-                        }
-                        _ => None,
+                    let pinned = if case.steps.iter().any(|s| target.pin(s).is_some()) {
+                        let expect = case
+                            .steps
+                            .iter()
+                            .map(|s| target.pin(s).unwrap_or(&s.expect));
+                        describe_diff_from(expect, case, &got, "pinned (~ or 4.20 =)")
+                    } else {
+                        None
                     };
                     (describe_diff(case, &got), pinned)
                 };
@@ -223,7 +235,18 @@ fn c_xenstored_replays_its_recording() {
     if !common::upstream::available(Flavor::C, "c_xenstored_replays_its_recording") {
         return;
     }
-    check(Target::Upstream(Flavor::C));
+    check(Target::Upstream(Flavor::C.into()));
+}
+
+/// C xenstored 4.20 answers every case as 4.17 recorded it, except where a
+/// case is marked `xen-4.20:` (and then as its `4.20 =` lines say).
+#[test]
+fn c_xenstored_420_differs_from_417_only_where_documented() {
+    let test = "c_xenstored_420_differs_from_417_only_where_documented";
+    if !common::upstream::available(C_420, test) {
+        return;
+    }
+    check(Target::Upstream(C_420));
 }
 
 #[test]
@@ -231,7 +254,7 @@ fn oxenstored_second_opinion() {
     if !common::upstream::available(Flavor::Ocaml, "oxenstored_second_opinion") {
         return;
     }
-    check(Target::Upstream(Flavor::Ocaml));
+    check(Target::Upstream(Flavor::Ocaml.into()));
 }
 
 #[test]
@@ -270,7 +293,7 @@ fn record() {
         let recorded: Vec<Vec<Vec<String>>> = file
             .cases
             .iter()
-            .map(|c| run_case(Target::Upstream(Flavor::C), c))
+            .map(|c| run_case(Target::Upstream(Flavor::C.into()), c))
             .collect();
         std::fs::write(&file.path, case::rewrite(&file, &recorded)).unwrap();
         eprintln!("recorded {}", file.path.display());
@@ -282,8 +305,20 @@ fn record() {
 /// differing session is printed in the case syntax, ready for cases/*.xs.
 #[test]
 fn random_sessions_shim_agrees_with_c_xenstored() {
-    let test = "random_sessions_shim_agrees_with_c_xenstored";
-    if !common::upstream::available(Flavor::C, test) {
+    random_sessions(
+        Flavor::C.into(),
+        "random_sessions_shim_agrees_with_c_xenstored",
+    );
+}
+
+/// The same sessions against C xenstored 4.20.
+#[test]
+fn random_sessions_shim_agrees_with_c_xenstored_420() {
+    random_sessions(C_420, "random_sessions_shim_agrees_with_c_xenstored_420");
+}
+
+fn random_sessions(reference: Peer, test: &str) {
+    if !common::upstream::available(reference, test) {
         return;
     }
     // XS_RANDOM_SESSIONS=1000 explores further when hunting differences.
@@ -302,8 +337,8 @@ fn random_sessions_shim_agrees_with_c_xenstored() {
                     break;
                 }
                 let mut case = conformance::random::session(seed, len);
-                let reference = run_case(Target::Upstream(Flavor::C), &case);
-                for (step, msgs) in case.steps.iter_mut().zip(&reference) {
+                let recorded = run_case(Target::Upstream(reference), &case);
+                for (step, msgs) in case.steps.iter_mut().zip(&recorded) {
                     step.expect = msgs.clone();
                 }
                 let got = run_case(Target::Shim, &case);
@@ -316,8 +351,9 @@ fn random_sessions_shim_agrees_with_c_xenstored() {
     let mut differing = differing.into_inner().unwrap();
     differing.sort_by_key(|d| d.0);
     let tally = format!(
-        "random sessions vs the shim: {sessions} sessions of {len} requests, {} differ from C xenstored\n",
-        differing.len()
+        "random sessions vs the shim: {sessions} sessions of {len} requests, {} differ from {}\n",
+        differing.len(),
+        reference.name()
     );
     let _ = std::io::Write::write_all(&mut std::io::stderr(), tally.as_bytes());
     for (_, case, diff) in differing.iter().take(5) {

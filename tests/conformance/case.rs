@@ -17,6 +17,8 @@ pub struct Case {
     pub differs: Option<String>,
     /// Why oxenstored differs from C xenstored here.
     pub oxenstored: Option<String>,
+    /// Why C xenstored 4.20 differs from 4.17 here (DIFFERENCES.md).
+    pub xen420: Option<String>,
     pub steps: Vec<Step>,
 }
 
@@ -30,6 +32,9 @@ pub struct Step {
     /// In a `differs:` case, what the shim must answer instead (`~` lines;
     /// `~ nothing` for no message). None: the same as C xenstored.
     pub shim_expect: Option<Vec<String>>,
+    /// In a `xen-4.20:` case, what C xenstored 4.20 answers instead
+    /// (`4.20 =` lines; `4.20 = nothing` for no message).
+    pub xen420_expect: Option<Vec<String>>,
 }
 
 pub enum Action {
@@ -92,6 +97,7 @@ pub fn load(path: &Path) -> CaseFile {
                 name,
                 differs: None,
                 oxenstored: None,
+                xen420: None,
                 steps: Vec::new(),
             });
             continue;
@@ -103,6 +109,17 @@ pub fn load(path: &Path) -> CaseFile {
             case.differs = Some(why.trim().to_string());
         } else if let Some(why) = line.strip_prefix("oxenstored:") {
             case.oxenstored = Some(why.trim().to_string());
+        } else if let Some(why) = line.strip_prefix("xen-4.20:") {
+            case.xen420 = Some(why.trim().to_string());
+        } else if let Some(msg) = line.strip_prefix("4.20 =") {
+            let step = case
+                .steps
+                .last_mut()
+                .unwrap_or_else(|| panic!("{}: 4.20 expectation before any step", at()));
+            let list = step.xen420_expect.get_or_insert_with(Vec::new);
+            if msg.trim() != "nothing" {
+                list.push(msg.trim().to_string());
+            }
         } else if let Some(msg) = line.strip_prefix('~') {
             let step = case
                 .steps
@@ -126,6 +143,7 @@ pub fn load(path: &Path) -> CaseFile {
                 action: step.1,
                 expect: Vec::new(),
                 shim_expect: None,
+                xen420_expect: None,
             });
         }
     }
