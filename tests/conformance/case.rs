@@ -356,3 +356,40 @@ pub fn rewrite(file: &CaseFile, recorded: &[Vec<Vec<String>>]) -> String {
     }
     out
 }
+
+/// The file with its `4.20 =` lines replaced by `pins` (step line index ->
+/// C xenstored 4.20's messages), each after its step's `=` lines.
+pub fn rewrite_xen420(
+    file: &CaseFile,
+    pins: &std::collections::HashMap<usize, Vec<String>>,
+) -> String {
+    let mut out = String::new();
+    let mut pending: Option<(String, &Vec<String>)> = None;
+    let flush = |out: &mut String, pending: &mut Option<(String, &Vec<String>)>| {
+        if let Some((indent, msgs)) = pending.take() {
+            if msgs.is_empty() {
+                out.push_str(&format!("{indent}  4.20 = nothing\n"));
+            }
+            for m in msgs {
+                out.push_str(&format!("{indent}  4.20 = {m}\n"));
+            }
+        }
+    };
+    for (i, line) in file.lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("4.20 =") {
+            continue;
+        }
+        if !trimmed.starts_with('=') {
+            flush(&mut out, &mut pending);
+        }
+        out.push_str(line);
+        out.push('\n');
+        if let Some(msgs) = pins.get(&i) {
+            let indent: String = line.chars().take_while(|c| c.is_whitespace()).collect();
+            pending = Some((indent, msgs));
+        }
+    }
+    flush(&mut out, &mut pending);
+    out
+}

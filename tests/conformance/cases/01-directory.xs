@@ -61,10 +61,12 @@ case tool
 
 case no-nul
   oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: WRITE "/n/a\0"
     = WRITE req=1 tx=0 "OK\0"
   a: DIRECTORY "/n"
     = ERROR req=2 tx=0 "ENOENT\0"
+    4.20 = ERROR req=2 tx=0 "EINVAL\0"
 
 case trailing-slash
   a: WRITE "/s/a\0"
@@ -108,7 +110,9 @@ case in-transaction-sees-own-writes
 
 case extra-args-ignored
   oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: WRITE "/e/a\0"
     = WRITE req=1 tx=0 "OK\0"
   a: DIRECTORY "/e\0junk\0"
     = ERROR req=2 tx=0 "ENOENT\0"
+    4.20 = ERROR req=2 tx=0 "EINVAL\0"

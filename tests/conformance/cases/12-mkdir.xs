@@ -31,13 +31,17 @@ case relative
 
 case no-nul
   oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: MKDIR "/m"
     = ERROR req=1 tx=0 "ENOMEM\0"
+    4.20 = ERROR req=1 tx=0 "EINVAL\0"
 
 case empty
   oxenstored: never answers a message with an empty payload (waits for more bytes)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: MKDIR ""
     = ERROR req=1 tx=0 "ENOMEM\0"
+    4.20 = ERROR req=1 tx=0 "EINVAL\0"
 
 case bad-path
   a: MKDIR "/m m\0"
@@ -49,8 +53,10 @@ case trailing-slash
 
 case extra-arg
   oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: MKDIR "/m\0extra\0"
     = ERROR req=1 tx=0 "ENOMEM\0"
+    4.20 = ERROR req=1 tx=0 "EINVAL\0"
   a: READ "/m\0"
     = ERROR req=2 tx=0 "ENOENT\0"
 

@@ -32,8 +32,10 @@ case len-huge-header-only
 
 case len-zero-read
   oxenstored: never answers a message with an empty payload (waits for more bytes)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: READ len=0 ""
     = ERROR req=1 tx=0 "ENOENT\0"
+    4.20 = ERROR req=1 tx=0 "EINVAL\0"
 
 case len-zero-write
   oxenstored: never answers a message with an empty payload (waits for more bytes)
@@ -115,10 +117,12 @@ case req-id-repeated
 
 case nul-in-middle-of-path
   oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: WRITE "/a\0v"
     = WRITE req=1 tx=0 "OK\0"
   a: READ "/a\0b\0"
     = ERROR req=2 tx=0 "ENOENT\0"
+    4.20 = ERROR req=2 tx=0 "EINVAL\0"
 
 case high-bytes-path
   a: READ "/\xff\xfe\0"
