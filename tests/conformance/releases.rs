@@ -1,0 +1,112 @@
+//! The documented ways C xenstored 4.20 answers a request other than 4.17
+//! (DIFFERENCES.md, "C xenstored 4.20 against 4.17"), recognised in live
+//! sessions that no case file pins: the random sessions hold the shim,
+//! which answers as 4.17 does there, to 4.20 under these rules only.
+
+use crate::conformance::case::{Action, Step};
+
+/// One session's state: what 4.20's earlier documented differences go on
+/// to change in its later answers.
+pub struct Xen420 {
+    /// How much higher 4.20's DIRECTORY_PART generations may be: 2 from
+    /// its start, and one more for each SET_PERMS of a special node made
+    /// before the node's last change (both daemons accept it; only 4.20
+    /// keeps the permissions, a change that takes a generation).
+    max_generation_offset: u64,
+    /// Special nodes whose permissions 4.20 changed: each change fires
+    /// their watches, which 4.17 never does.
+    special_changes: Vec<String>,
+}
+
+impl Xen420 {
+    pub fn new() -> Xen420 {
+        Xen420 {
+            max_generation_offset: 2,
+            special_changes: Vec::new(),
+        }
+    }
+
+    /// Follows 4.20's answer to `step`, whether or not the shim agrees.
+    pub fn observe(&mut self, step: &Step, xen420: &[String]) {
+        let Action::Send {
+            ty: 14, payload, ..
+        } = &step.action
+        else {
+            return;
+        };
+        if payload.starts_with(b"@") && xen420.iter().any(|m| m.starts_with("SET_PERMS ")) {
+            self.max_generation_offset += 1;
+            let path = payload.split(|&b| b == 0).next().unwrap_or_default();
+            self.special_changes
+                .push(String::from_utf8_lossy(path).into_owned());
+        }
+    }
+
+    /// Why the shim's answer to `step` may differ from C xenstored 4.20's,
+    /// if it is one of the documented differences; None for any other.
+    pub fn difference(
+        &mut self,
+        step: &Step,
+        xen420: &[String],
+        shim: &[String],
+    ) -> Option<&'static str> {
+        if self.without_special_events(xen420) == shim {
+            return Some("watch event of a special node whose permissions changed");
+        }
+        let Action::Send { ty, payload, .. } = &step.action else {
+            return None;
+        };
+        match *ty {
+            // DIRECTORY_PART: the same names, a higher generation.
+            22 => {
+                let (rest_420, gen_420) = generation(xen420)?;
+                let (rest_shim, gen_shim) = generation(shim)?;
+                let offset = gen_420.checked_sub(gen_shim)?;
+                (rest_420 == rest_shim && (2..=self.max_generation_offset).contains(&offset))
+                    .then_some("DIRECTORY_PART generation higher")
+            }
+            // GET_PERMS of a special node: 4.17 refuses it.
+            3 if payload.starts_with(b"@") && is_error(shim, "EINVAL") => {
+                Some("GET_PERMS of a special node")
+            }
+            // UNWATCH of an invalid path: EINVAL (4.17: ENOENT).
+            5 if is_error(xen420, "EINVAL") && is_error(shim, "ENOENT") => {
+                Some("EINVAL for UNWATCH of an invalid path")
+            }
+            _ => None,
+        }
+    }
+
+    /// 4.20's messages without watch events of special nodes it changed.
+    fn without_special_events(&self, xen420: &[String]) -> Vec<String> {
+        xen420
+            .iter()
+            .filter(|m| {
+                !self
+                    .special_changes
+                    .iter()
+                    .any(|p| m.starts_with(&format!("WATCH_EVENT req=0 tx=0 \"{p}\\0")))
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+fn is_error(msgs: &[String], errno: &str) -> bool {
+    msgs.len() == 1
+        && msgs[0].starts_with("ERROR ")
+        && msgs[0].ends_with(&format!("\"{errno}\\0\""))
+}
+
+/// A lone DIRECTORY_PART reply split into (everything but the
+/// generation, the generation).
+fn generation(msgs: &[String]) -> Option<(String, u64)> {
+    let [msg] = msgs else { return None };
+    let (head, body) = msg.split_once('"')?;
+    if !head.starts_with("DIRECTORY_PART ") {
+        return None;
+    }
+    let digits = body.len() - body.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let generation = body[..digits].parse().ok()?;
+    Some((format!("{head}\"{}", &body[digits..]), generation))
+}
