@@ -67,14 +67,20 @@ impl Target {
     }
 }
 
-/// Runs a case on a fresh daemon; the daemon must survive it.
+/// Runs a case on a fresh daemon; the daemon must survive it (a death is
+/// one more message after the last step's).
 fn run_case(target: Target, case: &Case) -> Vec<Vec<String>> {
     let mut got = match target {
         Target::Upstream(peer) => {
             let mut d = Upstream::start(peer);
-            let got = replay(case, &d.socket);
+            let mut got = replay(case, &d.socket);
             if !d.alive() {
-                return vec![vec![format!("{} died", target.name())]];
+                got.truncate(case.steps.len());
+                let died = format!("{} died", target.name());
+                match got.last_mut() {
+                    Some(last) => last.push(died),
+                    None => got.push(vec![died]),
+                }
             }
             got
         }

@@ -16,6 +16,10 @@ pub struct Xen420 {
     /// Special nodes whose permissions 4.20 changed: each change fires
     /// their watches, which 4.17 never does.
     special_changes: Vec<String>,
+    /// Domains that own a special node: 4.20 segfaults releasing one.
+    special_owners: Vec<String>,
+    /// 4.20 crashed so: every later answer is a closed connection.
+    crashed: bool,
 }
 
 impl Xen420 {
@@ -23,22 +27,32 @@ impl Xen420 {
         Xen420 {
             max_generation_offset: 2,
             special_changes: Vec::new(),
+            special_owners: Vec::new(),
+            crashed: false,
         }
     }
 
     /// Follows 4.20's answer to `step`, whether or not the shim agrees.
     pub fn observe(&mut self, step: &Step, xen420: &[String]) {
-        let Action::Send {
-            ty: 14, payload, ..
-        } = &step.action
-        else {
+        let Action::Send { ty, payload, .. } = &step.action else {
             return;
         };
-        if payload.starts_with(b"@") && xen420.iter().any(|m| m.starts_with("SET_PERMS ")) {
-            self.max_generation_offset += 1;
-            let path = payload.split(|&b| b == 0).next().unwrap_or_default();
-            self.special_changes
-                .push(String::from_utf8_lossy(path).into_owned());
+        let args: Vec<String> = payload
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let answered = |what: &str| xen420.iter().any(|m| m.starts_with(what));
+        match *ty {
+            14 if args[0].starts_with('@') && answered("SET_PERMS ") => {
+                self.max_generation_offset += 1;
+                self.special_changes.push(args[0].clone());
+                // The first permission names the owner: "r1" -> "1".
+                if let Some(owner) = args.get(1).filter(|p| p.len() > 1) {
+                    self.special_owners.push(owner[1..].to_string());
+                }
+            }
+            9 if self.special_owners.contains(&args[0]) && dead(xen420) => self.crashed = true,
+            _ => {}
         }
     }
 
@@ -50,6 +64,9 @@ impl Xen420 {
         xen420: &[String],
         shim: &[String],
     ) -> Option<&'static str> {
+        if self.crashed && dead(xen420) {
+            return Some("4.20 segfaulted releasing the owner of a special node");
+        }
         if self.without_special_events(xen420) == shim {
             return Some("watch event of a special node whose permissions changed");
         }
@@ -90,6 +107,11 @@ impl Xen420 {
             .cloned()
             .collect()
     }
+}
+
+/// Only a closed connection (and the daemon's death) where a reply was due.
+fn dead(msgs: &[String]) -> bool {
+    !msgs.is_empty() && msgs.iter().all(|m| m == "closed" || m.ends_with(" died"))
 }
 
 fn is_error(msgs: &[String], errno: &str) -> bool {
