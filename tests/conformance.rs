@@ -295,6 +295,35 @@ fn shim_differences_are_documented() {
     );
 }
 
+/// Where the shim says it follows 4.20 (`differs: follows 4.20`), its `~`
+/// pins are 4.20's `4.20 =` pins, step for step.
+#[test]
+fn shim_follows_420_where_it_says_so() {
+    let files = case::load_dir(&cases_dir());
+    let following: Vec<&Case> = files
+        .iter()
+        .flat_map(|f| &f.cases)
+        .filter(|c| {
+            c.differs
+                .as_deref()
+                .is_some_and(|d| d.starts_with("follows 4.20"))
+        })
+        .collect();
+    assert!(!following.is_empty());
+    for case in following {
+        assert!(case.xen420.is_some(), "{}: no xen-4.20 mark", case.name);
+        for step in &case.steps {
+            assert_eq!(
+                step.shim_expect,
+                step.xen420_expect,
+                "{} line {}: ~ and 4.20 = differ",
+                case.name,
+                step.line + 1
+            );
+        }
+    }
+}
+
 /// Not a test: rewrites every case file's expectations from C xenstored.
 /// `cargo test --test conformance record -- --ignored`
 #[test]

@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::io::Write;
 
 pub(super) fn read(d: &mut Daemon, call: &Call, p: &[u8], reply: &mut Vec<u8>) -> Result<(), Fail> {
-    let raw = request::path(p, XsError::Enoent)?;
+    let raw = request::path(p)?;
     reply_from(d, call, raw, |n| reply.extend_from_slice(n.value))
 }
 
@@ -28,7 +28,7 @@ pub(super) fn directory(
     p: &[u8],
     reply: &mut Vec<u8>,
 ) -> Result<(), Fail> {
-    let raw = request::path(p, XsError::Enoent)?;
+    let raw = request::path(p)?;
     reply_from(d, call, raw, |n| reply.extend_from_slice(n.children))
 }
 
@@ -50,7 +50,7 @@ pub(super) fn get_perms(
     p: &[u8],
     reply: &mut Vec<u8>,
 ) -> Result<(), Fail> {
-    let raw = request::path(p, XsError::Enoent)?;
+    let raw = request::path(p)?;
     reply_from(d, call, raw, |n| n.perms.write_to(reply))
 }
 
@@ -60,12 +60,12 @@ pub(super) fn write(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
 }
 
 pub(super) fn mkdir(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
-    let raw = request::path(p, XsError::Enomem)?;
+    let raw = request::path(p)?;
     write_node(d, call, raw, None)
 }
 
 pub(super) fn rm(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
-    let raw = request::path(p, XsError::Enomem)?;
+    let raw = request::path(p)?;
     let path = node_path(d, call, raw)?;
     let changes = d.tree(call, |t, _, _| tree::remove(t, &path, &call.who))?;
     d.changed(call, changes);
