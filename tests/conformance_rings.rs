@@ -1,5 +1,5 @@
 //! The quotas that apply only to unprivileged domains, compared with C
-//! xenstored 4.17 over real guest rings: tests/peer/xenstub.c maps a
+//! xenstored 4.17 and 4.20 over real guest rings: tests/peer/xenstub.c maps a
 //! simulated guest's page (ring/sim.rs) into C xenstored as its grant and
 //! carries the guest's doorbell as its event channel (XENSTUB_RING_DIR), so
 //! the same guest code drives both daemons. Each scenario is run on both
