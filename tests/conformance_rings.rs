@@ -218,6 +218,28 @@ fn memory(t: &Target) -> Vec<String> {
     seen
 }
 
+/// The ring's feature bits the daemon offers, and the reconnect handshake
+/// they promise: a guest reconnects with a watch set and its ring answers
+/// on, the watch gone.
+fn features(t: &Target) -> Vec<String> {
+    let mut dom0 = dom0(t);
+    let mut guest = boot(t, &mut dom0);
+    let mut seen = vec![format!(
+        "server features: {:#x}",
+        guest.link().ring().server_features()
+    )];
+    guest.watch("w", "t").unwrap();
+    let first = guest.next_event(common::TIMEOUT).unwrap().map(|e| e.token);
+    seen.push(format!("watch fired: {first:?}"));
+    seen.push(format!("reconnect: {}", outcome(guest.reconnect())));
+    guest.write(0, "w", "v").unwrap();
+    seen.push(format!("read after: {}", outcome(guest.read(0, "w"))));
+    // Absence, so a short bounded wait (as the cases' `quiet`).
+    let after = guest.next_event(Duration::from_millis(200)).unwrap();
+    seen.push(format!("event after: {:?}", after.map(|e| e.token)));
+    seen
+}
+
 /// Runs `scenario` on C xenstored of `release` and on the shim; they must
 /// agree, but for the documented differences `pinned`: (what the shim
 /// observes, what C observes instead).
@@ -314,5 +336,37 @@ fn memory_quota_refuses_as_c_xenstored_420_does_but_for_its_accounting() {
                 "dom0 creates the guest's node: OK",
             ),
         ],
+    );
+}
+
+/// The shim offers reconnection and the error field (xenstore-ring.txt),
+/// as oxenstored does; C xenstored of both releases offers neither and
+/// answers a reconnect request with the COMM error (DIFFERENCES.md).
+const C_HAS_NO_RING_FEATURES: &[(&str, &str)] = &[
+    ("server features: 0x3", "server features: 0x0"),
+    (
+        "reconnect: OK",
+        "reconnect: ring stopped by the server: XENSTORE_ERROR_COMM",
+    ),
+    ("event after: None", "event after: Some(\"t\")"),
+];
+
+#[test]
+fn ring_features_and_reconnect_against_c_xenstored() {
+    compare(
+        "features",
+        Release::Xen417,
+        features,
+        C_HAS_NO_RING_FEATURES,
+    );
+}
+
+#[test]
+fn ring_features_and_reconnect_against_c_xenstored_420() {
+    compare(
+        "features (4.20)",
+        Release::Xen420,
+        features,
+        C_HAS_NO_RING_FEATURES,
     );
 }
