@@ -13,6 +13,14 @@ pub fn xen417_difference(step: &Step, xen417: &[String], shim: &[String]) -> Opt
         Action::Send { ty: 5, .. } if is_error(xen417, "ENOENT") && is_error(shim, "EINVAL") => {
             Some("EINVAL for UNWATCH of an invalid path, as 4.20")
         }
+        Action::Send { ty: 3, payload, .. }
+            if payload.starts_with(b"@")
+                && is_error(xen417, "EINVAL")
+                && shim.len() == 1
+                && shim[0].starts_with("GET_PERMS ") =>
+        {
+            Some("GET_PERMS of a special node, as 4.20")
+        }
         _ => None,
     }
 }
@@ -83,24 +91,15 @@ impl Xen420 {
         if self.without_special_events(xen420) == shim {
             return Some("watch event of a special node whose permissions changed");
         }
-        let Action::Send { ty, payload, .. } = &step.action else {
+        // DIRECTORY_PART: the same names, a higher generation.
+        let Action::Send { ty: 22, .. } = &step.action else {
             return None;
         };
-        match *ty {
-            // DIRECTORY_PART: the same names, a higher generation.
-            22 => {
-                let (rest_420, gen_420) = generation(xen420)?;
-                let (rest_shim, gen_shim) = generation(shim)?;
-                let offset = gen_420.checked_sub(gen_shim)?;
-                (rest_420 == rest_shim && (2..=self.max_generation_offset).contains(&offset))
-                    .then_some("DIRECTORY_PART generation higher")
-            }
-            // GET_PERMS of a special node: 4.17 refuses it.
-            3 if payload.starts_with(b"@") && is_error(shim, "EINVAL") => {
-                Some("GET_PERMS of a special node")
-            }
-            _ => None,
-        }
+        let (rest_420, gen_420) = generation(xen420)?;
+        let (rest_shim, gen_shim) = generation(shim)?;
+        let offset = gen_420.checked_sub(gen_shim)?;
+        (rest_420 == rest_shim && (2..=self.max_generation_offset).contains(&offset))
+            .then_some("DIRECTORY_PART generation higher")
     }
 
     /// 4.20's messages without watch events of special nodes it changed.

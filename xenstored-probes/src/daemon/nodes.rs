@@ -51,7 +51,25 @@ pub(super) fn get_perms(
     reply: &mut Vec<u8>,
 ) -> Result<(), Fail> {
     let raw = request::path(p)?;
+    if raw.starts_with(b"@") {
+        return special_perms(d, raw, &call.who, reply);
+    }
     reply_from(d, call, raw, |n| n.perms.write_to(reply))
+}
+
+/// GET_PERMS of @introduceDomain/@releaseDomain: their permissions, as C
+/// xenstored answers from 4.18 on (4.17: EINVAL; DIFFERENCES.md). Any
+/// other @ name stays EINVAL, as in both.
+fn special_perms(d: &Daemon, name: &[u8], who: &Identity, reply: &mut Vec<u8>) -> Result<(), Fail> {
+    let node = std::str::from_utf8(name)
+        .ok()
+        .and_then(|name| d.store.special(name))
+        .ok_or(Fail(XsError::Einval, "path"))?;
+    if node.perms.for_identity(who) & crate::perms::READ == 0 {
+        return Err(Fail(XsError::Eacces, "perm"));
+    }
+    node.perms.write_to(reply);
+    Ok(())
 }
 
 pub(super) fn write(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
@@ -137,7 +155,7 @@ fn limits<'m>(q: &Quotas, caller: u32, memory: &'m dyn Fn(u32) -> Option<usize>)
 }
 
 /// SET_PERMS on @introduceDomain/@releaseDomain: not nodes of the tree
-/// (GET_PERMS cannot read them), outside transactions, no watch fires.
+/// (special_perms() reads them), outside transactions, no watch fires.
 fn set_special_perms(
     d: &mut Daemon,
     name: &[u8],
