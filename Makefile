@@ -25,6 +25,8 @@ test:
 	cargo clippy -p xenstored-probes --no-default-features --all-targets -- -D warnings
 	# tests/package.rs installs and exercises the package built here.
 	$(MAKE) deb
+	# C xenstored 4.20 and its test-xenstore, the second conformance reference.
+	tests/peer/fetch 4.20
 	# The snooper's suites run once per capture back end: bpf here,
 	# tracefs after (tests/common: XS_SNOOP_BACKEND).
 	XS_SNOOP_BACKEND=bpf cargo test --workspace

@@ -2,11 +2,12 @@
 //! xenstored: tests/conformance/clients/transcript.txt and pyxs_session.py
 //! run against both, and every command's exit status, stdout and stderr must
 //! match, except lines marked `## differs: <reason>` (see DIFFERENCES.md).
+//! C xenstored 4.20 runs them too, held to 4.17's answers (`## xen-4.20:`).
 mod common;
 
 use common::process::{output_within, BoundedOutput, Watched, CLIENT_TIMEOUT};
 use common::shim::Shim;
-use common::upstream::{Flavor, Upstream};
+use common::upstream::{Flavor, Peer, Release, Upstream};
 use common::TIMEOUT;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -21,6 +22,8 @@ struct Line {
     differs: Option<String>,
     /// Why oxenstored differs here (`## oxenstored: <reason>`).
     oxenstored: Option<String>,
+    /// Why C xenstored 4.20 differs from 4.17 here (`## xen-4.20: <reason>`).
+    xen420: Option<String>,
 }
 
 fn transcript() -> Vec<Line> {
@@ -44,6 +47,7 @@ fn transcript() -> Vec<Line> {
                     .collect(),
                 differs: mark("differs:"),
                 oxenstored: mark("oxenstored:"),
+                xen420: mark("xen-4.20:"),
             }
         })
         .collect()
@@ -226,4 +230,28 @@ fn pyxs_session_oxenstored_second_opinion() {
     let reference = pyxs_session(&Upstream::start(Flavor::C).socket);
     let got = pyxs_session(&Upstream::start(Flavor::Ocaml).socket);
     assert_eq!(got, reference, "pyxs: oxenstored vs C xenstored");
+}
+
+#[test]
+fn xenstore_utils_transcript_c_xenstored_420() {
+    let test = "xenstore_utils_transcript_c_xenstored_420";
+    let c_420 = Peer::c(Release::Xen420);
+    if !clients_installed(test) || !common::upstream::available(c_420, test) {
+        return;
+    }
+    let lines = transcript();
+    let got = run_transcript(&Upstream::start(c_420).socket, &lines);
+    compare("C xenstored 4.20", &lines, &got, |l| l.xen420.as_deref());
+}
+
+#[test]
+fn pyxs_session_c_xenstored_420() {
+    let test = "pyxs_session_c_xenstored_420";
+    let c_420 = Peer::c(Release::Xen420);
+    if !clients_installed(test) || !common::upstream::available(c_420, test) {
+        return;
+    }
+    let reference = pyxs_session(&Upstream::start(Flavor::C).socket);
+    let got = pyxs_session(&Upstream::start(c_420).socket);
+    assert_eq!(got, reference, "pyxs: C xenstored 4.20 vs 4.17");
 }

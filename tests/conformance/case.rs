@@ -17,6 +17,8 @@ pub struct Case {
     pub differs: Option<String>,
     /// Why oxenstored differs from C xenstored here.
     pub oxenstored: Option<String>,
+    /// Why C xenstored 4.20 differs from 4.17 here (DIFFERENCES.md).
+    pub xen420: Option<String>,
     pub steps: Vec<Step>,
 }
 
@@ -30,6 +32,9 @@ pub struct Step {
     /// In a `differs:` case, what the shim must answer instead (`~` lines;
     /// `~ nothing` for no message). None: the same as C xenstored.
     pub shim_expect: Option<Vec<String>>,
+    /// In a `xen-4.20:` case, what C xenstored 4.20 answers instead
+    /// (`4.20 =` lines; `4.20 = nothing` for no message).
+    pub xen420_expect: Option<Vec<String>>,
 }
 
 pub enum Action {
@@ -92,6 +97,7 @@ pub fn load(path: &Path) -> CaseFile {
                 name,
                 differs: None,
                 oxenstored: None,
+                xen420: None,
                 steps: Vec::new(),
             });
             continue;
@@ -103,6 +109,17 @@ pub fn load(path: &Path) -> CaseFile {
             case.differs = Some(why.trim().to_string());
         } else if let Some(why) = line.strip_prefix("oxenstored:") {
             case.oxenstored = Some(why.trim().to_string());
+        } else if let Some(why) = line.strip_prefix("xen-4.20:") {
+            case.xen420 = Some(why.trim().to_string());
+        } else if let Some(msg) = line.strip_prefix("4.20 =") {
+            let step = case
+                .steps
+                .last_mut()
+                .unwrap_or_else(|| panic!("{}: 4.20 expectation before any step", at()));
+            let list = step.xen420_expect.get_or_insert_with(Vec::new);
+            if msg.trim() != "nothing" {
+                list.push(msg.trim().to_string());
+            }
         } else if let Some(msg) = line.strip_prefix('~') {
             let step = case
                 .steps
@@ -126,6 +143,7 @@ pub fn load(path: &Path) -> CaseFile {
                 action: step.1,
                 expect: Vec::new(),
                 shim_expect: None,
+                xen420_expect: None,
             });
         }
     }
@@ -336,5 +354,42 @@ pub fn rewrite(file: &CaseFile, recorded: &[Vec<Vec<String>>]) -> String {
             }
         }
     }
+    out
+}
+
+/// The file with its `4.20 =` lines replaced by `pins` (step line index ->
+/// C xenstored 4.20's messages), each after its step's `=` lines.
+pub fn rewrite_xen420(
+    file: &CaseFile,
+    pins: &std::collections::HashMap<usize, Vec<String>>,
+) -> String {
+    let mut out = String::new();
+    let mut pending: Option<(String, &Vec<String>)> = None;
+    let flush = |out: &mut String, pending: &mut Option<(String, &Vec<String>)>| {
+        if let Some((indent, msgs)) = pending.take() {
+            if msgs.is_empty() {
+                out.push_str(&format!("{indent}  4.20 = nothing\n"));
+            }
+            for m in msgs {
+                out.push_str(&format!("{indent}  4.20 = {m}\n"));
+            }
+        }
+    };
+    for (i, line) in file.lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("4.20 =") {
+            continue;
+        }
+        if !trimmed.starts_with('=') {
+            flush(&mut out, &mut pending);
+        }
+        out.push_str(line);
+        out.push('\n');
+        if let Some(msgs) = pins.get(&i) {
+            let indent: String = line.chars().take_while(|c| c.is_whitespace()).collect();
+            pending = Some((indent, msgs));
+        }
+    }
+    flush(&mut out, &mut pending);
     out
 }

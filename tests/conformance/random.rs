@@ -57,6 +57,7 @@ pub fn session(seed: u64, len: usize) -> Case {
             action,
             expect: Vec::new(),
             shim_expect: None,
+            xen420_expect: None,
         })
     };
     for _ in 0..len {
@@ -171,6 +172,7 @@ pub fn session(seed: u64, len: usize) -> Case {
         name: format!("random/{seed}"),
         differs: None,
         oxenstored: None,
+        xen420: None,
         steps,
     }
 }
@@ -190,6 +192,7 @@ fn ping(conn: &str) -> Step {
         },
         expect: Vec::new(),
         shim_expect: None,
+        xen420_expect: None,
     }
 }
 

@@ -1,5 +1,7 @@
 //! Debian's upstream daemons (C xenstored, oxenstored) on a private socket,
-//! running without Xen under the LD_PRELOAD stub tests/peer/xenstub.c.
+//! running without Xen under the LD_PRELOAD stub tests/peer/xenstub.c:
+//! Debian 12's own (Xen 4.17), and Debian 13's C xenstored (Xen 4.20),
+//! fetched by tests/peer/fetch and run under trixie's loader.
 
 use crate::daemon::{scratch_dir, Daemon};
 use crate::error;
@@ -19,25 +21,124 @@ pub enum Flavor {
     Ocaml,
 }
 
-impl Flavor {
-    pub fn binary(self) -> &'static str {
+/// The Xen release an upstream daemon comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Release {
+    /// Debian 12's, installed on the host (xen-utils-4.17).
+    Xen417,
+    /// Debian 13's, extracted under target/ by `tests/peer/fetch 4.20`.
+    Xen420,
+}
+
+impl Release {
+    pub fn version(self) -> &'static str {
         match self {
-            Flavor::C => C_XENSTORED,
-            Flavor::Ocaml => OXENSTORED,
+            Release::Xen417 => "4.17",
+            Release::Xen420 => "4.20",
         }
     }
 
-    pub fn name(self) -> &'static str {
+    /// Where tests/peer/fetch extracts the release.
+    fn fetched(self) -> PathBuf {
+        crate::workspace_root().join(format!("target/peer/xen-{}", self.version()))
+    }
+
+    /// Where the release's files are: the host's / or the extracted tree.
+    fn root(self) -> PathBuf {
         match self {
-            Flavor::C => "C xenstored",
+            Release::Xen417 => PathBuf::from("/"),
+            Release::Xen420 => self.fetched().join("root"),
+        }
+    }
+
+    /// One of the release's programs (/usr/lib/xen-<version>/bin/<name>).
+    pub fn program(self, name: &str) -> PathBuf {
+        self.root()
+            .join(format!("usr/lib/xen-{}/bin/{name}", self.version()))
+    }
+
+    /// A command running `program` with the release's own libraries: the
+    /// host's as they are, an extracted release's under its own loader
+    /// (trixie's binaries need a newer glibc than the host's).
+    pub fn command(self, program: &Path) -> Command {
+        match self {
+            Release::Xen417 => Command::new(program),
+            Release::Xen420 => {
+                let libs = self.root().join("usr/lib/x86_64-linux-gnu");
+                let mut cmd = Command::new(libs.join("ld-linux-x86-64.so.2"));
+                cmd.arg("--library-path").arg(&libs).arg(program);
+                cmd
+            }
+        }
+    }
+
+    /// What is missing to run the release's programs, if anything.
+    fn missing(self) -> Option<String> {
+        match self {
+            Release::Xen417 => (!Path::new(C_XENSTORED).exists())
+                .then(|| format!("{C_XENSTORED} not installed (xen-utils-4.17)")),
+            Release::Xen420 => (!self.fetched().join("complete").exists()).then(|| {
+                format!(
+                    "{} not fetched (tests/peer/fetch 4.20; make test does it)",
+                    self.fetched().display()
+                )
+            }),
+        }
+    }
+}
+
+/// An upstream daemon: which one, of which release.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Peer {
+    pub flavor: Flavor,
+    pub release: Release,
+}
+
+/// A bare flavor is Debian 12's, the host's own.
+impl From<Flavor> for Peer {
+    fn from(flavor: Flavor) -> Peer {
+        Peer {
+            flavor,
+            release: Release::Xen417,
+        }
+    }
+}
+
+impl Peer {
+    /// C xenstored of `release`.
+    pub const fn c(release: Release) -> Peer {
+        Peer {
+            flavor: Flavor::C,
+            release,
+        }
+    }
+
+    pub fn binary(self) -> PathBuf {
+        self.release.program(match self.flavor {
+            Flavor::C => "xenstored",
             Flavor::Ocaml => "oxenstored",
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match (self.flavor, self.release) {
+            (Flavor::C, Release::Xen417) => "C xenstored",
+            (Flavor::C, Release::Xen420) => "C xenstored 4.20",
+            (Flavor::Ocaml, Release::Xen417) => "oxenstored",
+            (Flavor::Ocaml, Release::Xen420) => "oxenstored 4.20",
         }
     }
 
     /// What is missing to run this daemon, if anything.
     pub fn missing(self) -> Option<String> {
-        if !Path::new(self.binary()).exists() {
-            Some(format!("{} not installed (xen-utils-4.17)", self.binary()))
+        if self.flavor == Flavor::Ocaml && self.release != Release::Xen417 {
+            // 4.20's needs its xenctrl plugin, which the stub does not fake.
+            return Some(format!("{} is not supported by the stub", self.name()));
+        }
+        if let Some(missing) = self.release.missing() {
+            Some(missing)
+        } else if !self.binary().exists() {
+            Some(format!("{} not there", self.binary().display()))
         } else if !Path::new("/usr/include/xenctrl.h").exists() {
             Some("/usr/include/xenctrl.h not installed (libxen-dev)".to_string())
         } else {
@@ -46,11 +147,26 @@ impl Flavor {
     }
 }
 
+impl Flavor {
+    pub fn binary(self) -> PathBuf {
+        Peer::from(self).binary()
+    }
+
+    pub fn name(self) -> &'static str {
+        Peer::from(self).name()
+    }
+
+    /// What is missing to run this daemon, if anything.
+    pub fn missing(self) -> Option<String> {
+        Peer::from(self).missing()
+    }
+}
+
 /// True when the upstream daemon is installed; false (loudly) when a test
-/// may skip. Under CI (`.ci/setup` installs xen-utils-4.17 and libxen-dev)
-/// it must be there.
-pub fn available(flavor: Flavor, test: &str) -> bool {
-    let Some(missing) = flavor.missing() else {
+/// may skip. Under CI (`.ci/setup` installs xen-utils-4.17 and libxen-dev,
+/// `make test` fetches 4.20) it must be there.
+pub fn available(peer: impl Into<Peer>, test: &str) -> bool {
+    let Some(missing) = peer.into().missing() else {
         return true;
     };
     if std::env::var_os("CI").is_some() {
@@ -104,7 +220,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 pub struct Upstream {
-    pub flavor: Flavor,
+    pub peer: Peer,
     pub daemon: Daemon,
 }
 
@@ -112,20 +228,21 @@ impl Upstream {
     /// Starts `flavor` in the foreground with extra `args` and `env` (e.g.
     /// XENSTUB_DOMIDS) and waits until it accepts connections.
     pub fn launch(
-        flavor: Flavor,
+        peer: impl Into<Peer>,
         label: &str,
         args: &[&str],
         env: &[(&str, &str)],
     ) -> io::Result<Upstream> {
-        if let Some(missing) = flavor.missing() {
+        let peer = peer.into();
+        if let Some(missing) = peer.missing() {
             return Err(error(missing));
         }
         let dir = scratch_dir(label)?;
         let socket = dir.join("socket");
-        let mut cmd = Command::new(flavor.binary());
+        let mut cmd = peer.release.command(&peer.binary());
         cmd.env("LD_PRELOAD", stub_library()?)
             .env("XENSTUB_DIR", &dir);
-        match flavor {
+        match peer.flavor {
             // No -D: without dom0 init the store is never set up and the
             // daemon crashes on the first request. No -T: it halves throughput.
             Flavor::C => {
@@ -155,27 +272,28 @@ impl Upstream {
         }
         cmd.args(args).envs(env.iter().copied());
         Ok(Upstream {
-            flavor,
+            peer,
             daemon: Daemon::spawn(label, cmd, dir, socket)?,
         })
     }
 
     /// The daemon with no extra arguments (for tests).
-    pub fn start(flavor: Flavor) -> Upstream {
-        Upstream::start_with_env(flavor, &[], &[])
+    pub fn start(peer: impl Into<Peer>) -> Upstream {
+        Upstream::start_with_env(peer, &[], &[])
     }
 
     /// With extra arguments (for tests).
-    pub fn start_with(flavor: Flavor, args: &[&str]) -> Upstream {
-        Upstream::start_with_env(flavor, args, &[])
+    pub fn start_with(peer: impl Into<Peer>, args: &[&str]) -> Upstream {
+        Upstream::start_with_env(peer, args, &[])
     }
 
     /// With extra arguments and environment (for tests).
-    pub fn start_with_env(flavor: Flavor, args: &[&str], env: &[(&str, &str)]) -> Upstream {
-        Upstream::launch(flavor, flavor.name(), args, env).unwrap_or_else(|e| panic!("{e}"))
+    pub fn start_with_env(peer: impl Into<Peer>, args: &[&str], env: &[(&str, &str)]) -> Upstream {
+        let peer = peer.into();
+        Upstream::launch(peer, peer.name(), args, env).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// Gives up the flavor, keeping the running daemon.
+    /// Gives up the peer, keeping the running daemon.
     pub fn into_daemon(self) -> Daemon {
         self.daemon
     }

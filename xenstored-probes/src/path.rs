@@ -92,17 +92,6 @@ pub fn resolve_watch(raw: &[u8], domid: u32, path_max: usize) -> Result<(String,
     Ok((resolve(raw, domid, path_max)?.into_owned(), relative))
 }
 
-/// UNWATCH's path: made absolute like the WATCH's, never validated (an
-/// invalid one simply matches no watch).
-pub fn canonical(raw: &[u8], domid: u32) -> String {
-    let raw = String::from_utf8_lossy(raw);
-    if raw.starts_with('/') || raw.starts_with('@') {
-        raw.into_owned()
-    } else {
-        format!("{}/{raw}", domain_path(domid))
-    }
-}
-
 /// The parent of an absolute path ("/" for top-level nodes).
 pub fn parent(path: &str) -> &str {
     match path.rfind('/') {

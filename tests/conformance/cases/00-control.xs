@@ -53,13 +53,17 @@ case in-transaction
 
 case help
   oxenstored: answers CONTROL with OK whatever the command
+  xen-4.20: its own CONTROL output: help text, quota names and order, "(max N)" in reports, log without arguments lists the switches
   a: CONTROL "help\0"
     = CONTROL req=1 tx=0 "check\t\nlog\ton|off\nlive-update\t[-c <cmdline>] [-F] [-t <timeout>] <file>\n    Default timeout is 60 seconds.\nlogfile\t<file>\nmemreport\t[<file>]\nprint\t<string>\nquota\t[set <name> <val>|<domid>]\nquota-soft\t[set <name> <val>]\nhelp\t\n\0"
+    4.20 = CONTROL req=1 tx=0 "check           \nlog             [on|off|+<switch>|-<switch>]\nlive-update     [-c <cmdline>] [-F] [-t <timeout>] <file>\n    Default timeout is 60 seconds.\nlogfile         <file>\nmemreport       [<file>]\nprint           <string>\nquota           [set <name> <val>|<domid>|max [-r]]\nquota-soft      [set <name> <val>]\nhelp            \n\0"
 
 case quota
   oxenstored: answers CONTROL with OK whatever the command
+  xen-4.20: its own CONTROL output: help text, quota names and order, "(max N)" in reports, log without arguments lists the switches
   a: CONTROL "quota\0"
     = CONTROL req=1 tx=0 "Quota settings:\nnodes            :     1000 Nodes per domain\nwatches          :      128 Watches per domain\ntransactions     :       10 Transactions per domain\noutstanding      :       20 Outstanding requests per domain\ntransaction-nodes:     1024 Max. number of accessed nodes per transaction\nmemory           :  2621440 Total Xenstore memory per domain (error level)\nnode-size        :     2048 Max. size of a node\npath-max         :     2048 Max. length of a node path\npermissions      :        5 Max. number of permissions per node\n\0"
+    4.20 = CONTROL req=1 tx=0 "Quota settings:\nnodes            :     1000 Nodes per domain\nwatches          :      128 Watches per domain\noutstanding      :       20 Outstanding requests per domain\nmemory           :  2621440 Total Xenstore memory per domain (error level)\ntransactions     :       10 Active transactions per domain\ntransaction-nodes:     1024 Max. number of accessed nodes per transaction\nnode-permissions :        5 Max. number of permissions per node\npath-max         :     2048 Max. length of a node path\nnode-size        :     2048 Max. size of a node\n\0"
 
 case quota-soft
   oxenstored: answers CONTROL with OK whatever the command
@@ -73,8 +77,10 @@ case memreport
 
 case log-no-arg
   oxenstored: answers CONTROL with OK whatever the command
+  xen-4.20: its own CONTROL output: help text, quota names and order, "(max N)" in reports, log without arguments lists the switches
   a: CONTROL "log\0"
     = ERROR req=1 tx=0 "EINVAL\0"
+    4.20 = CONTROL req=1 tx=0 "Log switch settings:\nobj     : on\nio      : on\nwrl     : off\nacc     : off\ntdb     : off\n\0"
 
 case check-extra-arg
   oxenstored: answers CONTROL with OK whatever the command

@@ -60,11 +60,15 @@ case tool
     = DIRECTORY req=1 tx=0 "xenstored\0"
 
 case no-nul
+  differs: follows 4.20: EINVAL for a malformed path argument (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: WRITE "/n/a\0"
     = WRITE req=1 tx=0 "OK\0"
   a: DIRECTORY "/n"
     = ERROR req=2 tx=0 "ENOENT\0"
+    4.20 = ERROR req=2 tx=0 "EINVAL\0"
+    ~ ERROR req=2 tx=0 "EINVAL\0"
 
 case trailing-slash
   a: WRITE "/s/a\0"
@@ -107,8 +111,12 @@ case in-transaction-sees-own-writes
     = ERROR req=4 tx=0 "ENOENT\0"
 
 case extra-args-ignored
+  differs: follows 4.20: EINVAL for a malformed path argument (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: WRITE "/e/a\0"
     = WRITE req=1 tx=0 "OK\0"
   a: DIRECTORY "/e\0junk\0"
     = ERROR req=2 tx=0 "ENOENT\0"
+    4.20 = ERROR req=2 tx=0 "EINVAL\0"
+    ~ ERROR req=2 tx=0 "EINVAL\0"

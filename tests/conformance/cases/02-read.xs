@@ -42,16 +42,24 @@ case relative-missing
     = ERROR req=1 tx=0 "ENOENT\0"
 
 case no-nul
+  differs: follows 4.20: EINVAL for a malformed path argument (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: WRITE "/tool\0v"
     = WRITE req=1 tx=0 "OK\0"
   a: READ "/tool"
     = ERROR req=2 tx=0 "ENOENT\0"
+    4.20 = ERROR req=2 tx=0 "EINVAL\0"
+    ~ ERROR req=2 tx=0 "EINVAL\0"
 
 case empty-payload
+  differs: follows 4.20: EINVAL for a malformed path argument (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   oxenstored: never answers a message with an empty payload (waits for more bytes)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: READ ""
     = ERROR req=1 tx=0 "ENOENT\0"
+    4.20 = ERROR req=1 tx=0 "EINVAL\0"
+    ~ ERROR req=1 tx=0 "EINVAL\0"
 
 case only-nul
   a: READ "\0"
@@ -95,11 +103,15 @@ case in-unknown-transaction
     = ERROR req=1 tx=4242 "ENOENT\0"
 
 case two-args
+  differs: follows 4.20: EINVAL for a malformed path argument (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: WRITE "/t\0v"
     = WRITE req=1 tx=0 "OK\0"
   a: READ "/t\0extra\0"
     = ERROR req=2 tx=0 "ENOENT\0"
+    4.20 = ERROR req=2 tx=0 "EINVAL\0"
+    ~ ERROR req=2 tx=0 "EINVAL\0"
 
 case at-path
   oxenstored: special @paths are ordinary nodes, RM / allowed (C: EINVAL)

@@ -44,9 +44,13 @@ case relative
     = GET_PERMS req=2 tx=0 "n0\0"
 
 case no-nul
+  differs: follows 4.20: EINVAL for a malformed path argument (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: GET_PERMS "/"
     = ERROR req=1 tx=0 "ENOENT\0"
+    4.20 = ERROR req=1 tx=0 "EINVAL\0"
+    ~ ERROR req=1 tx=0 "EINVAL\0"
 
 case bad-path
   a: GET_PERMS "/x y\0"
@@ -57,14 +61,22 @@ case local-domain
     = ERROR req=1 tx=0 "ENOENT\0"
 
 case special-introduce
+  differs: follows 4.20: GET_PERMS of a special node answers its permissions (4.17: EINVAL)
   oxenstored: special @paths are ordinary nodes, RM / allowed (C: EINVAL)
+  xen-4.20: special @ nodes have permissions: GET_PERMS and SET_PERMS work on them (4.17: EINVAL)
   a: GET_PERMS "@introduceDomain\0"
     = ERROR req=1 tx=0 "EINVAL\0"
+    4.20 = GET_PERMS req=1 tx=0 "n0\0"
+    ~ GET_PERMS req=1 tx=0 "n0\0"
 
 case special-release
+  differs: follows 4.20: GET_PERMS of a special node answers its permissions (4.17: EINVAL)
   oxenstored: special @paths are ordinary nodes, RM / allowed (C: EINVAL)
+  xen-4.20: special @ nodes have permissions: GET_PERMS and SET_PERMS work on them (4.17: EINVAL)
   a: GET_PERMS "@releaseDomain\0"
     = ERROR req=1 tx=0 "EINVAL\0"
+    4.20 = GET_PERMS req=1 tx=0 "n0\0"
+    ~ GET_PERMS req=1 tx=0 "n0\0"
 
 case in-transaction
   a: TRANSACTION_START "\0" -> $t

@@ -69,8 +69,12 @@ case special
     = UNWATCH req=2 tx=0 "OK\0"
 
 case bad-path
+  differs: follows 4.20: EINVAL for UNWATCH of an invalid path (4.17: ENOENT)
+  xen-4.20: EINVAL for UNWATCH of an invalid path (4.17: ENOENT)
   a: UNWATCH "/w w\0tok\0"
     = ERROR req=1 tx=0 "ENOENT\0"
+    4.20 = ERROR req=1 tx=0 "EINVAL\0"
+    ~ ERROR req=1 tx=0 "EINVAL\0"
 
 case rewatch-after-unwatch
   a: WATCH "/w\0tok\0"

@@ -81,3 +81,17 @@ case in-transaction
     = TRANSACTION_START req=2 tx=0 "$t\0"
   a: RELEASE tx=$t "5\0"
     = RELEASE req=3 tx=$t "OK\0"
+
+case release-owner-of-special-node
+  xen-4.20: segfaults releasing the owner of a special node (4.17 answers on)
+  a: SET_PERMS "@introduceDomain\0r5\0n5\0"
+    = SET_PERMS req=1 tx=0 "OK\0"
+  a: INTRODUCE "5\0123\04\0"
+    = INTRODUCE req=2 tx=0 "OK\0"
+  a: RELEASE "5\0"
+    = RELEASE req=3 tx=0 "OK\0"
+    4.20 = closed
+  a: IS_DOMAIN_INTRODUCED "5\0"
+    = IS_DOMAIN_INTRODUCED req=4 tx=0 "F\0"
+    4.20 = closed
+    4.20 = C xenstored 4.20 died

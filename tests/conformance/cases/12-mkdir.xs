@@ -30,14 +30,22 @@ case relative
     = DIRECTORY req=2 tx=0 "rel\0"
 
 case no-nul
+  differs: follows 4.20: EINVAL for a malformed path argument (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: MKDIR "/m"
     = ERROR req=1 tx=0 "ENOMEM\0"
+    4.20 = ERROR req=1 tx=0 "EINVAL\0"
+    ~ ERROR req=1 tx=0 "EINVAL\0"
 
 case empty
+  differs: follows 4.20: EINVAL for a malformed path argument (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   oxenstored: never answers a message with an empty payload (waits for more bytes)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: MKDIR ""
     = ERROR req=1 tx=0 "ENOMEM\0"
+    4.20 = ERROR req=1 tx=0 "EINVAL\0"
+    ~ ERROR req=1 tx=0 "EINVAL\0"
 
 case bad-path
   a: MKDIR "/m m\0"
@@ -48,9 +56,13 @@ case trailing-slash
     = ERROR req=1 tx=0 "EINVAL\0"
 
 case extra-arg
+  differs: follows 4.20: EINVAL for a malformed path argument (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: MKDIR "/m\0extra\0"
     = ERROR req=1 tx=0 "ENOMEM\0"
+    4.20 = ERROR req=1 tx=0 "EINVAL\0"
+    ~ ERROR req=1 tx=0 "EINVAL\0"
   a: READ "/m\0"
     = ERROR req=2 tx=0 "ENOENT\0"
 

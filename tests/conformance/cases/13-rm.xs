@@ -43,16 +43,24 @@ case relative
     = ERROR req=3 tx=0 "ENOENT\0"
 
 case no-nul
+  differs: follows 4.20: EINVAL for a malformed path argument (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: WRITE "/r\0v"
     = WRITE req=1 tx=0 "OK\0"
   a: RM "/r"
     = ERROR req=2 tx=0 "ENOMEM\0"
+    4.20 = ERROR req=2 tx=0 "EINVAL\0"
+    ~ ERROR req=2 tx=0 "EINVAL\0"
 
 case empty
+  differs: follows 4.20: EINVAL for a malformed path argument (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   oxenstored: never answers a message with an empty payload (waits for more bytes)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: RM ""
     = ERROR req=1 tx=0 "ENOMEM\0"
+    4.20 = ERROR req=1 tx=0 "EINVAL\0"
+    ~ ERROR req=1 tx=0 "EINVAL\0"
 
 case bad-path
   a: RM "/r r\0"

@@ -131,11 +131,15 @@ case children-keep-own-perms
     = GET_PERMS req=3 tx=0 "n0\0"
 
 case special-path
+  differs: follows 4.20: GET_PERMS of a special node answers its permissions (4.17: EINVAL)
   oxenstored: special @paths are ordinary nodes, RM / allowed (C: EINVAL)
+  xen-4.20: special @ nodes have permissions: GET_PERMS and SET_PERMS work on them (4.17: EINVAL)
   a: SET_PERMS "@releaseDomain\0n0\0r5\0"
     = SET_PERMS req=1 tx=0 "OK\0"
   a: GET_PERMS "@releaseDomain\0"
     = ERROR req=2 tx=0 "EINVAL\0"
+    4.20 = GET_PERMS req=2 tx=0 "n0\0r5\0"
+    ~ GET_PERMS req=2 tx=0 "n0\0r5\0"
 
 case special-unknown
   a: SET_PERMS "@bogus\0n0\0"

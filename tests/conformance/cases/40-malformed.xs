@@ -31,9 +31,13 @@ case len-huge-header-only
     = READ req=2 tx=0 ""
 
 case len-zero-read
+  differs: follows 4.20: EINVAL for a malformed path argument (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   oxenstored: never answers a message with an empty payload (waits for more bytes)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: READ len=0 ""
     = ERROR req=1 tx=0 "ENOENT\0"
+    4.20 = ERROR req=1 tx=0 "EINVAL\0"
+    ~ ERROR req=1 tx=0 "EINVAL\0"
 
 case len-zero-write
   oxenstored: never answers a message with an empty payload (waits for more bytes)
@@ -114,11 +118,15 @@ case req-id-repeated
     = READ req=7 tx=0 ""
 
 case nul-in-middle-of-path
+  differs: follows 4.20: EINVAL for a malformed path argument (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   oxenstored: EINVAL for a path argument without its NUL or with extra arguments (C: ENOENT, or ENOMEM for MKDIR/RM)
+  xen-4.20: EINVAL for a path argument without its NUL, empty, or with extra arguments (4.17: ENOENT, or ENOMEM for MKDIR/RM)
   a: WRITE "/a\0v"
     = WRITE req=1 tx=0 "OK\0"
   a: READ "/a\0b\0"
     = ERROR req=2 tx=0 "ENOENT\0"
+    4.20 = ERROR req=2 tx=0 "EINVAL\0"
+    ~ ERROR req=2 tx=0 "EINVAL\0"
 
 case high-bytes-path
   a: READ "/\xff\xfe\0"

@@ -1,4 +1,4 @@
-# Adds marks to cases: tools/mark.py differs|oxenstored < lines of
+# Adds marks to cases: tools/mark.py differs|oxenstored|xen-4.20 < lines of
 #   <reason> | <file-stem/case> <file-stem/case> ...
 # replacing that key's existing marks on the named cases.
 import sys, re, glob, os
@@ -24,7 +24,7 @@ for f in sorted(glob.glob('*.xs')):
             name = stem + '/' + l[5:].strip()
             # drop an existing mark of this key
             kept = []
-            while i + 1 < len(lines) and (lines[i+1].strip().startswith('differs:') or lines[i+1].strip().startswith('oxenstored:')):
+            while i + 1 < len(lines) and lines[i+1].strip().startswith(('differs:', 'oxenstored:', 'xen-4.20:')):
                 i += 1
                 if name not in marks or not lines[i].strip().startswith(key + ':'):
                     kept.append(lines[i])

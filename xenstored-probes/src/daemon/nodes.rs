@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::io::Write;
 
 pub(super) fn read(d: &mut Daemon, call: &Call, p: &[u8], reply: &mut Vec<u8>) -> Result<(), Fail> {
-    let raw = request::path(p, XsError::Enoent)?;
+    let raw = request::path(p)?;
     reply_from(d, call, raw, |n| reply.extend_from_slice(n.value))
 }
 
@@ -28,7 +28,7 @@ pub(super) fn directory(
     p: &[u8],
     reply: &mut Vec<u8>,
 ) -> Result<(), Fail> {
-    let raw = request::path(p, XsError::Enoent)?;
+    let raw = request::path(p)?;
     reply_from(d, call, raw, |n| reply.extend_from_slice(n.children))
 }
 
@@ -50,8 +50,26 @@ pub(super) fn get_perms(
     p: &[u8],
     reply: &mut Vec<u8>,
 ) -> Result<(), Fail> {
-    let raw = request::path(p, XsError::Enoent)?;
+    let raw = request::path(p)?;
+    if raw.starts_with(b"@") {
+        return special_perms(d, raw, &call.who, reply);
+    }
     reply_from(d, call, raw, |n| n.perms.write_to(reply))
+}
+
+/// GET_PERMS of @introduceDomain/@releaseDomain: their permissions, as C
+/// xenstored answers from 4.18 on (4.17: EINVAL; DIFFERENCES.md). Any
+/// other @ name stays EINVAL, as in both.
+fn special_perms(d: &Daemon, name: &[u8], who: &Identity, reply: &mut Vec<u8>) -> Result<(), Fail> {
+    let node = std::str::from_utf8(name)
+        .ok()
+        .and_then(|name| d.store.special(name))
+        .ok_or(Fail(XsError::Einval, "path"))?;
+    if node.perms.for_identity(who) & crate::perms::READ == 0 {
+        return Err(Fail(XsError::Eacces, "perm"));
+    }
+    node.perms.write_to(reply);
+    Ok(())
 }
 
 pub(super) fn write(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
@@ -60,12 +78,12 @@ pub(super) fn write(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
 }
 
 pub(super) fn mkdir(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
-    let raw = request::path(p, XsError::Enomem)?;
+    let raw = request::path(p)?;
     write_node(d, call, raw, None)
 }
 
 pub(super) fn rm(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
-    let raw = request::path(p, XsError::Enomem)?;
+    let raw = request::path(p)?;
     let path = node_path(d, call, raw)?;
     let changes = d.tree(call, |t, _, _| tree::remove(t, &path, &call.who))?;
     d.changed(call, changes);
@@ -137,7 +155,7 @@ fn limits<'m>(q: &Quotas, caller: u32, memory: &'m dyn Fn(u32) -> Option<usize>)
 }
 
 /// SET_PERMS on @introduceDomain/@releaseDomain: not nodes of the tree
-/// (GET_PERMS cannot read them), outside transactions, no watch fires.
+/// (special_perms() reads them), outside transactions, no watch fires.
 fn set_special_perms(
     d: &mut Daemon,
     name: &[u8],
