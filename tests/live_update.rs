@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::upstream::{self, Flavor, Upstream};
+use common::upstream::{self, Flavor, Peer, Release, Upstream};
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 use xenstored_probes::migration::stream::{self, ConnKind, Perm};
@@ -148,11 +148,22 @@ fn c_xenstored_state_dump_reads_and_writes_back_byte_for_byte() {
 /// store, and sends the OK C held for the update's request.
 #[test]
 fn c_xenstored_updates_live_into_the_shim() {
-    let test = "c_xenstored_updates_live_into_the_shim";
-    if !upstream::available(Flavor::C, test) {
-        return;
+    if upstream::available(Flavor::C, "c_xenstored_updates_live_into_the_shim") {
+        c_xenstored_update_into_the_shim(Release::Xen417);
     }
-    let mut c = Upstream::start(Flavor::C);
+}
+
+/// The same from Debian 13's C xenstored 4.20 (run under trixie's loader).
+#[test]
+fn c_xenstored_420_updates_live_into_the_shim() {
+    let peer = Peer::c(Release::Xen420);
+    if upstream::available(peer, "c_xenstored_420_updates_live_into_the_shim") {
+        c_xenstored_update_into_the_shim(Release::Xen420);
+    }
+}
+
+fn c_xenstored_update_into_the_shim(release: Release) {
+    let mut c = Upstream::start(Peer::c(release));
     c.run("xenstore-write", &["/local/domain/7/data", "seven"]);
     c.run("xenstore-chmod", &["/local/domain/7/data", "n7", "r0"]);
     c.run("xenstore-write", &["/vm/uuid/name", "guest7"]);
@@ -163,7 +174,9 @@ fn c_xenstored_updates_live_into_the_shim() {
 
     let shim = common::bin("xenstored-shim");
     let out = xenstore_testkit::process::output_within(
-        c.client("/usr/lib/xen-4.17/bin/xenstore-control")
+        release
+            .command(&release.program("xenstore-control"))
+            .env("XENSTORED_PATH", &c.socket)
             .args(["live-update", "-t", "10", "-f"])
             .arg(&shim),
         Duration::from_secs(30),
