@@ -110,8 +110,9 @@ impl XenCtrl {
         let mismatch = match (self.library, self.hypervisor) {
             (Some(lib), Some(xen)) if lib != xen && e.raw_os_error() == Some(libc::EACCES) => {
                 format!(
-                    " ({} is Xen {}.{}'s and the hypervisor is Xen {}.{}: Xen refuses domctls \
-                     from another release's libxenctrl; install {} ({}))",
+                    " ({} is Xen {}.{}'s and the hypervisor is Xen {}.{}: Xen refuses \
+                     another release's libxenctrl when their hypercall interface differs; \
+                     install {} ({}))",
                     self.soname,
                     lib.0,
                     lib.1,
@@ -225,6 +226,46 @@ mod tests {
             };
             assert_eq!(verdict(Some(dying_unshut), announced), Verdict::Dead);
         }
+    }
+
+    /// Xen's EACCES for another release's library says which to install.
+    #[test]
+    fn a_refusal_of_another_releases_library_is_explained() {
+        let ctl = XenCtrl {
+            soname: "libxenctrl.so.4.17".into(),
+            library: Some((4, 17)),
+            hypervisor: Some((4, 21)),
+        };
+        let refused = io::Error::from_raw_os_error(libc::EACCES);
+        let msg = ctl
+            .explain("xc_domain_getinfolist(0)".into(), refused)
+            .to_string();
+        assert!(
+            msg.starts_with("xc_domain_getinfolist(0): Permission denied"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("libxenctrl.so.4.17 is Xen 4.17's and the hypervisor is Xen 4.21")
+                && msg.contains("install libxenctrl.so.4.21 (libxenmisc4.21)"),
+            "{msg}"
+        );
+        // The same release, or another error: nothing to explain.
+        let same = XenCtrl {
+            hypervisor: Some((4, 17)),
+            ..ctl
+        };
+        let msg = same
+            .explain("q".into(), io::Error::from_raw_os_error(libc::EACCES))
+            .to_string();
+        assert_eq!(msg, "q: Permission denied (os error 13)");
+        let other = XenCtrl {
+            hypervisor: Some((4, 21)),
+            ..same
+        };
+        let msg = other
+            .explain("q".into(), io::Error::from_raw_os_error(libc::ESRCH))
+            .to_string();
+        assert_eq!(msg, "q: No such process (os error 3)");
     }
 
     /// Off Xen (no libxenctrl, or no hypervisor behind it) opening fails

@@ -1,6 +1,6 @@
 /*
  * The part of libxenctrl's ABI the shim relies on, the same in every Xen
- * release it supports (4.17 to 4.22): xc_domain_getinfolist's prototype and
+ * release it supports (4.17, 4.20): xc_domain_getinfolist's prototype and
  * the two fields of xc_domaininfo_t it reads. glue.c needs no xenctrl.h for
  * it, so one binary talks to whichever release's library the host has;
  * xenctrl_abi_check.c proves these values against each release's headers.
