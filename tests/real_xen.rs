@@ -49,21 +49,19 @@ const STEPS: &[&str] = &[
 
 /// True when the prerequisites are there; a loud skip when they are not and
 /// CI is unset; a failure under CI.
-fn prerequisites(test: &str, release: &str) -> bool {
+fn prerequisites(test: &str) -> bool {
     if !common::need_root(test) {
         return false;
     }
-    // 4.20's dom0 userland is fetched; 4.17's is the host's.
-    let host_tools = if release == "4.17" {
-        &["/usr/lib/xen-4.17/bin/xl"][..]
-    } else {
-        &[]
-    };
-    let missing: Vec<&str> = ["/usr/bin/apt-get", "/usr/bin/dpkg-deb"]
-        .into_iter()
-        .chain(host_tools.iter().copied())
-        .filter(|p| !Path::new(p).exists())
-        .collect();
+    // 4.17's dom0 tools are the host's (4.20's are fetched).
+    let missing: Vec<&str> = [
+        "/usr/bin/apt-get",
+        "/usr/bin/dpkg-deb",
+        "/usr/lib/xen-4.17/bin/xl",
+    ]
+    .into_iter()
+    .filter(|p| !Path::new(p).exists())
+    .collect();
     if missing.is_empty() {
         return true;
     }
@@ -188,7 +186,7 @@ fn upstream_xenstored_4_20_runs_the_same_scenario() {
 }
 
 fn shim_scenario(test: &str, release: &str) {
-    if !prerequisites(test, release) {
+    if !prerequisites(test) {
         return;
     }
     let shim = common::bin("xenstored-shim");
@@ -319,7 +317,7 @@ fn shim_scenario(test: &str, release: &str) {
 }
 
 fn upstream_scenario(test: &str, release: &str) {
-    if !prerequisites(test, release) {
+    if !prerequisites(test) {
         return;
     }
     let run = run_scenario(
