@@ -13,6 +13,18 @@
 //! userland from Debian 13 (the shim and snooper built here run on trixie's
 //! libc there).
 //!
+//! What differs between the releases' reference runs (C xenstored's `-T`
+//! trace, measured once each on 2026-11-25): not the requests. Both take
+//! the same number of each type (122 DIRECTORY, 203 WRITE, 2 INTRODUCE,
+//! 31 WATCH, …, 60 ENOENT errors), except READs of /local/domain/N/name,
+//! which follow how often the harness's `xl list` polls ran (288 vs 293).
+//! The format differs: 4.20 prefixes each line with its category (`io:`,
+//! `obj:`), names the connection's domain (`(d0)`), logs a reply as
+//! `OUT(START)`/`OUT(END)` when it is queued, and a failed write as
+//! `OUT(ERR)` (guest2's corrupted ring: its `WATCH_EVENT device/harness`);
+//! 4.17 logs write-rate-limit credit lines (`wrl:`), which 4.20 no longer
+//! has. The snooper's lines on the shim show the same mix on both releases.
+//!
 //! Needs root, apt-get (the parts come from Debian's archive into
 //! target/xen/cache) and xen-utils-4.17 (`.ci/setup`). The runs share the
 //! machine's cores, so they take turns.
