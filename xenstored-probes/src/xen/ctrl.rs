@@ -268,6 +268,20 @@ mod tests {
         assert_eq!(msg, "q: No such process (os error 3)");
     }
 
+    /// The shim on Debian 13 without libxenmisc4.20: the error names the
+    /// library, the release and the package.
+    #[test]
+    fn a_missing_library_is_named_with_its_package() {
+        let why = "libxenctrl.so.4.20: cannot open shared object file: No such file or directory";
+        let msg = not_found(Some((4, 20)), &[why.to_string()]);
+        assert!(
+            msg.starts_with("libxenctrl: no usable libxenctrl.so.4.20 for the running Xen 4.20 (")
+                && msg.contains(why)
+                && msg.ends_with("install libxenmisc4.20 (Debian's package for it)"),
+            "{msg}"
+        );
+    }
+
     /// Off Xen (no libxenctrl, or no hypervisor behind it) opening fails
     /// with a reason instead of crashing the process.
     #[test]
