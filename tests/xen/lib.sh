@@ -1,26 +1,60 @@
 # Shared by the real-Xen harness's host-side scripts (sourced, not run).
 
-# Copies each binary into root at its own path, with its libraries.
+# dom0's userland comes from SYSROOT (tests/xen/fetch's env): empty for this
+# host's own files (Xen 4.17), Debian 13's extracted tree for Xen 4.20.
+
+# Copies each binary (a path inside SYSROOT) into root at its own path,
+# with its libraries.
 copy_with_libs() { # root binary...
     local root=$1 bin
     shift
     for bin in "$@"; do
-        install -D -m 0755 "$bin" "$root$bin"
-        copy_libs "$root" "$bin"
+        install -D -m 0755 "${SYSROOT:-}$bin" "$root$bin"
+        copy_libs "$root" "${SYSROOT:-}$bin"
     done
 }
 
-# Copies a binary's shared-library closure (ldd) and the dynamic loader into
+# Copies a host file (the daemon and snooper under test) into root at
+# path, with its libraries taken from SYSROOT's.
+copy_host_binary() { # root file path
+    install -D -m 0755 "$2" "$1$3"
+    copy_libs "$1" "$2"
+}
+
+# The libraries a binary loads, as "path-in-dom0 path-here" lines: the
+# host's ldd, or, for SYSROOT, its own loader with --list (this host's ldd
+# cannot run trixie's binaries, which need glibc >= 2.38).
+list_libs() { # binary
+    if [ -z "${SYSROOT:-}" ]; then
+        ldd "$1" 2>/dev/null | awk '/=> \// { print $3, $3 } /^\t\/.*ld-linux/ { print $1, $1 }'
+        return
+    fi
+    "$SYSROOT/usr/lib64/ld-linux-x86-64.so.2" --library-path "$SYSROOT/usr/lib/x86_64-linux-gnu" \
+        --list "$1" | awk -v r="$SYSROOT" '
+        / => \// { p = $3; d = $1 ~ /^\// ? $1 : substr(p, length(r) + 1); print d, p }
+        / not found/ { print "missing", $1 }'
+}
+
+# Copies a binary's shared-library closure and the dynamic loader into
 # root; also libgcc_s, which glibc loads at run time for pthread_cancel (xl
 # aborts without it).
 copy_libs() { # root binary
-    local root=$1 lib
-    ldd "$2" 2>/dev/null | awk '/=> \// { print $3 } /^\t\/.*ld-linux/ { print $1 }' |
-        while read -r lib; do
-            [ -e "$root$lib" ] || install -D -m 0755 "$(readlink -f "$lib")" "$root$lib"
-        done
-    lib=$(ldconfig -p | awk '/libgcc_s.so.1 .*x86-64/ && !found { print $NF; found = 1 }')
-    [ -e "$root$lib" ] || install -D -m 0644 "$lib" "$root$lib"
+    local root=$1 dest src
+    list_libs "$2" | while read -r dest src; do
+        if [ "$dest" = missing ]; then
+            echo "copy_libs: $2 needs $src, which ${SYSROOT:-this host} lacks" >&2
+            return 1
+        fi
+        [ -e "$root$dest" ] || install -D -m 0755 "$(readlink -f "$src")" "$root$dest"
+    done
+    if [ -n "${SYSROOT:-}" ]; then
+        dest=/usr/lib/x86_64-linux-gnu/libgcc_s.so.1
+        src=$SYSROOT$dest
+    else
+        dest=$(ldconfig -p | awk '/libgcc_s.so.1 .*x86-64/ && !found { print $NF; found = 1 }')
+        src=$dest
+    fi
+    [ -e "$root$dest" ] || install -D -m 0644 "$src" "$root$dest"
 }
 
 # The kernel modules that provide the named ones, dependencies first, as

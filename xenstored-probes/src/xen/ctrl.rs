@@ -1,15 +1,18 @@
-//! What the hypervisor says about a domain, the way C xenstored 4.17 asks
-//! (`xc_domain_getinfo`, tools/xenstore/xenstored_domain.c), and what
-//! xenstored makes of it on VIRQ_DOM_EXC (`check_domain`).
+//! What the hypervisor says about a domain, the way C xenstored asks
+//! (`xc_domain_getinfolist`, tools/xenstored/domain.c), and what xenstored
+//! makes of it on VIRQ_DOM_EXC (`check_domain`).
 //!
 //! libxenctrl is dlopened by glue.c rather than linked: the shim must start
 //! on hosts without Xen's libraries (CI, any non-Xen machine), and its
-//! soname changes with every Xen release, so a hard link would tie even the
-//! simulated daemon to one Xen version's runtime package. glue.c is
-//! compiled against the installed xenctrl.h and opens exactly the soname
-//! that header belongs to, so `xc_dominfo_t`'s layout is the library's own.
+//! soname changes with every Xen release, so a hard link would tie the
+//! binary to one release. glue.c reads only the part of the ABI all
+//! supported releases share (xenctrl_abi.h); [`super::libxenctrl`] picks
+//! the library of the running hypervisor's release.
 
 use std::io;
+use std::path::Path;
+
+use super::libxenctrl::{self, Release};
 
 /// The state bits check_domain reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,26 +60,110 @@ struct RawDomInfo {
 }
 
 extern "C" {
-    fn xss_xenctrl_open(err: *mut libc::c_char, len: usize) -> libc::c_int;
+    fn xss_xenctrl_open(
+        soname: *const libc::c_char,
+        err: *mut libc::c_char,
+        len: usize,
+    ) -> libc::c_int;
     fn xss_domain_info(domid: u32, out: *mut RawDomInfo) -> libc::c_int;
 }
 
 /// libxenctrl's handle (one per process, held by glue.c).
-pub struct XenCtrl(());
+pub struct XenCtrl {
+    soname: String,
+    library: Option<Release>,
+    hypervisor: Option<Release>,
+}
 
 impl XenCtrl {
+    /// Loads the libxenctrl of the running hypervisor's release, else the
+    /// newest installed, and checks that Xen answers it (asking about
+    /// dom0), so that a library of the wrong release fails here, plainly,
+    /// rather than on every domain death.
     pub fn open() -> io::Result<XenCtrl> {
-        let mut err = [0 as libc::c_char; 256];
-        // SAFETY: err is writable for its length; glue.c NUL-terminates.
-        if unsafe { xss_xenctrl_open(err.as_mut_ptr(), err.len()) } == 0 {
-            return Ok(XenCtrl(()));
+        let hypervisor = libxenctrl::hypervisor_release(Path::new("/sys/hypervisor"));
+        let dirs: Vec<&Path> = libxenctrl::LIBRARY_DIRS.iter().map(Path::new).collect();
+        let installed = libxenctrl::installed(&dirs);
+        let mut tried = Vec::new();
+        for soname in libxenctrl::candidates(hypervisor, &installed) {
+            match load(&soname) {
+                Ok(()) => {
+                    let mut ctl = XenCtrl {
+                        library: libxenctrl::release_of(&soname),
+                        soname,
+                        hypervisor,
+                    };
+                    ctl.info(0)?;
+                    return Ok(ctl);
+                }
+                Err(why) => tried.push(why),
+            }
         }
-        // SAFETY: NUL-terminated by snprintf above.
-        let why = unsafe { std::ffi::CStr::from_ptr(err.as_ptr()) };
-        Err(io::Error::other(format!(
-            "libxenctrl: {}",
-            why.to_string_lossy()
-        )))
+        Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            not_found(hypervisor, &tried),
+        ))
+    }
+
+    /// An EACCES from Xen, explained when the library is another release's.
+    fn explain(&self, what: String, e: io::Error) -> io::Error {
+        let mismatch = match (self.library, self.hypervisor) {
+            (Some(lib), Some(xen)) if lib != xen && e.raw_os_error() == Some(libc::EACCES) => {
+                format!(
+                    " ({} is Xen {}.{}'s and the hypervisor is Xen {}.{}: Xen refuses \
+                     another release's libxenctrl when their hypercall interface differs; \
+                     install {} ({}))",
+                    self.soname,
+                    lib.0,
+                    lib.1,
+                    xen.0,
+                    xen.1,
+                    libxenctrl::soname(xen),
+                    libxenctrl::debian_package(xen),
+                )
+            }
+            _ => String::new(),
+        };
+        io::Error::new(e.kind(), format!("{what}: {e}{mismatch}"))
+    }
+}
+
+/// dlopens one soname through glue.c; the loader's reason on failure.
+fn load(soname: &str) -> Result<(), String> {
+    let name = std::ffi::CString::new(soname).map_err(|e| format!("{soname}: {e}"))?;
+    let mut err = [0 as libc::c_char; 256];
+    // SAFETY: name is NUL-terminated; err is writable for its length and
+    // glue.c NUL-terminates it.
+    if unsafe { xss_xenctrl_open(name.as_ptr(), err.as_mut_ptr(), err.len()) } == 0 {
+        return Ok(());
+    }
+    // SAFETY: NUL-terminated by snprintf above.
+    let why = unsafe { std::ffi::CStr::from_ptr(err.as_ptr()) };
+    Err(why.to_string_lossy().into_owned())
+}
+
+/// What is missing, and which package provides it.
+fn not_found(hypervisor: Option<Release>, tried: &[String]) -> String {
+    let dirs = libxenctrl::LIBRARY_DIRS.join(", ");
+    let tried = if tried.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", tried.join("; "))
+    };
+    match hypervisor {
+        Some(xen) => format!(
+            "libxenctrl: no usable {} for the running Xen {}.{}{tried}, and no other \
+             libxenctrl.so.4.* in {dirs}: install {} (Debian's package for it)",
+            libxenctrl::soname(xen),
+            xen.0,
+            xen.1,
+            libxenctrl::debian_package(xen),
+        ),
+        None => format!(
+            "libxenctrl: no usable library{tried}; looked for libxenctrl.so.4.* in {dirs} \
+             (/sys/hypervisor/version does not say the Xen release): install the running \
+             Xen's libxenctrl (Debian: libxenmisc4.N)"
+        ),
     }
 }
 
@@ -92,10 +179,7 @@ impl DomainInfoSource for XenCtrl {
             0 => Ok(None),
             _ => {
                 let e = io::Error::last_os_error();
-                Err(io::Error::new(
-                    e.kind(),
-                    format!("xc_domain_getinfo({domid}): {e}"),
-                ))
+                Err(self.explain(format!("xc_domain_getinfolist({domid})"), e))
             }
         }
     }
@@ -144,6 +228,60 @@ mod tests {
         }
     }
 
+    /// Xen's EACCES for another release's library says which to install.
+    #[test]
+    fn a_refusal_of_another_releases_library_is_explained() {
+        let ctl = XenCtrl {
+            soname: "libxenctrl.so.4.17".into(),
+            library: Some((4, 17)),
+            hypervisor: Some((4, 21)),
+        };
+        let refused = io::Error::from_raw_os_error(libc::EACCES);
+        let msg = ctl
+            .explain("xc_domain_getinfolist(0)".into(), refused)
+            .to_string();
+        assert!(
+            msg.starts_with("xc_domain_getinfolist(0): Permission denied"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("libxenctrl.so.4.17 is Xen 4.17's and the hypervisor is Xen 4.21")
+                && msg.contains("install libxenctrl.so.4.21 (libxenmisc4.21)"),
+            "{msg}"
+        );
+        // The same release, or another error: nothing to explain.
+        let same = XenCtrl {
+            hypervisor: Some((4, 17)),
+            ..ctl
+        };
+        let msg = same
+            .explain("q".into(), io::Error::from_raw_os_error(libc::EACCES))
+            .to_string();
+        assert_eq!(msg, "q: Permission denied (os error 13)");
+        let other = XenCtrl {
+            hypervisor: Some((4, 21)),
+            ..same
+        };
+        let msg = other
+            .explain("q".into(), io::Error::from_raw_os_error(libc::ESRCH))
+            .to_string();
+        assert_eq!(msg, "q: No such process (os error 3)");
+    }
+
+    /// The shim on Debian 13 without libxenmisc4.20: the error names the
+    /// library, the release and the package.
+    #[test]
+    fn a_missing_library_is_named_with_its_package() {
+        let why = "libxenctrl.so.4.20: cannot open shared object file: No such file or directory";
+        let msg = not_found(Some((4, 20)), &[why.to_string()]);
+        assert!(
+            msg.starts_with("libxenctrl: no usable libxenctrl.so.4.20 for the running Xen 4.20 (")
+                && msg.contains(why)
+                && msg.ends_with("install libxenmisc4.20 (Debian's package for it)"),
+            "{msg}"
+        );
+    }
+
     /// Off Xen (no libxenctrl, or no hypervisor behind it) opening fails
     /// with a reason instead of crashing the process.
     #[test]
@@ -153,6 +291,8 @@ mod tests {
             return;
         }
         let err = XenCtrl::open().err().expect("no hypervisor here");
-        assert!(err.to_string().starts_with("libxenctrl: "), "{err}");
+        let err = err.to_string();
+        assert!(err.starts_with("libxenctrl: "), "{err}");
+        assert!(err.contains("install "), "names no package: {err}");
     }
 }

@@ -1,13 +1,18 @@
 /*
- * The Xen backend's contact with Xen's C headers (see src/xen/ctrl.rs):
- * libxenctrl's domain query through dlopen, with xc_dominfo_t's layout
- * taken from the xenctrl.h the library was built from, and the ioctl
- * numbers and struct sizes of Linux's xen/sys headers for the Rust side's
- * tests. Without the headers (no libxen-dev) it builds as a stub.
+ * The Xen backend's contact with Xen's C side (see src/xen/ctrl.rs):
+ * libxenctrl's domain query through dlopen, on the ABI every supported
+ * release shares (xenctrl_abi.h), and the ioctl numbers and struct sizes
+ * of Linux's xen/sys headers for the Rust side's tests, which need
+ * libxen-dev at build time (without it those are stubs).
  */
+#include <dlfcn.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "xenctrl_abi.h"
 
 struct xss_dominfo {
 	uint32_t domid;
@@ -15,50 +20,43 @@ struct xss_dominfo {
 	uint8_t shutdown; /* shut down or crashed */
 };
 
-#ifdef XSS_HAVE_XEN
-#include <dlfcn.h>
-#include <errno.h>
-#include <string.h>
-#include <sys/ioctl.h>
-#include <xenctrl.h>
-#include <xen/sys/evtchn.h>
-#include <xen/sys/gntdev.h>
-#include <xen/sys/privcmd.h>
-
+/*
+ * libxenctrl through dlopen, with only what xenctrl_abi.h pins down: no
+ * xenctrl.h needed, so the same code talks to any release's library (the
+ * Rust side picks which, src/xen/libxenctrl.rs).
+ */
 struct xss_xenctrl {
 	void *lib;
-	xc_interface *xch;
-	int (*getinfo)(xc_interface *, uint32_t, unsigned int, xc_dominfo_t *);
-	int (*close)(xc_interface *);
+	void *xch;
+	xss_getinfolist_fn *getinfolist;
 };
 
 static struct xss_xenctrl ctrl;
 
-/* Opens libxenctrl once; 0 on success, else -1 with a message in err. */
-int xss_xenctrl_open(char *err, size_t len)
+/* Opens libxenctrl (a soname or path) once; 0 on success, else -1 with a
+ * message in err. */
+int xss_xenctrl_open(const char *soname, char *err, size_t len)
 {
-	xc_interface *(*open)(xentoollog_logger *, xentoollog_logger *, unsigned);
+	void *(*open)(void *, void *, unsigned);
 
 	if (ctrl.xch)
 		return 0;
-	ctrl.lib = dlopen(XSS_XENCTRL_SONAME, RTLD_NOW | RTLD_LOCAL);
+	ctrl.lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
 	if (!ctrl.lib) {
 		snprintf(err, len, "%s", dlerror());
 		return -1;
 	}
-	open = dlsym(ctrl.lib, "xc_interface_open");
-	ctrl.getinfo = dlsym(ctrl.lib, "xc_domain_getinfo");
-	ctrl.close = dlsym(ctrl.lib, "xc_interface_close");
-	if (!open || !ctrl.getinfo || !ctrl.close) {
-		snprintf(err, len, "%s lacks xc_interface_open/xc_domain_getinfo",
-			 XSS_XENCTRL_SONAME);
+	open = (void *(*)(void *, void *, unsigned))dlsym(ctrl.lib, "xc_interface_open");
+	ctrl.getinfolist = (xss_getinfolist_fn *)dlsym(ctrl.lib, "xc_domain_getinfolist");
+	if (!open || !ctrl.getinfolist) {
+		snprintf(err, len, "%s lacks xc_interface_open/xc_domain_getinfolist", soname);
 		dlclose(ctrl.lib);
 		ctrl.lib = NULL;
 		return -1;
 	}
 	ctrl.xch = open(NULL, NULL, 0);
 	if (!ctrl.xch) {
-		snprintf(err, len, "xc_interface_open: %s", strerror(errno));
+		snprintf(err, len, "%s: xc_interface_open: %s", soname, strerror(errno));
 		dlclose(ctrl.lib);
 		ctrl.lib = NULL;
 		return -1;
@@ -67,29 +65,42 @@ int xss_xenctrl_open(char *err, size_t len)
 }
 
 /*
- * As xenstored 4.17's get_domain_info: xc_domain_getinfo reports the
- * first domain at or above domid, so a different domid means gone.
+ * As xenstored's get_domain_info: the list starts at the first domain at
+ * or above domid, so a different domid means gone.
  * 1: found, 0: no such domain, -1: the query failed (errno set).
  */
 int xss_domain_info(uint32_t domid, struct xss_dominfo *out)
 {
-	xc_dominfo_t info;
+	/* Aligned for the struct's uint64_t fields. */
+	_Alignas(8) unsigned char info[XSS_DOMINFO_BUF_SIZE];
+	uint16_t found;
+	uint32_t flags;
 	int n;
 
 	if (!ctrl.xch) {
 		errno = ENODEV;
 		return -1;
 	}
-	n = ctrl.getinfo(ctrl.xch, domid, 1, &info);
+	n = ctrl.getinfolist(ctrl.xch, domid, 1, info);
 	if (n < 0)
 		return -1;
-	if (n != 1 || info.domid != domid)
+	memcpy(&found, info + XSS_DOMINFO_DOMAIN_OFFSET, sizeof(found));
+	memcpy(&flags, info + XSS_DOMINFO_FLAGS_OFFSET, sizeof(flags));
+	if (n != 1 || found != domid)
 		return 0;
-	out->domid = info.domid;
-	out->dying = info.dying;
-	out->shutdown = info.shutdown || info.crashed;
+	out->domid = found;
+	out->dying = !!(flags & XSS_DOMINF_DYING);
+	out->shutdown = !!(flags & XSS_DOMINF_SHUTDOWN);
 	return 1;
 }
+
+#ifdef XSS_HAVE_XEN
+/* The build's own xenctrl.h must agree with xenctrl_abi.h too. */
+#include "xenctrl_abi_check.c"
+#include <sys/ioctl.h>
+#include <xen/sys/evtchn.h>
+#include <xen/sys/gntdev.h>
+#include <xen/sys/privcmd.h>
 
 int xss_have_xen_headers(void) { return 1; }
 
@@ -107,21 +118,6 @@ size_t xss_offsetof_mmapbatch_v2_err(void) { return offsetof(struct privcmd_mmap
 unsigned int xss_virq_dom_exc(void) { return VIRQ_DOM_EXC; }
 
 #else /* no libxen-dev at build time */
-#include <errno.h>
-
-int xss_xenctrl_open(char *err, size_t len)
-{
-	snprintf(err, len, "built without xenctrl.h (libxen-dev): no libxenctrl");
-	return -1;
-}
-
-int xss_domain_info(uint32_t domid, struct xss_dominfo *out)
-{
-	(void)domid;
-	(void)out;
-	errno = ENODEV;
-	return -1;
-}
 
 int xss_have_xen_headers(void) { return 0; }
 

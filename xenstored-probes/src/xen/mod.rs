@@ -11,6 +11,7 @@
 
 pub mod ctrl;
 pub mod evtchn;
+pub mod libxenctrl;
 pub mod monitor;
 pub mod page;
 pub mod sys;
