@@ -20,6 +20,17 @@ use std::fmt::Write;
 use std::time::Duration;
 use xenstore_proto::Probe;
 
+/// The heading of BENCHMARKS.md's section that this command's runs fill.
+pub const SECTION: &str = "## 8. Dom0 kernels (6.1, 6.12) in QEMU";
+
+/// That section of a report, to its end, with the blank line before it (or
+/// nothing): `all` rewrites the rest of the report and keeps it.
+pub fn section_of(report: &str) -> &str {
+    report
+        .find(&format!("\n{SECTION}\n"))
+        .map_or("", |at| &report[at..])
+}
+
 const SNOOP_CONFIGS: [&str; 4] = [
     "shim",
     "shim + bare uprobe",
@@ -163,4 +174,16 @@ fn render(snooping: &Comparison, firing: &Comparison, counts: &[Counts]) -> Stri
 
 fn fmt_ratio(r: Option<f64>) -> String {
     r.map_or("–".into(), |r| format!("{r:.2}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernels_section_is_kept_to_the_end() {
+        let report = format!("# Benchmarks\n\n## 7. Sites\n\nx\n\n{SECTION}\n\nratios\n");
+        assert_eq!(section_of(&report), format!("\n{SECTION}\n\nratios\n"));
+        assert_eq!(section_of("# Benchmarks\n\n## 7. Sites\n"), "");
+    }
 }
