@@ -137,6 +137,10 @@ pub struct KernelArgs {
     /// The xsbench-probe-loop binary.
     #[arg(long)]
     pub probe_loop: PathBuf,
+    /// Another xenstore-snoop (a build before a change) measured per firing
+    /// beside --snoop's, side by side in the same rounds.
+    #[arg(long, value_name = "SNOOP")]
+    pub baseline: Option<PathBuf>,
     /// Seconds per measured run.
     #[arg(long, default_value_t = 1.0)]
     pub seconds: f64,
