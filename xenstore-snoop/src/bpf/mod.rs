@@ -145,6 +145,8 @@ impl BpfSource {
             _ => &mut open.progs.xenstore_probe,
         };
         unused.set_autoload(false);
+        // What libbpf said while opening explains no failure from here on.
+        libbpf_log::take();
         let skel = open
             .load()
             .map_err(|e| explained(e, "loading the BPF program"))?;
