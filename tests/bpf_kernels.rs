@@ -2,8 +2,10 @@
 //! boots Debian 12's 6.1 and Debian 13's 6.12 directly in QEMU (TCG, no
 //! Xen) with the shim, the snooper on its default back end and Debian's
 //! xenstore clients (tests/kernels/init), and the snooper must have used
-//! BPF, shown every request and lost nothing. The host's own kernel is
-//! covered by tests/snoop.rs.
+//! BPF, shown every request and lost nothing. Refusals, said once in the
+//! verifier's or libbpf's words: Debian 11's 5.10 (no attach cookies) and
+//! uprobe-multi links asked of 6.1. The host's own kernel is covered by
+//! tests/snoop.rs.
 //!
 //! Needs root and apt-get (the kernels and QEMU come from Debian's archive
 //! into target/xen/cache and target/kernels). The VMs take turns.
@@ -232,6 +234,43 @@ fn a_refused_bpf_back_end_says_why_once_in_libbpfs_words() {
     assert_eq!(
         boot.step("snoop-saw-all").as_deref(),
         Some("ok"),
+        "{}",
+        boot.report
+    );
+}
+
+/// A kernel older than the program's needs: Debian 11's 5.10 has no BPF
+/// attach cookies (5.15), so its verifier refuses the program, and the
+/// snooper says so once, in the verifier's words, and captures on tracefs.
+#[test]
+fn debian11s_kernel_5_10_refuses_the_program_in_the_verifiers_words() {
+    if !prerequisites("debian11s_kernel_5_10_refuses_the_program_in_the_verifiers_words") {
+        return;
+    }
+    let boot = boot("5.10", "bpf-kernel-5.10", "");
+    let err = boot.file("snoop.err");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines.first().copied(),
+        Some(
+            "xenstore-snoop: BPF back end unavailable (loading the BPF program: the kernel's \
+             verifier refused xenstore_probe: invalid func unknown#174 (at `__u32 kind = \
+             bpf_get_attach_cookie(ctx);`)); using tracefs"
+        ),
+        "{}",
+        boot.report
+    );
+    assert_eq!(err.matches("BPF").count(), 2, "said once\n{}", boot.report);
+    assert!(
+        lines
+            .get(1)
+            .is_some_and(|l| l.contains("(tracefs, 4 probe sites")),
+        "{}",
+        boot.report
+    );
+    assert_eq!(
+        lines.get(2).copied(),
+        Some("xenstore-snoop: 19 events seen, 0 lost"),
         "{}",
         boot.report
     );
