@@ -15,7 +15,8 @@
  *
  * What older kernels refuse, and how this code avoids it (checked on
  * Debian's 6.1 and 6.12 by tests/kernels/run; the program needs 5.15+ for
- * attach cookies, 5.8+ for the ring buffer):
+ * attach cookies, 5.8+ for the ring buffer: Debian 11's 5.10 refuses it,
+ * "invalid func unknown#174", which tests/bpf_kernels.rs checks is said):
  * - 6.1's CFG check refuses a loop whose back-edge is a fall-through
  *   ("back-edge from insn N to N+1"), which clang emits for a loop that
  *   leaves by `break`/`continue`: the small fixed loops are `#pragma
