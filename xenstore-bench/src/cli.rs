@@ -24,6 +24,9 @@ pub enum Command {
     All(AllArgs),
     /// One load run against a running daemon (for profiling).
     Load(LoadArgs),
+    /// Sections 3 and 4 as ratios, with no bpftrace, C xenstored or cargo:
+    /// for a kernel in a VM (tests/kernels/run --bench; needs root).
+    Kernel(KernelArgs),
     /// The soak: 64 dom0 clients, 8 guest rings and killed snoopers under
     /// load for SECS, then leak, store and event-accounting checks (needs root).
     Soak(SoakArgs),
@@ -121,4 +124,27 @@ pub struct SoakArgs {
     /// Allowed VmRSS growth of the daemon from the end of warm-up to the end, in MiB.
     #[arg(long, default_value_t = 16)]
     pub rss_bound_mib: u64,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct KernelArgs {
+    /// The xenstored-shim binary (with probes) to measure.
+    #[arg(long)]
+    pub shim: PathBuf,
+    /// The xenstore-snoop binary to measure.
+    #[arg(long)]
+    pub snoop: PathBuf,
+    /// The xsbench-probe-loop binary.
+    #[arg(long)]
+    pub probe_loop: PathBuf,
+    /// Another xenstore-snoop (a build before a change) measured per firing
+    /// beside --snoop's, side by side in the same rounds.
+    #[arg(long, value_name = "SNOOP")]
+    pub baseline: Option<PathBuf>,
+    /// Seconds per measured run.
+    #[arg(long, default_value_t = 1.0)]
+    pub seconds: f64,
+    /// Interleaved rounds (section 4 runs four times as many, half as long).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
 }

@@ -6,6 +6,7 @@ fn main() -> anyhow::Result<()> {
     match &cli.command {
         Command::All(args) => xenstore_bench::run::all(args),
         Command::Load(args) => xenstore_bench::run::load(args),
+        Command::Kernel(args) => xenstore_bench::kernel::run(args),
         Command::Soak(args) => xenstore_bench::soak::run(args),
         Command::Smoke { shim } => xenstore_bench::run::smoke(shim),
     }

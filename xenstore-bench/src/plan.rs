@@ -34,18 +34,18 @@ pub const MAX_CONNS: usize = 8;
 /// A daemon that started (seeded for the workloads) or why it did not.
 pub type Started = Result<Daemon>;
 
-fn seeded(d: Result<Daemon>) -> Started {
+pub(crate) fn seeded(d: Result<Daemon>) -> Started {
     let d = d?;
     workload::seed(&d.socket, MAX_CONNS).with_context(|| format!("seed {}", d.label))?;
     Ok(d)
 }
 
-fn get(d: &Started) -> Result<&Daemon> {
+pub(crate) fn get(d: &Started) -> Result<&Daemon> {
     d.as_ref().map_err(|e| anyhow!("did not start: {e:#}"))
 }
 
 /// What the probe loop fires: request/response pairs.
-const LOOP_PROBES: [Probe; 2] = [Probe::Request, Probe::Response];
+pub(crate) const LOOP_PROBES: [Probe; 2] = [Probe::Request, Probe::Response];
 /// The snooper on the probe loop attaches those, as on a daemon without
 /// `reply`, so sections 4 and 5 count the same firings for every tracer.
 pub const LOOP_SNOOP_ARGS: [&str; 1] = ["--paired"];
@@ -172,9 +172,9 @@ pub struct SnoopResult {
 
 /// xenstore-snoop with `args` on its BPF back end and on its tracefs one,
 /// each asked for by name (no silent fallback).
-fn snoopers(b: &Builds, args: &[&str]) -> (TracerKind, TracerKind) {
+pub(crate) fn snoopers(snoop: &Path, args: &[&str]) -> (TracerKind, TracerKind) {
     let on = |backend: &str| TracerKind::Snoop {
-        binary: b.snoop.clone(),
+        binary: snoop.to_path_buf(),
         args: args
             .iter()
             .copied()
@@ -195,7 +195,7 @@ pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopRes
         let trace = crate::daemons::scratch_dir("c-trace")?.join("trace");
         seeded(daemons::c_xenstored("C xenstored -T", Some(&trace)))
     })();
-    let (snoop, snoop_tracefs) = snoopers(b, &[]);
+    let (snoop, snoop_tracefs) = snoopers(&b.snoop, &[]);
     let bpftrace = TracerKind::Bpftrace {
         script: bpftrace_script.to_path_buf(),
         // What a production capture to a file uses.
@@ -265,8 +265,8 @@ pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compar
     // The loop on CPU 0; a tracer's reader is left the other CPU(s).
     let mut lp = ProbeLoop::start(&b.probe_loop)
         .and_then(|lp| Pin::Cpu0.apply_to_process(lp.pid()).map(|_| lp));
-    let (snoop, snoop_tracefs) = snoopers(b, &LOOP_SNOOP_ARGS);
-    let (snoop_timed, _) = snoopers(b, &[&LOOP_SNOOP_ARGS[..], &["-T"]].concat());
+    let (snoop, snoop_tracefs) = snoopers(&b.snoop, &LOOP_SNOOP_ARGS);
+    let (snoop_timed, _) = snoopers(&b.snoop, &[&LOOP_SNOOP_ARGS[..], &["-T"]].concat());
     let bpftrace = TracerKind::Bpftrace {
         script: bpftrace_script.to_path_buf(),
         // What a production capture to a file uses.

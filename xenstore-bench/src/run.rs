@@ -80,7 +80,11 @@ pub fn all(args: &AllArgs) -> Result<()> {
     }
     r.elapsed = started.elapsed();
     r.load_after = machine::load();
-    let text = report::render(&r);
+    let mut text = report::render(&r);
+    // The dom0 kernels' section comes from VMs (`xenstore-bench kernel`): kept.
+    if let Ok(old) = std::fs::read_to_string(&args.out) {
+        text += crate::kernel::section_of(&old);
+    }
     std::fs::write(&args.out, &text).with_context(|| format!("write {}", args.out.display()))?;
     println!("{text}");
     eprintln!("bench: wrote {}", args.out.display());

@@ -14,7 +14,7 @@ complete -c xenstore-snoop -l tracefs -d 'The tracefs mount to define uprobes in
 complete -c xenstore-snoop -l ring-mb -d 'Ring buffer size in MiB, rounded up to a power of two (bpf: the one ring; tracefs: each CPU\'s)' -r
 complete -c xenstore-snoop -l backend -d 'Capture with BPF or tracefs uprobes (default: bpf if the kernel loads it, else tracefs); the last one given wins' -r -f -a "bpf\t'A BPF program writing a BPF ring buffer, filtering in the kernel'
 tracefs\t'tracefs uprobe events read through per-CPU perf rings'"
-complete -c xenstore-snoop -l bpf-links -d 'How the BPF back end attaches: auto (one uprobe-multi link for the daemon alone where the kernel has them, 6.6 and later; else per-site), multi, or per-site (a uprobe link each, which also traps in other processes running the same binary)' -r -f -a "auto\t'multi where the kernel has it, else per-site'
+complete -c xenstore-snoop -l bpf-links -d 'How the BPF back end attaches: auto (one uprobe-multi link for the daemon alone where the kernel has them, filtering by process: 6.9 and later, as the kernel answers; else per-site), multi, or per-site (a uprobe link each, which also traps in other processes running the same binary)' -r -f -a "auto\t'multi where the kernel has it, else per-site'
 multi\t'one uprobe-multi link for all the sites, the daemon\'s process alone'
 per-site\t'a uprobe link per site, for every process mapping the binary'"
 complete -c xenstore-snoop -s x -l failed -d 'Only failed requests'

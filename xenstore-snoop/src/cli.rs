@@ -145,8 +145,9 @@ pub struct Args {
     pub backend: Option<Backend>,
 
     /// How the BPF back end attaches: auto (one uprobe-multi link for the
-    /// daemon alone where the kernel has them, 6.6 and later; else
-    /// per-site), multi, or per-site (a uprobe link each, which also traps
+    /// daemon alone where the kernel has them, filtering by process: 6.9
+    /// and later, as the kernel answers; else per-site), multi, or
+    /// per-site (a uprobe link each, which also traps
     /// in other processes running the same binary)
     #[arg(long, value_name = "LINKS", value_enum, default_value_t = BpfLinks::Auto)]
     pub bpf_links: BpfLinks,

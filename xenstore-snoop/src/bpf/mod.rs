@@ -12,6 +12,8 @@
 //! Closing the links detaches the program and drops the semaphores; the
 //! kernel does the same when the snooper dies, however it dies.
 
+mod features;
+mod libbpf_log;
 pub mod record;
 mod ring;
 
@@ -19,14 +21,13 @@ use crate::cli::BpfLinks;
 use crate::event::{Event, Probe};
 use crate::filter::Filter;
 use crate::sdt::SdtProbe;
-use crate::source::{one_line, Source};
+use crate::source::Source;
 use crate::target::Target;
 use anyhow::{bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts, UprobeOpts};
 use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
-use std::sync::Mutex;
 
 mod skel {
     #![allow(clippy::all, clippy::pedantic, clippy::undocumented_unsafe_blocks)]
@@ -55,24 +56,12 @@ pub struct BpfSource {
     links_note: String,
 }
 
-/// libbpf's last warning, for the error that follows it.
-static LIBBPF_SAID: Mutex<String> = Mutex::new(String::new());
-
-fn keep_libbpf_warning(_level: libbpf_rs::PrintLevel, msg: String) {
-    let msg = msg.trim();
-    if !msg.is_empty() {
-        *LIBBPF_SAID.lock().unwrap_or_else(|e| e.into_inner()) = msg.to_string();
-    }
-}
-
-/// Adds libbpf's own explanation to an error of its.
+/// An error of libbpf's, in the words of the verifier or of libbpf when
+/// they said why.
 fn explained(e: libbpf_rs::Error, what: &str) -> anyhow::Error {
-    let said = std::mem::take(&mut *LIBBPF_SAID.lock().unwrap_or_else(|e| e.into_inner()));
-    let e = anyhow::Error::new(e).context(what.to_string());
-    if said.is_empty() {
-        e
-    } else {
-        e.context(format!("libbpf: {said}"))
+    match libbpf_log::take() {
+        Some(why) => anyhow::anyhow!("{what}: {why}"),
+        None => anyhow::Error::new(e).context(what.to_string()),
     }
 }
 
@@ -89,7 +78,7 @@ impl BpfSource {
         links: BpfLinks,
         timestamps: bool,
     ) -> Result<BpfSource> {
-        libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, keep_libbpf_warning)));
+        libbpf_log::listen();
         let chosen: Vec<(Probe, &SdtProbe)> = probes
             .iter()
             .filter_map(|p| Some((Probe::from_name(&p.name)?, p)))
@@ -101,14 +90,15 @@ impl BpfSource {
             check_registers(*probe, site)?;
         }
         if links == BpfLinks::Auto {
-            let open =
-                |links| BpfSource::open(target, probes, filter, ring_bytes, links, timestamps);
-            return open(BpfLinks::Multi).or_else(|multi| {
-                let mut source = open(BpfLinks::PerSite)
-                    .map_err(|e| e.context(format!("uprobe-multi link: {}", one_line(&multi))))?;
-                source.links_note += &format!(" (no uprobe-multi link: {})", one_line(&multi));
-                Ok(source)
-            });
+            let (links, note) = if features::uprobe_multi_links() {
+                (BpfLinks::Multi, "")
+            } else {
+                (BpfLinks::PerSite, " (the kernel has no uprobe-multi links)")
+            };
+            let mut source =
+                BpfSource::open(target, probes, filter, ring_bytes, links, timestamps)?;
+            source.links_note += note;
+            return Ok(source);
         }
         // The skeleton borrows its object for as long as it lives: for the
         // rest of the process (one session per process).
@@ -155,6 +145,8 @@ impl BpfSource {
             _ => &mut open.progs.xenstore_probe,
         };
         unused.set_autoload(false);
+        // What libbpf said while opening explains no failure from here on.
+        libbpf_log::take();
         let skel = open
             .load()
             .map_err(|e| explained(e, "loading the BPF program"))?;

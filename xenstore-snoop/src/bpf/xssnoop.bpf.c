@@ -12,6 +12,22 @@
  * on a short timeout. Records that do not fit are counted in `lost`.
  *
  * The record layout is `struct record` below; src/bpf/record.rs decodes it.
+ *
+ * What older kernels refuse, and how this code avoids it (checked on
+ * Debian's 6.1 and 6.12 by tests/kernels/run; the program needs 5.15+ for
+ * attach cookies, 5.8+ for the ring buffer: Debian 11's 5.10 refuses it,
+ * "invalid func unknown#174", which tests/bpf_kernels.rs checks is said):
+ * - 6.1's CFG check refuses a loop whose back-edge is a fall-through
+ *   ("back-edge from insn N to N+1"), which clang emits for a loop that
+ *   leaves by `break`/`continue`: the small fixed loops are `#pragma
+ *   unroll`ed, with `if (i < n)` in their bodies instead of `break` (clang
+ *   unrolls no loop with an early exit but a `return`). The one loop left
+ *   (the NUL search) exits by `return` or its counter only.
+ * - 6.12's verifier loses a bound the compiler proved and dropped ("math
+ *   between map_value pointer and register with unbounded min value"):
+ *   clang removes `x & (N - 1)` when it knows x < N, and the verifier
+ *   cannot follow its reasoning. barrier_var(x) before the mask keeps it,
+ *   so every variable index into a map value is masked where it is used.
  */
 #include <stdbool.h>
 #include <linux/types.h>
@@ -106,23 +122,19 @@ struct {
 
 static __always_inline int listed16(const volatile __u16 *list, __u32 n, __u16 v)
 {
-	for (int i = 0; i < MAX_FILTER; i++) {
-		if (i >= n)
-			break;
-		if (list[i] == v)
+#pragma unroll
+	for (int i = 0; i < MAX_FILTER; i++)
+		if (i < n && list[i] == v)
 			return 1;
-	}
 	return 0;
 }
 
 static __always_inline int listed32(const volatile __u32 *list, __u32 n, __u32 v)
 {
-	for (int i = 0; i < MAX_FILTER; i++) {
-		if (i >= n)
-			break;
-		if (list[i] == v)
+#pragma unroll
+	for (int i = 0; i < MAX_FILTER; i++)
+		if (i < n && list[i] == v)
 			return 1;
-	}
 	return 0;
 }
 
@@ -173,37 +185,44 @@ static __always_inline __u32 copy_window(struct record *r, const __u64 *strs, __
 
 	if (bpf_probe_read_user(r->str, WINDOW, (const void *)strs[0]))
 		return 0;
+#pragma unroll
 	for (__u32 i = 1; i < 3; i++) {
-		if (i >= n)
-			break;
-		/* Wraps to far beyond the window when the string lies before. */
-		at[i] = strs[i] - strs[0];
-		if (at[i] == 0 || at[i] >= WINDOW)
-			return 0;
-		if (at[i] > at[last])
-			last = i;
+		if (i < n) {
+			/* Wraps to far beyond the window when the string lies before. */
+			at[i] = strs[i] - strs[0];
+			if (at[i] == 0 || at[i] >= WINDOW)
+				return 0;
+			if (at[i] > at[last])
+				last = i;
+		}
 	}
+#pragma unroll
 	for (__u32 i = 0; i < 3; i++) {
-		if (i >= n)
-			break;
-		r->at[i] = at[i];
-		if (i == last)
-			continue;
-		/* It ends where the next string up starts. */
-		__u64 next = WINDOW;
-		for (__u32 j = 0; j < 3; j++)
-			if (j < n && at[j] > at[i] && at[j] < next)
-				next = at[j];
-		if (next == WINDOW || r->str[(next - 1) & (WINDOW - 1)])
-			return 0;
-		r->len[i] = next - at[i];
+		if (i < n)
+			r->at[i] = at[i];
+		if (i < n && i != last) {
+			/* It ends where the next string up starts. */
+			__u64 next = WINDOW;
+#pragma unroll
+			for (__u32 j = 0; j < 3; j++)
+				if (j < n && at[j] > at[i] && at[j] < next)
+					next = at[j];
+			if (next == WINDOW)
+				return 0;
+			__u64 nul = next - 1;
+			barrier_var(nul);
+			if (r->str[nul & (WINDOW - 1)])
+				return 0;
+			r->len[i] = next - at[i];
+		}
 	}
 	/* The last one ends at the window's next NUL. */
 	__u64 start = at[last & 3];
 	for (__u32 k = 0; k < WINDOW; k++) {
 		__u64 end = start + k;
 		if (end >= WINDOW)
-			break;
+			return 0;
+		barrier_var(end);
 		if (!r->str[end & (WINDOW - 1)]) {
 			r->len[last & 3] = end + 1 - start;
 			return end + 1;
@@ -258,15 +277,18 @@ static __always_inline int capture(struct pt_regs *ctx)
 	if (!off) {
 		/* String by string; the mask keeps every offset provably inside
 		 * `str` for the verifier. */
+#pragma unroll
 		for (__u32 i = 0; i < 3; i++) {
-			if (i >= n_strs)
-				break;
-			r->at[i] = off;
-			r->len[i] = copy_str(&r->str[off & (2 * STR_MAX - 1)], strs[i]);
-			off += r->len[i];
+			if (i < n_strs) {
+				r->at[i] = off;
+				barrier_var(off);
+				r->len[i] = copy_str(&r->str[off & (2 * STR_MAX - 1)], strs[i]);
+				off += r->len[i];
+			}
 		}
 	}
 
+	barrier_var(off);
 	__u64 size = offsetof(struct record, str) + (off & (4 * STR_MAX - 1));
 	__u32 *written = bpf_map_lookup_elem(&unchecked, &zero);
 	__u64 flags = BPF_RB_NO_WAKEUP;

@@ -1,0 +1,198 @@
+//! `xenstore-bench kernel`: the snooping and per-firing comparisons
+//! (sections 3 and 4) cut to what runs on a bare kernel with nothing but the
+//! shim, the snooper and the probe loop: no bpftrace, no C xenstored, no
+//! cargo. tests/kernels/run --bench runs it in QEMU on Debian's 6.1 and
+//! 6.12, where TCG makes absolute figures meaningless: the ratios, each
+//! between runs interleaved in one process, are the result.
+
+use crate::affinity::Pin;
+use crate::cli::KernelArgs;
+use crate::compare::{Case, Comparison};
+use crate::daemons;
+use crate::plan::{self, Budget, LOOP_PROBES, LOOP_SNOOP_ARGS};
+use crate::probe_loop::ProbeLoop;
+use crate::stats::Sample;
+use crate::tracers::{Counts, Tracer};
+use crate::uprobe::{BareUprobes, Fetch};
+use crate::workload::Workload;
+use anyhow::Result;
+use std::fmt::Write;
+use std::time::Duration;
+use xenstore_proto::Probe;
+
+/// The heading of BENCHMARKS.md's section that this command's runs fill.
+pub const SECTION: &str = "## 8. Dom0 kernels (6.1, 6.12) in QEMU";
+
+/// That section of a report, to its end, with the blank line before it (or
+/// nothing): `all` rewrites the rest of the report and keeps it.
+pub fn section_of(report: &str) -> &str {
+    report
+        .find(&format!("\n{SECTION}\n"))
+        .map_or("", |at| &report[at..])
+}
+
+const SNOOP_CONFIGS: [&str; 4] = [
+    "shim",
+    "shim + bare uprobe",
+    "shim + xenstore-snoop (bpf)",
+    "shim + xenstore-snoop (tracefs)",
+];
+const FIRING_CONFIGS: [&str; 5] = [
+    "no tracer",
+    "bare uprobe, no reader",
+    "xenstore-snoop (bpf)",
+    "xenstore-snoop (tracefs)",
+    "--baseline's xenstore-snoop (bpf)",
+];
+
+pub fn run(args: &KernelArgs) -> Result<()> {
+    let budget = Budget {
+        run: Duration::from_secs_f64(args.seconds),
+        rounds: args.rounds,
+        idle_rounds: args.rounds,
+        memory_nodes: 0,
+        quick: false,
+    };
+    let mut counts = Vec::new();
+    let snooping = snooping(args, &budget, &mut counts);
+    let firing = per_firing(args, &budget, &mut counts)?;
+    println!("{}", render(&snooping, &firing, &counts));
+    Ok(())
+}
+
+/// Section 3's shim rows: unsnooped, with a bare uprobe on `reply` (the
+/// snooper's floor), under the snooper on each back end, asked for by name.
+fn snooping(args: &KernelArgs, budget: &Budget, counts: &mut Vec<Counts>) -> Comparison {
+    let shim = plan::seeded(daemons::shim("shim", &args.shim));
+    let (snoop, snoop_tracefs) = plan::snoopers(&args.snoop, &[]);
+    let cases = vec![
+        Case::raw(Workload::Read, 1, Pin::Cpu0),
+        Case::raw(Workload::Write, 1, Pin::Cpu0),
+    ];
+    Comparison::run(
+        "snooping",
+        &SNOOP_CONFIGS,
+        cases,
+        budget.rounds,
+        |case, k| {
+            let shim = plan::get(&shim)?;
+            let tracer = match k {
+                2 => Some((&snoop, args.shim.as_path())),
+                3 => Some((&snoop_tracefs, args.shim.as_path())),
+                _ => None,
+            };
+            let _floor = match k {
+                1 => Some(BareUprobes::enable(
+                    &args.shim,
+                    &[Probe::Reply],
+                    Fetch::SnoopArgs,
+                )?),
+                _ => None,
+            };
+            plan::run_case(shim, case, budget.run, None, tracer, counts)
+        },
+    )
+}
+
+/// Section 4's rows that need neither bpftrace nor a second build.
+fn per_firing(args: &KernelArgs, budget: &Budget, counts: &mut Vec<Counts>) -> Result<Comparison> {
+    let mut lp = ProbeLoop::start(&args.probe_loop)?;
+    Pin::Cpu0.apply_to_process(lp.pid())?;
+    let (snoop, snoop_tracefs) = plan::snoopers(&args.snoop, &LOOP_SNOOP_ARGS);
+    let baseline = args
+        .baseline
+        .as_deref()
+        .map(|b| plan::snoopers(b, &LOOP_SNOOP_ARGS).0);
+    let configs = &FIRING_CONFIGS[..FIRING_CONFIGS.len() - usize::from(baseline.is_none())];
+    let secs = budget.run.as_secs_f64() / 2.0;
+    Ok(Comparison::run(
+        "per firing",
+        configs,
+        vec![Case::raw(Workload::Read, 1, Pin::Cpu0)],
+        4 * budget.rounds,
+        |_, k| {
+            let fire = |lp: &mut ProbeLoop| -> Result<Sample> {
+                let (events, ns) = lp.run(secs, 0.0, 1)?;
+                Ok(Sample {
+                    ops: events,
+                    ops_per_s: events as f64 * 1e9 / ns as f64,
+                    p50_us: f64::NAN,
+                    p99_us: f64::NAN,
+                    daemon_cpu_us: f64::NAN,
+                })
+            };
+            let kind = match k {
+                0 => return fire(&mut lp),
+                1 => {
+                    let _probes = BareUprobes::enable(&lp.binary, &LOOP_PROBES, Fetch::SnoopArgs)?;
+                    return fire(&mut lp);
+                }
+                2 => &snoop,
+                3 => &snoop_tracefs,
+                _ => baseline.as_ref().expect("a config only with --baseline"),
+            };
+            let (binary, pid) = (lp.binary.clone(), lp.pid());
+            let t = Tracer::attach(kind, pid, &binary, || lp.mark())?;
+            let s = fire(&mut lp);
+            counts.push(t.detach()?);
+            s
+        },
+    ))
+}
+
+/// The ratios as markdown, with what the snooper said it saw and lost.
+fn render(snooping: &Comparison, firing: &Comparison, counts: &[Counts]) -> String {
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut s = format!("kernel {}\n\n", kernel.trim());
+    s += "| workload | snoop (bpf) ÷ none | snoop (tracefs) ÷ none | bare uprobe ÷ none | \
+          cpu/op snoop (bpf) ÷ none | cpu/op bare ÷ none |\n|---|---|---|---|---|---|\n";
+    for (ci, case) in snooping.cases.iter().enumerate() {
+        let r = |a, b| fmt_ratio(snooping.ratio(ci, a, b));
+        let cpu = |a, b| fmt_ratio(snooping.cpu_ratio(ci, a, b));
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} |",
+            case.describe(),
+            r(2, 0),
+            r(3, 0),
+            r(1, 0),
+            cpu(2, 0),
+            cpu(1, 0)
+        );
+    }
+    let ns = |k| firing.median(0, k).map(|m| 1e9 / m.ops_per_s);
+    let cost = |k| Some(ns(k)? - ns(0)?);
+    // The nanoseconds mean something on real hardware only, not under TCG.
+    s += "\n| tracer | cost per firing (ns) | ÷ bare uprobe's |\n|---|---|---|\n";
+    for (k, name) in firing.configs.iter().enumerate().skip(1) {
+        let ratio = cost(k).zip(cost(1)).map(|(c, bare)| c / bare);
+        let ns = cost(k).map_or("–".into(), |c| format!("{c:.0}"));
+        let _ = writeln!(s, "| {name} | {ns} | {} |", fmt_ratio(ratio));
+    }
+    let seen: u64 = counts.iter().filter_map(|c| c.seen).sum();
+    let lost: u64 = counts.iter().filter_map(|c| c.lost).sum();
+    let _ = writeln!(
+        s,
+        "\nxenstore-snoop over these runs: {seen} events seen, {lost} lost."
+    );
+    for f in snooping.failures.iter().chain(&firing.failures) {
+        let _ = writeln!(s, "\n- not measured: {f}");
+    }
+    s
+}
+
+fn fmt_ratio(r: Option<f64>) -> String {
+    r.map_or("–".into(), |r| format!("{r:.2}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernels_section_is_kept_to_the_end() {
+        let report = format!("# Benchmarks\n\n## 7. Sites\n\nx\n\n{SECTION}\n\nratios\n");
+        assert_eq!(section_of(&report), format!("\n{SECTION}\n\nratios\n"));
+        assert_eq!(section_of("# Benchmarks\n\n## 7. Sites\n"), "");
+    }
+}
