@@ -5,6 +5,7 @@
 use clap::{ArgAction, Parser};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use xenstored_probes::service::notable::{Kind, Notable};
 use xenstored_probes::service::{detach, live, log, notify, pidfile::PidFile, signals};
 use xenstored_probes::transport::DomainBackend;
 use xenstored_probes::{daemon::Daemon, quota::Quotas, ring, server::Server, trace, unix, xen};
@@ -285,16 +286,14 @@ fn run(args: &mut Args) -> Result<(), String> {
             return Err(e);
         }
     };
-    let ready = format!(
-        "ready: serving {} as pid {}",
-        socket.display(),
-        std::process::id()
-    );
-    if args.detaches() {
-        log::info(format_args!("{ready}"));
-    } else {
-        log::verbose(format_args!("{ready}"));
-    }
+    log::notable(Notable::new(
+        Kind::Started,
+        format!(
+            "ready: serving {} as pid {}",
+            socket.display(),
+            std::process::id()
+        ),
+    ));
 
     loop {
         server.run().map_err(|e| format!("event loop: {e}"))?;
@@ -305,7 +304,7 @@ fn run(args: &mut Args) -> Result<(), String> {
             }
         }
         if let Some(signal) = got.stop {
-            log::info(format_args!("{signal}: stopping"));
+            log::notable(Notable::new(Kind::Stopping, format!("{signal}: stopping")));
             break;
         }
     }
