@@ -58,7 +58,7 @@ pub struct BpfSource {
 /// libbpf's last warning, for the error that follows it.
 static LIBBPF_SAID: Mutex<String> = Mutex::new(String::new());
 
-fn keep_libbpf_warning(_level: libbpf_rs::PrintLevel, msg: String) {
+pub(crate) fn keep_libbpf_warning(_level: libbpf_rs::PrintLevel, msg: String) {
     let msg = msg.trim();
     if !msg.is_empty() {
         *LIBBPF_SAID.lock().unwrap_or_else(|e| e.into_inner()) = msg.to_string();
@@ -66,7 +66,7 @@ fn keep_libbpf_warning(_level: libbpf_rs::PrintLevel, msg: String) {
 }
 
 /// Adds libbpf's own explanation to an error of its.
-fn explained(e: libbpf_rs::Error, what: &str) -> anyhow::Error {
+pub(crate) fn explained(e: libbpf_rs::Error, what: &str) -> anyhow::Error {
     let said = std::mem::take(&mut *LIBBPF_SAID.lock().unwrap_or_else(|e| e.into_inner()));
     let e = anyhow::Error::new(e).context(what.to_string());
     if said.is_empty() {
@@ -222,7 +222,7 @@ impl BpfSource {
 /// argument, about 10 ns a firing measured): so every site's note must say
 /// those registers. Any other build of the probes is for tracefs, whose
 /// fetch args follow any note.
-fn check_registers(probe: Probe, site: &SdtProbe) -> Result<()> {
+pub(crate) fn check_registers(probe: Probe, site: &SdtProbe) -> Result<()> {
     let contract = probe.note_args();
     if site.args != contract {
         bail!(
