@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use counters::Counters;
 use daemon::DaemonSocket;
 use encode::{DomainView, Snapshot};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -123,31 +123,46 @@ impl Exporter {
 
     fn snapshot(&mut self) -> Result<Snapshot> {
         let totals = self.counters.read()?;
-        let mut daemon = DaemonSocket::connect(&self.socket)?;
-        let live = daemon.live_domains(totals.domains.keys().copied())?;
-        for dead in totals.domains.keys().filter(|d| !live.contains(d)) {
-            self.counters.forget_domain(*dead);
-        }
-        let limits = daemon.quota_limits()?;
-        let mut snapshot = Snapshot {
-            limits,
-            over_cap: live.iter().skip(self.max_domains).copied().collect(),
-            ..Snapshot::default()
-        };
-        for &domid in live.iter().take(self.max_domains) {
-            let used = if domid == 0 {
-                Default::default()
-            } else {
-                // None: it died since the list; gone next interval.
-                match daemon.quota_used(domid)? {
-                    Some(u) => u,
-                    None => continue,
-                }
-            };
-            let name = daemon.name(domid)?;
-            snapshot.domains.insert(domid, DomainView { name, used });
+        let seen = totals.domains.keys().copied();
+        let mut snapshot = ask_daemon(&self.socket, seen, self.max_domains)?;
+        for dead in totals.domains.keys() {
+            if !snapshot.domains.contains_key(dead) && !snapshot.over_cap.contains(dead) {
+                self.counters.forget_domain(*dead);
+            }
         }
         snapshot.totals = totals;
         Ok(snapshot)
     }
+}
+
+/// The daemon's side of a snapshot (no counts): the live domains among
+/// /local/domain's and `seen`, the first `max_domains` with their names and
+/// quota use, the rest over the cap, and the quota limits. Asks only what C
+/// xenstored answers too.
+pub fn ask_daemon(
+    socket: &Path,
+    seen: impl Iterator<Item = u32>,
+    max_domains: usize,
+) -> Result<Snapshot> {
+    let mut daemon = DaemonSocket::connect(socket)?;
+    let live = daemon.live_domains(seen)?;
+    let mut snapshot = Snapshot {
+        limits: daemon.quota_limits()?,
+        over_cap: live.iter().skip(max_domains).copied().collect(),
+        ..Snapshot::default()
+    };
+    for &domid in live.iter().take(max_domains) {
+        let used = if domid == 0 {
+            Default::default()
+        } else {
+            // None: it died since the list; gone next interval.
+            match daemon.quota_used(domid)? {
+                Some(u) => u,
+                None => continue,
+            }
+        };
+        let name = daemon.name(domid)?;
+        snapshot.domains.insert(domid, DomainView { name, used });
+    }
+    Ok(snapshot)
 }
