@@ -279,6 +279,18 @@ mod tests {
         assert_eq!(a.count, Some(5));
         assert!(Args::try_parse_from(["xenstore-snoop", "-T", "--relative"]).is_err());
         assert!(Args::try_parse_from(["xenstore-snoop", "--interval", "1"]).is_err());
+        // --metrics needs somewhere to put them, and no line output.
+        assert!(Args::try_parse_from(["xenstore-snoop", "--metrics"]).is_err());
+        let m = [
+            "xenstore-snoop",
+            "--metrics",
+            "--metrics-listen",
+            "127.0.0.1:9464",
+        ];
+        assert!(Args::try_parse_from(m).unwrap().metrics);
+        assert!(Args::try_parse_from([&m[..], &["--json"]].concat()).is_err());
+        assert!(Args::try_parse_from([&m[..], &["--interval", "5"]].concat()).is_ok());
+        assert!(Args::try_parse_from(["xenstore-snoop", "--metrics-textfile", "d"]).is_err());
         for bad in ["-1", "0", "NaN", "inf", "x"] {
             assert!(Args::try_parse_from(["xenstore-snoop", "--duration", bad]).is_err());
         }

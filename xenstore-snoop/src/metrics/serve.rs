@@ -69,3 +69,32 @@ impl Endpoint {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_unless_asked() {
+        let any: SocketAddr = "0.0.0.0:0".parse().unwrap();
+        let e = Endpoint::listen(any, false).err().expect("refused");
+        assert!(e.to_string().contains("--metrics-listen-any"), "{e}");
+        assert!(Endpoint::listen("127.0.0.1:0".parse().unwrap(), false).is_ok());
+        assert!(Endpoint::listen(any, true).is_ok());
+    }
+
+    #[test]
+    fn the_textfile_is_replaced_whole() {
+        let dir = std::env::temp_dir().join(format!("xs-textfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        write_textfile(&dir, "a 1\n").unwrap();
+        let path = write_textfile(&dir, "a 2\n").unwrap();
+        assert_eq!(std::fs::read_to_string(path).unwrap(), "a 2\n");
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [TEXTFILE], "no temporary left behind");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
