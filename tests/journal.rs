@@ -66,7 +66,7 @@ impl PrivateJournal {
     fn entries(&self, matches: &[&str]) -> Vec<Value> {
         let out = output_within(
             self.command(Path::new("journalctl"))
-                .args(["--no-pager", "-o", "json"])
+                .args(["--no-pager", "--all", "-o", "json"])
                 .args(matches),
             TIMEOUT,
         );
@@ -178,4 +178,29 @@ fn notable_events_reach_journald_with_their_fields() {
         "{}",
         shim.log()
     );
+}
+
+/// An entry too big for one datagram goes in a sealed memfd, whole.
+#[test]
+fn a_big_entry_reaches_journald_through_a_memfd() {
+    if !common::need_root("a_big_entry_reaches_journald_through_a_memfd") {
+        return;
+    }
+    let journal = PrivateJournal::start();
+    let socket = journal.root().join("run/systemd/journal/socket");
+    // Over the datagram limit (net.core.wmem_default, 208 KiB by default).
+    let big = "x".repeat(1 << 20);
+    let marker = format!("XS_TEST={}", std::process::id());
+    let sender = xenstored_probes::service::journal::Journal::new().unwrap();
+    sender
+        .send_to(
+            &socket,
+            &[
+                ("MESSAGE", &big),
+                ("XS_TEST", &std::process::id().to_string()),
+            ],
+        )
+        .unwrap();
+    let got = journal.wait_entries(&[&marker], 1);
+    assert_eq!(field(&got[0], "MESSAGE").len(), big.len());
 }

@@ -28,15 +28,21 @@ impl Journal {
     /// form (upper case, digits, underscores, not starting with one). An
     /// error (ENOENT, ECONNREFUSED: no journald) sends the caller to syslog.
     pub fn send(&self, fields: &[(&str, &str)]) -> io::Result<()> {
+        self.send_to(Path::new(SOCKET), fields)
+    }
+
+    /// As `send`, to journald's socket at `socket` (a test reaches a
+    /// journald in another mount namespace through /proc/PID/root).
+    pub fn send_to(&self, socket: &Path, fields: &[(&str, &str)]) -> io::Result<()> {
         let entry = encode(fields);
-        match self.socket.send_to(&entry, Path::new(SOCKET)) {
+        match self.socket.send_to(&entry, socket) {
             Ok(_) => Ok(()),
-            Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => self.send_memfd(&entry),
+            Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => self.send_memfd(socket, &entry),
             Err(e) => Err(e),
         }
     }
 
-    fn send_memfd(&self, entry: &[u8]) -> io::Result<()> {
+    fn send_memfd(&self, socket: &Path, entry: &[u8]) -> io::Result<()> {
         // SAFETY: a constant name; the returned descriptor is owned below.
         let fd = unsafe {
             libc::memfd_create(
@@ -58,7 +64,7 @@ impl Journal {
         if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
             return Err(io::Error::last_os_error());
         }
-        send_fd(&self.socket, file.as_raw_fd())
+        send_fd(&self.socket, socket, file.as_raw_fd())
     }
 }
 
@@ -81,7 +87,8 @@ pub fn encode(fields: &[(&str, &str)]) -> Vec<u8> {
 }
 
 /// One SCM_RIGHTS message carrying `fd` and no data.
-fn send_fd(socket: &UnixDatagram, fd: libc::c_int) -> io::Result<()> {
+fn send_fd(socket: &UnixDatagram, to: &Path, fd: libc::c_int) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
     const FD_LEN: u32 = std::mem::size_of::<libc::c_int>() as u32;
     // u64s: the control buffer must be aligned for cmsghdr.
     let mut control = [0u64; 4];
@@ -93,8 +100,12 @@ fn send_fd(socket: &UnixDatagram, fd: libc::c_int) -> io::Result<()> {
     unsafe {
         let mut addr: libc::sockaddr_un = std::mem::zeroed();
         addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-        for (d, s) in addr.sun_path.iter_mut().zip(SOCKET.bytes()) {
-            *d = s as libc::c_char;
+        let path = to.as_os_str().as_bytes();
+        if path.len() >= addr.sun_path.len() {
+            return Err(io::ErrorKind::InvalidInput.into());
+        }
+        for (d, s) in addr.sun_path.iter_mut().zip(path) {
+            *d = *s as libc::c_char;
         }
         let mut msg: libc::msghdr = std::mem::zeroed();
         msg.msg_name = (&raw mut addr).cast();
