@@ -267,6 +267,15 @@ fn prometheus_sees_what_a_known_workload_did() {
         prometheus.wait_value(&q(r#"xenstore_events_lost_total{job="JOB"}"#), 0.0);
     }
 
+    // What Prometheus answered, for the record (`--nocapture`).
+    for q in [
+        r#"sum by (job) (xenstore_requests_total{op="XS_WRITE"})"#,
+        r#"xenstore_transactions_total{job="xenstore"}"#,
+        r#"xenstore_domain_quota_used{job="xenstore",domid="7"}"#,
+    ] {
+        eprintln!("prometheus: {q} = {:?}", prometheus.query(q));
+    }
+
     // The quota gauges say what CONTROL quota says.
     let answer = dom0
         .request(MsgType::Control, 0, format!("quota\0{GUEST}\0").as_bytes())
