@@ -541,7 +541,7 @@ pub fn render(r: &Results) -> String {
             s,
             "\n## 8. Metrics mode\n\nThe shim unsnooped, under `xenstore-snoop --metrics` \
              (xsmetrics.bpf.c counts each reply, watch event and transaction end in maps; the \
-             exporter reads them and writes a textfile every 100 ms here) and under full \
+             exporter reads them and writes a textfile every second here) and under full \
              tracing (the BPF back end, every reply to user space, output to a file).\n"
         );
         s += &table(

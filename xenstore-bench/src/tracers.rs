@@ -22,7 +22,7 @@ pub enum TracerKind {
         buffering: &'static str,
     },
     /// `xenstore-snoop --daemon-pid PID --metrics` writing a textfile
-    /// every 100 ms (seen attached once the file counts the marker's reads).
+    /// every second (seen attached once the file counts the marker's reads).
     Metrics { binary: PathBuf },
 }
 
@@ -71,7 +71,7 @@ impl Tracer {
             TracerKind::Metrics { binary: snoop } => {
                 let mut c = Command::new(snoop);
                 c.arg("--daemon-pid").arg(pid.to_string());
-                c.args(["--metrics", "--interval", "0.1", "--metrics-textfile"])
+                c.args(["--metrics", "--interval", "1", "--metrics-textfile"])
                     .arg(&dir);
                 c
             }
