@@ -1,13 +1,16 @@
 //! --metrics' questions to the daemon (live domains, names, CONTROL quota
 //! limits and use) answered by C xenstored 4.17 under tests/peer's stub,
 //! with a guest over a simulated ring: the quota gauges work against the
-//! upstream daemon, not only the shim. (The counters need the shim's
-//! probes; C xenstored has none.)
+//! upstream daemon, not only the shim; then the exporter itself run on C
+//! xenstored writes them (the counters need the shim's probes; C
+//! xenstored has none).
 
 mod common;
 
+use common::process::Watched;
 use common::shim::private_dir;
 use common::upstream::{Flavor, Upstream};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 use xenstore_proto::wire::MsgType;
 use xenstore_snoop::metrics::{ask_daemon, daemon::parse_quota, encode};
@@ -83,6 +86,47 @@ fn quota_gauges_from_c_xenstored() {
     // Capped: dom0 has its series, domain 6 is counted over the cap.
     let capped = ask_daemon(&c.socket, std::iter::empty(), 1).unwrap();
     assert_eq!(capped.over_cap, [6]);
+
+    // The exporter itself on C xenstored (no probes): the gauges, no counts.
+    if common::need_root("quota_gauges_from_c_xenstored (the exporter)") {
+        let textfile = private_dir("metrics-c-textfile");
+        let mut exporter = Watched::spawn(
+            "xenstore-snoop --metrics on C xenstored",
+            Command::new(common::bin("xenstore-snoop"))
+                .args(["--metrics", "--interval", "0.2", "--daemon-pid"])
+                .arg(c.pid().to_string())
+                .arg("--socket")
+                .arg(&c.socket)
+                .arg("--metrics-textfile")
+                .arg(&textfile)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped()),
+            false,
+        );
+        let want = "xenstore_domain_quota_used_total";
+        let want_gauge = "xenstore_domain_quota_used{domid=\"6\",quota=\"watches\"} 2\n";
+        let file = textfile.join("xenstore.prom");
+        exporter.wait_ready("the exporter's textfile", common::TIMEOUT, |_, _| {
+            std::fs::read_to_string(&file).is_ok_and(|t| t.contains(want_gauge))
+        });
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(!text.contains(want), "a gauge is no counter: {text}");
+        assert!(
+            !text.contains("xenstore_requests_total{"),
+            "no counts: {text}"
+        );
+        let ended = exporter.stop(15, common::TIMEOUT);
+        assert!(ended.status.success(), "{:?}", ended.stderr);
+        assert!(
+            ended
+                .stderr
+                .iter()
+                .any(|l| l.contains("no xenstore probes")),
+            "{:?}",
+            ended.stderr
+        );
+    }
 
     dom0.release(DOMID).unwrap();
     let after = ask_daemon(&c.socket, [6].into_iter(), 1024).unwrap();

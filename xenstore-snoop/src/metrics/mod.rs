@@ -38,8 +38,24 @@ pub fn run(args: &Args) -> Result<i32> {
         None => crate::domains::daemon_socket(target.pid)
             .with_context(|| format!("finding daemon {}'s socket (give --socket)", target.pid))?,
     };
-    let sites = crate::sdt::read_probes(&target.binary)?;
-    let counters = Counters::attach(&target, &sites, args.metrics_max_domains)?;
+    let sites = match crate::sdt::read_probes(&target.binary) {
+        Ok(sites) => sites,
+        // sdt.rs's word for a binary without USDT notes at all.
+        Err(e) if format!("{e:#}").contains("no .note.stapsdt") => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    // A daemon without the provider (C xenstored, oxenstored) still has
+    // domains and quotas to show; one with it but failing to attach is an
+    // error.
+    let counters = if sites.iter().any(|s| s.provider == xenstore_proto::PROVIDER) {
+        Some(Counters::attach(&target, &sites, args.metrics_max_domains)?)
+    } else {
+        eprintln!(
+            "xenstore-snoop: {} has no xenstore probes: domains and quotas only, no request counts",
+            target.binary.display()
+        );
+        None
+    };
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))
@@ -56,7 +72,7 @@ pub fn run(args: &Args) -> Result<i32> {
         "xenstore-snoop: metrics of daemon {} ({}, {}){}{}, every {:?}",
         target.pid,
         target.binary.display(),
-        exporter.counters.how,
+        exporter.counters.as_ref().map_or("no probes", |c| c.how),
         args.metrics_textfile
             .as_ref()
             .map(|d| format!(", to {}", d.join(serve::TEXTFILE).display()))
@@ -86,7 +102,7 @@ pub fn run(args: &Args) -> Result<i32> {
 }
 
 struct Exporter {
-    counters: Counters,
+    counters: Option<Counters>,
     socket: PathBuf,
     max_domains: usize,
     textfile: Option<PathBuf>,
@@ -122,12 +138,17 @@ impl Exporter {
     }
 
     fn snapshot(&mut self) -> Result<Snapshot> {
-        let totals = self.counters.read()?;
+        let totals = match &self.counters {
+            Some(c) => c.read()?,
+            None => Default::default(),
+        };
         let seen = totals.domains.keys().copied();
         let mut snapshot = ask_daemon(&self.socket, seen, self.max_domains)?;
         for dead in totals.domains.keys() {
             if !snapshot.domains.contains_key(dead) && !snapshot.over_cap.contains(dead) {
-                self.counters.forget_domain(*dead);
+                if let Some(c) = &self.counters {
+                    c.forget_domain(*dead);
+                }
             }
         }
         snapshot.totals = totals;
