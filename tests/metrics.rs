@@ -147,7 +147,8 @@ fn prometheus_sees_what_a_known_workload_did() {
 
     let mut exporter = Watched::spawn(
         "xenstore-snoop --metrics",
-        common::snoop_command()
+        // BPF only: not common::snoop_command(), which may name a back end.
+        Command::new(common::bin("xenstore-snoop"))
             .args([
                 "--metrics",
                 "--interval",

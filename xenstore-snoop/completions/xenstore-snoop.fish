@@ -30,7 +30,7 @@ complete -c xenstore-snoop -s L -l latency -d 'Add a request-to-reply latency co
 complete -c xenstore-snoop -s v -l verbose -d 'Show error reasons, connection and transaction-end events'
 complete -c xenstore-snoop -l json -d 'One JSON object per line instead of text'
 complete -c xenstore-snoop -l summary -d 'Print summary tables (per op, per domain, top paths, watch fan-out) instead of lines'
-complete -c xenstore-snoop -l metrics -d 'Run as a Prometheus exporter: count in the kernel (per op and result, per domain, latency, watch events, transaction outcomes) and read each domain\'s quotas, written to --metrics-textfile and/or served on --metrics-listen, until stopped'
+complete -c xenstore-snoop -l metrics -d 'Run as a Prometheus exporter: count in the kernel (per op and result, per domain, latency, watch events, transaction outcomes) and read each domain\'s quotas, written to --metrics-textfile and/or served on --metrics-listen, until stopped (BPF only)'
 complete -c xenstore-snoop -l metrics-listen-any -d 'Allow --metrics-listen on an address other hosts reach'
 complete -c xenstore-snoop -l paired -d 'Attach the request and response probes and pair them, instead of the one reply probe: shows requests never answered (ending "?"), at twice the probe firings (the default on a daemon without reply)'
 complete -c xenstore-snoop -s h -l help -d 'Print help (see more with \'--help\')'

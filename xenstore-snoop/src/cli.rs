@@ -116,8 +116,8 @@ pub struct Args {
 
     /// Run as a Prometheus exporter: count in the kernel (per op and result, per domain,
     /// latency, watch events, transaction outcomes) and read each domain's quotas, written
-    /// to --metrics-textfile and/or served on --metrics-listen, until stopped
-    #[arg(long, conflicts_with_all = ["summary", "json", "write", "read", "count", "paired", "follow"],
+    /// to --metrics-textfile and/or served on --metrics-listen, until stopped (BPF only)
+    #[arg(long, conflicts_with_all = ["summary", "json", "write", "read", "count", "paired", "follow", "backend"],
           requires = "metrics_outputs")]
     pub metrics: bool,
 
@@ -289,6 +289,7 @@ mod tests {
         ];
         assert!(Args::try_parse_from(m).unwrap().metrics);
         assert!(Args::try_parse_from([&m[..], &["--json"]].concat()).is_err());
+        assert!(Args::try_parse_from([&m[..], &["--backend", "tracefs"]].concat()).is_err());
         assert!(Args::try_parse_from([&m[..], &["--interval", "5"]].concat()).is_ok());
         assert!(Args::try_parse_from(["xenstore-snoop", "--metrics-textfile", "d"]).is_err());
         for bad in ["-1", "0", "NaN", "inf", "x"] {
