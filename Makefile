@@ -84,3 +84,9 @@ install:
 	chmod 644 $(DESTDIR)$(UNITDIR)/xenstored-shim.service
 	install -D -m 644 xenstored-probes/systemd/README.md $(SHARE)/doc/xenstore-snoop/README.systemd
 	install -D -m 644 packaging/default $(DESTDIR)$(SYSCONFDIR)/default/xenstored-shim
+	# --metrics: the exporter's unit (off until enabled) and alerting rules.
+	sed 's|/usr/bin/xenstore-snoop|$(PREFIX)/bin/xenstore-snoop|' \
+	    xenstore-snoop/systemd/xenstore-snoop-metrics.service > $(DESTDIR)$(UNITDIR)/xenstore-snoop-metrics.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/xenstore-snoop-metrics.service
+	install -D -m 644 xenstore-snoop/prometheus/xenstore-alerts.yml $(SHARE)/xenstore-snoop/xenstore-alerts.yml
+	install -D -m 644 xenstore-snoop/prometheus/xenstore-alerts.test.yml $(SHARE)/xenstore-snoop/xenstore-alerts.test.yml

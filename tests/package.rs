@@ -40,6 +40,9 @@ const FILES: &[&str] = &[
     "/usr/share/xenstore-snoop/xs-stack-correlate",
     "/usr/share/doc/xenstore-snoop/copyright",
     "/usr/share/doc/xenstore-snoop/README.systemd",
+    "/lib/systemd/system/xenstore-snoop-metrics.service",
+    "/usr/share/xenstore-snoop/xenstore-alerts.yml",
+    "/usr/share/xenstore-snoop/xenstore-alerts.test.yml",
 ];
 
 /// dpkg and lintian on a loaded machine: minutes, not hours.

@@ -16,10 +16,16 @@ use std::process::{Command, Stdio};
 const README: &str = include_str!("../README.md");
 
 /// Examples another test runs, with the reason.
-const ELSEWHERE: [(&str, &str); 1] = [(
-    "scripts/xs-stack-correlate",
-    "needs bpftrace's stacks: tests/scripts_live.rs stacks_attribute_every_client_request",
-)];
+const ELSEWHERE: [(&str, &str); 2] = [
+    (
+        "scripts/xs-stack-correlate",
+        "needs bpftrace's stacks: tests/scripts_live.rs stacks_attribute_every_client_request",
+    ),
+    (
+        "--metrics",
+        "a long-lived exporter: tests/metrics.rs runs it under the real Prometheus",
+    ),
+];
 
 /// README's `xenstore-snoop ...` command lines, comments stripped.
 fn examples() -> Vec<String> {

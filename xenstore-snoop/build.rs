@@ -1,21 +1,27 @@
-//! Compiles the BPF back end (src/bpf/xssnoop.bpf.c) with clang and
-//! generates its libbpf-rs skeleton into OUT_DIR.
+//! Compiles the BPF programs (src/bpf/xssnoop.bpf.c for tracing,
+//! src/bpf/xsmetrics.bpf.c for --metrics) with clang and generates their
+//! libbpf-rs skeletons into OUT_DIR.
 
 use libbpf_cargo::SkeletonBuilder;
 use std::path::PathBuf;
 
-const SRC: &str = "src/bpf/xssnoop.bpf.c";
+const SRCS: [(&str, &str); 2] = [
+    ("src/bpf/xssnoop.bpf.c", "xssnoop.skel.rs"),
+    ("src/bpf/xsmetrics.bpf.c", "xsmetrics.skel.rs"),
+];
 
 fn main() {
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("xssnoop.skel.rs");
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
     // Debian keeps asm/ headers (linux/ptrace.h needs them) under the multiarch directory.
     let multiarch = format!("-I/usr/include/{}-linux-gnu", std::env::consts::ARCH);
-    if let Err(e) = SkeletonBuilder::new()
-        .source(SRC)
-        .clang_args([multiarch.as_str(), "-Wall", "-Werror"])
-        .build_and_generate(&out)
-    {
-        panic!("building {SRC} (needs clang and libelf-dev: .ci/setup installs them): {e:#}");
+    for (src, skel) in SRCS {
+        if let Err(e) = SkeletonBuilder::new()
+            .source(src)
+            .clang_args([multiarch.as_str(), "-Wall", "-Werror"])
+            .build_and_generate(out_dir.join(skel))
+        {
+            panic!("building {src} (needs clang and libelf-dev: .ci/setup installs them): {e:#}");
+        }
+        println!("cargo:rerun-if-changed={src}");
     }
-    println!("cargo:rerun-if-changed={SRC}");
 }

@@ -48,6 +48,8 @@ pub enum Section {
     Memory,
     /// 5-byte against 1-byte nop sites; reply against request + response.
     Sites,
+    /// xenstore-snoop --metrics against unsnooped and full tracing.
+    Metrics,
 }
 
 #[derive(clap::Args, Debug)]

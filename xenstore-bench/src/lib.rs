@@ -12,6 +12,7 @@ pub mod libxs;
 pub mod load;
 pub mod machine;
 pub mod memory;
+pub mod metrics_mode;
 pub mod plan;
 pub mod probe_loop;
 pub mod report;

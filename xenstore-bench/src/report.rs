@@ -21,6 +21,7 @@ pub struct Results {
     pub loss: Option<Result<Vec<LossStep>>>,
     pub memory: Option<Vec<(String, Result<Rss>)>>,
     pub sites: Option<SitesResult>,
+    pub metrics: Option<crate::metrics_mode::MetricsResult>,
 }
 
 fn ops(x: f64) -> String {
@@ -269,6 +270,30 @@ fn goals(r: &Results) -> Vec<Goal> {
             met: Some(best.is_some_and(|b| b >= 1e6)),
         });
     }
+    if let Some(m) = &r.metrics {
+        let c = &m.comparison;
+        let (measured, min) = ratios_where(c, 1, 0, |case| case.conns == 1);
+        g.push(Goal {
+            what: "--metrics ÷ unsnooped ops/s, 1 connection (pinned)".to_string(),
+            target: "≥ 0.95",
+            measured,
+            met: min.map(|x| x >= 0.95),
+        });
+        // Cost = 1 − ratio to unsnooped, per case.
+        let kept: Vec<f64> = (0..c.cases.len())
+            .filter_map(|ci| Some((1.0 - c.ratio(ci, 1, 0)?) / (1.0 - c.ratio(ci, 2, 0)?)))
+            .collect();
+        let worst = kept
+            .iter()
+            .copied()
+            .fold(None, |w: Option<f64>, x| Some(w.map_or(x, |w| w.max(x))));
+        g.push(Goal {
+            what: "--metrics cost ÷ full tracing's cost (worst case)".to_string(),
+            target: "≤ 0.5",
+            measured: worst.map_or(String::new(), |x| format!("{x:.2}")),
+            met: worst.map(|x| x <= 0.5),
+        });
+    }
     if let Some(m) = &r.memory {
         let rss = |label: &str| rss_of(m, label).map(|r| r.after_kib as f64);
         let ratio = rss("shim").zip(rss("C xenstored")).map(|(a, b)| a / b);
@@ -510,6 +535,32 @@ pub fn render(r: &Results) -> String {
                 }
             }
         }
+    }
+    if let Some(m) = &r.metrics {
+        let _ = writeln!(
+            s,
+            "\n## 8. Metrics mode\n\nThe shim unsnooped, under `xenstore-snoop --metrics` \
+             (xsmetrics.bpf.c counts each reply, watch event and transaction end in maps; the \
+             exporter reads them and writes a textfile every second here) and under full \
+             tracing (the BPF back end, every reply to user space, output to a file).\n"
+        );
+        s += &table(
+            &m.comparison,
+            &[("metrics ÷ shim", 1, 0), ("tracing ÷ shim", 2, 0)],
+            &[("metrics ÷ shim", 1, 0), ("tracing ÷ shim", 2, 0)],
+        );
+        let _ = match &m.at_1000 {
+            Ok(x) => writeln!(
+                s,
+                "\nThe exporter with {} live domains, each of which made a request: {} KiB \
+                 resident, {} series, a {} KiB textfile.\n",
+                crate::metrics_mode::DOMAINS,
+                x.rss_kib,
+                x.series,
+                x.bytes / 1024
+            ),
+            Err(e) => writeln!(s, "\nThe exporter at 1000 domains: not measured: {e:#}\n"),
+        };
     }
     if let Some(sites) = &r.sites {
         let _ = writeln!(

@@ -55,6 +55,7 @@ pub fn all(args: &AllArgs) -> Result<()> {
         loss: None,
         memory: None,
         sites: None,
+        metrics: None,
     };
     if wanted(Section::Throughput) {
         r.throughput = Some(plan::throughput(&b, &budget, xs_load.as_deref()));
@@ -77,6 +78,9 @@ pub fn all(args: &AllArgs) -> Result<()> {
     if wanted(Section::Sites) {
         let nop1 = builds::build_nop1()?;
         r.sites = Some(plan::sites(&b, &nop1, &budget));
+    }
+    if wanted(Section::Metrics) {
+        r.metrics = Some(crate::metrics_mode::run(&b, &budget));
     }
     r.elapsed = started.elapsed();
     r.load_after = machine::load();

@@ -21,6 +21,9 @@ pub enum TracerKind {
         script: PathBuf,
         buffering: &'static str,
     },
+    /// `xenstore-snoop --daemon-pid PID --metrics` writing a textfile
+    /// every second (seen attached once the file counts the marker's reads).
+    Metrics { binary: PathBuf },
 }
 
 pub struct Tracer {
@@ -65,6 +68,19 @@ impl Tracer {
                 c.args(["-B", buffering]).arg(script).arg(binary);
                 c
             }
+            TracerKind::Metrics { binary: snoop } => {
+                let mut c = Command::new(snoop);
+                c.arg("--daemon-pid").arg(pid.to_string());
+                c.args(["--metrics", "--interval", "1", "--metrics-textfile"])
+                    .arg(&dir);
+                c
+            }
+        };
+        // Where attachment shows: the marker's path in a trace, the
+        // marker's reads counted in the metrics.
+        let (shows, needle) = match kind {
+            TracerKind::Metrics { .. } => (dir.join("xenstore.prom"), "op=\"XS_READ\""),
+            _ => (output.clone(), MARKER),
         };
         let child = cmd
             .stdin(Stdio::null())
@@ -81,7 +97,7 @@ impl Tracer {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             mark()?;
-            if tracer.output_contains(MARKER)? {
+            if contains(&shows, needle)? {
                 return Ok(tracer);
             }
             if let Some(status) = tracer.child.as_mut().unwrap().try_wait()? {
@@ -92,11 +108,6 @@ impl Tracer {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-    }
-
-    fn output_contains(&self, needle: &str) -> Result<bool> {
-        let text = std::fs::read(&self.output)?;
-        Ok(text.windows(needle.len()).any(|w| w == needle.as_bytes()))
     }
 
     fn stderr_text(&self) -> String {
@@ -123,6 +134,16 @@ impl Tracer {
             ..parse_counts(&self.stderr_text())
         })
     }
+}
+
+/// Whether `path` exists and holds `needle`.
+fn contains(path: &Path, needle: &str) -> Result<bool> {
+    let text = match std::fs::read(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(text.windows(needle.len()).any(|w| w == needle.as_bytes()))
 }
 
 impl Drop for Tracer {

@@ -15,6 +15,7 @@ Examples:
   xenstore-snoop -T -L                # wall-clock timestamps and latency (µs)
   xenstore-snoop --json | jq .        # JSON lines
   xenstore-snoop --summary --interval 5 --duration 60
+  xenstore-snoop --metrics --metrics-listen 127.0.0.1:9464   # a Prometheus exporter
   xenstore-snoop --daemon-pid 1234    # pick one of several daemons
   xenstore-snoop -w trace.jsonl       # show and record (all records, before the filters)
   xenstore-snoop -r trace.jsonl -x    # replay: the failures in the recorded trace
@@ -28,6 +29,8 @@ Examples:
 /// Needs root.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "xenstore-snoop", version, after_help = EXAMPLES)]
+#[command(group(clap::ArgGroup::new("interval_modes").args(["summary", "metrics"]).multiple(true)))]
+#[command(group(clap::ArgGroup::new("metrics_outputs").args(["metrics_textfile", "metrics_listen"]).multiple(true)))]
 pub struct Args {
     /// Trace this daemon process (default: the one running xenstored-shim)
     #[arg(long, value_name = "PID")]
@@ -107,9 +110,42 @@ pub struct Args {
     pub summary: bool,
 
     /// With --summary: every SECS seconds also print the tables with each op's and domain's
-    /// rate over the interval (requests/s) beside the running totals
-    #[arg(long, value_name = "SECS", requires = "summary", value_parser = positive_secs)]
+    /// rate over the interval (requests/s) beside the running totals. With --metrics: how
+    /// often the metrics are refreshed (default 15)
+    #[arg(long, value_name = "SECS", requires = "interval_modes", value_parser = positive_secs)]
     pub interval: Option<f64>,
+
+    /// Run as a Prometheus exporter: count in the kernel (per op and result, per domain,
+    /// latency, watch events, transaction outcomes) and read each domain's quotas, written
+    /// to --metrics-textfile and/or served on --metrics-listen, until stopped (BPF only)
+    #[arg(long, conflicts_with_all = ["summary", "json", "write", "read", "count", "paired", "follow", "backend"],
+          requires = "metrics_outputs")]
+    pub metrics: bool,
+
+    /// With --metrics: write DIR/xenstore.prom every interval (node_exporter's textfile
+    /// collector; written to a temporary name in DIR and renamed)
+    #[arg(long, value_name = "DIR", requires = "metrics")]
+    pub metrics_textfile: Option<PathBuf>,
+
+    /// With --metrics: serve GET /metrics on ADDR (e.g. 127.0.0.1:9464); a loopback
+    /// address unless --metrics-listen-any
+    #[arg(long, value_name = "ADDR", requires = "metrics")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+
+    /// Allow --metrics-listen on an address other hosts reach
+    #[arg(long, requires = "metrics_listen")]
+    pub metrics_listen_any: bool,
+
+    /// With --metrics: domains with series of their own; the rest are summed under
+    /// domid="other" and counted in xenstore_domains_over_cap
+    #[arg(long, value_name = "N", default_value_t = 1024, requires = "metrics",
+          value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub metrics_max_domains: u32,
+
+    /// The daemon's dom0 socket, for --metrics' domain names and quotas (default: the
+    /// one the daemon listens on)
+    #[arg(long, value_name = "PATH", requires = "metrics")]
+    pub socket: Option<PathBuf>,
 
     /// Also write every record, before the filters, to FILE (a trace: JSON lines, see
     /// TRACE FILES in the man page); the output is unchanged
@@ -245,6 +281,19 @@ mod tests {
         assert_eq!(a.count, Some(5));
         assert!(Args::try_parse_from(["xenstore-snoop", "-T", "--relative"]).is_err());
         assert!(Args::try_parse_from(["xenstore-snoop", "--interval", "1"]).is_err());
+        // --metrics needs somewhere to put them, and no line output.
+        assert!(Args::try_parse_from(["xenstore-snoop", "--metrics"]).is_err());
+        let m = [
+            "xenstore-snoop",
+            "--metrics",
+            "--metrics-listen",
+            "127.0.0.1:9464",
+        ];
+        assert!(Args::try_parse_from(m).unwrap().metrics);
+        assert!(Args::try_parse_from([&m[..], &["--json"]].concat()).is_err());
+        assert!(Args::try_parse_from([&m[..], &["--backend", "tracefs"]].concat()).is_err());
+        assert!(Args::try_parse_from([&m[..], &["--interval", "5"]].concat()).is_ok());
+        assert!(Args::try_parse_from(["xenstore-snoop", "--metrics-textfile", "d"]).is_err());
         for bad in ["-1", "0", "NaN", "inf", "x"] {
             assert!(Args::try_parse_from(["xenstore-snoop", "--duration", bad]).is_err());
         }

@@ -49,7 +49,7 @@ pub fn daemon_socket(pid: u32) -> Option<PathBuf> {
 }
 
 /// One request and its reply: Ok(payload) or Err(error name).
-fn ask(
+pub(crate) fn ask(
     s: &mut UnixStream,
     ty: MsgType,
     payload: &[u8],

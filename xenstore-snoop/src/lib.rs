@@ -15,6 +15,7 @@ pub mod filter;
 pub mod follow;
 pub mod format;
 pub mod mapping;
+pub mod metrics;
 pub mod names;
 pub mod output;
 pub mod pairing;

@@ -63,6 +63,9 @@ pub fn run(args: &Args) -> Result<i32> {
     if let Some(path) = &args.read {
         return crate::replay::run(args, path);
     }
+    if args.metrics {
+        return crate::metrics::run(args);
+    }
     let filter = filter_from(args)?;
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {

@@ -9,6 +9,7 @@ use crate::connection::Received;
 use crate::daemon::{Daemon, Effects};
 use crate::ring;
 use crate::service::log;
+use crate::service::notable::{Kind, Notable};
 use crate::transport::{Attachment, DomainMonitor, Listener, Transport};
 use mio::{Events, Interest, Poll, Token};
 use rustc_hash::FxHashMap;
@@ -235,13 +236,17 @@ impl Server {
             match port.listener.accept() {
                 Ok(Some(t)) => {
                     if let Err(e) = self.attach(t, domid) {
-                        log::error(format_args!("registering a connection: {e}"));
+                        let why = format!("registering a connection: {e}");
+                        let event = Notable::new(Kind::ConnectionRefused, why).domid(domid);
+                        log::notable(event.reason("register"));
                     }
                 }
                 Ok(None) => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    log::error(format_args!("accept: {e} (retrying)"));
+                    let why = format!("accept: {e} (retrying)");
+                    let event = Notable::new(Kind::ConnectionRefused, why).domid(domid);
+                    log::notable(event.reason("accept"));
                     if !self.retry_accept.contains(&token) {
                         self.retry_accept.push(token);
                     }

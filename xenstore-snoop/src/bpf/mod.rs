@@ -13,7 +13,7 @@
 //! kernel does the same when the snooper dies, however it dies.
 
 mod features;
-mod libbpf_log;
+pub(crate) mod libbpf_log;
 pub mod record;
 mod ring;
 
@@ -58,7 +58,7 @@ pub struct BpfSource {
 
 /// An error of libbpf's, in the words of the verifier or of libbpf when
 /// they said why.
-fn explained(e: libbpf_rs::Error, what: &str) -> anyhow::Error {
+pub(crate) fn explained(e: libbpf_rs::Error, what: &str) -> anyhow::Error {
     match libbpf_log::take() {
         Some(why) => anyhow::anyhow!("{what}: {why}"),
         None => anyhow::Error::new(e).context(what.to_string()),
@@ -214,7 +214,7 @@ impl BpfSource {
 /// argument, about 10 ns a firing measured): so every site's note must say
 /// those registers. Any other build of the probes is for tracefs, whose
 /// fetch args follow any note.
-fn check_registers(probe: Probe, site: &SdtProbe) -> Result<()> {
+pub(crate) fn check_registers(probe: Probe, site: &SdtProbe) -> Result<()> {
     let contract = probe.note_args();
     if site.args != contract {
         bail!(

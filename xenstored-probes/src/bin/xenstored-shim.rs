@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use xenstored_probes::daemon::LiveUpdate;
 use xenstored_probes::migration::{self, adopt, handover};
+use xenstored_probes::service::notable::{Kind, Notable};
 use xenstored_probes::service::{detach, live, log, notify, pidfile::PidFile, signals};
 use xenstored_probes::transport::DomainBackend;
 use xenstored_probes::{daemon::Daemon, quota::Quotas, ring, server::Server, trace, unix, xen};
@@ -355,16 +356,14 @@ fn run(args: &mut Args) -> Result<(), String> {
             return Err(e);
         }
     };
-    let ready = format!(
-        "ready: serving {} as pid {}",
-        socket.display(),
-        std::process::id()
-    );
-    if args.detaches() {
-        log::info(format_args!("{ready}"));
-    } else {
-        log::verbose(format_args!("{ready}"));
-    }
+    log::notable(Notable::new(
+        Kind::Started,
+        format!(
+            "ready: serving {} as pid {}",
+            socket.display(),
+            std::process::id()
+        ),
+    ));
 
     loop {
         server.run().map_err(|e| format!("event loop: {e}"))?;
@@ -378,7 +377,7 @@ fn run(args: &mut Args) -> Result<(), String> {
             }
         }
         if let Some(signal) = got.stop {
-            log::info(format_args!("{signal}: stopping"));
+            log::notable(Notable::new(Kind::Stopping, format!("{signal}: stopping")));
             break;
         }
     }

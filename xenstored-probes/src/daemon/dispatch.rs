@@ -8,6 +8,7 @@ use super::{admin, domains, nodes, transactions, watches, Call, Daemon};
 use crate::error::Fail;
 use crate::probes;
 use crate::quota::Kind;
+use crate::service::notable::{Kind as NotableKind, Notable};
 use crate::wire::{msg_name, Header, MsgType, XsError, HEADER_LEN, PAYLOAD_MAX};
 use std::panic::{self, AssertUnwindSafe};
 
@@ -122,8 +123,12 @@ impl Daemon {
                 Ok(None) => break,
                 Err(big) => {
                     let n = big.0;
-                    let why = format_args!("message length {n} > 4096: dropping the client");
-                    self.log.log(id, why);
+                    let why = format!("conn {id}: message length {n} > 4096: dropping the client");
+                    let domid = self.conns.get(&id).map_or(0, |c| c.domid);
+                    let event = Notable::new(NotableKind::ConnectionDropped, why)
+                        .domid(domid)
+                        .reason("oversized message");
+                    self.log.notable(event);
                     self.close(id, 0, "oversized message");
                     return false;
                 }
@@ -191,6 +196,9 @@ impl Daemon {
             Ok(Done::Ack) => self.respond(id, serial, h, Ok(b"OK\0")),
             Ok(Done::Replied) => {}
             Err(Fail(e, reason)) => {
+                if let (Some(quota), Some(domid)) = (reason.strip_prefix("quota:"), unprivileged) {
+                    self.quota_refused(domid, h.ty, quota, e);
+                }
                 if e == XsError::Enosys || reason == "args" || reason == "tx:unknown" {
                     let name = msg_name(h.ty).unwrap_or("unknown type");
                     self.log
@@ -206,22 +214,47 @@ impl Daemon {
         }
     }
 
+    /// Logs a request refused for a quota, within the domain's budget.
+    fn quota_refused(&mut self, domid: u32, ty: u32, quota: &str, e: XsError) {
+        let op = msg_name(ty).unwrap_or("unknown type");
+        // Only introduced domains get a budget of their own, so the map
+        // stays as small as the domain registry.
+        let key = if self.domains.get(domid).is_some() {
+            domid
+        } else {
+            u32::MAX
+        };
+        let event = Notable::new(
+            NotableKind::QuotaRefused,
+            format!("domain {domid}: {op} refused {e}: over its {quota} quota"),
+        )
+        .domid(domid)
+        .op(op)
+        .quota(quota)
+        .reason(e.name());
+        self.quota_log.entry(key).or_default().notable(event);
+    }
+
     /// After a handler panicked (the panic hook logged where): says which
     /// request, and whether the store is still consistent.
     fn contained_panic(&mut self, id: u32, ty: u32) {
         let name = msg_name(ty).unwrap_or("unknown type");
         let problems = self.store.check();
-        self.log.log(
-            id,
-            format_args!(
-                "{name} ({ty}) panicked, answered EIO; store check: {}",
-                if problems.is_empty() {
-                    "OK".to_string()
-                } else {
-                    problems.join("; ")
-                }
-            ),
-        );
+        let store = if problems.is_empty() {
+            "OK".to_string()
+        } else {
+            problems.join("; ")
+        };
+        let mut event = Notable::new(
+            NotableKind::Panic,
+            format!("conn {id}: {name} ({ty}) panicked, answered EIO; store check: {store}"),
+        )
+        .op(name)
+        .reason("panic");
+        if let Some(conn) = self.conns.get(&id) {
+            event = event.domid(conn.domid);
+        }
+        self.log.notable(event);
     }
 
     /// Checks the table's rules, settles the transaction `call` runs in

@@ -9,6 +9,8 @@ use crate::error::Fail;
 use crate::path;
 use crate::perms::Identity;
 use crate::request;
+use crate::service::log;
+use crate::service::notable::{Kind, Notable};
 use crate::transport::DomainChanges;
 use crate::tree;
 use crate::wire::XsError;
@@ -38,6 +40,13 @@ pub(super) fn introduce(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fai
         },
     );
     d.fire(call.serial, call.conn, &special(path::INTRODUCE_DOMAIN));
+    log::notable(
+        Notable::new(
+            Kind::DomainIntroduced,
+            format!("domain {} introduced", req.domid),
+        )
+        .domid(req.domid),
+    );
     Ok(())
 }
 
@@ -53,9 +62,9 @@ pub(super) fn release(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail>
         .ok_or(Fail(XsError::Enoent, "domain"))?;
     if d.release_waits_for_reply(call.conn, domid) {
         d.ack(call);
-        d.release(domid, call.serial, call.conn);
+        d.release(domid, call.serial, call.conn, "released");
     } else {
-        d.release(domid, call.serial, call.conn);
+        d.release(domid, call.serial, call.conn, "released");
         d.ack(call);
     }
     Ok(())
@@ -129,7 +138,7 @@ impl Daemon {
         self.queued_events.clear();
         self.close(id, 0, "domain gone");
         if domid != 0 && self.domains.get(domid).is_some() {
-            self.release(domid, 0, id);
+            self.release(domid, 0, id, "ring gone");
         }
     }
 
@@ -166,7 +175,7 @@ impl Daemon {
             for c in ids {
                 self.close(c, 0, "domain died");
             }
-            self.release(d, 0, 0);
+            self.release(d, 0, 0, "died");
         }
         if announce && !released {
             self.fire(0, 0, &special(path::RELEASE_DOMAIN));
@@ -202,7 +211,14 @@ impl Daemon {
     /// watches gone, so its own nodes' removal fires nothing at it), the
     /// nodes it owns are removed as upstream does for a dead domain, and
     /// @releaseDomain fires.
-    fn release(&mut self, domid: u32, serial: u64, firer: u32) {
+    /// `why`: released by dom0, died, its ring gone.
+    fn release(&mut self, domid: u32, serial: u64, firer: u32, why: &str) {
+        log::notable(
+            Notable::new(Kind::DomainGone, format!("domain {domid} gone: {why}"))
+                .domid(domid)
+                .reason(why),
+        );
+        self.quota_log.remove(&domid);
         let ids: Vec<u32> = self
             .conns
             .values()

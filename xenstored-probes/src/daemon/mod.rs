@@ -64,6 +64,9 @@ pub struct Daemon {
     reply: Vec<u8>,
     effects: Effects,
     log: RateLimitedLog,
+    /// Quota refusals, logged within a budget per introduced domain (and
+    /// one for the rest); a domain's goes when it does.
+    quota_log: BTreeMap<u32, RateLimitedLog>,
     /// CONTROL logfile: where memreport writes without a file argument.
     logfile: Option<String>,
     /// CONTROL log on|off.
@@ -115,6 +118,7 @@ impl Daemon {
             reply: Vec::new(),
             effects: Effects::default(),
             log: RateLimitedLog::default(),
+            quota_log: BTreeMap::new(),
             logfile: None,
             logging: false,
             queued_events: FxHashSet::default(),

@@ -1,10 +1,17 @@
 //! Start-up and error messages: to stderr while the daemon runs in the
 //! foreground, to syslog (facility daemon) once it has detached, as C
-//! xenstored does.
+//! xenstored does. Notable events (`notable.rs`) go to the journal with
+//! their fields whenever journald listens, and where the others go too
+//! unless that is the journal already.
 
 use std::ffi::CString;
 use std::fmt;
+use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+use super::journal::Journal;
+use super::notable::Notable;
 
 const IDENT: &std::ffi::CStr = c"xenstored-shim";
 
@@ -57,4 +64,62 @@ fn emit(priority: libc::c_int, msg: fmt::Arguments) {
     let text = CString::new(text).expect("NULs replaced");
     // SAFETY: a constant format taking one C string.
     unsafe { libc::syslog(priority, c"%s".as_ptr(), text.as_ptr()) };
+}
+
+/// Logs a notable event. In the foreground: to the journal with its
+/// fields when journald listens, and to stderr unless stderr is the
+/// journal. Detached: to the journal natively when syslog's /dev/log is
+/// journald's, else to syslog as any message.
+pub fn notable(event: Notable) {
+    let detached = SYSLOG.load(Ordering::Relaxed);
+    let fields = fields(&event);
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let try_journal = !detached || syslog_is_journal();
+    let sent = try_journal && journal().is_some_and(|j| j.send(&fields).is_ok());
+    if !sent || (!detached && !stderr_is_journal()) {
+        emit(event.kind.priority(), format_args!("{}", event.message));
+    }
+}
+
+fn journal() -> Option<&'static Journal> {
+    static JOURNAL: OnceLock<Option<Journal>> = OnceLock::new();
+    JOURNAL.get_or_init(|| Journal::new().ok()).as_ref()
+}
+
+fn fields(e: &Notable) -> Vec<(&'static str, String)> {
+    let mut f = vec![
+        ("MESSAGE", e.message.clone()),
+        ("PRIORITY", e.kind.priority().to_string()),
+        ("MESSAGE_ID", e.kind.message_id().to_string()),
+        ("SYSLOG_IDENTIFIER", "xenstored-shim".to_string()),
+    ];
+    let optional = [
+        ("XS_DOMID", e.domid.map(|d| d.to_string())),
+        ("XS_OP", e.op.map(str::to_string)),
+        ("XS_QUOTA", e.quota.map(str::to_string)),
+        ("XS_REASON", e.reason.map(str::to_string)),
+    ];
+    f.extend(optional.into_iter().filter_map(|(k, v)| Some((k, v?))));
+    f
+}
+
+/// Debian's systemd links /dev/log to journald's syslog socket.
+fn syslog_is_journal() -> bool {
+    let id = |p: &str| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
+    let dev_log = id("/dev/log");
+    dev_log.is_some() && dev_log == id("/run/systemd/journal/dev-log")
+}
+
+/// systemd sets $JOURNAL_STREAM to stderr's device:inode when it connects
+/// stderr to the journal (systemd.exec(5)).
+fn stderr_is_journal() -> bool {
+    let Some(want) = std::env::var_os("JOURNAL_STREAM") else {
+        return false;
+    };
+    // SAFETY: fstat on fd 2 into a zeroed stat.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(2, &mut st) } != 0 {
+        return false;
+    }
+    want.to_str() == Some(&format!("{}:{}", st.st_dev, st.st_ino))
 }

@@ -1,0 +1,327 @@
+//! `xenstore-snoop --metrics` read by the real Prometheus: the exporter
+//! writes node_exporter's textfile directory and serves /metrics; the real
+//! prometheus-node-exporter reads the directory; the real Prometheus
+//! scrapes both (loopback, private ports) and is asked through its HTTP
+//! query API whether the sums equal what a known workload did (a guest
+//! over the simulated ring, errors, a transaction conflict), whether the
+//! quota gauges match CONTROL quota, and whether a dead domain's series go.
+//! `promtool check metrics` passes on the textfile.
+
+mod common;
+
+use common::process::{output_fed, Watched};
+use common::shim::{private_dir, Shim};
+use common::{wait_for, xs_error, TIMEOUT};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use xenstore_proto::wire::MsgType;
+use xenstore_testkit::daemon::{private_copy_of, scratch_dir};
+use xenstored_probes::guest::{Guest, Xs};
+use xenstored_probes::ring::sim::SimGuest;
+
+const GUEST: u16 = 7;
+const SIGTERM: i32 = 15;
+
+/// A loopback port free now (the child binds it right after).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// GET `path` from 127.0.0.1:`port`; the body.
+fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(TIMEOUT)).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).ok()?;
+    let (head, body) = reply.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.").then(|| body.to_string())
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+struct Prometheus {
+    _server: Watched,
+    port: u16,
+}
+
+impl Prometheus {
+    /// Scraping the exporter's endpoint (job xenstore) and node_exporter
+    /// (job node) every second.
+    fn start(dir: &Path, exporter: u16, node: u16) -> Prometheus {
+        let port = free_port();
+        let config = dir.join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\n\
+                 scrape_configs:\n\
+                 - job_name: xenstore\n  static_configs: [{{targets: ['127.0.0.1:{exporter}']}}]\n\
+                 - job_name: node\n  static_configs: [{{targets: ['127.0.0.1:{node}']}}]\n"
+            ),
+        )
+        .unwrap();
+        let server = Watched::spawn(
+            "prometheus",
+            Command::new("prometheus")
+                .arg(format!("--config.file={}", config.display()))
+                .arg(format!(
+                    "--storage.tsdb.path={}",
+                    dir.join("tsdb").display()
+                ))
+                .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped()),
+            false,
+        );
+        wait_for("prometheus ready", TIMEOUT, || {
+            http_get(port, "/-/ready").is_some_and(|b| b.contains("Ready"))
+        });
+        Prometheus {
+            _server: server,
+            port,
+        }
+    }
+
+    /// The instant vector `query` evaluates to: (labels, value) each.
+    fn query(&self, query: &str) -> Vec<(Value, f64)> {
+        let path = format!("/api/v1/query?query={}", urlencode(query));
+        let body = http_get(self.port, &path).unwrap_or_default();
+        let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        v["data"]["result"]
+            .as_array()
+            .map(|r| {
+                r.iter()
+                    .map(|s| {
+                        let value = s["value"][1].as_str().unwrap_or("NaN").parse().unwrap();
+                        (s["metric"].clone(), value)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Waits until `query` is one sample of `want`.
+    fn wait_value(&self, query: &str, want: f64) {
+        let mut last = Vec::new();
+        let ok = xenstore_testkit::wait::wait_until(&format!("{query} == {want}"), TIMEOUT, || {
+            last = self.query(query);
+            last.len() == 1 && last[0].1 == want
+        });
+        assert!(
+            ok.is_ok(),
+            "{query}: want {want}, Prometheus answers {last:?}"
+        );
+    }
+}
+
+#[test]
+fn prometheus_sees_what_a_known_workload_did() {
+    if !common::need_root("prometheus_sees_what_a_known_workload_did") {
+        return;
+    }
+    // A private copy: uprobes attach to the file, and other tests trace
+    // the workspace's binary.
+    let dir = scratch_dir("metrics-shim").unwrap();
+    let binary = private_copy_of(&common::bin("xenstored-shim"), &dir).unwrap();
+    let shim = Shim::launch("xenstored-shim", &binary, dir, &["--quota", "watches=2"]).unwrap();
+    let work = private_dir("metrics");
+    let textfile = work.join("textfile");
+    std::fs::create_dir_all(&textfile).unwrap();
+
+    let mut exporter = Watched::spawn(
+        "xenstore-snoop --metrics",
+        // BPF only: not common::snoop_command(), which may name a back end.
+        Command::new(common::bin("xenstore-snoop"))
+            .args([
+                "--metrics",
+                "--interval",
+                "1",
+                "--metrics-listen",
+                "127.0.0.1:0",
+            ])
+            .arg("--daemon-pid")
+            .arg(shim.pid().to_string())
+            .arg("--socket")
+            .arg(&shim.socket)
+            .arg("--metrics-textfile")
+            .arg(&textfile)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+        false,
+    );
+    exporter.wait_ready("the exporter to attach", TIMEOUT, |_, err| {
+        err.iter().any(|l| l.contains("/metrics"))
+    });
+    let banner = exporter.stderr().concat();
+    let exporter_port: u16 = banner
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {banner}"));
+
+    let node_port = free_port();
+    let _node = Watched::spawn(
+        "prometheus-node-exporter",
+        Command::new("prometheus-node-exporter")
+            .arg(format!("--web.listen-address=127.0.0.1:{node_port}"))
+            .args(["--collector.disable-defaults", "--collector.textfile"])
+            .arg(format!(
+                "--collector.textfile.directory={}",
+                textfile.display()
+            ))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+        false,
+    );
+    let prometheus = Prometheus::start(&work, exporter_port, node_port);
+
+    // The workload, every request after the exporter attached.
+    let mut dom0 = Xs::connect(&shim.socket).unwrap();
+    dom0.timeout = Duration::from_secs(10);
+    let home = format!("/local/domain/{GUEST}");
+    dom0.mkdir(0, &home).unwrap();
+    dom0.set_perms(0, &home, &[&format!("n{GUEST}")]).unwrap();
+    dom0.write(0, &format!("{home}/name"), "guest-seven")
+        .unwrap();
+    SimGuest::prepare(&shim.run_dir, GUEST, 0xfeffc, 1).unwrap();
+    dom0.introduce(GUEST, 0xfeffc, 1).unwrap();
+    let mut guest = Guest::open(&shim.run_dir, GUEST).unwrap();
+    guest.timeout = Duration::from_secs(10);
+    for node in ["data/a", "data/b", "data/c"] {
+        guest.write(0, node, "1").unwrap();
+    }
+    guest.watch("w1", "t1").unwrap();
+    guest.watch("w2", "t2").unwrap();
+    assert_eq!(xs_error(guest.watch("w3", "t3")), "E2BIG");
+    assert_eq!(xs_error(guest.read(0, "missing")), "ENOENT");
+    // Two transactions write one node: the second to end conflicts.
+    let t1 = dom0.transaction_start().unwrap();
+    let t2 = dom0.transaction_start().unwrap();
+    dom0.write(t1, "/contended", "1").unwrap();
+    dom0.write(t2, "/contended", "2").unwrap();
+    dom0.transaction_end(t1, true).unwrap();
+    assert_eq!(xs_error(dom0.transaction_end(t2, true)), "EAGAIN");
+    // dom0 1 + guest 3 + transactions 2
+    let writes = 6.0;
+
+    for job in ["xenstore", "node"] {
+        let q = |s: &str| s.replace("JOB", job);
+        prometheus.wait_value(
+            &q(r#"sum(xenstore_requests_total{job="JOB",op="XS_WRITE"})"#),
+            writes,
+        );
+        prometheus.wait_value(
+            &q(r#"sum(xenstore_requests_total{job="JOB",op="XS_WATCH",result="E2BIG"})"#),
+            1.0,
+        );
+        prometheus.wait_value(
+            &q(r#"sum(xenstore_requests_total{job="JOB",op="XS_READ",result="ENOENT"})"#),
+            1.0,
+        );
+        prometheus.wait_value(
+            &q(r#"xenstore_transactions_total{job="JOB",outcome="conflict"}"#),
+            1.0,
+        );
+        prometheus.wait_value(
+            &q(r#"xenstore_transactions_total{job="JOB",outcome="commit"}"#),
+            1.0,
+        );
+        // The two watches' first events.
+        prometheus.wait_value(&q(r#"xenstore_watch_events_total{job="JOB"}"#), 2.0);
+        // The guest's requests: 3 writes, 3 watches, 1 read; 2 failed.
+        prometheus.wait_value(
+            &q(r#"xenstore_domain_requests_total{job="JOB",domid="7"}"#),
+            7.0,
+        );
+        prometheus.wait_value(
+            &q(r#"xenstore_domain_errors_total{job="JOB",domid="7"}"#),
+            2.0,
+        );
+        prometheus.wait_value(
+            &q(r#"xenstore_domain_info{job="JOB",domid="7",name="guest-seven"}"#),
+            1.0,
+        );
+        prometheus.wait_value(
+            &q(r#"sum(xenstore_request_duration_seconds_count{job="JOB",op="XS_WRITE"})"#),
+            writes,
+        );
+        prometheus.wait_value(&q(r#"xenstore_events_lost_total{job="JOB"}"#), 0.0);
+    }
+
+    // What Prometheus answered, for the record (`--nocapture`).
+    for q in [
+        r#"sum by (job) (xenstore_requests_total{op="XS_WRITE"})"#,
+        r#"xenstore_transactions_total{job="xenstore"}"#,
+        r#"xenstore_domain_quota_used{job="xenstore",domid="7"}"#,
+    ] {
+        eprintln!("prometheus: {q} = {:?}", prometheus.query(q));
+    }
+
+    // The quota gauges say what CONTROL quota says.
+    let answer = dom0
+        .request(MsgType::Control, 0, format!("quota\0{GUEST}\0").as_bytes())
+        .unwrap();
+    let usage = xenstore_snoop::metrics::daemon::parse_quota(&answer);
+    assert_eq!(usage.get("watches"), Some(&2), "{usage:?}");
+    for (quota, used) in &usage {
+        prometheus.wait_value(
+            &format!(r#"xenstore_domain_quota_used{{job="xenstore",domid="7",quota="{quota}"}}"#),
+            *used as f64,
+        );
+    }
+    prometheus.wait_value(
+        r#"xenstore_domain_quota_limit{job="xenstore",domid="7",quota="watches"}"#,
+        2.0,
+    );
+
+    // promtool accepts the textfile.
+    let text = std::fs::read(textfile.join("xenstore.prom")).unwrap();
+    let check = output_fed(
+        Command::new("promtool").args(["check", "metrics"]),
+        &text,
+        TIMEOUT,
+    );
+    assert!(
+        check.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+
+    // The domain dies: its series go from both paths.
+    dom0.release(GUEST).unwrap();
+    dom0.rm(0, &home).unwrap();
+    for job in ["xenstore", "node"] {
+        let gone = |name: &str| {
+            let q = format!(r#"{name}{{job="{job}",domid="7"}}"#);
+            wait_for(&format!("{q} gone"), TIMEOUT, || {
+                prometheus.query(&q).is_empty()
+            });
+        };
+        gone("xenstore_domain_info");
+        gone("xenstore_domain_requests_total");
+        gone("xenstore_domain_quota_used");
+    }
+    let ended = exporter.stop(SIGTERM, TIMEOUT);
+    assert!(ended.status.success(), "{:?}", ended.stderr);
+}

@@ -1,0 +1,134 @@
+//! --metrics' questions to the daemon (live domains, names, CONTROL quota
+//! limits and use) answered by C xenstored 4.17 under tests/peer's stub,
+//! with a guest over a simulated ring: the quota gauges work against the
+//! upstream daemon, not only the shim; then the exporter itself run on C
+//! xenstored writes them (the counters need the shim's probes; C
+//! xenstored has none).
+
+mod common;
+
+use common::process::Watched;
+use common::shim::private_dir;
+use common::upstream::{Flavor, Upstream};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use xenstore_proto::wire::MsgType;
+use xenstore_snoop::metrics::{ask_daemon, daemon::parse_quota, encode};
+use xenstored_probes::guest::{Guest, Xs};
+use xenstored_probes::ring::sim::SimGuest;
+
+const DOMID: u16 = 6;
+
+#[test]
+fn quota_gauges_from_c_xenstored() {
+    let test = "quota_gauges_from_c_xenstored";
+    if !common::upstream::available(Flavor::C, test) {
+        return;
+    }
+    let rings = private_dir("metrics-c-rings");
+    let c = Upstream::start_with_env(
+        Flavor::C,
+        &[],
+        &[("XENSTUB_RING_DIR", rings.to_str().unwrap())],
+    );
+    let mut dom0 = Xs::connect(&c.socket).unwrap();
+    dom0.timeout = Duration::from_secs(10);
+    let home = format!("/local/domain/{DOMID}");
+    dom0.mkdir(0, &home).unwrap();
+    dom0.set_perms(0, &home, &[&format!("n{DOMID}")]).unwrap();
+    dom0.write(0, &format!("{home}/name"), "guest-six").unwrap();
+    SimGuest::prepare(&rings, DOMID, 0xfeffc, 1).unwrap();
+    dom0.introduce(DOMID, 0xfeffc, 1).unwrap();
+    let mut guest = Guest::open(&rings, DOMID).unwrap();
+    guest.timeout = Duration::from_secs(10);
+    guest.watch("a", "1").unwrap();
+    guest.watch("b", "2").unwrap();
+    guest.write(0, "data", "x").unwrap();
+
+    let snapshot = ask_daemon(&c.socket, std::iter::empty(), 1024).unwrap();
+    assert_eq!(snapshot.domains.keys().copied().collect::<Vec<_>>(), [0, 6]);
+    let six = &snapshot.domains[&6];
+    assert_eq!(six.name.as_deref(), Some("guest-six"));
+    let answer = dom0
+        .request(MsgType::Control, 0, format!("quota\0{DOMID}\0").as_bytes())
+        .unwrap();
+    assert_eq!(six.used, parse_quota(&answer));
+    assert_eq!(six.used.get("watches"), Some(&2), "{:?}", six.used);
+    for quota in ["nodes", "watches", "transactions", "outstanding", "memory"] {
+        assert!(six.used.contains_key(quota), "{quota} in {:?}", six.used);
+    }
+    // C xenstored 4.17's default limits.
+    assert_eq!(
+        snapshot.limits.get("watches"),
+        Some(&128),
+        "{:?}",
+        snapshot.limits
+    );
+    assert_eq!(
+        snapshot.limits.get("nodes"),
+        Some(&1000),
+        "{:?}",
+        snapshot.limits
+    );
+    let text = encode::openmetrics(snapshot);
+    assert!(
+        text.contains("xenstore_domain_quota_used{domid=\"6\",quota=\"watches\"} 2\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("xenstore_domain_quota_limit{domid=\"6\",quota=\"watches\"} 128\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("xenstore_domain_info{domid=\"6\",name=\"guest-six\"} 1\n"),
+        "{text}"
+    );
+    // Capped: dom0 has its series, domain 6 is counted over the cap.
+    let capped = ask_daemon(&c.socket, std::iter::empty(), 1).unwrap();
+    assert_eq!(capped.over_cap, [6]);
+
+    // The exporter itself on C xenstored (no probes): the gauges, no counts.
+    if common::need_root("quota_gauges_from_c_xenstored (the exporter)") {
+        let textfile = private_dir("metrics-c-textfile");
+        let mut exporter = Watched::spawn(
+            "xenstore-snoop --metrics on C xenstored",
+            Command::new(common::bin("xenstore-snoop"))
+                .args(["--metrics", "--interval", "0.2", "--daemon-pid"])
+                .arg(c.pid().to_string())
+                .arg("--socket")
+                .arg(&c.socket)
+                .arg("--metrics-textfile")
+                .arg(&textfile)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped()),
+            false,
+        );
+        let want = "xenstore_domain_quota_used_total";
+        let want_gauge = "xenstore_domain_quota_used{domid=\"6\",quota=\"watches\"} 2\n";
+        let file = textfile.join("xenstore.prom");
+        exporter.wait_ready("the exporter's textfile", common::TIMEOUT, |_, _| {
+            std::fs::read_to_string(&file).is_ok_and(|t| t.contains(want_gauge))
+        });
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(!text.contains(want), "a gauge is no counter: {text}");
+        assert!(
+            !text.contains("xenstore_requests_total{"),
+            "no counts: {text}"
+        );
+        let ended = exporter.stop(15, common::TIMEOUT);
+        assert!(ended.status.success(), "{:?}", ended.stderr);
+        assert!(
+            ended
+                .stderr
+                .iter()
+                .any(|l| l.contains("no xenstore probes")),
+            "{:?}",
+            ended.stderr
+        );
+    }
+
+    dom0.release(DOMID).unwrap();
+    let after = ask_daemon(&c.socket, [6].into_iter(), 1024).unwrap();
+    assert!(!after.domains.contains_key(&6), "{:?}", after.domains);
+}

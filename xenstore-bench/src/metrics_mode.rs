@@ -1,0 +1,143 @@
+//! The metrics section: the shim unsnooped, under `xenstore-snoop
+//! --metrics` (counting in the kernel) and under full tracing (the BPF back
+//! end, every reply to user space), side by side; and the exporter's
+//! resident memory with 1000 live domains, each of which made a request.
+
+use crate::affinity::Pin;
+use crate::builds::Builds;
+use crate::client::Conn;
+use crate::compare::{Case, Comparison};
+use crate::daemons::{rss_kib, scratch_dir};
+use crate::plan::{run_case, Budget, MAX_CONNS};
+use crate::tracers::TracerKind;
+use crate::workload::{self, Workload};
+use anyhow::{bail, Context, Result};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use xenstore_proto::wire::MsgType;
+use xenstore_testkit::Shim;
+
+/// Live domains for the exporter's memory figure.
+pub const DOMAINS: u32 = 1000;
+
+pub struct MetricsResult {
+    /// unsnooped, --metrics, full tracing.
+    pub comparison: Comparison,
+    pub at_1000: Result<ExporterAt1000>,
+}
+
+pub struct ExporterAt1000 {
+    pub rss_kib: u64,
+    /// Sample lines in the textfile, and its bytes.
+    pub series: usize,
+    pub bytes: usize,
+}
+
+pub const CONFIGS: [&str; 3] = [
+    "shim",
+    "shim + xenstore-snoop --metrics",
+    "shim + xenstore-snoop (bpf)",
+];
+
+pub fn run(b: &Builds, budget: &Budget) -> MetricsResult {
+    let shim = crate::daemons::shim("shim", &b.shim).and_then(|d| {
+        workload::seed(&d.socket, MAX_CONNS)?;
+        Ok(d)
+    });
+    let metrics = TracerKind::Metrics {
+        binary: b.snoop.clone(),
+    };
+    let full = TracerKind::Snoop {
+        binary: b.snoop.clone(),
+        args: vec!["--backend".into(), "bpf".into()],
+    };
+    let cases = vec![
+        Case::raw(Workload::Read, 1, Pin::Cpu0),
+        Case::raw(Workload::Write, 1, Pin::Cpu0),
+        Case::raw(Workload::Read, MAX_CONNS, Pin::Free),
+        Case::raw(Workload::Write, MAX_CONNS, Pin::Free),
+    ];
+    let mut counts = Vec::new();
+    let comparison = Comparison::run("metrics", &CONFIGS, cases, budget.rounds, |case, k| {
+        let d = shim.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
+        let tracer = match k {
+            0 => None,
+            1 => Some((&metrics, b.shim.as_path())),
+            _ => Some((&full, b.shim.as_path())),
+        };
+        run_case(d, case, budget.run, None, tracer, &mut counts)
+    });
+    MetricsResult {
+        comparison,
+        at_1000: exporter_at_1000(b),
+    }
+}
+
+/// The exporter's RSS once its textfile shows DOMAINS live domains.
+fn exporter_at_1000(b: &Builds) -> Result<ExporterAt1000> {
+    let dir = scratch_dir("metrics-1000")?;
+    let shim = Shim::launch("shim 1000 domains", &b.shim, dir.clone(), &[])?;
+    let mut dom0 = Conn::connect(&shim.socket)?;
+    for domid in 1..=DOMAINS {
+        let id = format!("{domid}\0");
+        dom0.call(MsgType::Introduce, 0, &[id.as_bytes(), b"4242\0", b"7\0"])?
+            .ok()
+            .with_context(|| format!("INTRODUCE {domid}"))?;
+        let name = format!("/local/domain/{domid}/name\0");
+        dom0.write(0, name.as_bytes(), format!("guest-{domid}").as_bytes())?
+            .ok()?;
+    }
+    let textfile = dir.join("textfile");
+    std::fs::create_dir_all(&textfile)?;
+    let mut exporter = Command::new(&b.snoop)
+        .arg("--daemon-pid")
+        .arg(shim.pid().to_string())
+        .args(["--metrics", "--interval", "0.5", "--metrics-textfile"])
+        .arg(&textfile)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("start the exporter")?;
+    let result = (|| {
+        // Each domain asks once over its own socket, so each has counts.
+        let want = format!("xenstore_domain_requests_total{{domid=\"{DOMAINS}\"}}");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut asked = false;
+        loop {
+            if let Some(status) = exporter.try_wait()? {
+                bail!("the exporter exited: {status}");
+            }
+            let text = std::fs::read_to_string(textfile.join("xenstore.prom")).unwrap_or_default();
+            if !asked && text.contains("xenstore_domain_info") {
+                ask_from_every_domain(&shim.run_dir)?;
+                asked = true;
+            }
+            if asked && text.contains(&want) {
+                let series = text.lines().filter(|l| !l.starts_with('#')).count();
+                return Ok(ExporterAt1000 {
+                    rss_kib: rss_kib(exporter.id())?,
+                    series,
+                    bytes: text.len(),
+                });
+            }
+            if Instant::now() > deadline {
+                bail!("the textfile never showed {want}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    })();
+    let _ = exporter.kill();
+    let _ = exporter.wait();
+    result
+}
+
+fn ask_from_every_domain(run_dir: &Path) -> Result<()> {
+    for domid in 1..=DOMAINS {
+        let socket = run_dir.join("domain").join(domid.to_string());
+        let mut c = Conn::connect(&socket).with_context(|| format!("{}", socket.display()))?;
+        c.read(b"name\0")?;
+    }
+    Ok(())
+}

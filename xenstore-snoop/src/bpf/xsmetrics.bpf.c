@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * xenstore-snoop --metrics: counts the daemon's firings in maps instead of
+ * sending each to user space, which reads the totals once an interval
+ * (src/metrics/counters.rs). Attached as xssnoop.bpf.c is (a uprobe-multi
+ * link for the daemon's process, else a uprobe per site), to `reply`,
+ * `watch_event` and `tx_end` only; the probe kind is the attach cookie.
+ *
+ * Same discipline as xssnoop.bpf.c, so it loads on 6.1 and on 6.12: no
+ * loops at all, every index masked or compared before use, nothing newer
+ * than 5.15 but the optional uprobe-multi link.
+ */
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <linux/ptrace.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Probe kinds, in xenstore_proto::Probe::ALL's order. */
+enum kind {
+	K_WATCH_EVENT = 2,
+	K_TX_END = 5,
+	K_REPLY = 6,
+};
+
+/* Message types 0..31 have a slot each; OP_OTHER takes the rest. */
+#define OPS 33
+#define OP_OTHER 32
+/* Linux errnos 0..126 a slot each (0: success); ERR_OTHER the rest. */
+#define ERRS 128
+#define ERR_OTHER 127
+/* Latency: bucket b holds [2^b, 2^(b+1)) ns, the last everything above;
+ * slot BUCKETS holds the sum in ns. */
+#define BUCKETS 32
+#define LAT_SLOTS (BUCKETS + 1)
+
+/* Indices of `totals`. */
+enum total {
+	T_WATCH_EVENTS,
+	T_TX_COMMIT, /* + xenstore_proto::TxOutcome code, 0..3 */
+	T_TX_OTHER = T_TX_COMMIT + 4,
+	/* Firings counted only in the totals: the domain table was full. */
+	T_DOMAIN_OVERFLOW,
+	T_SLOTS,
+};
+
+const volatile __u32 daemon_tgid = 0;
+/* The exporter's own questions to the daemon (its pid, as the daemon's
+ * SO_PEERCRED sees it) are not the host's traffic. */
+const volatile __u32 exporter_pid = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, OPS * ERRS);
+	__type(key, __u32);
+	__type(value, __u64);
+} requests SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, OPS * LAT_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} latency SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, T_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} totals SEC(".maps");
+
+struct domain_counts {
+	__u64 requests;
+	__u64 errors;
+	__u64 watch_events;
+};
+
+/* Per domain (the probes' 16-bit dom). User space deletes a dead domain's
+ * entry; a full table counts T_DOMAIN_OVERFLOW instead. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096); /* set by the exporter (--max-domains) */
+	__type(key, __u32);
+	__type(value, struct domain_counts);
+} domains SEC(".maps");
+
+static __always_inline void add(void *map, __u32 key, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(map, &key);
+
+	if (v)
+		*v += n;
+}
+
+/* Highest set bit of v (0 for 0 and 1), without a loop. */
+static __always_inline __u32 log2_u64(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) { r += 1; }
+	return r;
+}
+
+static __always_inline struct domain_counts *domain(__u32 dom)
+{
+	struct domain_counts *c = bpf_map_lookup_elem(&domains, &dom);
+	struct domain_counts zero = {};
+
+	if (c)
+		return c;
+	/* Fails when another firing added it first (fine) or the table is
+	 * full (counted). */
+	bpf_map_update_elem(&domains, &dom, &zero, BPF_NOEXIST);
+	c = bpf_map_lookup_elem(&domains, &dom);
+	if (!c)
+		add(&totals, T_DOMAIN_OVERFLOW, 1);
+	return c;
+}
+
+static __always_inline int count(struct pt_regs *ctx)
+{
+	/* Arguments in rdi rsi rdx rcx r8 r9 r10 r11
+	 * (xenstore_proto::probe::ARG_REGISTERS). */
+	__u32 kind = bpf_get_attach_cookie(ctx);
+	__u64 ident = ctx->rsi;
+	__u64 extra = ctx->rcx;
+	__u32 dom = ident & 0xffff;
+	struct domain_counts *d;
+
+	if ((ctx->rdx & 0xffffffff) == exporter_pid)
+		return 0;
+
+	if (kind == K_WATCH_EVENT) {
+		add(&totals, T_WATCH_EVENTS, 1);
+		d = domain(dom);
+		if (d)
+			__sync_fetch_and_add(&d->watch_events, 1);
+		return 0;
+	}
+	if (kind == K_TX_END) {
+		add(&totals, extra < 4 ? T_TX_COMMIT + (__u32)extra : T_TX_OTHER, 1);
+		return 0;
+	}
+	if (kind != K_REPLY)
+		return 0;
+
+	__u32 op = (ident >> 16) & 0xffff;
+	__u32 err = (extra >> 32) & 0xffff;
+	__u64 ns = ctx->r11;
+	__u32 bucket = log2_u64(ns);
+
+	if (op > OP_OTHER)
+		op = OP_OTHER;
+	if (err > ERR_OTHER)
+		err = ERR_OTHER;
+	if (bucket >= BUCKETS)
+		bucket = BUCKETS - 1;
+	add(&requests, op * ERRS + err, 1);
+	add(&latency, op * LAT_SLOTS + bucket, 1);
+	add(&latency, op * LAT_SLOTS + BUCKETS, ns);
+	d = domain(dom);
+	if (d) {
+		__sync_fetch_and_add(&d->requests, 1);
+		if (err)
+			__sync_fetch_and_add(&d->errors, 1);
+	}
+	return 0;
+}
+
+SEC("uprobe.multi")
+int xenstore_metrics_multi(struct pt_regs *ctx)
+{
+	return count(ctx);
+}
+
+SEC("uprobe")
+int xenstore_metrics(struct pt_regs *ctx)
+{
+	if (bpf_get_current_pid_tgid() >> 32 != daemon_tgid)
+		return 0;
+	return count(ctx);
+}

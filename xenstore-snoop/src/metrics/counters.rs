@@ -1,0 +1,224 @@
+//! The kernel side of --metrics: bpf/xsmetrics.bpf.c attached to the
+//! daemon's `reply`, `watch_event` and `tx_end` sites, counting in maps;
+//! read here once an interval into plain totals.
+
+use crate::bpf::record::cookie_of;
+use crate::bpf::{check_registers, explained, libbpf_log};
+use crate::sdt::SdtProbe;
+use crate::target::Target;
+use anyhow::{bail, Context, Result};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts, UprobeOpts};
+use std::collections::BTreeMap;
+use std::mem::MaybeUninit;
+use xenstore_proto::{Probe, PROVIDER};
+
+mod skel {
+    #![allow(clippy::all, clippy::pedantic, clippy::undocumented_unsafe_blocks)]
+    #![allow(
+        non_camel_case_types,
+        non_snake_case,
+        non_upper_case_globals,
+        dead_code
+    )]
+    include!(concat!(env!("OUT_DIR"), "/xsmetrics.skel.rs"));
+}
+use skel::{XsmetricsSkel, XsmetricsSkelBuilder};
+
+/// The program's table sizes (xsmetrics.bpf.c).
+pub const OPS: u32 = 33;
+pub const OP_OTHER: u32 = 32;
+pub const ERRS: u32 = 128;
+pub const BUCKETS: usize = 32;
+const LAT_SLOTS: u32 = BUCKETS as u32 + 1;
+const T_WATCH_EVENTS: u32 = 0;
+const T_TX_COMMIT: u32 = 1;
+const T_TX_OTHER: u32 = 5;
+const T_DOMAIN_OVERFLOW: u32 = 6;
+
+/// Totals since the program was attached.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Totals {
+    /// (op slot, errno slot) → replies.
+    pub requests: BTreeMap<(u32, u32), u64>,
+    /// op slot → (count per log2-ns bucket, sum of ns).
+    pub latency: BTreeMap<u32, ([u64; BUCKETS], u64)>,
+    pub watch_events: u64,
+    /// By xenstore_proto::TxOutcome code; [4]: an unknown code.
+    pub transactions: [u64; 5],
+    /// Firings counted only in the totals: the domain table was full.
+    pub domain_overflow: u64,
+    /// domid → (requests, errors, watch events).
+    pub domains: BTreeMap<u32, [u64; 3]>,
+}
+
+pub struct Counters {
+    _links: Vec<Link>,
+    skel: XsmetricsSkel<'static>,
+    pub how: &'static str,
+}
+
+impl Counters {
+    /// Loads the program for `target` with room for `max_domains`
+    /// domains, and attaches it to the sites it counts.
+    pub fn attach(target: &Target, sites: &[SdtProbe], max_domains: u32) -> Result<Counters> {
+        libbpf_log::listen();
+        let wanted = [Probe::Reply, Probe::WatchEvent, Probe::TxEnd];
+        let chosen: Vec<(Probe, &SdtProbe)> = sites
+            .iter()
+            .filter(|s| s.provider == PROVIDER)
+            .filter_map(|s| Some((Probe::from_name(&s.name)?, s)))
+            .filter(|(p, _)| wanted.contains(p))
+            .collect();
+        if !chosen.iter().any(|(p, _)| *p == Probe::Reply) {
+            bail!(
+                "{} has no xenstore:reply probe, which --metrics counts: \
+                 is it a xenstored-shim built with probes?",
+                target.binary.display()
+            );
+        }
+        for (probe, site) in &chosen {
+            check_registers(*probe, site)?;
+        }
+        Self::load(target, &chosen, max_domains, true).or_else(|multi| {
+            Self::load(target, &chosen, max_domains, false)
+                .map_err(|e| e.context(format!("uprobe-multi link: {multi:#}")))
+        })
+    }
+
+    fn load(
+        target: &Target,
+        chosen: &[(Probe, &SdtProbe)],
+        max_domains: u32,
+        multi: bool,
+    ) -> Result<Counters> {
+        // The skeleton borrows its object for the rest of the process.
+        let object = Box::leak(Box::new(MaybeUninit::uninit()));
+        let mut open = XsmetricsSkelBuilder::default()
+            .open(object)
+            .map_err(|e| explained(e, "opening the metrics BPF object"))?;
+        let rodata = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .context("the BPF object has no .rodata")?;
+        rodata.daemon_tgid = target.pid;
+        rodata.exporter_pid = std::process::id();
+        open.maps
+            .domains
+            .set_max_entries(max_domains)
+            .context("sizing the domain table")?;
+        let unused = if multi {
+            &mut open.progs.xenstore_metrics
+        } else {
+            &mut open.progs.xenstore_metrics_multi
+        };
+        unused.set_autoload(false);
+        let skel = open
+            .load()
+            .map_err(|e| explained(e, "loading the metrics BPF program"))?;
+        let mut links = Vec::new();
+        if multi {
+            let mut opts = UprobeMultiOpts::default();
+            for (probe, site) in chosen {
+                opts.offsets.push(site.offset as usize);
+                opts.ref_ctr_offsets.push(site.semaphore as usize);
+                opts.cookies.push(cookie_of(*probe));
+            }
+            let link = skel
+                .progs
+                .xenstore_metrics_multi
+                .attach_uprobe_multi_with_opts(target.pid as i32, &target.binary, "", opts)
+                .map_err(|e| explained(e, "attaching a uprobe-multi link to the probe sites"))?;
+            links.push(link);
+        } else {
+            for (probe, site) in chosen {
+                let opts = UprobeOpts {
+                    ref_ctr_offset: site.semaphore as usize,
+                    cookie: cookie_of(*probe),
+                    ..Default::default()
+                };
+                let what = format!("attaching to xenstore:{} at {:#x}", site.name, site.offset);
+                let link = skel
+                    .progs
+                    .xenstore_metrics
+                    .attach_uprobe_with_opts(-1, &target.binary, site.offset as usize, opts)
+                    .map_err(|e| explained(e, &what))?;
+                links.push(link);
+            }
+        }
+        Ok(Counters {
+            _links: links,
+            skel,
+            how: if multi {
+                "one uprobe-multi link"
+            } else {
+                "a uprobe link per site"
+            },
+        })
+    }
+
+    /// The totals now.
+    pub fn read(&self) -> Result<Totals> {
+        let maps = &self.skel.maps;
+        let mut t = Totals::default();
+        for op in 0..OPS {
+            for err in 0..ERRS {
+                let n = percpu_sum(&maps.requests, op * ERRS + err)?;
+                if n > 0 {
+                    t.requests.insert((op, err), n);
+                }
+            }
+            let mut buckets = [0u64; BUCKETS];
+            for (b, slot) in buckets.iter_mut().enumerate() {
+                *slot = percpu_sum(&maps.latency, op * LAT_SLOTS + b as u32)?;
+            }
+            if buckets.iter().any(|&n| n > 0) {
+                let sum = percpu_sum(&maps.latency, op * LAT_SLOTS + BUCKETS as u32)?;
+                t.latency.insert(op, (buckets, sum));
+            }
+        }
+        t.watch_events = percpu_sum(&maps.totals, T_WATCH_EVENTS)?;
+        for (i, slot) in t.transactions.iter_mut().enumerate() {
+            *slot = percpu_sum(&maps.totals, T_TX_COMMIT + i as u32)?;
+        }
+        debug_assert_eq!(T_TX_COMMIT + 4, T_TX_OTHER);
+        t.domain_overflow = percpu_sum(&maps.totals, T_DOMAIN_OVERFLOW)?;
+        for key in maps.domains.keys() {
+            let Some(v) = maps.domains.lookup(&key, MapFlags::ANY)? else {
+                continue; // deleted meanwhile
+            };
+            let (Ok(k), Some(v)) = (<[u8; 4]>::try_from(&key[..]), words::<3>(&v)) else {
+                bail!("a domain table entry of {} bytes", v.len());
+            };
+            t.domains.insert(u32::from_ne_bytes(k), v);
+        }
+        Ok(t)
+    }
+
+    /// Drops a dead domain's counts from the kernel's table.
+    pub fn forget_domain(&self, domid: u32) {
+        let _ = self.skel.maps.domains.delete(&domid.to_ne_bytes());
+    }
+}
+
+fn percpu_sum(map: &dyn MapCore, key: u32) -> Result<u64> {
+    let per_cpu = map
+        .lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY)
+        .with_context(|| format!("reading {} [{key}]", map.name().to_string_lossy()))?
+        .unwrap_or_default();
+    Ok(per_cpu
+        .iter()
+        .filter_map(|v| words::<1>(v))
+        .map(|[n]| n)
+        .sum())
+}
+
+/// A map value as N native u64s.
+fn words<const N: usize>(v: &[u8]) -> Option<[u64; N]> {
+    let mut out = [0u64; N];
+    for (i, w) in out.iter_mut().enumerate() {
+        *w = u64::from_ne_bytes(v.get(i * 8..i * 8 + 8)?.try_into().ok()?);
+    }
+    Some(out)
+}

@@ -1,0 +1,189 @@
+//! `xenstore-snoop --metrics`: a long-lived Prometheus exporter. The
+//! kernel counts (counters.rs); each interval the exporter reads the
+//! totals, asks the daemon which domains live and what they use of their
+//! quotas (daemon.rs), and encodes it all (encode.rs) into the textfile
+//! and for the endpoint (serve.rs). A dead domain's series go with it.
+
+pub mod counters;
+pub mod daemon;
+pub mod encode;
+pub mod serve;
+
+use crate::cli::Args;
+use anyhow::{bail, Context, Result};
+use counters::Counters;
+use daemon::DaemonSocket;
+use encode::{DomainView, Snapshot};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const DEFAULT_INTERVAL: f64 = 15.0;
+/// How often the loop looks at the stop flag when nothing else happens.
+const TICK: Duration = Duration::from_millis(200);
+
+pub fn run(args: &Args) -> Result<i32> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("xenstore-snoop --metrics needs root (BPF)");
+    }
+    let endpoint = args
+        .metrics_listen
+        .map(|addr| serve::Endpoint::listen(addr, args.metrics_listen_any))
+        .transpose()?;
+    let target = crate::target::find(args.daemon_pid, args.binary.as_deref())?;
+    let socket = match &args.socket {
+        Some(s) => s.clone(),
+        None => crate::domains::daemon_socket(target.pid)
+            .with_context(|| format!("finding daemon {}'s socket (give --socket)", target.pid))?,
+    };
+    let sites = match crate::sdt::read_probes(&target.binary) {
+        Ok(sites) => sites,
+        // sdt.rs's word for a binary without USDT notes at all.
+        Err(e) if format!("{e:#}").contains("no .note.stapsdt") => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    // A daemon without the provider (C xenstored, oxenstored) still has
+    // domains and quotas to show; one with it but failing to attach is an
+    // error.
+    let counters = if sites.iter().any(|s| s.provider == xenstore_proto::PROVIDER) {
+        Some(Counters::attach(&target, &sites, args.metrics_max_domains)?)
+    } else {
+        eprintln!(
+            "xenstore-snoop: {} has no xenstore probes: domains and quotas only, no request counts",
+            target.binary.display()
+        );
+        None
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("installing signal handlers")?;
+    }
+    let mut exporter = Exporter {
+        counters,
+        socket,
+        max_domains: args.metrics_max_domains as usize,
+        textfile: args.metrics_textfile.clone(),
+    };
+    let interval = Duration::from_secs_f64(args.interval.unwrap_or(DEFAULT_INTERVAL));
+    eprintln!(
+        "xenstore-snoop: metrics of daemon {} ({}, {}){}{}, every {:?}",
+        target.pid,
+        target.binary.display(),
+        exporter.counters.as_ref().map_or("no probes", |c| c.how),
+        args.metrics_textfile
+            .as_ref()
+            .map(|d| format!(", to {}", d.join(serve::TEXTFILE).display()))
+            .unwrap_or_default(),
+        endpoint
+            .as_ref()
+            .map(|e| format!(", on http://{}/metrics", e.addr))
+            .unwrap_or_default(),
+        interval
+    );
+    let mut next = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        if Instant::now() >= next {
+            exporter.refresh()?;
+            next += interval;
+        }
+        let wait = next.saturating_duration_since(Instant::now()).min(TICK);
+        match &endpoint {
+            Some(e) => e.serve(wait, &mut || exporter.exposition())?,
+            None => std::thread::sleep(wait),
+        }
+        if !crate::target::alive(target.pid) {
+            bail!("daemon {} exited", target.pid);
+        }
+    }
+    Ok(0)
+}
+
+struct Exporter {
+    counters: Option<Counters>,
+    socket: PathBuf,
+    max_domains: usize,
+    textfile: Option<PathBuf>,
+}
+
+impl Exporter {
+    /// One interval: the textfile rewritten. An unanswering daemon is
+    /// reported and tried again next interval.
+    fn refresh(&mut self) -> Result<()> {
+        let Some(dir) = self.textfile.clone() else {
+            return Ok(());
+        };
+        match self.snapshot() {
+            Ok(s) => {
+                let text = encode::prometheus_text(&encode::openmetrics(s));
+                serve::write_textfile(&dir, &text)?;
+            }
+            Err(e) => eprintln!("xenstore-snoop: metrics: {e:#}"),
+        }
+        Ok(())
+    }
+
+    /// For a scrape of the endpoint.
+    fn exposition(&mut self) -> String {
+        match self.snapshot() {
+            Ok(s) => encode::openmetrics(s),
+            Err(e) => {
+                eprintln!("xenstore-snoop: metrics: {e:#}");
+                // Prometheus then marks the scrape failed.
+                String::new()
+            }
+        }
+    }
+
+    fn snapshot(&mut self) -> Result<Snapshot> {
+        let totals = match &self.counters {
+            Some(c) => c.read()?,
+            None => Default::default(),
+        };
+        let seen = totals.domains.keys().copied();
+        let mut snapshot = ask_daemon(&self.socket, seen, self.max_domains)?;
+        for dead in totals.domains.keys() {
+            if !snapshot.domains.contains_key(dead) && !snapshot.over_cap.contains(dead) {
+                if let Some(c) = &self.counters {
+                    c.forget_domain(*dead);
+                }
+            }
+        }
+        snapshot.totals = totals;
+        Ok(snapshot)
+    }
+}
+
+/// The daemon's side of a snapshot (no counts): the live domains among
+/// /local/domain's and `seen`, the first `max_domains` with their names and
+/// quota use, the rest over the cap, and the quota limits. Asks only what C
+/// xenstored answers too.
+pub fn ask_daemon(
+    socket: &Path,
+    seen: impl Iterator<Item = u32>,
+    max_domains: usize,
+) -> Result<Snapshot> {
+    let mut daemon = DaemonSocket::connect(socket)?;
+    let live = daemon.live_domains(seen)?;
+    let mut snapshot = Snapshot {
+        limits: daemon.quota_limits()?,
+        over_cap: live.iter().skip(max_domains).copied().collect(),
+        ..Snapshot::default()
+    };
+    for &domid in live.iter().take(max_domains) {
+        let used = if domid == 0 {
+            Default::default()
+        } else {
+            // None: it died since the list; gone next interval.
+            match daemon.quota_used(domid)? {
+                Some(u) => u,
+                None => continue,
+            }
+        };
+        let name = daemon.name(domid)?;
+        snapshot.domains.insert(domid, DomainView { name, used });
+    }
+    Ok(snapshot)
+}
