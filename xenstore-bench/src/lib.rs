@@ -15,6 +15,8 @@ pub mod plan;
 pub mod probe_loop;
 pub mod report;
 pub mod run;
+pub mod scale;
+pub mod scale_report;
 pub mod soak;
 pub mod stats;
 pub mod tracers;

@@ -8,5 +8,6 @@ fn main() -> anyhow::Result<()> {
         Command::Load(args) => xenstore_bench::run::load(args),
         Command::Soak(args) => xenstore_bench::soak::run(args),
         Command::Smoke { shim } => xenstore_bench::run::smoke(shim),
+        Command::ScaleSmoke { shim } => xenstore_bench::run::scale_smoke(shim),
     }
 }

@@ -23,7 +23,7 @@ pub struct Results {
     pub sites: Option<SitesResult>,
 }
 
-fn ops(x: f64) -> String {
+pub fn ops(x: f64) -> String {
     if x.is_nan() {
         return "–".into();
     }

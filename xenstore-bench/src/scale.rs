@@ -1,0 +1,284 @@
+//! The scale section: what a request costs as the host grows. N idle dom0
+//! connections each hold 15 watches (14 on paths nothing writes, one on a
+//! path of their own the fan-out load writes below); at each N every daemon
+//! is measured in turn, so a curve's points and the daemons' figures come
+//! from runs side by side.
+//!
+//! S5 (idle tax): one client pinned with the daemon on CPU 0 sends
+//! write+read pairs on a path no watch covers. S2 (watch fan-out): the
+//! same client writes below one idle connection's own watched path and
+//! waits until that connection has the event: write-to-event latency and
+//! the daemon's CPU per write, with N×15 watches registered.
+
+use crate::affinity::Pin;
+use crate::client::Conn;
+use crate::daemons::{self, cpu_ns, Daemon};
+use crate::stats::{median_sample, Sample};
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub const WATCHES_PER_CONN: usize = 15;
+/// The curves' points: how many idle connections.
+pub const LEVELS: [usize; 5] = [0, 10, 100, 500, 1000];
+/// Longest a watcher may wait for the event a write fires.
+const EVENT_TIMEOUT: Duration = Duration::from_secs(5);
+const LOAD_PATH: &[u8] = b"/scale/load/x";
+
+/// Which daemons, and how long each run.
+pub struct Plan {
+    /// (label, the shim binary) for each shim build measured.
+    pub shims: Vec<(String, PathBuf)>,
+    pub upstream: bool,
+    pub levels: Vec<usize>,
+    pub run: Duration,
+    pub rounds: usize,
+    /// After each level, check no idle connection was sent an event it
+    /// should not have been (costs a syscall per connection).
+    pub check_quiet: bool,
+}
+
+/// One daemon's figures at one N.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Point {
+    /// S5: write+read pairs, each request an op.
+    pub idle_tax: Sample,
+    /// S2: writes, each firing one event; latency is write to event.
+    pub fan_out: Sample,
+}
+
+/// A daemon's curve (one point per level), or why it has none.
+pub struct Curve {
+    pub label: String,
+    pub points: Result<Vec<Point>>,
+}
+
+pub struct ScaleResult {
+    pub levels: Vec<usize>,
+    pub curves: Vec<Curve>,
+    pub run: Duration,
+    pub rounds: usize,
+    pub elapsed: Duration,
+}
+
+/// A daemon under test and its idle population.
+struct Host {
+    label: String,
+    daemon: Daemon,
+    idle: Vec<Conn>,
+    load: Conn,
+}
+
+impl Host {
+    fn start(label: &str, daemon: Result<Daemon>) -> Result<Host> {
+        let daemon = daemon?;
+        let mut load = Conn::connect(&daemon.socket)?;
+        load.write(0, LOAD_PATH, b"0")?.ok()?;
+        Ok(Host {
+            label: label.into(),
+            daemon,
+            idle: Vec::new(),
+            load,
+        })
+    }
+
+    /// Opens idle connections up to `n`, each with its watches.
+    fn grow(&mut self, n: usize) -> Result<()> {
+        while self.idle.len() < n {
+            let i = self.idle.len();
+            let mut c = Conn::connect(&self.daemon.socket)?;
+            for j in 1..WATCHES_PER_CONN {
+                let path = format!("/local/domain/{}/device/vif/{j}/state", i + 1);
+                c.watch(path.as_bytes(), b"idle")?;
+            }
+            c.watch(hot_path(i).as_bytes(), b"hot")?;
+            // Its initial event, so the fan-out load finds only its own.
+            while c.event(EVENT_TIMEOUT)? != hot_path(i).as_bytes() {}
+            self.idle.push(c);
+        }
+        Ok(())
+    }
+
+    /// Fails if an idle connection has unread output: every event the
+    /// fan-out fired was read by the watcher it was for.
+    fn quiet(&mut self) -> Result<()> {
+        for (i, c) in self.idle.iter_mut().enumerate() {
+            if c.has_unread()? {
+                bail!("idle connection {i} was sent something nobody asked for");
+            }
+        }
+        Ok(())
+    }
+
+    fn idle_tax(&mut self, run: Duration) -> Result<Sample> {
+        let load = &mut self.load;
+        let mut s = timed(self.daemon.pid(), run, |_| {
+            load.write(0, LOAD_PATH, b"1")?.ok()?;
+            load.read(LOAD_PATH)?.ok()?;
+            Ok(())
+        })?;
+        // two requests a pair
+        s.ops *= 2;
+        s.ops_per_s *= 2.0;
+        s.daemon_cpu_us /= 2.0;
+        Ok(s)
+    }
+
+    /// Writes below the watched path of idle connection i, i spread over
+    /// all of them; each write is timed until its watcher has the event.
+    fn fan_out(&mut self, run: Duration) -> Result<Sample> {
+        let (load, idle) = (&mut self.load, &mut self.idle);
+        let n = idle.len();
+        if n == 0 {
+            return Ok(Sample::default());
+        }
+        timed(self.daemon.pid(), run, |op| {
+            let i = op.wrapping_mul(7919) % n;
+            let path = format!("{}/v", hot_path(i));
+            load.write(0, path.as_bytes(), b"1")?.ok()?;
+            let got = idle[i].event(EVENT_TIMEOUT)?;
+            if got != path.as_bytes() {
+                bail!(
+                    "connection {i} got an event for {} instead of {path}",
+                    String::from_utf8_lossy(got)
+                );
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Runs `op` (given its call number) for `run`, daemon `pid` pinned with
+/// this thread on CPU 0: each call's latency, and the daemon's CPU per call.
+fn timed(pid: u32, run: Duration, mut op: impl FnMut(usize) -> Result<()>) -> Result<Sample> {
+    Pin::Cpu0.apply_to_process(pid)?;
+    Pin::Cpu0.apply_here()?;
+    op(0)?; // warm
+    let cpu_before = cpu_ns(pid)?;
+    let began = Instant::now();
+    let end = began + run;
+    let mut lat = Vec::with_capacity(1 << 16);
+    let mut i = 1;
+    loop {
+        let t = Instant::now();
+        if t >= end {
+            break;
+        }
+        op(i)?;
+        lat.push(t.elapsed().as_nanos().min(u32::MAX as u128) as u32);
+        i += 1;
+    }
+    let secs = began.elapsed().as_secs_f64();
+    let cpu = cpu_ns(pid)? - cpu_before;
+    Pin::Free.apply_here()?;
+    Pin::Free.apply_to_process(pid)?;
+    let mut s = Sample::from_latencies(lat, secs);
+    s.daemon_cpu_us = cpu as f64 / 1000.0 / s.ops.max(1) as f64;
+    Ok(s)
+}
+
+fn hot_path(i: usize) -> String {
+    format!("/local/domain/{}/device/vbd/51712/state", i + 1)
+}
+
+/// Runs the plan: every host grows to each level, then each round runs
+/// S5 and S2 on every host in turn.
+pub fn run(plan: &Plan) -> ScaleResult {
+    raise_fd_limit();
+    let started = Instant::now();
+    let mut hosts: Vec<Result<Host>> = Vec::new();
+    for (label, binary) in &plan.shims {
+        hosts.push(Host::start(label, daemons::shim(label, binary)));
+    }
+    if plan.upstream {
+        hosts.push(Host::start(
+            "C xenstored",
+            daemons::c_xenstored("C xenstored", None),
+        ));
+        hosts.push(Host::start("oxenstored", daemons::oxenstored("oxenstored")));
+    }
+    let labels: Vec<String> = plan
+        .shims
+        .iter()
+        .map(|(l, _)| l.clone())
+        .chain(
+            plan.upstream
+                .then(|| ["C xenstored".to_string(), "oxenstored".to_string()])
+                .into_iter()
+                .flatten(),
+        )
+        .collect();
+    let mut points: Vec<Result<Vec<Point>>> = hosts
+        .iter()
+        .map(|h| match h {
+            Ok(_) => Ok(Vec::new()),
+            Err(e) => Err(anyhow::anyhow!("did not start: {e:#}")),
+        })
+        .collect();
+    for &n in &plan.levels {
+        let mut samples: Vec<Vec<Point>> = vec![Vec::new(); hosts.len()];
+        for round in 0..plan.rounds {
+            for (k, host) in hosts.iter_mut().enumerate() {
+                let (Ok(h), Ok(_)) = (host.as_mut(), points[k].as_ref()) else {
+                    continue;
+                };
+                let point = (|| -> Result<Point> {
+                    if round == 0 {
+                        h.grow(n)
+                            .with_context(|| format!("open {n} idle connections"))?;
+                    }
+                    let point = Point {
+                        idle_tax: h.idle_tax(plan.run).context("S5")?,
+                        fan_out: h.fan_out(plan.run).context("S2")?,
+                    };
+                    if plan.check_quiet {
+                        h.quiet()?;
+                    }
+                    Ok(point)
+                })();
+                match point {
+                    Ok(p) => samples[k].push(p),
+                    Err(e) => points[k] = Err(e.context(format!("{} at N={n}", h.label))),
+                }
+            }
+        }
+        for (k, s) in samples.iter().enumerate() {
+            if let Ok(curve) = points[k].as_mut() {
+                let tax: Vec<Sample> = s.iter().map(|p| p.idle_tax).collect();
+                let fan: Vec<Sample> = s.iter().map(|p| p.fan_out).collect();
+                curve.push(Point {
+                    idle_tax: median_sample(&tax),
+                    fan_out: median_sample(&fan),
+                });
+            }
+        }
+        eprintln!(
+            "bench: scale N={n} done ({:.0} s)",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    ScaleResult {
+        levels: plan.levels.clone(),
+        curves: labels
+            .into_iter()
+            .zip(points)
+            .map(|(label, points)| Curve { label, points })
+            .collect(),
+        run: plan.run,
+        rounds: plan.rounds,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// A thousand connections need more descriptors than a login shell's
+/// 1024; the daemons inherit the limit.
+fn raise_fd_limit() {
+    // SAFETY: getrlimit/setrlimit with a valid pointer to a plain struct.
+    unsafe {
+        let mut l: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
+            l.rlim_cur = l.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        }
+    }
+}
