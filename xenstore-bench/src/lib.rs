@@ -7,6 +7,7 @@ pub mod cli;
 pub mod client;
 pub mod compare;
 pub mod daemons;
+pub mod guests;
 pub mod libxs;
 pub mod load;
 pub mod machine;

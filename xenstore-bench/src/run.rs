@@ -159,6 +159,7 @@ fn scale_plan(args: &AllArgs, b: &Builds, budget: &Budget) -> Plan {
         run: budget.run / 2,
         rounds: budget.rounds,
         check_quiet: false,
+        domains: true,
     }
 }
 
@@ -184,6 +185,7 @@ pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
         run: Duration::from_millis(100),
         rounds: 1,
         check_quiet: true,
+        domains: true,
     });
     let curve = &r.curves[0];
     let points = curve
@@ -195,6 +197,11 @@ pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
             "scale smoke: N={n}: S5 {} requests, S2 {} writes each seen by its watcher",
             p.idle_tax.ops, p.fan_out.ops
         );
+    }
+    if let Some(why) = &curve.no_domains {
+        bail!("the shim served no ring domains: {why}");
+    }
+    for (n, p) in r.levels.iter().zip(points) {
         if p.idle_tax.ops == 0 || (*n > 0 && p.fan_out.ops == 0) {
             bail!("N={n}: no operation completed");
         }

@@ -1,22 +1,24 @@
 //! The scale section: what a request costs as the host grows. N idle dom0
-//! connections each hold 15 watches (14 on paths nothing writes, one on a
-//! path of their own the fan-out load writes below); at each N every daemon
-//! is measured in turn, so a curve's points and the daemons' figures come
-//! from runs side by side.
+//! connections and N idle domains on simulated rings each hold 15 watches
+//! (14 on paths nothing writes, one on a path of their own the fan-out load
+//! writes below); at each N every daemon is measured in turn, so a curve's
+//! points and the daemons' figures come from runs side by side.
 //!
 //! S5 (idle tax): one client pinned with the daemon on CPU 0 sends
 //! write+read pairs on a path no watch covers. S2 (watch fan-out): the
-//! same client writes below one idle connection's own watched path and
-//! waits until that connection has the event: write-to-event latency and
-//! the daemon's CPU per write, with N×15 watches registered.
+//! same client writes below one idle connection's or domain's own watched
+//! path and waits until it has the event: write-to-event latency and the
+//! daemon's CPU per write, with 2×N×15 watches registered.
 
 use crate::affinity::Pin;
 use crate::client::Conn;
 use crate::daemons::{self, cpu_ns, Daemon};
+use crate::guests::{self, RingGuest};
 use crate::stats::{median_sample, Sample};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use xenstore_testkit::upstream::Flavor;
 
 pub const WATCHES_PER_CONN: usize = 15;
 /// The curves' points: how many idle connections.
@@ -24,6 +26,8 @@ pub const LEVELS: [usize; 5] = [0, 10, 100, 500, 1000];
 /// Longest a watcher may wait for the event a write fires.
 const EVENT_TIMEOUT: Duration = Duration::from_secs(5);
 const LOAD_PATH: &[u8] = b"/scale/load/x";
+/// Idle domain i is domain GUEST_BASE + i.
+const GUEST_BASE: u16 = 2001;
 
 /// Which daemons, and how long each run.
 pub struct Plan {
@@ -36,6 +40,8 @@ pub struct Plan {
     /// After each level, check no idle connection was sent an event it
     /// should not have been (costs a syscall per connection).
     pub check_quiet: bool,
+    /// Also N idle domains on simulated rings.
+    pub domains: bool,
 }
 
 /// One daemon's figures at one N.
@@ -51,6 +57,8 @@ pub struct Point {
 pub struct Curve {
     pub label: String,
     pub points: Result<Vec<Point>>,
+    /// Why it ran without idle domains, if it did.
+    pub no_domains: Option<String>,
 }
 
 pub struct ScaleResult {
@@ -67,10 +75,15 @@ struct Host {
     daemon: Daemon,
     idle: Vec<Conn>,
     load: Conn,
+    /// Where its domains' rings go; None: no idle domains.
+    rings: Option<PathBuf>,
+    guests: Vec<RingGuest>,
+    /// Why it has no idle domains although the plan wanted them.
+    no_domains: Option<String>,
 }
 
 impl Host {
-    fn start(label: &str, daemon: Result<Daemon>) -> Result<Host> {
+    fn start(label: &str, daemon: Result<Daemon>, rings: Option<PathBuf>) -> Result<Host> {
         let daemon = daemon?;
         let mut load = Conn::connect(&daemon.socket)?;
         load.write(0, LOAD_PATH, b"0")?.ok()?;
@@ -79,11 +92,44 @@ impl Host {
             daemon,
             idle: Vec::new(),
             load,
+            rings,
+            guests: Vec::new(),
+            no_domains: None,
         })
+    }
+
+    /// Boots idle domains up to `n`, each with its watches (relative to
+    /// its home, as guests register them); a daemon that cannot serve
+    /// rings here goes on without them, and the report says so.
+    fn grow_domains(&mut self, n: usize) -> Result<()> {
+        let Some(rings) = self.rings.clone() else {
+            return Ok(());
+        };
+        let mut dom0 = xenstored_probes::guest::Xs::connect(&self.daemon.socket)?;
+        while self.guests.len() < n {
+            let domid = GUEST_BASE + self.guests.len() as u16;
+            let mut g = match guests::boot(&mut dom0, &rings, domid) {
+                Ok(g) => g,
+                Err(e) if self.guests.is_empty() => {
+                    self.no_domains = Some(format!("{e:#}"));
+                    self.rings = None;
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            };
+            for j in 1..WATCHES_PER_CONN {
+                g.watch(&format!("device/vif/{j}/state"), "idle")?;
+            }
+            g.watch(GUEST_HOT, "hot")?;
+            while g.event(EVENT_TIMEOUT)? != GUEST_HOT {}
+            self.guests.push(g);
+        }
+        Ok(())
     }
 
     /// Opens idle connections up to `n`, each with its watches.
     fn grow(&mut self, n: usize) -> Result<()> {
+        self.grow_domains(n)?;
         while self.idle.len() < n {
             let i = self.idle.len();
             let mut c = Conn::connect(&self.daemon.socket)?;
@@ -107,6 +153,11 @@ impl Host {
                 bail!("idle connection {i} was sent something nobody asked for");
             }
         }
+        for g in &mut self.guests {
+            if g.has_event()? {
+                bail!("idle domain {} was sent an event nobody asked for", g.domid);
+            }
+        }
         Ok(())
     }
 
@@ -124,16 +175,29 @@ impl Host {
         Ok(s)
     }
 
-    /// Writes below the watched path of idle connection i, i spread over
-    /// all of them; each write is timed until its watcher has the event.
+    /// Writes below the watched path of an idle connection or domain
+    /// (alternately, each spread over all of them); each write is timed
+    /// until its watcher has the event.
     fn fan_out(&mut self, run: Duration) -> Result<Sample> {
-        let (load, idle) = (&mut self.load, &mut self.idle);
+        let (load, idle, guests) = (&mut self.load, &mut self.idle, &mut self.guests);
         let n = idle.len();
         if n == 0 {
             return Ok(Sample::default());
         }
         timed(self.daemon.pid(), run, |op| {
             let i = op.wrapping_mul(7919) % n;
+            if op % 2 == 1 && !guests.is_empty() {
+                let count = guests.len();
+                let g = &mut guests[i % count];
+                let rel = format!("{GUEST_HOT}/v");
+                let path = format!("/local/domain/{}/{rel}", g.domid);
+                load.write(0, path.as_bytes(), b"1")?.ok()?;
+                let got = g.event(EVENT_TIMEOUT)?;
+                if got != rel {
+                    bail!("domain {} got an event for {got} instead of {rel}", g.domid);
+                }
+                return Ok(());
+            }
             let path = format!("{}/v", hot_path(i));
             load.write(0, path.as_bytes(), b"1")?.ok()?;
             let got = idle[i].event(EVENT_TIMEOUT)?;
@@ -177,6 +241,9 @@ fn timed(pid: u32, run: Duration, mut op: impl FnMut(usize) -> Result<()>) -> Re
     Ok(s)
 }
 
+/// The path below which S2 writes, for a domain (relative to its home).
+const GUEST_HOT: &str = "device/vbd/51768/state";
+
 fn hot_path(i: usize) -> String {
     format!("/local/domain/{}/device/vbd/51712/state", i + 1)
 }
@@ -188,14 +255,20 @@ pub fn run(plan: &Plan) -> ScaleResult {
     let started = Instant::now();
     let mut hosts: Vec<Result<Host>> = Vec::new();
     for (label, binary) in &plan.shims {
-        hosts.push(Host::start(label, daemons::shim(label, binary)));
+        let daemon = daemons::shim(label, binary);
+        let rings = match &daemon {
+            Ok(d) if plan.domains => Some(d.dir.join("run")),
+            _ => None,
+        };
+        hosts.push(Host::start(label, daemon, rings));
     }
     if plan.upstream {
-        hosts.push(Host::start(
-            "C xenstored",
-            daemons::c_xenstored("C xenstored", None),
-        ));
-        hosts.push(Host::start("oxenstored", daemons::oxenstored("oxenstored")));
+        for (flavor, label) in [(Flavor::C, "C xenstored"), (Flavor::Ocaml, "oxenstored")] {
+            let started = daemons::upstream_with_rings(flavor, label);
+            let host = started
+                .and_then(|(d, rings)| Host::start(label, Ok(d), plan.domains.then_some(rings)));
+            hosts.push(host);
+        }
     }
     let labels: Vec<String> = plan
         .shims
@@ -262,7 +335,12 @@ pub fn run(plan: &Plan) -> ScaleResult {
         curves: labels
             .into_iter()
             .zip(points)
-            .map(|(label, points)| Curve { label, points })
+            .zip(&hosts)
+            .map(|((label, points), host)| Curve {
+                label,
+                points,
+                no_domains: host.as_ref().ok().and_then(|h| h.no_domains.clone()),
+            })
             .collect(),
         run: plan.run,
         rounds: plan.rounds,

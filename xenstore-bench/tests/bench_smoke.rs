@@ -24,10 +24,10 @@ fn bench_client_drives_every_workload() {
     }
 }
 
-/// The scale section's scenarios at N = 0, 10, 100 idle connections with
-/// 15 watches each, a tenth of a second each: every fan-out write's event
-/// reaches the one connection watching it, and no idle connection is sent
-/// anything else.
+/// The scale section's scenarios at N = 0, 10, 100 idle connections and
+/// idle ring domains with 15 watches each, a tenth of a second each: every
+/// fan-out write's event reaches the one connection or domain watching it,
+/// and no idle one is sent anything else.
 #[test]
 fn scale_scenarios_deliver_each_event_to_its_watcher_only() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_xenstore-bench"))
