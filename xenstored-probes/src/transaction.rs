@@ -113,7 +113,7 @@ impl Transaction {
     /// Applies the transaction to the store, or reports the first conflict.
     /// Returns the changes to fire watches for: one per node that existed
     /// before or after, in first-access order, with its pre-commit perms.
-    pub fn commit(self, store: &mut Store) -> Result<Vec<Change>, Conflict> {
+    pub fn commit(mut self, store: &mut Store) -> Result<Vec<Change>, Conflict> {
         for (path, (seen, _)) in &self.read {
             if self.stale(path, seen.as_ref(), store.node(path)) {
                 return Err(Conflict(path.clone()));
@@ -139,34 +139,35 @@ impl Transaction {
         }
         // The lists of children merged before the overlay is taken apart:
         // merging asks it what became of each child.
-        let mut lists: FxHashMap<&str, Vec<u8>> = FxHashMap::default();
+        let mut lists: FxHashMap<String, Vec<u8>> = FxHashMap::default();
         for (path, node) in &self.overlay {
             let seen = self.read.get(path).and_then(|r| r.0.as_ref());
             if let (Some(seen), Some(mine), Some(now)) = (seen, node, store.node(path)) {
-                lists.insert(path, self.merged_children(path, seen, mine, now));
+                let merged = self.merged_children(path, seen, mine, now);
+                lists.insert(path.clone(), merged);
             }
         }
-        let mut writes: Vec<(usize, &str, Option<Node>)> = self
-            .overlay
-            .iter()
-            .map(|(p, n)| (order(p), p.as_str(), n.clone()))
+        let mut writes: Vec<(usize, String, Option<Node>)> = std::mem::take(&mut self.overlay)
+            .into_iter()
+            .map(|(p, n)| (order(&p), p, n))
             .collect();
         writes.sort_by_key(|w| w.0);
         for (_, path, node) in writes {
             match node {
                 Some(mut n) => {
-                    if let Some(now) = store.node(path).filter(|_| lists.contains_key(path)) {
+                    if let Some(children) = lists.remove(&path) {
                         // what it did not set is the store's now (the
                         // permissions are the same, or the commit failed)
-                        if !self.set_values.contains(path) {
+                        if !self.set_values.contains(&path) {
+                            let now = store.node(&path).expect("merged: it exists");
                             n.value = now.value.to_vec();
                         }
-                        n.children = lists.remove(path).unwrap_or_default();
+                        n.children = children;
                     }
-                    store.put(path, n)
+                    store.put(&path, n)
                 }
                 None => {
-                    store.unlink(path);
+                    store.unlink(&path);
                 }
             }
         }
