@@ -53,3 +53,34 @@ impl RingGuest {
         Ok(self.xs.next_event(Duration::ZERO)?.is_some())
     }
 }
+
+const INOTIFY_INSTANCES: &str = "/proc/sys/fs/inotify/max_user_instances";
+
+/// Makes room for `domains` more simulated domains: each costs its daemon
+/// one inotify instance (the ring notices the page file vanish through it),
+/// and the default 128 per user is shared by every process of the user.
+/// Returns the limit to put back afterwards, if it was raised.
+pub fn make_room(domains: usize) -> Result<Option<u64>> {
+    let read = || -> Result<u64> {
+        let v = std::fs::read_to_string(INOTIFY_INSTANCES).context(INOTIFY_INSTANCES)?;
+        v.trim().parse().context(INOTIFY_INSTANCES)
+    };
+    let old = read()?;
+    let wanted = domains as u64 + 64;
+    if old >= wanted {
+        return Ok(None);
+    }
+    eprintln!("bench: raising {INOTIFY_INSTANCES} from {old} to {wanted} for simulated domains");
+    std::fs::write(INOTIFY_INSTANCES, wanted.to_string())
+        .with_context(|| format!("raise {INOTIFY_INSTANCES} to {wanted}"))?;
+    Ok(Some(old))
+}
+
+/// Puts back what `make_room` raised.
+pub fn restore_room(old: Option<u64>) {
+    if let Some(old) = old {
+        if let Err(e) = std::fs::write(INOTIFY_INSTANCES, old.to_string()) {
+            eprintln!("bench: could not put {INOTIFY_INSTANCES} back to {old}: {e}");
+        }
+    }
+}

@@ -181,7 +181,7 @@ pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
     let r = scale::run(&Plan {
         shims: vec![("shim".into(), shim.to_path_buf())],
         upstream: false,
-        levels: vec![0, 10, 100],
+        levels: vec![0, 10, 40],
         run: Duration::from_millis(100),
         rounds: 1,
         check_quiet: true,

@@ -252,6 +252,16 @@ fn hot_path(i: usize) -> String {
 /// S5 and S2 on every host in turn.
 pub fn run(plan: &Plan) -> ScaleResult {
     raise_fd_limit();
+    let daemons = plan.shims.len() + if plan.upstream { 2 } else { 0 };
+    let most = plan.levels.iter().copied().max().unwrap_or(0);
+    let room = if plan.domains {
+        guests::make_room(daemons * most).unwrap_or_else(|e| {
+            eprintln!("bench: {e:#}: the daemons may run out of simulated domains");
+            None
+        })
+    } else {
+        None
+    };
     let started = Instant::now();
     let mut hosts: Vec<Result<Host>> = Vec::new();
     for (label, binary) in &plan.shims {
@@ -330,18 +340,21 @@ pub fn run(plan: &Plan) -> ScaleResult {
             started.elapsed().as_secs_f64()
         );
     }
+    let curves = labels
+        .into_iter()
+        .zip(points)
+        .zip(&hosts)
+        .map(|((label, points), host)| Curve {
+            label,
+            points,
+            no_domains: host.as_ref().ok().and_then(|h| h.no_domains.clone()),
+        })
+        .collect();
+    drop(hosts); // the daemons go, and their domains' inotify instances
+    guests::restore_room(room);
     ScaleResult {
         levels: plan.levels.clone(),
-        curves: labels
-            .into_iter()
-            .zip(points)
-            .zip(&hosts)
-            .map(|((label, points), host)| Curve {
-                label,
-                points,
-                no_domains: host.as_ref().ok().and_then(|h| h.no_domains.clone()),
-            })
-            .collect(),
+        curves,
         run: plan.run,
         rounds: plan.rounds,
         elapsed: started.elapsed(),
