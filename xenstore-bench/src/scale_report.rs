@@ -9,42 +9,55 @@ use std::fmt::Write;
 /// Where the section starts; `splice` replaces it in a report.
 pub const HEADING: &str = "## Scale: idle connections and their watches";
 
-pub fn render(r: &ScaleResult) -> String {
+/// The section: the sockets-only run (every daemon), then the run with
+/// idle domains too (the shims: the stub serves C xenstored at most 64
+/// simulated rings and oxenstored none).
+pub fn render(sockets: &ScaleResult, domains: &ScaleResult) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
         "{HEADING}\n\nIssue 26's question: does a request cost more as the host grows? N idle \
-         dom0 connections and N idle domains (guests on simulated rings: the shim maps their \
-         pages itself, C xenstored and oxenstored through the conformance stub) each hold \
-         {WATCHES_PER_CONN} watches ({} on `…/device/vif/<j>/state`, which nothing writes; one \
-         on `…/device/vbd/<n>/state`, which S2 writes below). At each N every daemon is \
-         measured in turn ({} round(s) of {:.2} s per scenario, medians), so the columns ran \
-         side by side; the whole section took {:.0} s (`xenstore-bench all --only scale`). \
-         One client thread and the daemon are pinned to CPU 0. Cells: requests/s, (p50/p99 \
-         µs), the daemon's CPU per request in µs.\n",
+         dom0 connections each hold {WATCHES_PER_CONN} watches ({} on \
+         `…/device/vif/<j>/state`, which nothing writes; one on `…/device/vbd/<n>/state`, which \
+         S2 writes below); in the second pair of tables N idle domains (guests on simulated \
+         rings) hold as many too. At each N every daemon is measured in turn ({} round(s) of \
+         {:.2} s per scenario, medians), so the columns ran side by side; the section took \
+         {:.0} s (`xenstore-bench all --only scale`). One client thread and the daemon are \
+         pinned to CPU 0. Cells: requests/s, (p50/p99 µs), the daemon's CPU per request in µs; \
+         the last row is what grows with the host.\n",
         WATCHES_PER_CONN - 1,
-        r.rounds,
-        r.run.as_secs_f64(),
-        r.elapsed.as_secs_f64()
+        sockets.rounds,
+        sockets.run.as_secs_f64(),
+        (sockets.elapsed + domains.elapsed).as_secs_f64()
     );
-    for c in &r.curves {
-        if let Some(why) = &c.no_domains {
-            let _ = writeln!(s, "{} ran without idle domains: {why}\n", c.label);
+    for (r, whom) in [
+        (sockets, "N idle dom0 connections"),
+        (
+            domains,
+            "N idle dom0 connections and N idle domains on rings",
+        ),
+    ] {
+        let _ = writeln!(
+            s,
+            "### S5 idle tax: {whom}\n\nWrite+read pairs on `/scale/load/x`, which no \
+             watch covers.\n"
+        );
+        s += &table(r, |p| p.idle_tax, true);
+        let _ = writeln!(
+            s,
+            "\n### S2 watch fan-out: {whom}\n\nEach write goes below the watched path of an \
+             idle connection (or, every other write when there are domains, an idle domain), \
+             spread over all of them, and is timed until that watcher has read the event: \
+             the latency is write to event, the CPU is per write (with its event).\n"
+        );
+        s += &table(r, |p| p.fan_out, false);
+        for c in &r.curves {
+            if let Some(why) = &c.no_domains {
+                let _ = writeln!(s, "\n{} ran without idle domains: {why}", c.label);
+            }
         }
+        s += "\n";
     }
-    let _ = writeln!(
-        s,
-        "### S5 idle tax\n\nWrite+read pairs on `/scale/load/x`, which no watch covers.\n"
-    );
-    s += &table(r, |p| p.idle_tax, true);
-    let _ = writeln!(
-        s,
-        "\n### S2 watch fan-out\n\nEach write goes below the watched path of an idle \
-         connection or, every other write, an idle domain (spread over all of them) and is \
-         timed until that watcher has read the event: the latency is write to event, the CPU \
-         is per write (with its event).\n"
-    );
-    s += &table(r, |p| p.fan_out, false);
     s
 }
 
