@@ -51,6 +51,10 @@ pub struct Point {
     pub idle_tax: Sample,
     /// S2: writes, each firing one event; latency is write to event.
     pub fan_out: Sample,
+    /// S2 with every write for the same watcher: the daemon's own cost
+    /// of finding and sending the event, without a different connection
+    /// (socket, ring, output buffer) to touch each time.
+    pub fan_out_one: Sample,
 }
 
 /// A daemon's curve (one point per level), or why it has none.
@@ -176,16 +180,16 @@ impl Host {
     }
 
     /// Writes below the watched path of an idle connection or domain
-    /// (alternately, each spread over all of them); each write is timed
-    /// until its watcher has the event.
-    fn fan_out(&mut self, run: Duration) -> Result<Sample> {
+    /// (alternately, each spread over all of them, or the first of each
+    /// when `one`); each write is timed until its watcher has the event.
+    fn fan_out(&mut self, run: Duration, one: bool) -> Result<Sample> {
         let (load, idle, guests) = (&mut self.load, &mut self.idle, &mut self.guests);
         let n = idle.len();
         if n == 0 {
             return Ok(Sample::default());
         }
         timed(self.daemon.pid(), run, |op| {
-            let i = op.wrapping_mul(7919) % n;
+            let i = if one { 0 } else { op.wrapping_mul(7919) % n };
             if op % 2 == 1 && !guests.is_empty() {
                 let count = guests.len();
                 let g = &mut guests[i % count];
@@ -312,7 +316,8 @@ pub fn run(plan: &Plan) -> ScaleResult {
                     }
                     let point = Point {
                         idle_tax: h.idle_tax(plan.run).context("S5")?,
-                        fan_out: h.fan_out(plan.run).context("S2")?,
+                        fan_out: h.fan_out(plan.run, false).context("S2")?,
+                        fan_out_one: h.fan_out(plan.run, true).context("S2, one watcher")?,
                     };
                     if plan.check_quiet {
                         h.quiet()?;
@@ -329,9 +334,11 @@ pub fn run(plan: &Plan) -> ScaleResult {
             if let Ok(curve) = points[k].as_mut() {
                 let tax: Vec<Sample> = s.iter().map(|p| p.idle_tax).collect();
                 let fan: Vec<Sample> = s.iter().map(|p| p.fan_out).collect();
+                let one: Vec<Sample> = s.iter().map(|p| p.fan_out_one).collect();
                 curve.push(Point {
                     idle_tax: median_sample(&tax),
                     fan_out: median_sample(&fan),
+                    fan_out_one: median_sample(&one),
                 });
             }
         }

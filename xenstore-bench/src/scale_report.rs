@@ -51,6 +51,14 @@ pub fn render(sockets: &ScaleResult, domains: &ScaleResult) -> String {
              the latency is write to event, the CPU is per write (with its event).\n"
         );
         s += &table(r, |p| p.fan_out, false);
+        let _ = writeln!(
+            s,
+            "\nThe same with every write for one watcher (the first connection, or domain): \
+             the daemon's own cost of finding and sending the event, without a different \
+             watcher's socket or ring and output buffer to touch each time. What grows in the \
+             table above and not here is that.\n"
+        );
+        s += &table(r, |p| p.fan_out_one, false);
         for c in &r.curves {
             if let Some(why) = &c.no_domains {
                 let _ = writeln!(s, "\n{} ran without idle domains: {why}", c.label);
