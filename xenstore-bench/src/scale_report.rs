@@ -20,7 +20,8 @@ pub fn render(sockets: &ScaleResult, domains: &ScaleResult) -> String {
          dom0 connections each hold {WATCHES_PER_CONN} watches ({} on \
          `…/device/vif/<j>/state`, which nothing writes; one on `…/device/vbd/<n>/state`, which \
          S2 writes below); in the second pair of tables N idle domains (guests on simulated \
-         rings) hold as many too. At each N every daemon is measured in turn ({} round(s) of \
+         rings) hold as many too, the shims only (the conformance stub serves C xenstored at \
+         most 64 simulated rings, oxenstored none). At each N every daemon is measured in turn ({} round(s) of \
          {:.2} s per scenario, medians), so the columns ran side by side; the section took \
          {:.0} s (`xenstore-bench all --only scale`). One client thread and the daemon are \
          pinned to CPU 0. Cells: requests/s, (p50/p99 µs), the daemon's CPU per request in µs; \
