@@ -10,8 +10,8 @@ use std::fmt::Write;
 pub const HEADING: &str = "## Scale: idle connections and their watches";
 
 /// The section: the sockets-only run (every daemon), then the run with
-/// idle domains too (the shims: the stub serves C xenstored at most 64
-/// simulated rings and oxenstored none).
+/// idle domains too (the shims: under the stub C xenstored stops answering
+/// guests past a few dozen domains, oxenstored answers none).
 pub fn render(sockets: &ScaleResult, domains: &ScaleResult) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -20,8 +20,9 @@ pub fn render(sockets: &ScaleResult, domains: &ScaleResult) -> String {
          dom0 connections each hold {WATCHES_PER_CONN} watches ({} on \
          `…/device/vif/<j>/state`, which nothing writes; one on `…/device/vbd/<n>/state`, which \
          S2 writes below); in the second pair of tables N idle domains (guests on simulated \
-         rings) hold as many too, the shims only (the conformance stub serves C xenstored at \
-         most 64 simulated rings, oxenstored none). At each N every daemon is measured in turn ({} round(s) of \
+         rings) hold as many too, the shims only (under the conformance stub C xenstored \
+         stopped answering guests between the 11th and the 100th domain, and the stub binds \
+         at most 64 rings; oxenstored answered none). At each N every daemon is measured in turn ({} round(s) of \
          {:.2} s per scenario, medians), so the columns ran side by side; the section took \
          {:.0} s (`xenstore-bench all --only scale`). One client thread and the daemon are \
          pinned to CPU 0. Cells: requests/s, (p50/p99 µs), the daemon's CPU per request in µs; \
