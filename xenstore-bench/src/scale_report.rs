@@ -22,8 +22,9 @@ pub fn render(sockets: &ScaleResult, domains: &ScaleResult) -> String {
          S2 writes below); in the second pair of tables N idle domains (guests on simulated \
          rings) hold as many too, the shims only (under the conformance stub C xenstored \
          stopped answering guests between the 11th and the 100th domain, and the stub binds \
-         at most 64 rings; oxenstored answered none). At each N every daemon is measured in turn ({} round(s) of \
-         {:.2} s per scenario, medians), so the columns ran side by side; the section took \
+         at most 64 rings; oxenstored answered none). At each N every daemon is measured in \
+         turn ({} round(s) of {:.2} s per scenario, medians), so the columns ran side by \
+         side; the section took \
          {:.0} s (`xenstore-bench all --only scale`). One client thread and the daemon are \
          pinned to CPU 0. Cells: requests/s, (p50/p99 µs), the daemon's CPU per request in µs; \
          the last row is what grows with the host.\n",
