@@ -36,6 +36,14 @@ pub enum Command {
         #[arg(long)]
         shim: PathBuf,
     },
+    /// Seconds-long run of the scale section's scenarios against a shim
+    /// at a few small N (CI): every fan-out write's event reaches its
+    /// watcher and no other.
+    ScaleSmoke {
+        /// The xenstored-shim binary to start.
+        #[arg(long)]
+        shim: PathBuf,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -50,6 +58,9 @@ pub enum Section {
     Sites,
     /// xenstore-snoop --metrics against unsnooped and full tracing.
     Metrics,
+    /// Idle connections and their watches: S5 idle tax, S2 watch fan-out.
+    /// Alone, it replaces only its own section of the report.
+    Scale,
 }
 
 #[derive(clap::Args, Debug)]
@@ -78,6 +89,10 @@ pub struct AllArgs {
     /// Measure this xenstore-snoop binary instead of the workspace's.
     #[arg(long)]
     pub snoop: Option<PathBuf>,
+    /// The scale section also measures this xenstored-shim, labelled
+    /// "shim (before)": what a change bought, side by side.
+    #[arg(long)]
+    pub shim_before: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]

@@ -140,6 +140,54 @@ impl Conn {
             .with_context(|| format!("bad transaction id {:?}", String::from_utf8_lossy(id)))
     }
 
+    pub fn watch(&mut self, path: &[u8], token: &[u8]) -> Result<()> {
+        self.call(MsgType::Watch, 0, &[path, b"\0", token, b"\0"])?
+            .ok()?;
+        Ok(())
+    }
+
+    /// Waits up to `timeout` for the next watch event (no request may be
+    /// outstanding); its path.
+    pub fn event(&mut self, timeout: std::time::Duration) -> Result<&[u8]> {
+        self.stream.set_read_timeout(Some(timeout))?;
+        self.drop_used();
+        let got = self.next_message();
+        self.stream.set_read_timeout(None)?;
+        let (ty, total) = got.context("wait for a watch event")?;
+        self.used = total;
+        if ty != MsgType::WatchEvent as u32 {
+            bail!("expected a watch event, got message type {ty}");
+        }
+        let payload = &self.inbuf[HEADER_LEN..total];
+        Ok(payload.split(|&b| b == 0).next().unwrap_or_default())
+    }
+
+    /// Whether the daemon sent anything not yet read (without waiting).
+    pub fn has_unread(&mut self) -> Result<bool> {
+        if self.have > self.used {
+            return Ok(true);
+        }
+        use std::os::fd::AsRawFd;
+        let mut byte = 0u8;
+        // SAFETY: a one-byte buffer we own; MSG_PEEK leaves it unread.
+        let n = unsafe {
+            libc::recv(
+                self.stream.as_raw_fd(),
+                (&mut byte as *mut u8).cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        if n >= 0 {
+            return Ok(n > 0);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            return Ok(false);
+        }
+        Err(e).context("peek")
+    }
+
     /// Ends a transaction; false when the commit conflicted (EAGAIN).
     pub fn tx_commit(&mut self, tx_id: u32) -> Result<bool> {
         let reply = self.call(MsgType::TransactionEnd, tx_id, &[b"T\0"])?;

@@ -3,7 +3,7 @@
 //! the bench measures daemons set up exactly as the tests check them.
 
 use anyhow::{Context, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use xenstore_testkit::upstream::{Flavor, Upstream};
 use xenstore_testkit::Shim;
 
@@ -52,4 +52,14 @@ pub fn rss_kib(pid: u32) -> Result<u64> {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .context("no VmRSS")
+}
+
+/// C xenstored or oxenstored under the stub, serving guests whose
+/// simulated rings live in the directory returned (XENSTUB_RING_DIR).
+pub fn upstream_with_rings(flavor: Flavor, label: &str) -> Result<(Daemon, PathBuf)> {
+    let rings = scratch_dir(&format!("{label} rings"))?;
+    let dir = rings.to_string_lossy().into_owned();
+    let env = [("XENSTUB_RING_DIR", dir.as_str())];
+    let daemon = Upstream::launch(flavor, label, &[], &env)?.into_daemon();
+    Ok((daemon, rings))
 }

@@ -24,7 +24,7 @@ pub struct Results {
     pub metrics: Option<crate::metrics_mode::MetricsResult>,
 }
 
-fn ops(x: f64) -> String {
+pub fn ops(x: f64) -> String {
     if x.is_nan() {
         return "–".into();
     }
@@ -539,7 +539,7 @@ pub fn render(r: &Results) -> String {
     if let Some(m) = &r.metrics {
         let _ = writeln!(
             s,
-            "\n## 8. Metrics mode\n\nThe shim unsnooped, under `xenstore-snoop --metrics` \
+            "\n## 9. Metrics mode\n\nThe shim unsnooped, under `xenstore-snoop --metrics` \
              (xsmetrics.bpf.c counts each reply, watch event and transaction end in maps; the \
              exporter reads them and writes a textfile every second here) and under full \
              tracing (the BPF back end, every reply to user space, output to a file).\n"

@@ -1,13 +1,15 @@
 //! The commands: `all` (every section, then the report), `load`, `smoke`.
 
 use crate::affinity::Pin;
+use crate::builds::Builds;
 use crate::cli::{AllArgs, LoadArgs, Section};
 use crate::client::Conn;
 use crate::machine::{self, Machine};
 use crate::plan::{self, Budget, MAX_CONNS};
 use crate::report::{self, Results};
+use crate::scale::{self, Plan};
 use crate::workload::{self, Workload};
-use crate::{builds, libxs, load};
+use crate::{builds, libxs, load, scale_report};
 use anyhow::{bail, Context, Result};
 use std::time::{Duration, Instant};
 
@@ -30,6 +32,9 @@ pub fn all(args: &AllArgs) -> Result<()> {
     let wanted = |s: Section| args.only.is_empty() || args.only.contains(&s);
     let machine = Machine::describe();
     let mut b = builds::build_all()?;
+    if args.only == [Section::Scale] {
+        return scale_only(args, &b, &budget);
+    }
     for (over, built) in [
         (&args.shim, &mut b.shim),
         (&args.shim_noprobes, &mut b.shim_noprobes),
@@ -82,9 +87,13 @@ pub fn all(args: &AllArgs) -> Result<()> {
     if wanted(Section::Metrics) {
         r.metrics = Some(crate::metrics_mode::run(&b, &budget));
     }
+    let scale = wanted(Section::Scale).then(|| scale_section(args, &b, &budget));
     r.elapsed = started.elapsed();
     r.load_after = machine::load();
     let mut text = report::render(&r);
+    if let Some(scale) = &scale {
+        text = scale_report::splice(&text, scale);
+    }
     // The dom0 kernels' section comes from VMs (`xenstore-bench kernel`): kept.
     if let Ok(old) = std::fs::read_to_string(&args.out) {
         text += crate::kernel::section_of(&old);
@@ -142,6 +151,76 @@ pub fn smoke(shim: &std::path::Path) -> Result<()> {
     println!("smoke: /bench/c0/counter = {counter}");
     if counter < 4 {
         bail!("transactions did not commit: counter {counter}");
+    }
+    Ok(())
+}
+
+fn scale_plan(args: &AllArgs, b: &Builds, budget: &Budget, domains: bool) -> Plan {
+    let mut shims = vec![("shim".to_string(), b.shim.clone())];
+    if let Some(before) = &args.shim_before {
+        shims.push(("shim (before)".into(), before.clone()));
+    }
+    Plan {
+        shims,
+        upstream: !domains,
+        levels: scale::LEVELS.to_vec(),
+        run: budget.run / 2,
+        rounds: budget.rounds,
+        check_quiet: false,
+        domains,
+    }
+}
+
+/// The scale section: sockets only with every daemon, then with idle
+/// domains too for the shims.
+fn scale_section(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
+    let sockets = scale::run(&scale_plan(args, b, budget, false));
+    let domains = scale::run(&scale_plan(args, b, budget, true));
+    scale_report::render(&sockets, &domains)
+}
+
+/// `--only scale`: its section replaces the one in the report (or is
+/// added), the other sections stay as they were measured.
+fn scale_only(args: &AllArgs, b: &Builds, budget: &Budget) -> Result<()> {
+    let section = scale_section(args, b, budget);
+    let old = std::fs::read_to_string(&args.out).unwrap_or_default();
+    let text = scale_report::splice(&old, &section);
+    std::fs::write(&args.out, &text).with_context(|| format!("write {}", args.out.display()))?;
+    println!("{section}");
+    eprintln!("bench: wrote the scale section into {}", args.out.display());
+    Ok(())
+}
+
+/// The scale scenarios on one shim at small N, briefly: they run, and
+/// every fan-out write reaches its watcher and no other.
+pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
+    let r = scale::run(&Plan {
+        shims: vec![("shim".into(), shim.to_path_buf())],
+        upstream: false,
+        levels: vec![0, 10, 40],
+        run: Duration::from_millis(100),
+        rounds: 1,
+        check_quiet: true,
+        domains: true,
+    });
+    let curve = &r.curves[0];
+    let points = curve
+        .points
+        .as_ref()
+        .map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    for (n, p) in r.levels.iter().zip(points) {
+        println!(
+            "scale smoke: N={n}: S5 {} requests, S2 {} writes each seen by its watcher",
+            p.idle_tax.ops, p.fan_out.ops
+        );
+    }
+    if let Some(why) = &curve.no_domains {
+        bail!("the shim served no ring domains: {why}");
+    }
+    for (n, p) in r.levels.iter().zip(points) {
+        if p.idle_tax.ops == 0 || (*n > 0 && p.fan_out.ops == 0) {
+            bail!("N={n}: no operation completed");
+        }
     }
     Ok(())
 }

@@ -23,3 +23,29 @@ fn bench_client_drives_every_workload() {
         );
     }
 }
+
+/// The scale section's scenarios at N = 0, 10, 40 idle connections and
+/// idle ring domains with 15 watches each, a tenth of a second each: every
+/// fan-out write's event reaches the one connection or domain watching it,
+/// and no idle one is sent anything else.
+#[test]
+fn scale_scenarios_deliver_each_event_to_its_watcher_only() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_xenstore-bench"))
+        .arg("scale-smoke")
+        .arg("--shim")
+        .arg(xenstore_testkit::bin("xenstored-shim"))
+        .output()
+        .expect("run xenstore-bench scale-smoke");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "scale smoke failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for n in [0, 10, 40] {
+        assert!(
+            stdout.contains(&format!("scale smoke: N={n}:")),
+            "no N={n} in:\n{stdout}"
+        );
+    }
+}

@@ -179,7 +179,9 @@ pub fn trace_file(data: &[u8]) {
 
 /// Requests of any type, well-formed or not, from two dom0 clients and
 /// three guests, INTRODUCE, RELEASE and RESET_WATCHES included, run as the
-/// event loop runs them. After each one the store passes CONTROL check.
+/// event loop runs them. After each one the store passes CONTROL check
+/// (so a commit that merged its changes into nodes others changed meanwhile
+/// left every parent listing exactly its children).
 ///
 /// Input: a series of `[conn, type, tx, len, payload…]`. conn picks one of
 /// the connections (values past the last reconnect a guest, as after a

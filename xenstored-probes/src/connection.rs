@@ -1,7 +1,7 @@
-//! One client connection, all of its state in one place: who it is, its
-//! watches and transactions, its transport, the bytes read from it and not
-//! yet executed, and the output queued for it. The daemon owns every
-//! connection; the event loop (server.rs) moves bytes through them when
+//! One client connection: who it is, its transactions, its transport, the
+//! bytes read from it and not yet executed, and the output queued for it.
+//! The daemon owns every connection (and, in watch.rs's table, their
+//! watches); the event loop (server.rs) moves bytes through them when
 //! their transports are ready.
 
 use crate::frame::{self, InBuf};
@@ -10,7 +10,6 @@ use crate::perms::Identity;
 use crate::probes::{self, TxOutcome, Who};
 use crate::transaction::Transaction;
 use crate::transport::Transport;
-use crate::watch::{Watch, Watches};
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::rc::Rc;
@@ -26,7 +25,6 @@ pub struct Connection {
     pub domid: u32,
     pub pid: u32,
     pub ident: Identity,
-    pub watches: Watches,
     /// Open transactions by id (ordered: teardown reports them in order).
     pub transactions: BTreeMap<u32, Transaction>,
     next_tx: u32,
@@ -74,7 +72,6 @@ impl Connection {
                 privileged,
                 target,
             },
-            watches: Watches::default(),
             transactions: BTreeMap::new(),
             next_tx: 1,
             transport,
@@ -124,9 +121,9 @@ impl Connection {
         }
     }
 
-    /// The watches and the output queue at once, to queue their events.
-    pub fn watches_and_output(&mut self) -> (&[Watch], &mut Vec<u8>) {
-        (self.watches.all(), &mut self.out)
+    /// The output queue, to queue watch events on.
+    pub fn output(&mut self) -> &mut Vec<u8> {
+        &mut self.out
     }
 
     pub fn queue(&mut self, ty: u32, req_id: u32, tx_id: u32, parts: &[&[u8]]) {
@@ -139,12 +136,12 @@ impl Connection {
         self.charges.push_back((end, ticket.clone()));
     }
 
-    /// What it costs its domain's memory quota besides the nodes: its
-    /// watches (path and token), its transactions' node copies and its
-    /// queued output, as C xenstored 4.17 accounts them.
+    /// What it costs its domain's memory quota besides the nodes and its
+    /// watches: its transactions' node copies and its queued output, as C
+    /// xenstored 4.17 accounts them.
     pub fn memory(&self) -> usize {
         let transactions: usize = self.transactions.values().map(|t| t.memory()).sum();
-        self.watches.memory() + transactions + self.pending().len()
+        transactions + self.pending().len()
     }
 
     /// Input received and not yet executed.

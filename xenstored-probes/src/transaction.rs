@@ -1,15 +1,23 @@
-//! Transactions with C xenstored's semantics: a transaction sees its own
-//! writes; reads repeat (a node keeps the value, or the absence, it had when
-//! the transaction first touched it; untouched nodes are read live); every node it touches is remembered with the generation it had
-//! in the store at first touch; a commit fails with EAGAIN when any of them
-//! changed meanwhile; abort discards everything. On commit, watches fire
+//! Transactions: a transaction sees its own writes; reads repeat (a node
+//! keeps the value, or the absence, it had when the transaction first
+//! touched it; untouched nodes are read live); abort discards everything.
+//! Every node it touches is remembered as the store had it at first touch,
+//! and a commit fails with EAGAIN only when something the transaction
+//! could have seen of one changed meanwhile: its existence or permissions,
+//! its value when it read it, its list of children when it listed it
+//! (DIRECTORY, or removing what is below). So transactions that create
+//! different children of one parent, or write disjoint nodes, both commit
+//! (C xenstored fails the later one: it compares whole nodes), and the
+//! committed history stays serializable: each commit is as if its
+//! transaction ran alone at that moment. A commit applies the children it
+//! added and removed to the parent's current list. On commit, watches fire
 //! once per changed node, in the order the transaction first touched them.
 
 use crate::node::{Node, NodeRef};
 use crate::perms::{PermList, Perms};
 use crate::store::Store;
-use crate::tree::{Change, Tree};
-use rustc_hash::FxHashMap;
+use crate::tree::{Aspect, Change, Tree};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 #[derive(Debug, Default)]
 pub struct Transaction {
@@ -20,6 +28,14 @@ pub struct Transaction {
     /// first access. Reads repeat, as in upstream, but commit never writes
     /// these back.
     read: FxHashMap<String, (Option<Node>, usize)>,
+    /// Nodes whose value (read) or list of children (listed) an answer
+    /// depended on.
+    read_values: FxHashSet<String>,
+    listed: FxHashSet<String>,
+    /// Existing nodes whose value it set (or that it deleted).
+    set_values: FxHashSet<String>,
+    /// Nodes it deleted (if it made them again, they are new).
+    deleted: FxHashSet<String>,
     owned_delta: FxHashMap<u32, isize>,
     /// Changes made, to fire watches for on commit.
     pub changes: Vec<Change>,
@@ -97,9 +113,9 @@ impl Transaction {
     /// Applies the transaction to the store, or reports the first conflict.
     /// Returns the changes to fire watches for: one per node that existed
     /// before or after, in first-access order, with its pre-commit perms.
-    pub fn commit(self, store: &mut Store) -> Result<Vec<Change>, Conflict> {
+    pub fn commit(mut self, store: &mut Store) -> Result<Vec<Change>, Conflict> {
         for (path, (seen, _)) in &self.read {
-            if store.node(path).map(|n| n.generation) != seen.as_ref().map(|n| n.generation) {
+            if self.stale(path, seen.as_ref(), store.node(path)) {
                 return Err(Conflict(path.clone()));
             }
         }
@@ -121,15 +137,35 @@ impl Transaction {
                 }
             }
         }
-        let mut writes: Vec<(usize, String, Option<Node>)> = self
-            .overlay
+        // The lists of children merged before the overlay is taken apart:
+        // merging asks it what became of each child.
+        let mut lists: FxHashMap<String, Vec<u8>> = FxHashMap::default();
+        for (path, node) in &self.overlay {
+            let seen = self.read.get(path).and_then(|r| r.0.as_ref());
+            if let (Some(seen), Some(mine), Some(now)) = (seen, node, store.node(path)) {
+                let merged = self.merged_children(path, seen, mine, now);
+                lists.insert(path.clone(), merged);
+            }
+        }
+        let mut writes: Vec<(usize, String, Option<Node>)> = std::mem::take(&mut self.overlay)
             .into_iter()
             .map(|(p, n)| (order(&p), p, n))
             .collect();
         writes.sort_by_key(|w| w.0);
         for (_, path, node) in writes {
             match node {
-                Some(n) => store.put(&path, n),
+                Some(mut n) => {
+                    if let Some(children) = lists.remove(&path) {
+                        // what it did not set is the store's now (the
+                        // permissions are the same, or the commit failed)
+                        if !self.set_values.contains(&path) {
+                            let now = store.node(&path).expect("merged: it exists");
+                            n.value = now.value.to_vec();
+                        }
+                        n.children = children;
+                    }
+                    store.put(&path, n)
+                }
                 None => {
                     store.unlink(&path);
                 }
@@ -138,6 +174,76 @@ impl Transaction {
         fires.retain(|(_, c)| c.old_perms.is_some() || store.node(&c.path).is_some());
         fires.sort_by_key(|f| f.0);
         Ok(fires.into_iter().map(|f| f.1).collect())
+    }
+}
+
+impl Transaction {
+    /// Whether what the transaction may have seen of `path` (it saw
+    /// `seen`) differs in the store's node `now`.
+    fn stale(&self, path: &str, seen: Option<&Node>, now: Option<NodeRef<'_>>) -> bool {
+        match (seen, now) {
+            (None, None) => false,
+            (Some(seen), Some(now)) => {
+                let seen = seen.view();
+                seen.generation != now.generation
+                    && (seen.perms != now.perms
+                        || (seen.value != now.value && self.read_values.contains(path))
+                        || (seen.children != now.children && self.listed.contains(path)))
+            }
+            _ => true,
+        }
+    }
+}
+
+/// What a transaction did to a child of a node it rewrote.
+#[derive(PartialEq, Eq)]
+enum Fate {
+    /// Left where it is in the list (maybe its value changed).
+    Kept,
+    Removed,
+    /// Created, or removed and created again: at the end of the list.
+    Made,
+}
+
+impl Transaction {
+    fn fate(&self, parent: &str, name: &str) -> Fate {
+        let child = crate::path::child(parent, name);
+        let existed = self.read.get(&child).map(|r| r.0.is_some());
+        match (self.overlay.get(&child), existed) {
+            (Some(None), Some(true)) => Fate::Removed,
+            (Some(Some(_)), Some(false)) => Fate::Made,
+            (Some(Some(_)), Some(true)) if self.deleted.contains(&child) => Fate::Made,
+            _ => Fate::Kept,
+        }
+    }
+
+    /// The children of `path` it rewrote (it saw `seen`, made `mine`)
+    /// after the commit: as it made them when nobody else changed them;
+    /// else the store's list `now` less those it removed (or made again),
+    /// then those it made, in its order, as if it ran now.
+    fn merged_children(&self, path: &str, seen: &Node, mine: &Node, now: NodeRef<'_>) -> Vec<u8> {
+        if seen.children == now.children {
+            return mine.children.clone();
+        }
+        let mut merged = Vec::with_capacity(now.children.len() + mine.children.len());
+        let mut push = |c: &str| {
+            merged.extend_from_slice(c.as_bytes());
+            merged.push(0);
+        };
+        for c in now.children().filter(|c| self.fate(path, c) == Fate::Kept) {
+            push(c);
+        }
+        // Each made child where it last comes in its list: a copy of the
+        // list older than a child's removal elsewhere still names it
+        // before the transaction made it again.
+        let mut seen_made = FxHashSet::default();
+        let mut made: Vec<&str> = mine.view().children().collect();
+        made.reverse();
+        made.retain(|c| self.fate(path, c) == Fate::Made && seen_made.insert(*c));
+        for c in made.into_iter().rev() {
+            push(c);
+        }
+        merged
     }
 }
 
@@ -214,12 +320,33 @@ impl Tree for TxTree<'_> {
             self.account(o, -1);
         }
         self.tx.bytes -= self.tx.held(path);
+        // recreated later in the transaction, it is wholly its own
+        self.sets_value(path);
+        if !self.tx.deleted.contains(path) {
+            self.tx.deleted.insert(path.to_string());
+        }
         self.tx.overlay.insert(path.to_string(), None);
         self.store.next_generation();
     }
 
     fn bump(&mut self) {
         self.store.next_generation();
+    }
+
+    fn sets_value(&mut self, path: &str) {
+        if !self.tx.set_values.contains(path) {
+            self.tx.set_values.insert(path.to_string());
+        }
+    }
+
+    fn depends_on(&mut self, path: &str, aspect: Aspect) {
+        let set = match aspect {
+            Aspect::Value => &mut self.tx.read_values,
+            Aspect::Children => &mut self.tx.listed,
+        };
+        if !set.contains(path) {
+            set.insert(path.to_string());
+        }
     }
 
     fn owned(&self, domid: u32) -> usize {
@@ -317,6 +444,50 @@ mod tests {
         assert_eq!(r(&mut s, "/x/a").unwrap(), b"2");
         assert_eq!(r(&mut s, "/y/b"), None);
         assert!(s.check().is_empty(), "{:?}", s.check());
+    }
+
+    #[test]
+    fn siblings_created_by_two_transactions_both_commit() {
+        let mut s = Store::new();
+        w(&mut s, "/p", "");
+        let mut t1 = Transaction::default();
+        let mut t2 = Transaction::default();
+        w(&mut t1.view(&s), "/p/a", "1");
+        w(&mut t2.view(&s), "/p/b/c", "2");
+        w(&mut s, "/p/outside", "3");
+        t1.commit(&mut s).unwrap();
+        t2.commit(&mut s).unwrap();
+        let listing = s.node("/p").unwrap().children.to_vec();
+        assert_eq!(listing, b"outside\0a\0b\0");
+        assert!(s.check().is_empty(), "{:?}", s.check());
+    }
+
+    #[test]
+    fn a_listing_or_a_removal_conflicts_with_a_new_child() {
+        let dom0 = Identity::dom0();
+        let mut s = Store::new();
+        w(&mut s, "/p/x", "");
+        let mut listed = Transaction::default();
+        tree::list(&mut listed.view(&s), "/p", &dom0).unwrap();
+        w(&mut listed.view(&s), "/q", "");
+        let mut removed = Transaction::default();
+        tree::remove(&mut removed.view(&s), "/p", &dom0).unwrap();
+        w(&mut s, "/p/y", "");
+        assert_eq!(listed.commit(&mut s), Err(Conflict("/p".into())));
+        assert_eq!(removed.commit(&mut s), Err(Conflict("/p".into())));
+        assert!(s.node("/p/y").is_some());
+    }
+
+    #[test]
+    fn a_permission_change_conflicts_with_a_write_it_allowed() {
+        let dom0 = Identity::dom0();
+        let mut s = Store::new();
+        w(&mut s, "/p", "");
+        let mut tx = Transaction::default();
+        w(&mut tx.view(&s), "/p/a", "1");
+        let perms = Perms::owned_by(5);
+        tree::set_perms(&mut s, "/p", perms, &dom0, &LIMITS).unwrap();
+        assert_eq!(tx.commit(&mut s), Err(Conflict("/p".into())));
     }
 
     #[test]

@@ -21,6 +21,13 @@ pub trait Tree {
     /// node's parent even when the parent goes next): generations stay
     /// upstream's.
     fn bump(&mut self);
+    /// The caller's answer depends on `aspect` of `path` (beyond its
+    /// existence and permissions, which every access depends on): a
+    /// transaction then conflicts when another commit changed it.
+    fn depends_on(&mut self, _path: &str, _aspect: Aspect) {}
+    /// The request sets `path`'s value (a transaction's commit then keeps
+    /// its value, not one another commit wrote since).
+    fn sets_value(&mut self, _path: &str) {}
     /// Nodes owned by `domid` as this view sees them.
     fn owned(&self, domid: u32) -> usize;
     /// Bytes of nodes charged to `domid` as this view sees them (the
@@ -32,6 +39,16 @@ pub trait Tree {
     fn charged(&self, owner: u32) -> u32 {
         owner
     }
+}
+
+/// What of a node a request's answer may depend on besides its existence
+/// and permissions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aspect {
+    /// Its value (READ).
+    Value,
+    /// Its list of children (DIRECTORY, or removing what is below).
+    Children,
 }
 
 /// Limits applied to unprivileged writers (see quota.rs for the values).
@@ -163,6 +180,7 @@ pub fn write<T: Tree + ?Sized>(
             let charged = t.charged(node.perms.owner());
             let gain = node.view().memory(path) as isize - old;
             check_memory(t, limits, &[(charged, gain)])?;
+            t.sets_value(path);
             t.put(path, node);
             Ok(Some(Change::at(path)))
         }
@@ -276,7 +294,9 @@ pub fn remove<T: Tree + ?Sized>(
     if !pnode.view().children().any(|c| c == path::basename(path)) {
         // A transaction's copy of the parent predates the node's creation
         // outside: upstream's delete_child finds no entry and says EIO,
-        // after deleting the node in the transaction (the commit conflicts).
+        // after deleting the node in the transaction (the commit conflicts:
+        // this answer depends on the listing).
+        t.depends_on(parent, Aspect::Children);
         return Err(Fail(XsError::Eio, "rm:not-a-child-in-tx"));
     }
     pnode.remove_child(path::basename(path));
@@ -285,6 +305,7 @@ pub fn remove<T: Tree + ?Sized>(
 }
 
 fn collect_post_order<T: Tree + ?Sized>(t: &mut T, path: &str, out: &mut Vec<(String, Perms)>) {
+    t.depends_on(path, Aspect::Children);
     let Some(node) = t.get(path) else { return };
     let perms = Perms(node.perms.to_vec());
     let kids: Vec<String> = node.children().map(|c| path::child(path, c)).collect();
@@ -324,11 +345,22 @@ pub fn set_perms<T: Tree + ?Sized>(
     })
 }
 
-/// READ-type lookups.
+/// DIRECTORY-type lookups: READ's, and the answer holds the children.
+pub fn list<'t, T: Tree + ?Sized>(
+    t: &'t mut T,
+    path: &str,
+    who: &Identity,
+) -> Result<NodeRef<'t>, Fail> {
+    t.depends_on(path, Aspect::Children);
+    lookup(t, path, who, READ)
+}
+
+/// READ-type lookups (the answer may hold the value).
 pub fn read<'t, T: Tree + ?Sized>(
     t: &'t mut T,
     path: &str,
     who: &Identity,
 ) -> Result<NodeRef<'t>, Fail> {
+    t.depends_on(path, Aspect::Value);
     lookup(t, path, who, READ)
 }

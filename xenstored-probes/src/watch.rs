@@ -3,6 +3,8 @@
 
 use crate::path;
 use crate::tree::Change;
+use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Watch {
@@ -35,11 +37,26 @@ impl Watch {
     }
 }
 
-/// A connection's watches, in registration order (events go out in it),
-/// and the bytes of their paths and tokens (the memory quota's share).
+/// Which watch: its connection, then a number counting up as watches are
+/// added, so the order of keys is the order events go out in (by
+/// connection, each connection's in registration order).
+pub type WatchKey = (u32, u64);
+
+/// Every connection's watches, indexed by path so that finding the
+/// watches a change fires costs the path's depth and the matches, not
+/// the number of watches; and each connection's count and bytes (paths
+/// and tokens: the memory quota's share).
 #[derive(Debug, Default)]
-pub struct Watches {
-    list: Vec<Watch>,
+pub struct WatchTable {
+    watches: BTreeMap<WatchKey, Watch>,
+    by_path: FxHashMap<Box<str>, BTreeSet<WatchKey>>,
+    per_conn: FxHashMap<u32, Usage>,
+    next: u64,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Usage {
+    count: usize,
     bytes: usize,
 }
 
@@ -47,55 +64,125 @@ fn cost(w: &Watch) -> usize {
     w.path.len() + w.token.len()
 }
 
-impl Watches {
-    /// False when the same path and token are already watched (EEXIST).
-    pub fn add(&mut self, w: Watch) -> bool {
-        if self
-            .list
-            .iter()
-            .any(|x| x.path == w.path && x.token == w.token)
-        {
-            return false;
+impl WatchTable {
+    /// None when `conn` already watches the same path and token (EEXIST).
+    pub fn add(&mut self, conn: u32, w: Watch) -> Option<&Watch> {
+        if self.find(conn, &w.path, &w.token).is_some() {
+            return None;
         }
-        self.bytes += cost(&w);
-        self.list.push(w);
-        true
+        let key = (conn, self.next);
+        self.next += 1;
+        let usage = self.per_conn.entry(conn).or_default();
+        usage.count += 1;
+        usage.bytes += cost(&w);
+        let index = self.by_path.entry(w.path.as_str().into()).or_default();
+        index.insert(key);
+        Some(self.watches.entry(key).or_insert(w))
     }
 
-    /// False when no such watch exists (ENOENT).
-    pub fn remove(&mut self, path: &str, token: &[u8]) -> bool {
-        let Some(i) = self
-            .list
-            .iter()
-            .position(|x| x.path == path && x.token == token)
-        else {
-            return false;
+    /// False when `conn` has no such watch (ENOENT).
+    pub fn remove(&mut self, conn: u32, path: &str, token: &[u8]) -> bool {
+        match self.find(conn, path, token) {
+            Some(key) => {
+                self.forget(key);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Drops all of `conn`'s watches (it closed, or reset them).
+    pub fn clear(&mut self, conn: u32) {
+        let keys: Vec<WatchKey> = self.of(conn).map(|(k, _)| *k).collect();
+        for key in keys {
+            self.forget(key);
+        }
+        self.per_conn.remove(&conn);
+    }
+
+    fn find(&self, conn: u32, path: &str, token: &[u8]) -> Option<WatchKey> {
+        let same_path = self.by_path.get(path)?;
+        same_path
+            .range((conn, 0)..=(conn, u64::MAX))
+            .find(|k| self.watches[k].token == token)
+            .copied()
+    }
+
+    fn forget(&mut self, key: WatchKey) {
+        let Some(w) = self.watches.remove(&key) else {
+            return;
         };
-        self.bytes -= cost(&self.list.remove(i));
-        true
+        if let Some(usage) = self.per_conn.get_mut(&key.0) {
+            usage.count -= 1;
+            usage.bytes -= cost(&w);
+        }
+        if let Some(same_path) = self.by_path.get_mut(w.path.as_str()) {
+            same_path.remove(&key);
+            if same_path.is_empty() {
+                self.by_path.remove(w.path.as_str());
+            }
+        }
     }
 
-    pub fn all(&self) -> &[Watch] {
-        &self.list
+    /// `conn`'s watches, in registration order.
+    pub fn of(&self, conn: u32) -> impl Iterator<Item = (&WatchKey, &Watch)> {
+        self.watches.range((conn, 0)..=(conn, u64::MAX))
     }
 
-    /// Bytes of their paths and tokens, as C xenstored charges them.
-    pub fn memory(&self) -> usize {
-        self.bytes
+    pub fn get(&self, key: &WatchKey) -> Option<&Watch> {
+        self.watches.get(key)
+    }
+
+    /// Replaces `out` with the keys of the watches `change` fires, in
+    /// key order: for a change below a node, the watches on the path and
+    /// on each ancestor; for an exact one, those on the path only.
+    pub fn matching(&self, change: &Change, out: &mut Vec<WatchKey>) {
+        out.clear();
+        let mut add = |p: &str| {
+            if let Some(keys) = self.by_path.get(p) {
+                out.extend(keys.iter().copied());
+            }
+        };
+        if change.exact {
+            add(&change.path);
+        } else {
+            for p in ancestors(&change.path) {
+                add(p);
+            }
+        }
+        out.sort_unstable();
+    }
+
+    /// How many watches `conn` has.
+    pub fn count(&self, conn: u32) -> usize {
+        self.per_conn.get(&conn).map_or(0, |u| u.count)
+    }
+
+    /// Bytes of `conn`'s watches' paths and tokens, as C xenstored charges them.
+    pub fn memory(&self, conn: u32) -> usize {
+        self.per_conn.get(&conn).map_or(0, |u| u.bytes)
     }
 
     pub fn len(&self) -> usize {
-        self.list.len()
+        self.watches.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
+        self.watches.is_empty()
     }
+}
 
-    pub fn clear(&mut self) {
-        self.list.clear();
-        self.bytes = 0;
-    }
+/// Every watch path `path` is at or below (as `path::is_at_or_below`),
+/// each once: the path itself, each prefix ending before a `/`, and `/`.
+fn ancestors(path: &str) -> impl Iterator<Item = &str> {
+    let cuts = path
+        .match_indices('/')
+        .map(|(i, _)| i)
+        .filter(|&i| i > 0 && i < path.len());
+    let root = (path.starts_with('/') && path != "/").then_some("/");
+    std::iter::once(path)
+        .chain(cuts.map(|i| &path[..i]))
+        .chain(root)
 }
 
 #[cfg(test)]
@@ -139,13 +226,82 @@ mod tests {
 
     #[test]
     fn duplicates_and_missing() {
-        let mut ws = Watches::default();
-        assert!(ws.add(watch("/a", false)));
-        assert!(!ws.add(watch("/a", false)));
-        assert!(!ws.remove("/b", b"t"));
-        assert_eq!(ws.memory(), 3);
-        assert!(ws.remove("/a", b"t"));
+        let mut ws = WatchTable::default();
+        assert!(ws.add(1, watch("/a", false)).is_some());
+        assert!(ws.add(1, watch("/a", false)).is_none());
+        assert!(ws.add(2, watch("/a", false)).is_some());
+        assert!(!ws.remove(1, "/b", b"t"));
+        assert_eq!(ws.memory(1), 3);
+        assert!(ws.remove(1, "/a", b"t"));
+        assert_eq!((ws.count(1), ws.memory(1), ws.count(2)), (0, 0, 1));
+        ws.clear(2);
         assert!(ws.is_empty());
-        assert_eq!(ws.memory(), 0);
+    }
+
+    #[test]
+    fn ancestors_are_every_path_a_watch_may_hold_to_match() {
+        let all = |p| ancestors(p).collect::<Vec<_>>();
+        assert_eq!(all("/a/b"), ["/a/b", "/a", "/"]);
+        assert_eq!(all("/"), ["/"]);
+        assert_eq!(all("@releaseDomain"), ["@releaseDomain"]);
+    }
+
+    /// The index finds exactly what testing every watch finds, in
+    /// connection then registration order.
+    #[test]
+    fn index_agrees_with_matching_every_watch() {
+        let names = ["a", "b", "ab"];
+        let mut paths = vec!["/".to_string(), "@releaseDomain".into(), "@x".into()];
+        for x in names {
+            paths.push(format!("/{x}"));
+            for y in names {
+                paths.push(format!("/{x}/{y}"));
+                paths.push(format!("/{x}/{y}/c"));
+            }
+        }
+        // a fixed pseudo-random sequence: the test is the same every run
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let mut table = WatchTable::default();
+        let mut naive: Vec<(WatchKey, Watch)> = Vec::new();
+        for _ in 0..3000 {
+            let conn = next(5) as u32;
+            let mut w = watch(&paths[next(paths.len())], false);
+            w.token = vec![b'0' + next(2) as u8];
+            match next(10) {
+                0 => {
+                    table.clear(conn);
+                    naive.retain(|(k, _)| k.0 != conn);
+                }
+                1..=3 => {
+                    let removed = table.remove(conn, &w.path, &w.token);
+                    let before = naive.len();
+                    naive.retain(|(k, x)| !(k.0 == conn && *x == w));
+                    assert_eq!(removed, naive.len() < before);
+                }
+                _ => {
+                    let dup = naive.iter().any(|(k, x)| k.0 == conn && *x == w);
+                    assert_eq!(table.add(conn, w.clone()).is_none(), dup);
+                    if !dup {
+                        naive.push(((conn, table.next - 1), w));
+                    }
+                }
+            }
+            let c = change(&paths[next(paths.len())], next(2) == 0);
+            let mut found = Vec::new();
+            table.matching(&c, &mut found);
+            let mut expected: Vec<WatchKey> = naive
+                .iter()
+                .filter(|(_, w)| w.matches(&c))
+                .map(|(k, _)| *k)
+                .collect();
+            expected.sort_unstable();
+            assert_eq!(found, expected, "{c:?}");
+        }
     }
 }

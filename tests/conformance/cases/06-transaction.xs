@@ -114,6 +114,7 @@ case conflict-abort-is-ok
     = TRANSACTION_END req=5 tx=$t "OK\0"
 
 case two-transactions-one-connection
+  differs: transactions conflict only on what they read (C: EAGAIN whenever a touched node was rewritten)
   oxenstored: merges transactions: no conflict on reads or on nodes changed outside (C: EAGAIN)
   a: TRANSACTION_START "\0" -> $t
     = TRANSACTION_START req=1 tx=0 "$t\0"
@@ -127,8 +128,10 @@ case two-transactions-one-connection
     = TRANSACTION_END req=5 tx=$u "OK\0"
   a: TRANSACTION_END tx=$t "T\0"
     = ERROR req=6 tx=$t "EAGAIN\0"
+  ~ TRANSACTION_END req=6 tx=$t "OK\0"
   a: DIRECTORY "/\0"
     = DIRECTORY req=7 tx=0 "tool\0two\0"
+  ~ DIRECTORY req=7 tx=0 "tool\0two\0one\0"
 
 case end-twice
   oxenstored: EIO for an unknown transaction id (C: ENOENT)
@@ -285,6 +288,7 @@ case many-transactions-dom0
     = TRANSACTION_START req=12 tx=0 "$t12\0"
 
 case ids-on-two-connections
+  differs: transactions conflict only on what they read (C: EAGAIN whenever a touched node was rewritten)
   oxenstored: merges transactions: no conflict on reads or on nodes changed outside (C: EAGAIN)
   a: TRANSACTION_START "\0" -> $t
     = TRANSACTION_START req=1 tx=0 "$t\0"
@@ -298,8 +302,10 @@ case ids-on-two-connections
     = TRANSACTION_END req=5 tx=$t "OK\0"
   b: TRANSACTION_END tx=$u "T\0"
     = ERROR req=6 tx=$u "EAGAIN\0"
+  ~ TRANSACTION_END req=6 tx=$u "OK\0"
   c: DIRECTORY "/\0"
     = DIRECTORY req=7 tx=0 "tool\0a\0"
+  ~ DIRECTORY req=7 tx=0 "tool\0a\0b\0"
 
 case get-domain-path-in-transaction
   a: TRANSACTION_START "\0" -> $t

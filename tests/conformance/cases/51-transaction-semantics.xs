@@ -39,6 +39,7 @@ case get-perms-then-perms-changed-outside
     = ERROR req=5 tx=$t "EAGAIN\0"
 
 case write-then-same-value-outside
+  differs: transactions conflict only on what they read (C: EAGAIN whenever a touched node was rewritten)
   oxenstored: merges transactions: no conflict on reads or on nodes changed outside (C: EAGAIN)
   a: WRITE "/s\0same"
     = WRITE req=1 tx=0 "OK\0"
@@ -50,8 +51,10 @@ case write-then-same-value-outside
     = WRITE req=4 tx=0 "OK\0"
   a: TRANSACTION_END tx=$t "T\0"
     = ERROR req=5 tx=$t "EAGAIN\0"
+  ~ TRANSACTION_END req=5 tx=$t "OK\0"
 
 case outside-change-then-reverted
+  differs: transactions conflict only on what they read (C: EAGAIN whenever a touched node was rewritten)
   oxenstored: merges transactions: no conflict on reads or on nodes changed outside (C: EAGAIN)
   a: WRITE "/s\0orig"
     = WRITE req=1 tx=0 "OK\0"
@@ -65,8 +68,10 @@ case outside-change-then-reverted
     = WRITE req=5 tx=0 "OK\0"
   a: TRANSACTION_END tx=$t "T\0"
     = ERROR req=6 tx=$t "EAGAIN\0"
+  ~ TRANSACTION_END req=6 tx=$t "OK\0"
 
 case write-only-no-read-conflict
+  differs: transactions conflict only on what they read (C: EAGAIN whenever a touched node was rewritten)
   oxenstored: merges transactions: no conflict on reads or on nodes changed outside (C: EAGAIN)
   a: WRITE "/s\0orig"
     = WRITE req=1 tx=0 "OK\0"
@@ -78,8 +83,10 @@ case write-only-no-read-conflict
     = WRITE req=4 tx=0 "OK\0"
   a: TRANSACTION_END tx=$t "T\0"
     = ERROR req=5 tx=$t "EAGAIN\0"
+  ~ TRANSACTION_END req=5 tx=$t "OK\0"
   a: READ "/s\0"
     = READ req=6 tx=0 "theirs"
+  ~ READ req=6 tx=0 "mine"
 
 case rm-in-tx-then-child-added-outside
   oxenstored: merges transactions: no conflict on reads or on nodes changed outside (C: EAGAIN)

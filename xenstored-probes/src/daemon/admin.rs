@@ -248,10 +248,10 @@ pub(super) fn set_quota(d: &mut Daemon, _: &Call, p: &[u8]) -> Result<(), Fail> 
 /// `quota <domid>`: the domain's usage, upstream's layout.
 fn domain_quota(d: &Daemon, domid: u32) -> Option<String> {
     d.domains.get(domid)?;
-    let conns = d.conns.values().filter(|c| c.domid == domid);
-    let (watches, transactions) = conns.fold((0, 0), |(w, t), c| {
-        (w + c.watches.len(), t + c.transactions.len())
-    });
+    let ids = d.domain_conns(domid);
+    let watches = ids.iter().map(|&c| d.watches.count(c)).sum::<usize>();
+    let conns = ids.iter().filter_map(|id| d.conns.get(id));
+    let transactions = conns.map(|c| c.transactions.len()).sum::<usize>();
     let mut s = format!("Domain {domid}:\n");
     for (name, v) in [
         ("nodes", d.store.owned(domid)),

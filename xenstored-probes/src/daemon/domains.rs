@@ -122,8 +122,10 @@ pub(super) fn set_target(d: &mut Daemon, _: &Call, p: &[u8]) -> Result<(), Fail>
         .get_mut(req.domid)
         .ok_or(Fail(XsError::Enoent, "domain"))?;
     dom.target = Some(req.target);
-    for c in d.conns.values_mut().filter(|c| c.domid == req.domid) {
-        c.ident.target = Some(req.target);
+    for id in d.conns_of.get(&req.domid).into_iter().flatten() {
+        if let Some(c) = d.conns.get_mut(id) {
+            c.ident.target = Some(req.target);
+        }
     }
     Ok(())
 }
@@ -166,12 +168,7 @@ impl Daemon {
                 continue;
             }
             released = true;
-            let ids: Vec<u32> = self
-                .conns
-                .values()
-                .filter(|c| c.domid == d)
-                .map(|c| c.id)
-                .collect();
+            let ids = self.domain_conns(d).to_vec();
             for c in ids {
                 self.close(c, 0, "domain died");
             }
@@ -219,12 +216,7 @@ impl Daemon {
                 .reason(why),
         );
         self.quota_log.remove(&domid);
-        let ids: Vec<u32> = self
-            .conns
-            .values()
-            .filter(|c| c.domid == domid)
-            .map(|c| c.id)
-            .collect();
+        let ids = self.domain_conns(domid).to_vec();
         for c in ids {
             self.close(c, serial, "domain released");
         }

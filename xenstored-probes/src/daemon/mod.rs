@@ -32,10 +32,11 @@ use crate::probes;
 use crate::quota::{Kind, Quotas};
 use crate::store::Store;
 use crate::transport::{Attachment, DomainBackend, Transport};
+use crate::watch::{WatchKey, WatchTable};
 use crate::wire::{Header, MsgType, XsError};
 pub use live_update::Ready as LiveUpdate;
 use log::RateLimitedLog;
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -57,6 +58,12 @@ pub struct Daemon {
     quotas: Quotas,
     domains: Domains,
     conns: BTreeMap<u32, Connection>,
+    /// Each domain's connections, so per-domain work never scans them all.
+    conns_of: FxHashMap<u32, Vec<u32>>,
+    /// Every connection's watches.
+    watches: WatchTable,
+    /// The watches a change fires (kept: its capacity is reused).
+    watch_hits: Vec<WatchKey>,
     next_conn: u32,
     serial: u64,
     backend: Box<dyn DomainBackend>,
@@ -112,6 +119,9 @@ impl Daemon {
             quotas,
             domains: Domains::default(),
             conns: BTreeMap::new(),
+            conns_of: FxHashMap::default(),
+            watches: WatchTable::default(),
+            watch_hits: Vec::new(),
             next_conn: 1,
             serial: 0,
             backend,
@@ -141,6 +151,7 @@ impl Daemon {
         let transport = conn.transport();
         probes::conn_open(&conn.who(), transport.kind(), || transport.peer());
         self.conns.insert(id, conn);
+        self.conns_of.entry(domid).or_default().push(id);
         id
     }
 
@@ -156,6 +167,13 @@ impl Daemon {
     /// connection (a ring reset).
     pub fn detach(&mut self, id: u32, serial: u64, reason: &str) -> Option<Box<dyn Transport>> {
         let mut conn = self.conns.remove(&id)?;
+        if let Some(ids) = self.conns_of.get_mut(&conn.domid) {
+            ids.retain(|&c| c != id);
+            if ids.is_empty() {
+                self.conns_of.remove(&conn.domid);
+            }
+        }
+        self.watches.clear(id);
         conn.drop_transactions(serial, reason);
         probes::conn_close(serial, &conn.who(), reason);
         Some(conn.into_transport())
@@ -240,8 +258,18 @@ impl Daemon {
     /// quota counts it: the nodes it owns, and its connections' watches,
     /// transaction copies and queued output.
     pub fn memory(&self, domid: u32) -> usize {
-        let conns = self.conns.values().filter(|c| c.domid == domid);
-        self.store.memory(domid) + conns.map(Connection::memory).sum::<usize>()
+        self.store.memory(domid) + self.conns_memory(domid)
+    }
+
+    /// What `domid`'s connections cost its memory quota: their watches,
+    /// transaction copies and queued output.
+    fn conns_memory(&self, domid: u32) -> usize {
+        conns_memory(&self.conns, &self.conns_of, &self.watches, domid)
+    }
+
+    /// The ids of `domid`'s connections, in creation order.
+    fn domain_conns(&self, domid: u32) -> &[u32] {
+        self.conns_of.get(&domid).map_or(&[], Vec::as_slice)
     }
 
     /// Unprivileged domains' requests whose replies or events are not yet
@@ -300,8 +328,12 @@ impl Daemon {
     fn memory_outside(&self, call: &Call) -> usize {
         let domid = call.who.domid;
         let mut used = 0;
-        for c in self.conns.values().filter(|c| c.domid == domid) {
-            used += c.memory();
+        for c in self
+            .domain_conns(domid)
+            .iter()
+            .filter_map(|id| self.conns.get(id))
+        {
+            used += c.memory() + self.watches.memory(c.id);
             if let Some(t) = call.tx.filter(|_| c.id == call.conn) {
                 used -= c.transactions.get(&t).map_or(0, |t| t.memory());
             }
@@ -313,4 +345,17 @@ impl Daemon {
     fn ack(&mut self, call: &Call) {
         self.respond(call.conn, call.serial, &call.header, Ok(b"OK\0"));
     }
+}
+
+/// What `domid`'s connections cost its memory quota (see
+/// `Daemon::conns_memory`), from the fields a caller may have split.
+fn conns_memory(
+    conns: &BTreeMap<u32, Connection>,
+    conns_of: &FxHashMap<u32, Vec<u32>>,
+    watches: &WatchTable,
+    domid: u32,
+) -> usize {
+    let ids = conns_of.get(&domid).map_or(&[][..], Vec::as_slice);
+    let mine = ids.iter().filter_map(|id| conns.get(id));
+    mine.map(|c| c.memory() + watches.memory(c.id)).sum()
 }

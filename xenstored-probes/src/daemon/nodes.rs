@@ -18,7 +18,7 @@ use std::io::Write;
 
 pub(super) fn read(d: &mut Daemon, call: &Call, p: &[u8], reply: &mut Vec<u8>) -> Result<(), Fail> {
     let raw = request::path(p)?;
-    reply_from(d, call, raw, |n| reply.extend_from_slice(n.value))
+    reply_from(d, call, raw, NODE, |n| reply.extend_from_slice(n.value))
 }
 
 /// handle() refuses a listing too long for one reply.
@@ -29,7 +29,9 @@ pub(super) fn directory(
     reply: &mut Vec<u8>,
 ) -> Result<(), Fail> {
     let raw = request::path(p)?;
-    reply_from(d, call, raw, |n| reply.extend_from_slice(n.children))
+    reply_from(d, call, raw, CHILDREN, |n| {
+        reply.extend_from_slice(n.children)
+    })
 }
 
 pub(super) fn directory_part(
@@ -39,7 +41,7 @@ pub(super) fn directory_part(
     reply: &mut Vec<u8>,
 ) -> Result<(), Fail> {
     let req = request::directory_part(p)?;
-    reply_from(d, call, req.path, |n| {
+    reply_from(d, call, req.path, CHILDREN, |n| {
         directory_part_reply(n, req.offset, reply)
     })
 }
@@ -54,7 +56,7 @@ pub(super) fn get_perms(
     if raw.starts_with(b"@") {
         return special_perms(d, raw, &call.who, reply);
     }
-    reply_from(d, call, raw, |n| n.perms.write_to(reply))
+    reply_from(d, call, raw, NODE, |n| n.perms.write_to(reply))
 }
 
 /// GET_PERMS of @introduceDomain/@releaseDomain: their permissions, as C
@@ -121,16 +123,29 @@ fn node_path<'p>(d: &Daemon, call: &Call, raw: &'p [u8]) -> Result<Cow<'p, str>,
     path::resolve(raw, domid, path_max).map_err(|e| Fail(e, "path"))
 }
 
+/// Whether a READ-type request's answer holds the node's children
+/// (`tree::list`) or not (`tree::read`).
+const CHILDREN: bool = true;
+const NODE: bool = false;
+
 /// A READ-type request: `emit` puts into the reply what it takes of the
 /// node at `raw`.
 fn reply_from(
     d: &mut Daemon,
     call: &Call,
     raw: &[u8],
+    children: bool,
     emit: impl FnOnce(NodeRef<'_>),
 ) -> Result<(), Fail> {
     let path = node_path(d, call, raw)?;
-    d.tree(call, |t, _, _| tree::read(t, &path, &call.who).map(emit))
+    d.tree(call, |t, _, _| {
+        let node = if children {
+            tree::list(t, &path, &call.who)
+        } else {
+            tree::read(t, &path, &call.who)
+        };
+        node.map(emit)
+    })
 }
 
 /// WRITE (a value) or MKDIR (None).

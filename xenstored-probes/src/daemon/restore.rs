@@ -143,21 +143,23 @@ impl Daemon {
         watches: &[&stream::Watch],
     ) -> Result<(), String> {
         let path_max = self.quotas.get(Kind::PathMax, 0) as usize;
-        let c = self
-            .conns
-            .get_mut(&id)
-            .ok_or_else(|| format!("connection {id} is gone"))?;
+        let gone = || format!("connection {id} is gone");
+        let domid = self.conns.get(&id).ok_or_else(gone)?.domid;
         for w in watches {
             let raw = String::from_utf8_lossy(&w.path);
-            let (path, relative) = path::resolve_watch(&w.path, c.domid, path_max)
+            let (path, relative) = path::resolve_watch(&w.path, domid, path_max)
                 .map_err(|e| format!("watch {raw:?}: {}", e.name()))?;
             // A duplicate is harmless: the stream listed it twice.
-            c.watches.add(Watch {
-                path,
-                token: w.token.clone(),
-                relative,
-            });
+            self.watches.add(
+                id,
+                Watch {
+                    path,
+                    token: w.token.clone(),
+                    relative,
+                },
+            );
         }
+        let c = self.conns.get_mut(&id).ok_or_else(gone)?;
         c.restore_buffers(&conn.input, &conn.output)?;
         Self::mark_dirty(&mut self.effects, c);
         Ok(())

@@ -1,7 +1,7 @@
 //! Handlers of TRANSACTION_START and TRANSACTION_END, and the tree a
 //! request sees: the store, or its transaction's view of it.
 
-use super::{Call, Daemon};
+use super::{conns_memory, Call, Daemon};
 use crate::error::Fail;
 use crate::probes::{self, TxOutcome};
 use crate::quota::{Kind, Quotas};
@@ -81,11 +81,8 @@ impl Daemon {
         f: impl FnOnce(&mut dyn Tree, &Quotas, &dyn Fn(u32) -> Option<usize>) -> Result<R, Fail>,
     ) -> Result<R, Fail> {
         let Some(t) = call.tx else {
-            let conns = &self.conns;
-            let besides = |domid: u32| -> usize {
-                let mine = conns.values().filter(|c| c.domid == domid);
-                mine.map(|c| c.memory()).sum()
-            };
+            let (conns, conns_of, watches) = (&self.conns, &self.conns_of, &self.watches);
+            let besides = |domid| conns_memory(conns, conns_of, watches, domid);
             let allowance = |domid| memory_allowance(&self.quotas, domid, besides);
             return f(&mut self.store, &self.quotas, &allowance);
         };

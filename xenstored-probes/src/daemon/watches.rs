@@ -13,7 +13,7 @@ use crate::quota::Quotas;
 use crate::request;
 use crate::store::Store;
 use crate::tree::Change;
-use crate::watch::Watch;
+use crate::watch::{Watch, WatchTable};
 use crate::wire::{MsgType, XsError, HEADER_LEN};
 
 /// Replies before the watch's initial event, as upstream.
@@ -24,12 +24,8 @@ pub(super) fn watch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
     let (abs, relative) =
         path::resolve_watch(req.path, domid, path_max).map_err(|e| Fail(e, "path"))?;
     if !call.who.privileged {
-        let used: usize = d
-            .conns
-            .values()
-            .filter(|c| c.domid == domid)
-            .map(|c| c.watches.len())
-            .sum();
+        let ids = d.domain_conns(domid);
+        let used: usize = ids.iter().map(|&c| d.watches.count(c)).sum();
         if used >= d.quotas.get(Kind::Watches, domid) as usize {
             return Err(Fail(XsError::E2big, "quota:watches"));
         }
@@ -43,7 +39,8 @@ pub(super) fn watch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
         token: req.token.to_vec(),
         relative,
     };
-    if !d.caller(call)?.watches.add(w) {
+    d.caller(call)?;
+    if d.watches.add(call.conn, w).is_none() {
         return Err(Fail(XsError::Eexist, "watch exists"));
     }
     d.ack(call);
@@ -51,11 +48,11 @@ pub(super) fn watch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
         return Ok(()); // replied already
     };
     let who = conn.who();
-    let room = event_room(&d.store, &d.quotas, conn);
-    let (watches, out) = conn.watches_and_output();
-    if let Some(w) = watches.last() {
+    let room = event_room(&d.store, &d.quotas, &d.watches, conn);
+    if let Some((_, w)) = d.watches.of(call.conn).last() {
         let event_path = w.event_path(&w.path, domid);
         if event_cost(event_path, &w.token) < room {
+            let out = conn.output();
             encode_event(out, &who, call.serial, call.conn, event_path, &w.token);
         }
     }
@@ -73,7 +70,8 @@ pub(super) fn unwatch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail>
     let domid = call.who.domid;
     let path_max = d.quotas.get(Kind::PathMax, domid) as usize;
     let (abs, _) = path::resolve_watch(req.path, domid, path_max).map_err(|e| Fail(e, "path"))?;
-    if !d.caller(call)?.watches.remove(&abs, req.token) {
+    d.caller(call)?;
+    if !d.watches.remove(call.conn, &abs, req.token) {
         return Err(Fail(XsError::Enoent, "no such watch"));
     }
     Ok(())
@@ -81,8 +79,8 @@ pub(super) fn unwatch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail>
 
 /// Drops the connection's watches and its transactions.
 pub(super) fn reset_watches(d: &mut Daemon, call: &Call, _: &[u8]) -> Result<(), Fail> {
+    d.watches.clear(call.conn);
     let conn = d.caller(call)?;
-    conn.watches.clear();
     conn.drop_transactions(call.serial, "reset");
     Ok(())
 }
@@ -142,19 +140,19 @@ impl Daemon {
             }
             (node_perms.is_some() || change.old_perms.is_some()) && can_read(parent_perms)
         };
-        for conn in self.conns.values_mut() {
+        let mut hits = std::mem::take(&mut self.watch_hits);
+        self.watches.matching(change, &mut hits);
+        for mine in hits.chunk_by(|a, b| a.0 == b.0) {
+            let Some(conn) = self.conns.get_mut(&mine[0].0) else {
+                continue;
+            };
             let (who, domid, ident) = (conn.who(), conn.domid, conn.ident);
-            let mut permitted = None;
-            let mut queued = false;
-            if !conn.watches.all().iter().any(|w| w.matches(change)) {
+            if !allowed(&ident) {
                 continue;
             }
-            let mut room = event_room(store, &self.quotas, conn);
-            let (watches, out) = conn.watches_and_output();
-            for w in watches.iter().filter(|w| w.matches(change)) {
-                if !*permitted.get_or_insert_with(|| allowed(&ident)) {
-                    break;
-                }
+            let mut queued = false;
+            let mut room = event_room(store, &self.quotas, &self.watches, conn);
+            for w in mine.iter().filter_map(|k| self.watches.get(k)) {
                 let event_path = w.event_path(&change.path, domid);
                 // As C xenstored, an event that would take an unprivileged
                 // receiver to its memory quota is dropped.
@@ -169,7 +167,7 @@ impl Daemon {
                 {
                     continue;
                 }
-                encode_event(out, &who, serial, firer, event_path, &w.token);
+                encode_event(conn.output(), &who, serial, firer, event_path, &w.token);
                 room -= cost;
                 queued = true;
             }
@@ -180,6 +178,7 @@ impl Daemon {
                 Self::mark_dirty(&mut self.effects, conn);
             }
         }
+        self.watch_hits = hits;
     }
 }
 
@@ -191,11 +190,11 @@ fn event_cost(path: &str, token: &[u8]) -> usize {
 /// How many bytes of events `conn` may still be sent before its domain
 /// reaches its memory quota (unlimited when privileged). Counts this
 /// connection's share only: a domain has one ring.
-fn event_room(store: &Store, quotas: &Quotas, conn: &Connection) -> usize {
+fn event_room(store: &Store, quotas: &Quotas, watches: &WatchTable, conn: &Connection) -> usize {
     if conn.ident.privileged {
         return usize::MAX;
     }
-    let used = store.memory(conn.domid) + conn.memory();
+    let used = store.memory(conn.domid) + conn.memory() + watches.memory(conn.id);
     (quotas.get(Kind::Memory, conn.domid) as usize).saturating_sub(used)
 }
 

@@ -1,0 +1,382 @@
+//! The scale section: what a request costs as the host grows. N idle dom0
+//! connections and N idle domains on simulated rings each hold 15 watches
+//! (14 on paths nothing writes, one on a path of their own the fan-out load
+//! writes below); at each N every daemon is measured in turn, so a curve's
+//! points and the daemons' figures come from runs side by side.
+//!
+//! S5 (idle tax): one client pinned with the daemon on CPU 0 sends
+//! write+read pairs on a path no watch covers. S2 (watch fan-out): the
+//! same client writes below one idle connection's or domain's own watched
+//! path and waits until it has the event: write-to-event latency and the
+//! daemon's CPU per write, with 2×N×15 watches registered.
+
+use crate::affinity::Pin;
+use crate::client::Conn;
+use crate::daemons::{self, cpu_ns, Daemon};
+use crate::guests::{self, RingGuest};
+use crate::stats::{median_sample, Sample};
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use xenstore_testkit::upstream::Flavor;
+
+pub const WATCHES_PER_CONN: usize = 15;
+/// The curves' points: how many idle connections.
+pub const LEVELS: [usize; 5] = [0, 10, 100, 500, 1000];
+/// Longest a watcher may wait for the event a write fires.
+const EVENT_TIMEOUT: Duration = Duration::from_secs(5);
+const LOAD_PATH: &[u8] = b"/scale/load/x";
+/// Idle domain i is domain GUEST_BASE + i.
+const GUEST_BASE: u16 = 2001;
+
+/// Which daemons, and how long each run.
+pub struct Plan {
+    /// (label, the shim binary) for each shim build measured.
+    pub shims: Vec<(String, PathBuf)>,
+    pub upstream: bool,
+    pub levels: Vec<usize>,
+    pub run: Duration,
+    pub rounds: usize,
+    /// After each level, check no idle connection was sent an event it
+    /// should not have been (costs a syscall per connection).
+    pub check_quiet: bool,
+    /// Also N idle domains on simulated rings.
+    pub domains: bool,
+}
+
+/// One daemon's figures at one N.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Point {
+    /// S5: write+read pairs, each request an op.
+    pub idle_tax: Sample,
+    /// S2: writes, each firing one event; latency is write to event.
+    pub fan_out: Sample,
+    /// S2 with every write for the same watcher: the daemon's own cost
+    /// of finding and sending the event, without a different connection
+    /// (socket, ring, output buffer) to touch each time.
+    pub fan_out_one: Sample,
+}
+
+/// A daemon's curve (one point per level), or why it has none.
+pub struct Curve {
+    pub label: String,
+    pub points: Result<Vec<Point>>,
+    /// Why it ran without idle domains, if it did.
+    pub no_domains: Option<String>,
+}
+
+pub struct ScaleResult {
+    pub levels: Vec<usize>,
+    pub curves: Vec<Curve>,
+    pub run: Duration,
+    pub rounds: usize,
+    pub elapsed: Duration,
+}
+
+/// A daemon under test and its idle population.
+struct Host {
+    label: String,
+    daemon: Daemon,
+    idle: Vec<Conn>,
+    load: Conn,
+    /// Where its domains' rings go; None: no idle domains.
+    rings: Option<PathBuf>,
+    guests: Vec<RingGuest>,
+    /// Why it has no idle domains although the plan wanted them.
+    no_domains: Option<String>,
+}
+
+impl Host {
+    fn start(label: &str, daemon: Result<Daemon>, rings: Option<PathBuf>) -> Result<Host> {
+        let daemon = daemon?;
+        let mut load = Conn::connect(&daemon.socket)?;
+        load.write(0, LOAD_PATH, b"0")?.ok()?;
+        Ok(Host {
+            label: label.into(),
+            daemon,
+            idle: Vec::new(),
+            load,
+            rings,
+            guests: Vec::new(),
+            no_domains: None,
+        })
+    }
+
+    /// Boots idle domains up to `n`, each with its watches (relative to
+    /// its home, as guests register them); a daemon that cannot serve
+    /// rings here goes on without them, and the report says so.
+    fn grow_domains(&mut self, n: usize) -> Result<()> {
+        let Some(rings) = self.rings.clone() else {
+            return Ok(());
+        };
+        let mut dom0 = xenstored_probes::guest::Xs::connect(&self.daemon.socket)?;
+        while self.guests.len() < n {
+            let domid = GUEST_BASE + self.guests.len() as u16;
+            let mut g = match guests::boot(&mut dom0, &rings, domid) {
+                Ok(g) => g,
+                Err(e) if self.guests.is_empty() => {
+                    self.no_domains = Some(format!("{e:#}"));
+                    self.rings = None;
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            };
+            for j in 1..WATCHES_PER_CONN {
+                g.watch(&format!("device/vif/{j}/state"), "idle")?;
+            }
+            g.watch(GUEST_HOT, "hot")?;
+            while g.event(EVENT_TIMEOUT)? != GUEST_HOT {}
+            self.guests.push(g);
+        }
+        Ok(())
+    }
+
+    /// Opens idle connections up to `n`, each with its watches.
+    fn grow(&mut self, n: usize) -> Result<()> {
+        self.grow_domains(n)?;
+        while self.idle.len() < n {
+            let i = self.idle.len();
+            let mut c = Conn::connect(&self.daemon.socket)?;
+            for j in 1..WATCHES_PER_CONN {
+                let path = format!("/local/domain/{}/device/vif/{j}/state", i + 1);
+                c.watch(path.as_bytes(), b"idle")?;
+            }
+            c.watch(hot_path(i).as_bytes(), b"hot")?;
+            // Its initial event, so the fan-out load finds only its own.
+            while c.event(EVENT_TIMEOUT)? != hot_path(i).as_bytes() {}
+            self.idle.push(c);
+        }
+        Ok(())
+    }
+
+    /// Fails if an idle connection has unread output: every event the
+    /// fan-out fired was read by the watcher it was for.
+    fn quiet(&mut self) -> Result<()> {
+        for (i, c) in self.idle.iter_mut().enumerate() {
+            if c.has_unread()? {
+                bail!("idle connection {i} was sent something nobody asked for");
+            }
+        }
+        for g in &mut self.guests {
+            if g.has_event()? {
+                bail!("idle domain {} was sent an event nobody asked for", g.domid);
+            }
+        }
+        Ok(())
+    }
+
+    fn idle_tax(&mut self, run: Duration) -> Result<Sample> {
+        let load = &mut self.load;
+        let mut s = timed(self.daemon.pid(), run, |_| {
+            load.write(0, LOAD_PATH, b"1")?.ok()?;
+            load.read(LOAD_PATH)?.ok()?;
+            Ok(())
+        })?;
+        // two requests a pair
+        s.ops *= 2;
+        s.ops_per_s *= 2.0;
+        s.daemon_cpu_us /= 2.0;
+        Ok(s)
+    }
+
+    /// Writes below the watched path of an idle connection or domain
+    /// (alternately, each spread over all of them, or the first of each
+    /// when `one`); each write is timed until its watcher has the event.
+    fn fan_out(&mut self, run: Duration, one: bool) -> Result<Sample> {
+        let (load, idle, guests) = (&mut self.load, &mut self.idle, &mut self.guests);
+        let n = idle.len();
+        if n == 0 {
+            return Ok(Sample::default());
+        }
+        timed(self.daemon.pid(), run, |op| {
+            let i = if one { 0 } else { op.wrapping_mul(7919) % n };
+            if op % 2 == 1 && !guests.is_empty() {
+                let count = guests.len();
+                let g = &mut guests[i % count];
+                let rel = format!("{GUEST_HOT}/v");
+                let path = format!("/local/domain/{}/{rel}", g.domid);
+                load.write(0, path.as_bytes(), b"1")?.ok()?;
+                let got = g.event(EVENT_TIMEOUT)?;
+                if got != rel {
+                    bail!("domain {} got an event for {got} instead of {rel}", g.domid);
+                }
+                return Ok(());
+            }
+            let path = format!("{}/v", hot_path(i));
+            load.write(0, path.as_bytes(), b"1")?.ok()?;
+            let got = idle[i].event(EVENT_TIMEOUT)?;
+            if got != path.as_bytes() {
+                bail!(
+                    "connection {i} got an event for {} instead of {path}",
+                    String::from_utf8_lossy(got)
+                );
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Runs `op` (given its call number) for `run`, daemon `pid` pinned with
+/// this thread on CPU 0: each call's latency, and the daemon's CPU per call.
+fn timed(pid: u32, run: Duration, mut op: impl FnMut(usize) -> Result<()>) -> Result<Sample> {
+    Pin::Cpu0.apply_to_process(pid)?;
+    Pin::Cpu0.apply_here()?;
+    op(0)?; // warm
+    let cpu_before = cpu_ns(pid)?;
+    let began = Instant::now();
+    let end = began + run;
+    let mut lat = Vec::with_capacity(1 << 16);
+    let mut i = 1;
+    loop {
+        let t = Instant::now();
+        if t >= end {
+            break;
+        }
+        op(i)?;
+        lat.push(t.elapsed().as_nanos().min(u32::MAX as u128) as u32);
+        i += 1;
+    }
+    let secs = began.elapsed().as_secs_f64();
+    let cpu = cpu_ns(pid)? - cpu_before;
+    Pin::Free.apply_here()?;
+    Pin::Free.apply_to_process(pid)?;
+    let mut s = Sample::from_latencies(lat, secs);
+    s.daemon_cpu_us = cpu as f64 / 1000.0 / s.ops.max(1) as f64;
+    Ok(s)
+}
+
+/// The path below which S2 writes, for a domain (relative to its home).
+const GUEST_HOT: &str = "device/vbd/51768/state";
+
+fn hot_path(i: usize) -> String {
+    format!("/local/domain/{}/device/vbd/51712/state", i + 1)
+}
+
+/// Runs the plan: every host grows to each level, then each round runs
+/// S5 and S2 on every host in turn.
+pub fn run(plan: &Plan) -> ScaleResult {
+    raise_fd_limit();
+    let daemons = plan.shims.len() + if plan.upstream { 2 } else { 0 };
+    let most = plan.levels.iter().copied().max().unwrap_or(0);
+    let room = if plan.domains {
+        guests::make_room(daemons * most).unwrap_or_else(|e| {
+            eprintln!("bench: {e:#}: the daemons may run out of simulated domains");
+            None
+        })
+    } else {
+        None
+    };
+    let started = Instant::now();
+    let mut hosts: Vec<Result<Host>> = Vec::new();
+    for (label, binary) in &plan.shims {
+        let daemon = daemons::shim(label, binary);
+        let rings = match &daemon {
+            Ok(d) if plan.domains => Some(d.dir.join("run")),
+            _ => None,
+        };
+        hosts.push(Host::start(label, daemon, rings));
+    }
+    if plan.upstream {
+        for (flavor, label) in [(Flavor::C, "C xenstored"), (Flavor::Ocaml, "oxenstored")] {
+            let started = daemons::upstream_with_rings(flavor, label);
+            let host = started
+                .and_then(|(d, rings)| Host::start(label, Ok(d), plan.domains.then_some(rings)));
+            hosts.push(host);
+        }
+    }
+    let labels: Vec<String> = plan
+        .shims
+        .iter()
+        .map(|(l, _)| l.clone())
+        .chain(
+            plan.upstream
+                .then(|| ["C xenstored".to_string(), "oxenstored".to_string()])
+                .into_iter()
+                .flatten(),
+        )
+        .collect();
+    let mut points: Vec<Result<Vec<Point>>> = hosts
+        .iter()
+        .map(|h| match h {
+            Ok(_) => Ok(Vec::new()),
+            Err(e) => Err(anyhow::anyhow!("did not start: {e:#}")),
+        })
+        .collect();
+    for &n in &plan.levels {
+        let mut samples: Vec<Vec<Point>> = vec![Vec::new(); hosts.len()];
+        for round in 0..plan.rounds {
+            for (k, host) in hosts.iter_mut().enumerate() {
+                let (Ok(h), Ok(_)) = (host.as_mut(), points[k].as_ref()) else {
+                    continue;
+                };
+                let point = (|| -> Result<Point> {
+                    if round == 0 {
+                        h.grow(n)
+                            .with_context(|| format!("open {n} idle connections"))?;
+                    }
+                    let point = Point {
+                        idle_tax: h.idle_tax(plan.run).context("S5")?,
+                        fan_out: h.fan_out(plan.run, false).context("S2")?,
+                        fan_out_one: h.fan_out(plan.run, true).context("S2, one watcher")?,
+                    };
+                    if plan.check_quiet {
+                        h.quiet()?;
+                    }
+                    Ok(point)
+                })();
+                match point {
+                    Ok(p) => samples[k].push(p),
+                    Err(e) => points[k] = Err(e.context(format!("{} at N={n}", h.label))),
+                }
+            }
+        }
+        for (k, s) in samples.iter().enumerate() {
+            if let Ok(curve) = points[k].as_mut() {
+                let tax: Vec<Sample> = s.iter().map(|p| p.idle_tax).collect();
+                let fan: Vec<Sample> = s.iter().map(|p| p.fan_out).collect();
+                let one: Vec<Sample> = s.iter().map(|p| p.fan_out_one).collect();
+                curve.push(Point {
+                    idle_tax: median_sample(&tax),
+                    fan_out: median_sample(&fan),
+                    fan_out_one: median_sample(&one),
+                });
+            }
+        }
+        eprintln!(
+            "bench: scale N={n} done ({:.0} s)",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let curves = labels
+        .into_iter()
+        .zip(points)
+        .zip(&hosts)
+        .map(|((label, points), host)| Curve {
+            label,
+            points,
+            no_domains: host.as_ref().ok().and_then(|h| h.no_domains.clone()),
+        })
+        .collect();
+    drop(hosts); // the daemons go, and their domains' inotify instances
+    guests::restore_room(room);
+    ScaleResult {
+        levels: plan.levels.clone(),
+        curves,
+        run: plan.run,
+        rounds: plan.rounds,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// A thousand connections need more descriptors than a login shell's
+/// 1024; the daemons inherit the limit.
+fn raise_fd_limit() {
+    // SAFETY: getrlimit/setrlimit with a valid pointer to a plain struct.
+    unsafe {
+        let mut l: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
+            l.rlim_cur = l.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        }
+    }
+}

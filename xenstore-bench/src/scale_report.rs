@@ -1,0 +1,165 @@
+//! The scale section of BENCHMARKS.md: each scenario a table of curves,
+//! one column a daemon, one row a number of idle connections.
+
+use crate::report::ops;
+use crate::scale::{Point, ScaleResult, WATCHES_PER_CONN};
+use crate::stats::Sample;
+use std::fmt::Write;
+
+/// Where the section starts; `splice` replaces it in a report.
+pub const HEADING: &str = "## Scale: idle connections and their watches";
+
+/// The section: the sockets-only run (every daemon), then the run with
+/// idle domains too (the shims: under the stub C xenstored stops answering
+/// guests past a few dozen domains, oxenstored answers none).
+pub fn render(sockets: &ScaleResult, domains: &ScaleResult) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{HEADING}\n\nIssue 26's question: does a request cost more as the host grows? N idle \
+         dom0 connections each hold {WATCHES_PER_CONN} watches ({} on \
+         `…/device/vif/<j>/state`, which nothing writes; one on `…/device/vbd/<n>/state`, which \
+         S2 writes below); in the second pair of tables N idle domains (guests on simulated \
+         rings) hold as many too, the shims only (under the conformance stub C xenstored \
+         stopped answering guests between the 11th and the 100th domain, and the stub binds \
+         at most 64 rings; oxenstored answered none). At each N every daemon is measured in \
+         turn ({} round(s) of {:.2} s per scenario, medians), so the columns ran side by \
+         side; the section took \
+         {:.0} s (`xenstore-bench all --only scale`). One client thread and the daemon are \
+         pinned to CPU 0. Cells: requests/s, (p50/p99 µs), the daemon's CPU per request in µs; \
+         the last row is what grows with the host.\n",
+        WATCHES_PER_CONN - 1,
+        sockets.rounds,
+        sockets.run.as_secs_f64(),
+        (sockets.elapsed + domains.elapsed).as_secs_f64()
+    );
+    for (r, whom) in [
+        (sockets, "N idle dom0 connections"),
+        (
+            domains,
+            "N idle dom0 connections and N idle domains on rings",
+        ),
+    ] {
+        let _ = writeln!(
+            s,
+            "### S5 idle tax: {whom}\n\nWrite+read pairs on `/scale/load/x`, which no \
+             watch covers.\n"
+        );
+        s += &table(r, |p| p.idle_tax, true);
+        let _ = writeln!(
+            s,
+            "\n### S2 watch fan-out: {whom}\n\nEach write goes below the watched path of an \
+             idle connection (or, every other write when there are domains, an idle domain), \
+             spread over all of them, and is timed until that watcher has read the event: \
+             the latency is write to event, the CPU is per write (with its event).\n"
+        );
+        s += &table(r, |p| p.fan_out, false);
+        let _ = writeln!(
+            s,
+            "\nThe same with every write for one watcher (the first connection, or domain): \
+             the daemon's own cost of finding and sending the event, without a different \
+             watcher's socket or ring and output buffer to touch each time. What grows in the \
+             table above and not here is that.\n"
+        );
+        s += &table(r, |p| p.fan_out_one, false);
+        for c in &r.curves {
+            if let Some(why) = &c.no_domains {
+                let _ = writeln!(s, "\n{} ran without idle domains: {why}", c.label);
+            }
+        }
+        s += "\n";
+    }
+    s
+}
+
+fn table(r: &ScaleResult, pick: impl Fn(&Point) -> Sample, with_zero: bool) -> String {
+    let mut s = String::from("| N × 15 watches |");
+    let mut rule = String::from("|---|");
+    for c in &r.curves {
+        let _ = write!(s, " {} |", c.label);
+        rule += "---|";
+    }
+    s += "\n";
+    s += &rule;
+    s += "\n";
+    for (row, &n) in r.levels.iter().enumerate() {
+        if n == 0 && !with_zero {
+            continue;
+        }
+        let _ = write!(s, "| {n} |");
+        for c in &r.curves {
+            let cell = match &c.points {
+                Ok(points) => points.get(row).map(|p| cell(&pick(p))),
+                Err(_) => None,
+            };
+            let _ = write!(s, " {} |", cell.unwrap_or_else(|| "–".into()));
+        }
+        s += "\n";
+    }
+    let (first, last) = (r.levels.iter().position(|&n| n > 0), r.levels.len() - 1);
+    if let Some(first) = first.filter(|&f| f < last) {
+        let _ = write!(
+            s,
+            "| CPU per request, N={} ÷ N={} |",
+            r.levels[last], r.levels[first]
+        );
+        for c in &r.curves {
+            let ratio = c.points.as_ref().ok().and_then(|p| {
+                let (a, b) = (pick(p.get(last)?), pick(p.get(first)?));
+                Some(a.daemon_cpu_us / b.daemon_cpu_us)
+            });
+            let _ = write!(
+                s,
+                " {} |",
+                ratio.map_or("–".into(), |x| format!("**{x:.2}×**"))
+            );
+        }
+        s += "\n";
+    }
+    for c in &r.curves {
+        if let Err(e) = &c.points {
+            let _ = writeln!(s, "\n{}: {e:#}", c.label);
+        }
+    }
+    s
+}
+
+fn cell(x: &Sample) -> String {
+    format!(
+        "{} ({:.1}/{:.1}) {:.2}",
+        ops(x.ops_per_s),
+        x.p50_us,
+        x.p99_us,
+        x.daemon_cpu_us
+    )
+}
+
+/// `report` with its scale section replaced by `section` (appended if it
+/// has none), the other sections as they were measured.
+pub fn splice(report: &str, section: &str) -> String {
+    let Some(start) = report.find(HEADING) else {
+        return format!("{}\n\n{section}", report.trim_end());
+    };
+    let rest = &report[start + HEADING.len()..];
+    let end = rest
+        .find("\n## ")
+        .map_or(report.len(), |i| start + HEADING.len() + i + 1);
+    format!("{}{section}\n{}", &report[..start], &report[end..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splice_replaces_only_its_section() {
+        let old = format!("# B\n\n## 1. X\n\nx\n\n{HEADING}\n\nold\n\n## 9. Y\n\ny\n");
+        let new = splice(&old, &format!("{HEADING}\n\nnew\n"));
+        assert_eq!(
+            new,
+            format!("# B\n\n## 1. X\n\nx\n\n{HEADING}\n\nnew\n\n## 9. Y\n\ny\n")
+        );
+        let appended = splice("# B\n", &format!("{HEADING}\n"));
+        assert_eq!(appended, format!("# B\n\n{HEADING}\n"));
+    }
+}
