@@ -12,8 +12,8 @@ use common::shim::{private_dir, Shim};
 use common::upstream::{Flavor, Upstream};
 use std::path::Path;
 use std::time::{Duration, Instant};
+use xenstore_guest::client::{Guest, Link, SocketLink, Xs};
 use xenstore_proto::wire::{Header, MsgType, HEADER_LEN};
-use xenstored_probes::guest::{Guest, Link, SocketLink, Xs};
 use xenstored_probes::ring::sim::SimGuest;
 
 const GFN: u64 = 0xfeffc;
@@ -54,7 +54,7 @@ fn usage(dom0: &mut Xs<SocketLink>) -> String {
         .to_string()
 }
 
-fn outcome<T>(r: xenstored_probes::guest::Result<T>) -> String {
+fn outcome<T>(r: xenstore_guest::client::Result<T>) -> String {
     match r {
         Ok(_) => "OK".to_string(),
         Err(e) => e.xs_error().map_or_else(|| e.to_string(), str::to_string),

@@ -12,8 +12,8 @@ mod common;
 use common::shim::Shim;
 use common::{wait_for, xs_error};
 use std::time::{Duration, Instant};
+use xenstore_guest::client::{Guest, Link, SocketLink, Xs};
 use xenstore_proto::wire::{Header, MsgType, PAYLOAD_MAX};
-use xenstored_probes::guest::{Guest, Link, SocketLink, Xs};
 use xenstored_probes::ring::sim::SimGuest;
 use xenstored_probes::ring::{ERROR_NONE, ERROR_PROTO};
 

@@ -8,8 +8,8 @@ use common::process::BoundedOutput;
 use common::shim::Shim;
 use common::{wait_for, xs_error};
 use std::time::Duration;
+use xenstore_guest::client::{Guest, SocketLink, Xs};
 use xenstore_proto::wire::{Header, PAYLOAD_MAX};
-use xenstored_probes::guest::{Guest, SocketLink, Xs};
 use xenstored_probes::ring::sim::SimGuest;
 use xenstored_probes::ring::{Field, ERROR_NONE, ERROR_PROTO, ERROR_RINGIDX, RING_SIZE};
 

@@ -91,7 +91,7 @@ pub fn introduce(shim: &shim::Shim, domid: u32) -> std::path::PathBuf {
 }
 
 /// The XS_ERROR a guest request was refused with.
-pub fn xs_error<T: std::fmt::Debug>(r: xenstored_probes::guest::Result<T>) -> String {
+pub fn xs_error<T: std::fmt::Debug>(r: xenstore_guest::client::Result<T>) -> String {
     r.unwrap_err()
         .xs_error()
         .expect("an XS_ERROR reply")

@@ -8,7 +8,6 @@ pub mod detached;
 pub mod domain;
 pub mod error;
 pub mod frame;
-pub mod guest;
 pub mod node;
 pub mod outstanding;
 pub mod path;

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Parser;
-use xenstored_probes::guest::{Guest, Link, SocketLink, Xs};
+use xenstore_guest::client::{Guest, Link, SocketLink, Xs};
 use xenstored_probes::ring::sim::SimGuest;
 
 type Result<T> = std::result::Result<T, Box<dyn Error + Send + Sync>>;
