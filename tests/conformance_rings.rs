@@ -13,8 +13,8 @@ use common::upstream::{Flavor, Upstream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use xenstore_guest::client::{Guest, Link, SocketLink, Xs};
+use xenstore_guest::sim::SimGuest;
 use xenstore_proto::wire::{Header, MsgType, HEADER_LEN};
-use xenstored_probes::ring::sim::SimGuest;
 
 const GFN: u64 = 0xfeffc;
 const PORT: u32 = 1;

@@ -13,8 +13,8 @@ use common::shim::Shim;
 use common::{wait_for, xs_error};
 use std::time::{Duration, Instant};
 use xenstore_guest::client::{Guest, Link, SocketLink, Xs};
+use xenstore_guest::sim::SimGuest;
 use xenstore_proto::wire::{Header, MsgType, PAYLOAD_MAX};
-use xenstored_probes::ring::sim::SimGuest;
 use xenstored_probes::ring::{ERROR_NONE, ERROR_PROTO};
 
 const GFN: u64 = 0xfeffc;

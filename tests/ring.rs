@@ -9,8 +9,8 @@ use common::shim::Shim;
 use common::{wait_for, xs_error};
 use std::time::Duration;
 use xenstore_guest::client::{Guest, SocketLink, Xs};
+use xenstore_guest::sim::SimGuest;
 use xenstore_proto::wire::{Header, PAYLOAD_MAX};
-use xenstored_probes::ring::sim::SimGuest;
 use xenstored_probes::ring::{Field, ERROR_NONE, ERROR_PROTO, ERROR_RINGIDX, RING_SIZE};
 
 const GFN: u64 = 0xfeffc;

@@ -14,9 +14,12 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use xenstored_probes::frame::{self, InBuf};
-use xenstored_probes::ring::sim::{wait_readable, SimGuest};
-use xenstored_probes::ring::{Client, RingError, FEATURE_RECONNECTION};
+use xenstored_probes::ring::sim::wait_readable;
+use xenstored_probes::ring::{RingError, FEATURE_RECONNECTION};
 use xenstored_probes::wire::{msg_name, MsgType, XsError, PAYLOAD_MAX};
+
+use crate::ring::Client;
+use crate::sim::SimGuest;
 
 /// A byte pipe to the daemon.
 pub trait Link {

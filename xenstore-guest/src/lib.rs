@@ -3,3 +3,5 @@
 //! (a guest domain), for the tests, the bench and the demo.
 
 pub mod client;
+pub mod ring;
+pub mod sim;

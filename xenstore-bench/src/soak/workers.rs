@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xenstore_guest::client::{is_xs_error, Guest, Link, SocketLink, Xs, XsClientError};
+use xenstore_guest::sim::SimGuest;
 use xenstore_proto::wire::Header;
-use xenstored_probes::ring::sim::SimGuest;
 use xenstored_probes::ring::Field;
 use xenstored_probes::wire::XsError;
 

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use xenstore_guest::client::{Guest, Link, SocketLink, Xs};
-use xenstored_probes::ring::sim::SimGuest;
+use xenstore_guest::sim::SimGuest;
 
 type Result<T> = std::result::Result<T, Box<dyn Error + Send + Sync>>;
 

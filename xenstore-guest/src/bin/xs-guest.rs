@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use xenstore_guest::client::{Guest, XsClientError};
-use xenstored_probes::ring::sim::SimGuest;
+use xenstore_guest::sim::SimGuest;
 
 /// Be domain N's guest: xenstore requests over its shared ring, simulated
 /// under DIR/ring/N/ (the --run-dir of xenstored-shim). Paths may be
