@@ -2,6 +2,7 @@
 //! xenstore client over a Unix socket (a dom0 tool) or the simulated ring
 //! (a guest domain), for the tests, the bench and the demo.
 
+pub mod boot;
 pub mod client;
 pub mod ring;
 pub mod sim;
