@@ -47,17 +47,15 @@ MAN := $(SHARE)/man
 
 # The file list: every file `make install` and the package ship.
 install:
-	@for b in xenstored-shim xenstore-snoop xs-guest; do \
+	@for b in xenstored-shim xenstore-snoop; do \
 	    [ -x $(BIN_DIR)/$$b ] || { echo "install: $(BIN_DIR)/$$b missing: cargo build --release --workspace" >&2; exit 1; }; done
 	install -D -m 755 $(BIN_DIR)/xenstored-shim $(DESTDIR)$(PREFIX)/sbin/xenstored-shim
 	install -D -m 755 $(BIN_DIR)/xenstore-snoop $(DESTDIR)$(PREFIX)/bin/xenstore-snoop
-	install -D -m 755 $(BIN_DIR)/xs-guest $(DESTDIR)$(PREFIX)/bin/xs-guest
 	install -D -m 644 man/xenstore-snoop.1 $(MAN)/man1/xenstore-snoop.1
-	install -D -m 644 man/xs-guest.1 $(MAN)/man1/xs-guest.1
 	install -D -m 644 man/xenstored-probes.7 $(MAN)/man7/xenstored-probes.7
 	install -D -m 644 man/xenstore-scripts.7 $(MAN)/man7/xenstore-scripts.7
 	install -D -m 644 man/xenstored-shim.8 $(MAN)/man8/xenstored-shim.8
-	gzip -9nf $(MAN)/man1/xenstore-snoop.1 $(MAN)/man1/xs-guest.1 \
+	gzip -9nf $(MAN)/man1/xenstore-snoop.1 \
 	    $(MAN)/man7/xenstored-probes.7 $(MAN)/man7/xenstore-scripts.7 $(MAN)/man8/xenstored-shim.8
 	install -D -m 644 xenstore-snoop/completions/xenstore-snoop.bash \
 	    $(SHARE)/bash-completion/completions/xenstore-snoop
