@@ -1,10 +1,10 @@
-//! Compiles the BPF back end (src/bpf/xssnoop.bpf.c) with clang and
+//! Compiles the BPF back end (src/capture/bpf/xssnoop.bpf.c) with clang and
 //! generates its libbpf-rs skeleton into OUT_DIR.
 
 use libbpf_cargo::SkeletonBuilder;
 use std::path::PathBuf;
 
-const SRC: &str = "src/bpf/xssnoop.bpf.c";
+const SRC: &str = "src/capture/bpf/xssnoop.bpf.c";
 
 fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("xssnoop.skel.rs");

@@ -1,6 +1,7 @@
 //! One tracing session: attach to the daemon, read, pair, filter, print,
 //! detach. Everything it sets up is torn down on every way out.
 
+use crate::capture::Source;
 use crate::cli::Args;
 use crate::cuts::Cuts;
 use crate::event::Event;
@@ -8,10 +9,9 @@ use crate::filter::Filter;
 use crate::names::Names;
 use crate::output::{Clock, JsonRecord, TextStyle};
 use crate::pairing::{Kind, Pairing, Record};
-use crate::source::Source;
 use crate::summary::Summary;
 use crate::trace_file;
-use crate::{attach, sdt, source, target};
+use crate::{attach, capture, sdt, target};
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -232,7 +232,7 @@ fn trace_daemon<W: Write>(
         &loop_.filter
     };
     let probes = attach::choose(&target.binary, sites, capture, loop_.args.paired)?;
-    let mut source = source::open(loop_.args, target, &probes, capture)?;
+    let mut source = capture::open(loop_.args, target, &probes, capture)?;
     eprintln!(
         "Tracing {} pid {} ({})... Ctrl-C to end.",
         target::DAEMON_NAME,
