@@ -123,7 +123,10 @@ fn package_is_lintian_clean_installs_runs_and_removes_cleanly() {
         );
     }
     // xs-guest speaks only the simulated ring: it does nothing on a real host.
-    assert!(!listing.contains("xs-guest"), "xs-guest shipped:\n{listing}");
+    assert!(
+        !listing.contains("xs-guest"),
+        "xs-guest shipped:\n{listing}"
+    );
     assert_eq!(ok("dpkg-deb", &["-f", deb, "Package"]).trim(), PACKAGE);
 
     // lintian: no errors, no warnings (the overrides say why for each).
