@@ -18,6 +18,7 @@ pub mod names;
 pub mod output;
 pub mod pairing;
 pub mod paths;
+pub mod record;
 pub mod replay;
 pub mod sdt;
 pub mod session;

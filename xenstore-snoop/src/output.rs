@@ -1,6 +1,6 @@
 //! Rendering records: the classic text line and JSON lines.
 
-use crate::pairing::{Kind, Record};
+use crate::record::{Kind, Record};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use std::borrow::Cow;
@@ -309,7 +309,7 @@ impl<'a> JsonRecord<'a> {
 
 /// The bytes cut from the record's strings, when known.
 fn cut_bytes(r: &Record) -> Option<u64> {
-    use crate::cuts::Cut;
+    use crate::record::Cut;
     match (r.request_cut, r.reply_cut) {
         (Cut::Bytes(a), Cut::Bytes(b)) => Some(a + b),
         (Cut::Bytes(n), _) | (_, Cut::Bytes(n)) => Some(n),
@@ -457,5 +457,58 @@ mod tests {
         assert_eq!(v["error_reason"], serde_json::Value::Null);
         assert_eq!(v["latency_us"], 0.0);
         assert_eq!(v["ts"], "2023-11-14T22:13:20.000005Z");
+    }
+}
+
+#[cfg(test)]
+mod captured {
+    use crate::event::{Decoder, Probe};
+    use crate::format::Format;
+    use crate::output::{Clock, TextStyle};
+    use crate::pairing::Pairing;
+
+    /// Raw records perf delivered on this machine for
+    /// `xenstore-read /nonexistent/node` against the shim, with the formats
+    /// tracefs gave the snooper's uprobes then.
+    #[test]
+    fn real_records_of_a_failed_read() {
+        let request = Format::parse(include_str!("../testdata/request.format")).unwrap();
+        let response = Format::parse(include_str!("../testdata/response.format")).unwrap();
+        let decoders = [
+            Decoder::new(Probe::Request, &request).unwrap(),
+            Decoder::new(Probe::Response, &response).unwrap(),
+        ];
+        let mut pairing = Pairing::new();
+        let mut records = Vec::new();
+        for (i, hex) in include_str!("../testdata/read-enoent.raw.hex")
+            .lines()
+            .enumerate()
+        {
+            let raw: Vec<u8> = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect();
+            let id = u16::from_ne_bytes([raw[0], raw[1]]);
+            let d = decoders.iter().find(|d| d.id == id).unwrap();
+            let ev = d.decode(&raw, 1000 + i as u64 * 25_000).unwrap();
+            records.extend(pairing.push(ev));
+        }
+        assert_eq!(records.len(), 1);
+        let r = &records[0];
+        assert_eq!(
+            (r.serial, r.conn, r.dom, r.pid, r.tx),
+            (1, 1, 0, 26137, Some(0))
+        );
+        assert_eq!(r.req_id, Some(0));
+        assert_eq!(r.error.as_deref(), Some("ENOENT"));
+        assert_eq!(r.latency_ns, Some(25_000));
+        let clock = Clock {
+            offset_ns: 0,
+            start_mono_ns: 0,
+        };
+        assert_eq!(
+            TextStyle::default().line(r, &clock),
+            "0   26137  -               0   [ERROR] XS_READ: /nonexistent/node -> ENOENT"
+        );
     }
 }

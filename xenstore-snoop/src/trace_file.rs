@@ -9,9 +9,9 @@
 //! Records are the paired level, not raw probe firings, so a trace does
 //! not depend on the back end or on which probes delivered the pair.
 
-use crate::cuts::Cut;
 use crate::output::{Clock, JsonRecord};
-use crate::pairing::{Kind, Record};
+use crate::record::Cut;
+use crate::record::{Kind, Record};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Read, Write};
