@@ -1,7 +1,7 @@
 # The commands of README (`make demo`, `make demo-xen`, `make test`), and
 # installation: `make install` (any Linux host) and `make deb` (a Debian
 # package) share the one file list below.
-.PHONY: demo demo-xen test deb install
+.PHONY: demo demo-xen test check deb install
 
 demo:
 	.ci/setup
@@ -23,6 +23,7 @@ test:
 	cargo clippy --workspace --all-targets -- -D warnings
 	# Probes off (the idle-cost baseline) builds apart: the workspace unifies them on.
 	cargo clippy -p xenstored-probes --no-default-features --all-targets -- -D warnings
+	scripts/module-graph --quiet
 	# tests/package.rs installs and exercises the package built here.
 	$(MAKE) deb
 	# The snooper's suites run once per capture back end: bpf here,
@@ -31,6 +32,17 @@ test:
 	XS_SNOOP_BACKEND=tracefs cargo test --test snoop --test scripts_live
 	# Each fuzz target briefly, from its corpus (xenstore-fuzz/FUZZING.md).
 	scripts/fuzz-smoke 20
+
+# After an edit, in under two minutes (a built tree): build, clippy, no
+# module cycles, every crate's unit tests and the contract tests; no root,
+# daemons or tracing. `make test` stays the whole suite CI runs.
+check:
+	cargo build --workspace
+	cargo clippy --workspace --all-targets -- -D warnings
+	scripts/module-graph --quiet
+	cargo test --workspace --lib --bins -q
+	cargo test -q -p xenstore-snoop --test bpf_contract
+	cargo test -q --test scripts_contract --test probe_notes
 
 deb:
 	cargo build --release --workspace
