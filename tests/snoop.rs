@@ -1447,6 +1447,48 @@ fn follow_traces_across_a_daemon_restart() {
 }
 
 #[test]
+fn a_failed_reattach_still_ends_the_trace_and_says_the_counts() {
+    if !common::need_root("a_failed_reattach_still_ends_the_trace_and_says_the_counts") {
+        return;
+    }
+    let first = Shim::private_copy();
+    let trace = first.dir.join("failed.jsonl");
+    let mut snoop = Snooper::attach(&first, &["--follow", "-w", trace.to_str().unwrap()]);
+    first.run("xenstore-write", &["/life/first", "1"]);
+    snoop.wait_line("the first daemon's write", |l| l.contains("/life/first"));
+
+    // The daemon's binary is replaced by one without the probes, which
+    // then runs: --follow finds it, and attaching to it fails.
+    let old = first.pid();
+    common::signal(old, 15); // SIGTERM
+    snoop
+        .0
+        .wait_ready("the exit to be noticed", TIMEOUT, |_, err| {
+            err.iter().any(|l| l.contains(&format!("pid {old} exited")))
+        });
+    std::fs::remove_file(&first.binary).unwrap();
+    std::fs::copy("/bin/sleep", &first.binary).unwrap();
+    let mut probeless = Command::new(&first.binary).arg("600").spawn().unwrap();
+    let Ended { stderr, status, .. } = snoop.0.end(TIMEOUT);
+    probeless.kill().unwrap();
+    probeless.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr:?}");
+    let counts = stats_line(&stderr);
+    assert!(counts.contains(" events seen, 0 lost"), "{counts}");
+    let failure = stderr.last().unwrap();
+    assert!(
+        failure.contains("no .note.stapsdt section"),
+        "the failure is said after the counts: {stderr:?}"
+    );
+    let end = json_lines(std::fs::read_to_string(&trace).unwrap().lines())
+        .pop()
+        .unwrap();
+    assert_eq!(end["trace"], "end", "{end}");
+    assert_eq!(end["stopped"], "Failed", "{end}");
+    assert!(end["seen"].as_u64().unwrap() > 0, "{end}");
+}
+
+#[test]
 fn an_unknown_domain_is_warned_about() {
     if !common::need_root("an_unknown_domain_is_warned_about") {
         return;

@@ -69,7 +69,7 @@ pub fn run(args: &Args) -> Result<i32> {
     if unsafe { libc::geteuid() } != 0 {
         bail!("xenstore-snoop needs root (BPF, or uprobes and perf_event_open)");
     }
-    let mut target = target::find(args.daemon_pid, args.binary.as_deref())?;
+    let target = target::find(args.daemon_pid, args.binary.as_deref())?;
     // Where the daemon's binary is, for --follow once /proc/PID is gone.
     let exe = std::fs::read_link(format!("/proc/{}/exe", target.pid)).ok();
 
@@ -123,63 +123,101 @@ pub fn run(args: &Args) -> Result<i32> {
     loop_.next_report = args
         .interval
         .map(|i| loop_.start + Duration::from_secs_f64(i));
-    let (mut lost, mut corrupt, mut trouble) = (0, 0, Vec::new());
-    let stop = loop {
-        let (stop, done) = trace_daemon(&mut loop_, &target, &stop_flag)?;
-        lost += done.lost;
+    let mut totals = Totals::default();
+    let traced = follow(&mut loop_, target, exe.as_deref(), &stop_flag, &mut totals);
+    // Whatever ended the tracing, the trace file gets its end record and
+    // the user the closing counts; a failure is reported after them.
+    let stopped = match &traced {
+        Ok(stop) => format!("{stop:?}"),
+        Err(_) => "Failed".to_string(),
+    };
+    let closed = close(&mut loop_, &totals, stopped);
+    if matches!(&traced, Ok(stop) if *stop != Stop::PipeClosed) && loop_.args.summary {
+        let tables = loop_.summary.render(10);
+        // A closed pipe at the very end changes nothing.
+        let _ = loop_.emit(&tables);
+    }
+    eprintln!("{}", closing_line(&loop_, &totals));
+    traced?;
+    closed?;
+    Ok(0)
+}
+
+/// What the back ends counted over every daemon traced.
+#[derive(Default)]
+struct Totals {
+    lost: u64,
+    corrupt_bytes: u64,
+    trouble: Vec<String>,
+}
+
+/// Traces `target`, and under --follow each daemon that runs the same
+/// binary after it, until a stop condition or a failure.
+fn follow<W: Write>(
+    loop_: &mut Loop<'_, W>,
+    mut target: target::Target,
+    exe: Option<&std::path::Path>,
+    stop_flag: &AtomicBool,
+    totals: &mut Totals,
+) -> Result<Stop> {
+    loop {
+        let (stop, done) = trace_daemon(loop_, &target, stop_flag)?;
+        totals.lost += done.lost;
         loop_.lost_before += done.lost;
         loop_.undecodable += done.undecodable;
-        corrupt += done.corrupt_bytes;
-        trouble.extend(done.trouble);
+        totals.corrupt_bytes += done.corrupt_bytes;
+        totals.trouble.extend(done.trouble);
         if stop != Stop::TargetExited {
-            break stop;
+            return Ok(stop);
         }
         eprintln!(
             "xenstore-snoop: {} pid {} exited",
             target::DAEMON_NAME,
             target.pid
         );
-        let Some(exe) = exe.as_deref().filter(|_| args.follow) else {
-            break stop;
+        let Some(exe) = exe.filter(|_| loop_.args.follow) else {
+            return Ok(stop);
         };
         let gone = chrono::Local::now();
         let gap = Instant::now();
-        match crate::follow::next_daemon(exe, target.pid, &stop_flag) {
-            Some(next) => {
-                eprintln!(
-                    "xenstore-snoop: --follow: gap of {:.3} s from {} (requests in it were not seen); following pid {}",
-                    gap.elapsed().as_secs_f64(),
-                    gone.format("%H:%M:%S%.3f"),
-                    next.pid
-                );
-                // The new daemon numbers connections and serials afresh.
-                loop_.names = names_for(next.pid);
-                loop_.cuts = Cuts::new();
-                target = next;
-            }
-            None => break Stop::Signal,
-        }
+        let Some(next) = crate::follow::next_daemon(exe, target.pid, stop_flag) else {
+            return Ok(Stop::Signal);
+        };
+        eprintln!(
+            "xenstore-snoop: --follow: gap of {:.3} s from {} (requests in it were not seen); following pid {}",
+            gap.elapsed().as_secs_f64(),
+            gone.format("%H:%M:%S%.3f"),
+            next.pid
+        );
+        // The new daemon numbers connections and serials afresh.
+        loop_.names = names_for(next.pid);
+        loop_.cuts = Cuts::new();
+        target = next;
+    }
+}
+
+/// Ends the trace file (-w) with the session's final counts.
+fn close<W: Write>(loop_: &mut Loop<'_, W>, totals: &Totals, stopped: String) -> Result<()> {
+    let Some(trace) = loop_.trace.take() else {
+        return Ok(());
     };
-    if let Some(trace) = loop_.trace.take() {
-        trace.finish(trace_file::End {
-            mono_ns: crate::output::clock_ns(libc::CLOCK_MONOTONIC),
-            seen: loop_.seen,
-            lost,
-            undecodable: loop_.undecodable,
-            unmatched_dropped: loop_.pairing.dropped,
-            corrupt_bytes: corrupt,
-            stopped: format!("{stop:?}"),
-        })?;
-    }
-    if stop != Stop::PipeClosed && loop_.args.summary {
-        let tables = loop_.summary.render(10);
-        // A closed pipe at the very end changes nothing.
-        let _ = loop_.emit(&tables);
-    }
-    eprintln!(
+    trace.finish(trace_file::End {
+        mono_ns: crate::output::clock_ns(libc::CLOCK_MONOTONIC),
+        seen: loop_.seen,
+        lost: totals.lost,
+        undecodable: loop_.undecodable,
+        unmatched_dropped: loop_.pairing.dropped,
+        corrupt_bytes: totals.corrupt_bytes,
+        stopped,
+    })
+}
+
+/// "xenstore-snoop: N events seen, M lost", and what else went wrong.
+fn closing_line<W: Write>(loop_: &Loop<'_, W>, totals: &Totals) -> String {
+    format!(
         "xenstore-snoop: {} events seen, {} lost{}{}{}",
         loop_.seen,
-        lost,
+        totals.lost,
         match (loop_.undecodable, loop_.pairing.dropped) {
             (0, 0) => String::new(),
             (u, d) => format!(", {u} undecodable, {d} unmatched requests/replies dropped"),
@@ -188,9 +226,12 @@ pub fn run(args: &Args) -> Result<i32> {
             0 => String::new(),
             n => format!(", {n} of its own requests (domain names) not shown"),
         },
-        trouble.iter().map(|t| format!(", {t}")).collect::<String>()
-    );
-    Ok(0)
+        totals
+            .trouble
+            .iter()
+            .map(|t| format!(", {t}"))
+            .collect::<String>()
+    )
 }
 
 /// Names that look an unseen guest's domain name up through `daemon`'s socket.
