@@ -4,6 +4,7 @@
 //! inode, so a private copy keeps other tests' snoopers (and their
 //! semaphore counts) away from ours.
 
+#[path = "../common/mod.rs"]
 mod common;
 
 use common::process::{output_within, wait_exit, BoundedOutput, Ended, Watched, CLIENT_TIMEOUT};
