@@ -2,9 +2,6 @@
 //! `xenstore` USDT probes, read by a BPF program through a BPF ring buffer,
 //! or with tracefs uprobes and perf ring buffers.
 
-// Every unsafe block says why it is sound.
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 pub mod attach;
 pub mod capture;
 pub mod cli;

@@ -223,6 +223,8 @@ impl SimChannel {
         let cpath = std::ffi::CString::new(paths.dir.as_os_str().as_encoded_bytes())?;
         // The directory, not the page: unlinking an open file only changes
         // its link count, while the directory reports the name going away.
+        // SAFETY: a descriptor we own and a NUL-terminated path that lives
+        // across the call.
         cvt(unsafe {
             libc::inotify_add_watch(
                 inotify.as_raw_fd(),
@@ -230,12 +232,15 @@ impl SimChannel {
                 libc::IN_DELETE | libc::IN_MOVED_FROM | libc::IN_DELETE_SELF,
             )
         })?;
+        // SAFETY: epoll_create1 takes no pointers; the descriptor it returns
+        // is new and owned by nothing else.
         let epoll = unsafe { OwnedFd::from_raw_fd(cvt(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
         for fd in [sock.as_raw_fd(), inotify.as_raw_fd()] {
             let mut ev = libc::epoll_event {
                 events: libc::EPOLLIN as u32,
                 u64: fd as u64,
             };
+            // SAFETY: descriptors we own and one valid epoll_event.
             cvt(unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
         }
         // Pending from the start: the guest may have queued requests before
