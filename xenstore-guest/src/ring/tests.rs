@@ -52,6 +52,8 @@ fn message_split_across_the_wrap() {
     let msg = message(2, b"device/vbd/0/state\0 and then some more bytes to cross");
     assert_eq!(c.write(&msg).unwrap(), msg.len());
     // The first 24 bytes sit at the end of the ring, the rest at its start.
+    // SAFETY: the page is PAGE_SIZE bytes, mapped while `page` lives, and
+    // nothing writes it during this read.
     let raw = unsafe { std::slice::from_raw_parts(page.ptr(), 1024) };
     assert_eq!(&raw[1000..1024], &msg[..24]);
     assert_eq!(&raw[..msg.len() - 24], &msg[24..]);
@@ -272,6 +274,8 @@ fn scribbled_page_never_panics_the_server() {
             0 => c
                 .interface()
                 .store(fields[(r >> 8) as usize % fields.len()], (r >> 32) as u32),
+            // SAFETY: an offset inside the page, which lives as long as `page`;
+            // scribbling on the queues is the point (the server must cope).
             1 => unsafe { *page.ptr().add((r >> 8) as usize % 2048) = (r >> 40) as u8 },
             2 => {
                 let _ = c.write(&buf[..(r >> 8) as usize % buf.len()]);
