@@ -59,11 +59,8 @@ enum Stop {
     PipeClosed,
 }
 
-/// Traces until a stop condition; returns the process exit code.
+/// Traces live until a stop condition; returns the process exit code.
 pub fn run(args: &Args) -> Result<i32> {
-    if let Some(path) = &args.read {
-        return crate::replay::run(args, path);
-    }
     let filter = filter_from(args)?;
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
