@@ -42,7 +42,7 @@ check:
 	scripts/module-graph --quiet
 	cargo test --workspace --lib --bins -q
 	cargo test -q -p xenstore-snoop --test bpf_contract
-	cargo test -q --test scripts_contract --test probe_notes
+	cargo test -q --test scripts_contract --test probe_notes --test reason_contract
 
 deb:
 	cargo build --release --workspace
