@@ -2,7 +2,7 @@
 
 use crate::record::{Kind, Record};
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
@@ -250,28 +250,31 @@ pub const JSON_KEYS: [&str; 21] = [
     "truncated_bytes",
 ];
 
-/// The JSON line schema shared with scripts/xs-stack-correlate.
-#[derive(Serialize)]
+/// The JSON line schema shared with scripts/xs-stack-correlate: what
+/// --json prints and a trace file's record lines hold, written from a
+/// [`Record`] here and read back into one by trace_file.rs.
+#[derive(Serialize, Deserialize)]
 pub struct JsonRecord<'a> {
     pub kind: Kind,
-    pub ts: String,
+    /// Derived from mono_ns and the clock; not read back.
+    pub ts: Cow<'a, str>,
     pub mono_ns: u64,
     pub serial: u64,
     pub conn: u32,
     pub dom: u16,
     pub pid: u32,
-    pub comm: Option<&'a str>,
+    pub comm: Option<Cow<'a, str>>,
     pub tx: Option<u32>,
     pub req_id: Option<u32>,
-    pub op: Option<Cow<'static, str>>,
-    pub path: &'a str,
-    pub value: &'a str,
-    pub result: Option<&'a str>,
-    pub error: Option<&'a str>,
-    pub error_reason: Option<&'a str>,
+    pub op: Option<Cow<'a, str>>,
+    pub path: Cow<'a, str>,
+    pub value: Cow<'a, str>,
+    pub result: Option<Cow<'a, str>>,
+    pub error: Option<Cow<'a, str>>,
+    pub error_reason: Option<Cow<'a, str>>,
     pub latency_us: Option<f64>,
     pub fired_by: Option<u64>,
-    pub token: Option<&'a str>,
+    pub token: Option<Cow<'a, str>>,
     pub truncated: bool,
     /// Bytes cut, when the daemon said how many (null otherwise).
     pub truncated_bytes: Option<u64>,
@@ -281,26 +284,28 @@ impl<'a> JsonRecord<'a> {
     pub fn new(r: &'a Record, clock: &Clock) -> JsonRecord<'a> {
         JsonRecord {
             kind: r.kind,
-            ts: clock
-                .wall(r.mono_ns)
-                .to_rfc3339_opts(SecondsFormat::Micros, true),
+            ts: Cow::Owned(
+                clock
+                    .wall(r.mono_ns)
+                    .to_rfc3339_opts(SecondsFormat::Micros, true),
+            ),
             mono_ns: r.mono_ns,
             serial: r.serial,
             conn: r.conn,
             dom: r.dom,
             pid: r.pid,
-            comm: r.comm.as_deref(),
+            comm: r.comm.as_deref().map(Cow::Borrowed),
             tx: r.tx,
             req_id: r.req_id,
             op: r.op.map(|_| r.op_name()),
-            path: &r.path,
-            value: &r.value,
-            result: r.result.as_deref(),
-            error: r.error.as_deref(),
-            error_reason: r.error_reason.as_deref(),
+            path: Cow::Borrowed(&r.path),
+            value: Cow::Borrowed(&r.value),
+            result: r.result.as_deref().map(Cow::Borrowed),
+            error: r.error.as_deref().map(Cow::Borrowed),
+            error_reason: r.error_reason.as_deref().map(Cow::Borrowed),
             latency_us: r.latency_ns.map(|ns| ns as f64 / 1e3),
             fired_by: r.fired_by,
-            token: r.token.as_deref(),
+            token: r.token.as_deref().map(Cow::Borrowed),
             truncated: r.truncated,
             truncated_bytes: cut_bytes(r),
         }
