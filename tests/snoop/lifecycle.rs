@@ -113,17 +113,8 @@ fn follow_traces_across_a_daemon_restart() {
     }
     let first = Shim::private_copy();
     let mut snoop = Snooper::attach(&first, &["--follow", "--path", "^/life/"]);
-    first.run("xenstore-write", &["/life/first", "1"]);
-    snoop.wait_line("the first daemon's write", |l| l.contains("/life/first"));
-
     // A restart: the old process goes, a new one runs the same binary.
-    let old = first.pid();
-    common::signal(old, 15); // SIGTERM
-    snoop
-        .0
-        .wait_ready("the exit to be noticed", TIMEOUT, |_, err| {
-            err.iter().any(|l| l.contains(&format!("pid {old} exited")))
-        });
+    trace_then_stop(&mut snoop, &first);
     let second = Shim::launch(
         "second xenstored-shim",
         &first.binary,
@@ -162,18 +153,9 @@ fn a_failed_reattach_still_ends_the_trace_and_says_the_counts() {
     let first = Shim::private_copy();
     let trace = first.dir.join("failed.jsonl");
     let mut snoop = Snooper::attach(&first, &["--follow", "-w", trace.to_str().unwrap()]);
-    first.run("xenstore-write", &["/life/first", "1"]);
-    snoop.wait_line("the first daemon's write", |l| l.contains("/life/first"));
-
+    trace_then_stop(&mut snoop, &first);
     // The daemon's binary is replaced by one without the probes, which
     // then runs: --follow finds it, and attaching to it fails.
-    let old = first.pid();
-    common::signal(old, 15); // SIGTERM
-    snoop
-        .0
-        .wait_ready("the exit to be noticed", TIMEOUT, |_, err| {
-            err.iter().any(|l| l.contains(&format!("pid {old} exited")))
-        });
     std::fs::remove_file(&first.binary).unwrap();
     std::fs::copy("/bin/sleep", &first.binary).unwrap();
     let mut probeless = Command::new(&first.binary).arg("600").spawn().unwrap();
@@ -223,4 +205,18 @@ fn readme_snooper_commands_parse() {
         checked += 1;
     }
     assert!(checked >= 8, "{checked} commands found");
+}
+
+/// The snooper (under --follow) sees a write to `shim`, then `shim` is
+/// stopped (SIGTERM) and the snooper notices.
+fn trace_then_stop(snoop: &mut Snooper, shim: &Shim) {
+    shim.run("xenstore-write", &["/life/first", "1"]);
+    snoop.wait_line("the first daemon's write", |l| l.contains("/life/first"));
+    let old = shim.pid();
+    common::signal(old, 15); // SIGTERM
+    snoop
+        .0
+        .wait_ready("the exit to be noticed", TIMEOUT, |_, err| {
+            err.iter().any(|l| l.contains(&format!("pid {old} exited")))
+        });
 }
