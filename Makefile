@@ -1,7 +1,7 @@
 # The commands of README (`make demo`, `make demo-xen`, `make test`), and
 # installation: `make install` (any Linux host) and `make deb` (a Debian
 # package) share the one file list below.
-.PHONY: demo demo-xen test deb install
+.PHONY: demo demo-xen test check miri deb install
 
 demo:
 	.ci/setup
@@ -25,6 +25,7 @@ test:
 	cargo clippy --workspace --all-targets -- -D warnings
 	# Probes off (the idle-cost baseline) builds apart: the workspace unifies them on.
 	cargo clippy -p xenstored-probes --no-default-features --all-targets -- -D warnings
+	scripts/module-graph --quiet
 	# tests/package.rs installs and exercises the package built here.
 	$(MAKE) deb
 	# C xenstored 4.20 and its test-xenstore, the second conformance reference.
@@ -35,6 +36,25 @@ test:
 	XS_SNOOP_BACKEND=tracefs cargo test --test snoop --test scripts_live --test live_update
 	# Each fuzz target briefly, from its corpus (xenstore-fuzz/FUZZING.md).
 	scripts/fuzz-smoke 20
+
+# Miri runs record.rs's tests (a node packed by hand into one heap block,
+# read through raw pointers) looking for undefined behaviour. It needs a
+# nightly toolchain with miri (`rustup toolchain install nightly --component
+# miri,rust-src`), which the machines CI runs on are not promised to reach,
+# so `make test` leaves it out. About 2 min cold, 1 s warm.
+miri:
+	cargo +nightly miri test -p xenstored-probes --lib record::
+
+# After an edit, in under two minutes (a built tree): build, clippy, no
+# module cycles, every crate's unit tests and the contract tests; no root,
+# daemons or tracing. `make test` stays the whole suite CI runs.
+check:
+	cargo build --workspace
+	cargo clippy --workspace --all-targets -- -D warnings
+	scripts/module-graph --quiet
+	cargo test --workspace --lib --bins -q
+	cargo test -q -p xenstore-snoop --test bpf_contract
+	cargo test -q --test scripts_contract --test probe_notes --test reason_contract
 
 deb:
 	cargo build --release --workspace
@@ -51,17 +71,15 @@ MAN := $(SHARE)/man
 
 # The file list: every file `make install` and the package ship.
 install:
-	@for b in xenstored-shim xenstore-snoop xs-guest; do \
+	@for b in xenstored-shim xenstore-snoop; do \
 	    [ -x $(BIN_DIR)/$$b ] || { echo "install: $(BIN_DIR)/$$b missing: cargo build --release --workspace" >&2; exit 1; }; done
 	install -D -m 755 $(BIN_DIR)/xenstored-shim $(DESTDIR)$(PREFIX)/sbin/xenstored-shim
 	install -D -m 755 $(BIN_DIR)/xenstore-snoop $(DESTDIR)$(PREFIX)/bin/xenstore-snoop
-	install -D -m 755 $(BIN_DIR)/xs-guest $(DESTDIR)$(PREFIX)/bin/xs-guest
 	install -D -m 644 man/xenstore-snoop.1 $(MAN)/man1/xenstore-snoop.1
-	install -D -m 644 man/xs-guest.1 $(MAN)/man1/xs-guest.1
 	install -D -m 644 man/xenstored-probes.7 $(MAN)/man7/xenstored-probes.7
 	install -D -m 644 man/xenstore-scripts.7 $(MAN)/man7/xenstore-scripts.7
 	install -D -m 644 man/xenstored-shim.8 $(MAN)/man8/xenstored-shim.8
-	gzip -9nf $(MAN)/man1/xenstore-snoop.1 $(MAN)/man1/xs-guest.1 \
+	gzip -9nf $(MAN)/man1/xenstore-snoop.1 \
 	    $(MAN)/man7/xenstored-probes.7 $(MAN)/man7/xenstore-scripts.7 $(MAN)/man8/xenstored-shim.8
 	install -D -m 644 xenstore-snoop/completions/xenstore-snoop.bash \
 	    $(SHARE)/bash-completion/completions/xenstore-snoop

@@ -12,12 +12,10 @@ use common::shim::{private_dir, Shim};
 use common::upstream::{Peer, Release, Upstream};
 use std::path::Path;
 use std::time::{Duration, Instant};
+use xenstore_guest::boot;
+use xenstore_guest::client::{Guest, Link, SocketLink, Xs};
 use xenstore_proto::wire::{Header, MsgType, HEADER_LEN};
-use xenstored_probes::guest::{Guest, Link, SocketLink, Xs};
-use xenstored_probes::ring::sim::SimGuest;
 
-const GFN: u64 = 0xfeffc;
-const PORT: u32 = 1;
 const DOMID: u16 = 6;
 
 /// dom0's socket and the directory simulated rings live in.
@@ -35,16 +33,8 @@ fn dom0(t: &Target) -> Xs<SocketLink> {
     x
 }
 
-/// The toolstack's part of a domain start, then the guest attaches.
 fn boot(t: &Target, dom0: &mut Xs<SocketLink>) -> Guest {
-    let home = format!("/local/domain/{DOMID}");
-    dom0.mkdir(0, &home).unwrap();
-    dom0.set_perms(0, &home, &[&format!("n{DOMID}")]).unwrap();
-    SimGuest::prepare(t.rings, DOMID, GFN, PORT).unwrap();
-    dom0.introduce(DOMID, GFN, PORT).unwrap();
-    let mut guest = Guest::open(t.rings, DOMID).unwrap();
-    guest.timeout = Duration::from_secs(10);
-    guest
+    boot::boot(dom0, t.rings, DOMID, Duration::from_secs(10)).unwrap()
 }
 
 /// CONTROL quota <domid>: the domain's usage, one `name=value` line per
@@ -77,7 +67,7 @@ fn usage(t: &Target, dom0: &mut Xs<SocketLink>) -> String {
     lines.join("\n")
 }
 
-fn outcome<T>(r: xenstored_probes::guest::Result<T>) -> String {
+fn outcome<T>(r: xenstore_guest::client::Result<T>) -> String {
     match r {
         Ok(_) => "OK".to_string(),
         Err(e) => e.xs_error().map_or_else(|| e.to_string(), str::to_string),

@@ -12,13 +12,12 @@ mod common;
 use common::shim::Shim;
 use common::{wait_for, xs_error};
 use std::time::{Duration, Instant};
+use xenstore_guest::boot;
+use xenstore_guest::client::{Guest, Link, SocketLink, Xs};
+use xenstore_guest::sim::SimGuest;
 use xenstore_proto::wire::{Header, MsgType, PAYLOAD_MAX};
-use xenstored_probes::guest::{Guest, Link, SocketLink, Xs};
-use xenstored_probes::ring::sim::SimGuest;
 use xenstored_probes::ring::{ERROR_NONE, ERROR_PROTO};
 
-const GFN: u64 = 0xfeffc;
-const PORT: u32 = 1;
 /// The default hard memory quota (quota.rs, as C xenstored 4.17).
 const MEMORY_QUOTA: usize = 2 * 1024 * 1024 + 512 * 1024;
 /// How much the daemon's resident memory may grow during one attack: the
@@ -35,17 +34,8 @@ struct Host {
     rss_before: u64,
 }
 
-/// The toolstack's part of a domain start: its home owned by the guest,
-/// its page and port prepared, XS_INTRODUCE; then the guest attaches.
 fn boot(shim: &Shim, dom0: &mut Xs<SocketLink>, domid: u16) -> Guest {
-    let home = format!("/local/domain/{domid}");
-    dom0.mkdir(0, &home).unwrap();
-    dom0.set_perms(0, &home, &[&format!("n{domid}")]).unwrap();
-    SimGuest::prepare(&shim.run_dir, domid, GFN, PORT).unwrap();
-    dom0.introduce(domid, GFN, PORT).unwrap();
-    let mut guest = Guest::open(&shim.run_dir, domid).unwrap();
-    guest.timeout = Duration::from_secs(10);
-    guest
+    boot::boot(dom0, &shim.run_dir, domid, Duration::from_secs(10)).unwrap()
 }
 
 /// A shim with the well-behaved guest running, and its RSS noted.

@@ -14,9 +14,9 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use xenstore_guest::boot::boot;
+use xenstore_guest::client::Xs;
 use xenstore_testkit::daemon::Daemon;
-use xenstored_probes::guest::{Guest, Xs};
-use xenstored_probes::ring::sim::SimGuest;
 
 const GUEST: u16 = 7;
 const SIGTERM: i32 = 15;
@@ -124,13 +124,8 @@ fn notable_events_reach_journald_with_their_fields() {
     // (quota 2), released.
     let mut dom0 = Xs::connect(&shim.socket).unwrap();
     dom0.timeout = Duration::from_secs(10);
-    let home = format!("/local/domain/{GUEST}");
-    dom0.mkdir(0, &home).unwrap();
-    dom0.set_perms(0, &home, &[&format!("n{GUEST}")]).unwrap();
-    SimGuest::prepare(&shim.dir.join("run"), GUEST, 0xfeffc, 1).unwrap();
-    dom0.introduce(GUEST, 0xfeffc, 1).unwrap();
-    let mut guest = Guest::open(&shim.dir.join("run"), GUEST).unwrap();
-    guest.timeout = Duration::from_secs(10);
+    let run_dir = shim.dir.join("run");
+    let mut guest = boot(&mut dom0, &run_dir, GUEST, Duration::from_secs(10)).unwrap();
     guest.watch("a", "1").unwrap();
     guest.watch("b", "2").unwrap();
     // 30 refusals: the journal gets at most 10 a second of the domain's.

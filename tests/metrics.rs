@@ -18,10 +18,10 @@ use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use xenstore_guest::boot::boot;
+use xenstore_guest::client::Xs;
 use xenstore_proto::wire::MsgType;
 use xenstore_testkit::daemon::{private_copy_of, scratch_dir};
-use xenstored_probes::guest::{Guest, Xs};
-use xenstored_probes::ring::sim::SimGuest;
 
 const GUEST: u16 = 7;
 const SIGTERM: i32 = 15;
@@ -198,15 +198,9 @@ fn prometheus_sees_what_a_known_workload_did() {
     // The workload, every request after the exporter attached.
     let mut dom0 = Xs::connect(&shim.socket).unwrap();
     dom0.timeout = Duration::from_secs(10);
-    let home = format!("/local/domain/{GUEST}");
-    dom0.mkdir(0, &home).unwrap();
-    dom0.set_perms(0, &home, &[&format!("n{GUEST}")]).unwrap();
-    dom0.write(0, &format!("{home}/name"), "guest-seven")
+    let mut guest = boot(&mut dom0, &shim.run_dir, GUEST, Duration::from_secs(10)).unwrap();
+    dom0.write(0, &format!("/local/domain/{GUEST}/name"), "guest-seven")
         .unwrap();
-    SimGuest::prepare(&shim.run_dir, GUEST, 0xfeffc, 1).unwrap();
-    dom0.introduce(GUEST, 0xfeffc, 1).unwrap();
-    let mut guest = Guest::open(&shim.run_dir, GUEST).unwrap();
-    guest.timeout = Duration::from_secs(10);
     for node in ["data/a", "data/b", "data/c"] {
         guest.write(0, node, "1").unwrap();
     }
@@ -310,7 +304,7 @@ fn prometheus_sees_what_a_known_workload_did() {
 
     // The domain dies: its series go from both paths.
     dom0.release(GUEST).unwrap();
-    dom0.rm(0, &home).unwrap();
+    dom0.rm(0, &format!("/local/domain/{GUEST}")).unwrap();
     for job in ["xenstore", "node"] {
         let gone = |name: &str| {
             let q = format!(r#"{name}{{job="{job}",domid="7"}}"#);

@@ -12,10 +12,10 @@ use common::shim::private_dir;
 use common::upstream::{Flavor, Upstream};
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use xenstore_guest::boot::boot;
+use xenstore_guest::client::Xs;
 use xenstore_proto::wire::MsgType;
 use xenstore_snoop::metrics::{ask_daemon, daemon::parse_quota, encode};
-use xenstored_probes::guest::{Guest, Xs};
-use xenstored_probes::ring::sim::SimGuest;
 
 const DOMID: u16 = 6;
 
@@ -33,14 +33,9 @@ fn quota_gauges_from_c_xenstored() {
     );
     let mut dom0 = Xs::connect(&c.socket).unwrap();
     dom0.timeout = Duration::from_secs(10);
-    let home = format!("/local/domain/{DOMID}");
-    dom0.mkdir(0, &home).unwrap();
-    dom0.set_perms(0, &home, &[&format!("n{DOMID}")]).unwrap();
-    dom0.write(0, &format!("{home}/name"), "guest-six").unwrap();
-    SimGuest::prepare(&rings, DOMID, 0xfeffc, 1).unwrap();
-    dom0.introduce(DOMID, 0xfeffc, 1).unwrap();
-    let mut guest = Guest::open(&rings, DOMID).unwrap();
-    guest.timeout = Duration::from_secs(10);
+    let mut guest = boot(&mut dom0, &rings, DOMID, Duration::from_secs(10)).unwrap();
+    dom0.write(0, &format!("/local/domain/{DOMID}/name"), "guest-six")
+        .unwrap();
     guest.watch("a", "1").unwrap();
     guest.watch("b", "2").unwrap();
     guest.write(0, "data", "x").unwrap();

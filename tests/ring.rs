@@ -8,29 +8,18 @@ use common::process::BoundedOutput;
 use common::shim::Shim;
 use common::{wait_for, xs_error};
 use std::time::Duration;
+use xenstore_guest::boot;
+use xenstore_guest::client::{Guest, SocketLink, Xs};
+use xenstore_guest::sim::SimGuest;
 use xenstore_proto::wire::{Header, PAYLOAD_MAX};
-use xenstored_probes::guest::{Guest, SocketLink, Xs};
-use xenstored_probes::ring::sim::SimGuest;
 use xenstored_probes::ring::{Field, ERROR_NONE, ERROR_PROTO, ERROR_RINGIDX, RING_SIZE};
-
-const GFN: u64 = 0xfeffc;
-const PORT: u32 = 1;
 
 fn dom0(shim: &Shim) -> Xs<SocketLink> {
     Xs::connect(&shim.socket).expect("dom0 connects")
 }
 
-/// The toolstack's part of a domain start: its home owned by the guest,
-/// its page and port prepared, XS_INTRODUCE; then the guest attaches.
 fn boot(shim: &Shim, dom0: &mut Xs<SocketLink>, domid: u16) -> Guest {
-    let home = format!("/local/domain/{domid}");
-    dom0.mkdir(0, &home).unwrap();
-    dom0.set_perms(0, &home, &[&format!("n{domid}")]).unwrap();
-    SimGuest::prepare(&shim.run_dir, domid, GFN, PORT).unwrap();
-    dom0.introduce(domid, GFN, PORT).unwrap();
-    let mut guest = Guest::open(&shim.run_dir, domid).unwrap();
-    guest.timeout = Duration::from_secs(5);
-    guest
+    boot::boot(dom0, &shim.run_dir, domid, Duration::from_secs(5)).unwrap()
 }
 
 #[test]
@@ -267,7 +256,7 @@ fn release_drops_the_domain_and_its_watches() {
     assert_eq!(xs_error(dom0.read(0, "/local/domain/6")), "ENOENT");
 
     // Introduced again over the same page: the old watch did not survive.
-    dom0.introduce(6, GFN, PORT).unwrap();
+    dom0.introduce(6, boot::GFN, boot::PORT).unwrap();
     dom0.mkdir(0, "/local/domain/6").unwrap();
     dom0.set_perms(0, "/local/domain/6", &["n6"]).unwrap();
     dom0.write(0, "/local/domain/6/data/x", "1").unwrap();

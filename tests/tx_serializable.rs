@@ -12,9 +12,8 @@ mod common;
 
 use common::shim::Shim;
 use std::time::Duration;
+use xenstore_guest::client::{Guest, Link, SocketLink, Xs};
 use xenstore_proto::wire::MsgType;
-use xenstored_probes::guest::{Guest, Link, SocketLink, Xs};
-use xenstored_probes::ring::sim::SimGuest;
 
 const GUESTS: [u16; 2] = [6, 7];
 const PATHS: [&str; 7] = ["/s", "/s/a", "/s/b", "/s/a/x", "/s/a/y", "/s/b/x", "/s/c"];
@@ -100,8 +99,7 @@ fn clients(shim: &Shim) -> Vec<Client> {
     dom0.set_perms(0, "/s", PERMS[0]).unwrap();
     let mut out = Vec::new();
     for &domid in &GUESTS {
-        SimGuest::prepare(&shim.run_dir, domid, 0xfeffc, 1).unwrap();
-        dom0.introduce(domid, 0xfeffc, 1).unwrap();
+        xenstore_guest::boot::introduce(&mut dom0, &shim.run_dir, domid).unwrap();
         let mut g = Guest::open(&shim.run_dir, domid).unwrap();
         g.timeout = Duration::from_secs(10);
         out.push(Client::Guest(g));

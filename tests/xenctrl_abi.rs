@@ -21,6 +21,7 @@ fn xen_work() -> PathBuf {
 /// True when the test can run: root (apt-get download), a C compiler and
 /// the host's libxen-dev. A loud skip without CI, a failure under CI.
 fn prerequisites(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
     let root = unsafe { geteuid() } == 0;
     let mut missing: Vec<&str> = ["/usr/bin/cc", "/usr/bin/apt-get", "/usr/include/xenctrl.h"]
         .into_iter()

@@ -1,13 +1,13 @@
-//! Compiles the BPF programs (src/bpf/xssnoop.bpf.c for tracing,
-//! src/bpf/xsmetrics.bpf.c for --metrics) with clang and generates their
-//! libbpf-rs skeletons into OUT_DIR.
+//! Compiles the BPF programs (src/capture/bpf/xssnoop.bpf.c for tracing,
+//! src/capture/bpf/xsmetrics.bpf.c for --metrics) with clang and generates
+//! their libbpf-rs skeletons into OUT_DIR.
 
 use libbpf_cargo::SkeletonBuilder;
 use std::path::PathBuf;
 
 const SRCS: [(&str, &str); 2] = [
-    ("src/bpf/xssnoop.bpf.c", "xssnoop.skel.rs"),
-    ("src/bpf/xsmetrics.bpf.c", "xsmetrics.skel.rs"),
+    ("src/capture/bpf/xssnoop.bpf.c", "xssnoop.skel.rs"),
+    ("src/capture/bpf/xsmetrics.bpf.c", "xsmetrics.skel.rs"),
 ];
 
 fn main() {

@@ -31,6 +31,7 @@ pub const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// True when the test must run; false (with a loud reason) when it may skip.
 /// Under CI nothing that needs root or tracefs is skipped.
 pub fn need_root(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc_geteuid() } == 0;
     let tracefs = std::path::Path::new("/sys/kernel/tracing/uprobe_events").exists();
     if root && tracefs {
@@ -91,7 +92,7 @@ pub fn introduce(shim: &shim::Shim, domid: u32) -> std::path::PathBuf {
 }
 
 /// The XS_ERROR a guest request was refused with.
-pub fn xs_error<T: std::fmt::Debug>(r: xenstored_probes::guest::Result<T>) -> String {
+pub fn xs_error<T: std::fmt::Debug>(r: xenstore_guest::client::Result<T>) -> String {
     r.unwrap_err()
         .xs_error()
         .expect("an XS_ERROR reply")

@@ -39,9 +39,9 @@ use xenstore_bench::stats::median;
 use xenstore_bench::tracers::{Tracer, TracerKind};
 use xenstore_bench::uprobe::{BareUprobes, Fetch};
 use xenstore_proto::Probe;
+use xenstore_snoop::capture::tracefs::perf::Rings;
+use xenstore_snoop::capture::tracefs::uprobe::Group;
 use xenstore_snoop::format::Format;
-use xenstore_snoop::perf::Rings;
-use xenstore_snoop::uprobe::Group;
 
 const INSTANCES: &str = "/sys/kernel/tracing/instances";
 
@@ -210,7 +210,10 @@ struct SnoopGroup {
 
 impl SnoopGroup {
     fn define(binary: &Path) -> Result<SnoopGroup> {
-        let mut group = Group::new(xenstore_snoop::uprobe::tracefs(None)?, false);
+        let mut group = Group::new(
+            xenstore_snoop::capture::tracefs::uprobe::tracefs(None)?,
+            false,
+        );
         group.name = format!("xsparts_{}", std::process::id());
         let mut ids = Vec::new();
         let mut seen: HashMap<String, u32> = HashMap::new();
@@ -302,7 +305,7 @@ fn read_pipes(inst: &Path, ids: &[u16], stop: &AtomicBool) -> Result<(u64, u64)>
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let mut pipes = Vec::new();
-    for cpu in xenstore_snoop::perf::online_cpus()? {
+    for cpu in xenstore_snoop::capture::tracefs::perf::online_cpus()? {
         let path = inst.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
         pipes.push(
             std::fs::OpenOptions::new()
@@ -387,7 +390,7 @@ mod raw_perf {
     use anyhow::{bail, Result};
     use perf_event_open_sys as sys;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    use xenstore_snoop::perf_ring::Ring;
+    use xenstore_snoop::capture::tracefs::perf_ring::Ring;
 
     pub struct Rings {
         _fds: Vec<OwnedFd>,
@@ -410,7 +413,7 @@ mod raw_perf {
                     .collect::<Result<_>>()?,
                 None => vec![-1],
             };
-            for cpu in xenstore_snoop::perf::online_cpus()? {
+            for cpu in xenstore_snoop::capture::tracefs::perf::online_cpus()? {
                 let mut ring: Option<i32> = None;
                 for &tid in &tids {
                     for &id in ids {

@@ -1,4 +1,4 @@
-//! Guests on simulated rings (xenstored-probes' ring/sim.rs): a page file
+//! Guests on simulated rings (xenstore-guest's sim.rs): a page file
 //! and a doorbell socket per domain under a directory the daemon maps them
 //! from (the shim's run directory; for C xenstored and oxenstored the
 //! conformance stub's XENSTUB_RING_DIR). The only place the bench boots a
@@ -7,11 +7,7 @@
 use anyhow::{Context, Result};
 use std::path::Path;
 use std::time::Duration;
-use xenstored_probes::guest::{Guest, SocketLink, Xs};
-use xenstored_probes::ring::sim::SimGuest;
-
-const GFN: u64 = 0xfeffc;
-const PORT: u32 = 1;
+use xenstore_guest::client::{Guest, SocketLink, Xs};
 
 /// A booted guest: its own connection to xenstore over its ring.
 pub struct RingGuest {
@@ -19,20 +15,11 @@ pub struct RingGuest {
     xs: Guest,
 }
 
-/// The toolstack's part of a domain start (its home, owned by it; its page
-/// and port; INTRODUCE from dom0), then the guest attaches.
+/// A domain start (xenstore_guest::boot: its home, its page and port,
+/// INTRODUCE from dom0, then the guest attaches).
 pub fn boot(dom0: &mut Xs<SocketLink>, rings: &Path, domid: u16) -> Result<RingGuest> {
-    let home = format!("/local/domain/{domid}");
-    let mut boot = || -> Result<Guest> {
-        dom0.mkdir(0, &home)?;
-        dom0.set_perms(0, &home, &[&format!("n{domid}")])?;
-        SimGuest::prepare(rings, domid, GFN, PORT)?;
-        dom0.introduce(domid, GFN, PORT)?;
-        let mut guest = Guest::open(rings, domid)?;
-        guest.timeout = Duration::from_secs(10);
-        Ok(guest)
-    };
-    let xs = boot().with_context(|| format!("boot domain {domid} on a simulated ring"))?;
+    let xs = xenstore_guest::boot::boot(dom0, rings, domid, Duration::from_secs(10))
+        .with_context(|| format!("boot domain {domid} on a simulated ring"))?;
     Ok(RingGuest { domid, xs })
 }
 

@@ -109,7 +109,7 @@ impl Host {
         let Some(rings) = self.rings.clone() else {
             return Ok(());
         };
-        let mut dom0 = xenstored_probes::guest::Xs::connect(&self.daemon.socket)?;
+        let mut dom0 = xenstore_guest::client::Xs::connect(&self.daemon.socket)?;
         while self.guests.len() < n {
             let domid = GUEST_BASE + self.guests.len() as u16;
             let mut g = match guests::boot(&mut dom0, &rings, domid) {

@@ -5,8 +5,8 @@
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use xenstore_proto::Probe;
+use xenstore_snoop::capture::tracefs::uprobe::fetch_args;
 use xenstore_snoop::sdt::{read_probes, SdtProbe};
-use xenstore_snoop::uprobe::fetch_args;
 
 const TRACEFS: &str = "/sys/kernel/tracing";
 

@@ -15,7 +15,9 @@
 pub mod packing;
 pub mod peer;
 pub mod probe;
+pub mod reason;
 pub mod wire;
 
 pub use packing::{flag, Client, CutExtra, Field, Ident, RequestExtra, ResponseExtra};
 pub use probe::{Extra, Probe, TxOutcome, PROVIDER, STR1_MAX, STRINGS_MAX};
+pub use reason::Reason;

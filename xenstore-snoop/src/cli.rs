@@ -189,7 +189,7 @@ pub struct Args {
     pub bpf_links: BpfLinks,
 }
 
-/// How probe firings are captured (see source.rs).
+/// How probe firings are captured (see capture/mod.rs).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
     /// A BPF program writing a BPF ring buffer, filtering in the kernel
@@ -198,7 +198,7 @@ pub enum Backend {
     Tracefs,
 }
 
-/// How the BPF program is attached to the probe sites (see bpf/mod.rs).
+/// How the BPF program is attached to the probe sites (see capture/bpf/mod.rs).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BpfLinks {
     /// multi where the kernel has it, else per-site

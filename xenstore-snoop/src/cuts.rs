@@ -4,37 +4,9 @@
 //! record shows is the count. Fed by [`Event`]s, whatever the back end.
 
 use crate::event::{Event, Probe};
-use crate::pairing::Record;
+use crate::record::{Cut, Record};
 use std::collections::HashMap;
 use xenstore_proto::CutExtra;
-
-/// What the daemon cut from one side (request or reply) of a record.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Cut {
-    /// Nothing.
-    #[default]
-    Whole,
-    /// This many bytes.
-    Bytes(u64),
-    /// Something, but how much is unknown (a daemon without the
-    /// `truncated` probe, or its event lost).
-    Unknown,
-}
-
-impl Cut {
-    pub fn is_cut(self) -> bool {
-        self != Cut::Whole
-    }
-
-    /// The text mark after a cut string: `…[+N bytes]`, or `…[cut]`.
-    pub fn mark(self) -> Option<String> {
-        match self {
-            Cut::Whole => None,
-            Cut::Bytes(n) => Some(format!("…[+{n} bytes]")),
-            Cut::Unknown => Some("…[cut]".to_string()),
-        }
-    }
-}
 
 /// Uncut lengths waiting for their record, at most this many.
 const MAX_PENDING: usize = 1 << 12;

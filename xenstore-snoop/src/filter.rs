@@ -1,7 +1,7 @@
 //! Which records are shown. Domains also go into the kernel (see
 //! `kernel_filter`); everything else is decided here, in user space.
 
-use crate::pairing::{Kind, Record};
+use crate::record::{Kind, Record};
 use regex::Regex;
 
 #[derive(Debug, Default)]

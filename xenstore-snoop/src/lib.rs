@@ -2,11 +2,8 @@
 //! `xenstore` USDT probes, read by a BPF program through a BPF ring buffer,
 //! or with tracefs uprobes and perf ring buffers.
 
-// Every unsafe block says why it is sound.
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 pub mod attach;
-pub mod bpf;
+pub mod capture;
 pub mod cli;
 pub mod cuts;
 pub mod domains;
@@ -14,20 +11,15 @@ pub mod event;
 pub mod filter;
 pub mod follow;
 pub mod format;
-pub mod mapping;
 pub mod metrics;
 pub mod names;
 pub mod output;
 pub mod pairing;
 pub mod paths;
-pub mod perf;
-pub mod perf_ring;
+pub mod record;
 pub mod replay;
 pub mod sdt;
 pub mod session;
-pub mod source;
 pub mod summary;
 pub mod target;
 pub mod trace_file;
-pub mod tracefs;
-pub mod uprobe;

@@ -11,8 +11,8 @@
 //! Fed by [`Event`]s and [`Record`]s, whatever back end produced them.
 
 use crate::event::{Event, Probe};
-use crate::pairing::{Kind, Record};
 use crate::paths;
+use crate::record::{Kind, Record};
 use std::collections::HashMap;
 use std::rc::Rc;
 use xenstore_proto::wire::MsgType;

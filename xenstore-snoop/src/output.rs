@@ -1,8 +1,8 @@
 //! Rendering records: the classic text line and JSON lines.
 
-use crate::pairing::{Kind, Record};
+use crate::record::{Kind, Record};
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
@@ -250,28 +250,31 @@ pub const JSON_KEYS: [&str; 21] = [
     "truncated_bytes",
 ];
 
-/// The JSON line schema shared with scripts/xs-stack-correlate.
-#[derive(Serialize)]
+/// The JSON line schema shared with scripts/xs-stack-correlate: what
+/// --json prints and a trace file's record lines hold, written from a
+/// [`Record`] here and read back into one by trace_file.rs.
+#[derive(Serialize, Deserialize)]
 pub struct JsonRecord<'a> {
     pub kind: Kind,
-    pub ts: String,
+    /// Derived from mono_ns and the clock; not read back.
+    pub ts: Cow<'a, str>,
     pub mono_ns: u64,
     pub serial: u64,
     pub conn: u32,
     pub dom: u16,
     pub pid: u32,
-    pub comm: Option<&'a str>,
+    pub comm: Option<Cow<'a, str>>,
     pub tx: Option<u32>,
     pub req_id: Option<u32>,
-    pub op: Option<Cow<'static, str>>,
-    pub path: &'a str,
-    pub value: &'a str,
-    pub result: Option<&'a str>,
-    pub error: Option<&'a str>,
-    pub error_reason: Option<&'a str>,
+    pub op: Option<Cow<'a, str>>,
+    pub path: Cow<'a, str>,
+    pub value: Cow<'a, str>,
+    pub result: Option<Cow<'a, str>>,
+    pub error: Option<Cow<'a, str>>,
+    pub error_reason: Option<Cow<'a, str>>,
     pub latency_us: Option<f64>,
     pub fired_by: Option<u64>,
-    pub token: Option<&'a str>,
+    pub token: Option<Cow<'a, str>>,
     pub truncated: bool,
     /// Bytes cut, when the daemon said how many (null otherwise).
     pub truncated_bytes: Option<u64>,
@@ -281,26 +284,28 @@ impl<'a> JsonRecord<'a> {
     pub fn new(r: &'a Record, clock: &Clock) -> JsonRecord<'a> {
         JsonRecord {
             kind: r.kind,
-            ts: clock
-                .wall(r.mono_ns)
-                .to_rfc3339_opts(SecondsFormat::Micros, true),
+            ts: Cow::Owned(
+                clock
+                    .wall(r.mono_ns)
+                    .to_rfc3339_opts(SecondsFormat::Micros, true),
+            ),
             mono_ns: r.mono_ns,
             serial: r.serial,
             conn: r.conn,
             dom: r.dom,
             pid: r.pid,
-            comm: r.comm.as_deref(),
+            comm: r.comm.as_deref().map(Cow::Borrowed),
             tx: r.tx,
             req_id: r.req_id,
             op: r.op.map(|_| r.op_name()),
-            path: &r.path,
-            value: &r.value,
-            result: r.result.as_deref(),
-            error: r.error.as_deref(),
-            error_reason: r.error_reason.as_deref(),
+            path: Cow::Borrowed(&r.path),
+            value: Cow::Borrowed(&r.value),
+            result: r.result.as_deref().map(Cow::Borrowed),
+            error: r.error.as_deref().map(Cow::Borrowed),
+            error_reason: r.error_reason.as_deref().map(Cow::Borrowed),
             latency_us: r.latency_ns.map(|ns| ns as f64 / 1e3),
             fired_by: r.fired_by,
-            token: r.token.as_deref(),
+            token: r.token.as_deref().map(Cow::Borrowed),
             truncated: r.truncated,
             truncated_bytes: cut_bytes(r),
         }
@@ -309,7 +314,7 @@ impl<'a> JsonRecord<'a> {
 
 /// The bytes cut from the record's strings, when known.
 fn cut_bytes(r: &Record) -> Option<u64> {
-    use crate::cuts::Cut;
+    use crate::record::Cut;
     match (r.request_cut, r.reply_cut) {
         (Cut::Bytes(a), Cut::Bytes(b)) => Some(a + b),
         (Cut::Bytes(n), _) | (_, Cut::Bytes(n)) => Some(n),
@@ -457,5 +462,58 @@ mod tests {
         assert_eq!(v["error_reason"], serde_json::Value::Null);
         assert_eq!(v["latency_us"], 0.0);
         assert_eq!(v["ts"], "2023-11-14T22:13:20.000005Z");
+    }
+}
+
+#[cfg(test)]
+mod captured {
+    use crate::event::{Decoder, Probe};
+    use crate::format::Format;
+    use crate::output::{Clock, TextStyle};
+    use crate::pairing::Pairing;
+
+    /// Raw records perf delivered on this machine for
+    /// `xenstore-read /nonexistent/node` against the shim, with the formats
+    /// tracefs gave the snooper's uprobes then.
+    #[test]
+    fn real_records_of_a_failed_read() {
+        let request = Format::parse(include_str!("../testdata/request.format")).unwrap();
+        let response = Format::parse(include_str!("../testdata/response.format")).unwrap();
+        let decoders = [
+            Decoder::new(Probe::Request, &request).unwrap(),
+            Decoder::new(Probe::Response, &response).unwrap(),
+        ];
+        let mut pairing = Pairing::new();
+        let mut records = Vec::new();
+        for (i, hex) in include_str!("../testdata/read-enoent.raw.hex")
+            .lines()
+            .enumerate()
+        {
+            let raw: Vec<u8> = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect();
+            let id = u16::from_ne_bytes([raw[0], raw[1]]);
+            let d = decoders.iter().find(|d| d.id == id).unwrap();
+            let ev = d.decode(&raw, 1000 + i as u64 * 25_000).unwrap();
+            records.extend(pairing.push(ev));
+        }
+        assert_eq!(records.len(), 1);
+        let r = &records[0];
+        assert_eq!(
+            (r.serial, r.conn, r.dom, r.pid, r.tx),
+            (1, 1, 0, 26137, Some(0))
+        );
+        assert_eq!(r.req_id, Some(0));
+        assert_eq!(r.error.as_deref(), Some("ENOENT"));
+        assert_eq!(r.latency_ns, Some(25_000));
+        let clock = Clock {
+            offset_ns: 0,
+            start_mono_ns: 0,
+        };
+        assert_eq!(
+            TextStyle::default().line(r, &clock),
+            "0   26137  -               0   [ERROR] XS_READ: /nonexistent/node -> ENOENT"
+        );
     }
 }

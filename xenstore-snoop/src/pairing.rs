@@ -3,66 +3,13 @@
 //! without `reply` (see attach.rs), each `request` is joined with its
 //! `response` (same daemon serial) instead.
 
-use crate::cuts::Cut;
 use crate::event::{Event, Probe};
-use std::borrow::Cow;
+use crate::record::{Cut, Kind, Record};
 use std::collections::BTreeMap;
+use xenstore_proto::flag;
 use xenstore_proto::wire::XsError;
-use xenstore_proto::{flag, wire, Ident};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    Op,
-    WatchEvent,
-    ConnOpen,
-    ConnClose,
-    TxEnd,
-}
-
-/// One output line: an operation or a lone event.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Record {
-    pub kind: Kind,
-    /// For an op, the request's time.
-    pub mono_ns: u64,
-    pub serial: u64,
-    pub conn: u32,
-    pub dom: u16,
-    pub pid: u32,
-    /// The client's name (see names.rs); None when unknown. Set by the
-    /// session, not by pairing.
-    pub comm: Option<std::rc::Rc<str>>,
-    /// None for watch events and connection events (printed `-`).
-    pub tx: Option<u32>,
-    pub req_id: Option<u32>,
-    pub op: Option<u16>,
-    pub path: String,
-    pub value: String,
-    /// Reply payload or error name; None when no reply came ("?").
-    pub result: Option<String>,
-    pub error: Option<String>,
-    pub error_reason: Option<String>,
-    pub latency_ns: Option<u64>,
-    pub fired_by: Option<u64>,
-    pub token: Option<String>,
-    pub truncated: bool,
-    /// What the daemon cut from the request's strings, and the reply's.
-    pub request_cut: crate::cuts::Cut,
-    pub reply_cut: crate::cuts::Cut,
-}
 
 impl Record {
-    pub fn op_name(&self) -> Cow<'static, str> {
-        match self.op {
-            Some(Ident::OP_OUT_OF_RANGE) => Cow::Borrowed("XS_UNKNOWN(>65534)"),
-            Some(op) => wire::msg_name(op as u32)
-                .map(Cow::Borrowed)
-                .unwrap_or_else(|| Cow::Owned(format!("XS_UNKNOWN({op})"))),
-            None => Cow::Borrowed(""),
-        }
-    }
-
     /// Who and when, from `ev`; everything else empty.
     fn base(ev: &Event, kind: Kind) -> Record {
         Record {
@@ -388,59 +335,6 @@ pub(crate) mod tests {
         assert_eq!(
             (r.fired_by, r.tx, r.token.as_deref()),
             (Some(4), None, Some("tok"))
-        );
-    }
-}
-
-#[cfg(test)]
-mod captured {
-    use crate::event::{Decoder, Probe};
-    use crate::format::Format;
-    use crate::output::{Clock, TextStyle};
-    use crate::pairing::Pairing;
-
-    /// Raw records perf delivered on this machine for
-    /// `xenstore-read /nonexistent/node` against the shim, with the formats
-    /// tracefs gave the snooper's uprobes then.
-    #[test]
-    fn real_records_of_a_failed_read() {
-        let request = Format::parse(include_str!("../testdata/request.format")).unwrap();
-        let response = Format::parse(include_str!("../testdata/response.format")).unwrap();
-        let decoders = [
-            Decoder::new(Probe::Request, &request).unwrap(),
-            Decoder::new(Probe::Response, &response).unwrap(),
-        ];
-        let mut pairing = Pairing::new();
-        let mut records = Vec::new();
-        for (i, hex) in include_str!("../testdata/read-enoent.raw.hex")
-            .lines()
-            .enumerate()
-        {
-            let raw: Vec<u8> = (0..hex.len())
-                .step_by(2)
-                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-                .collect();
-            let id = u16::from_ne_bytes([raw[0], raw[1]]);
-            let d = decoders.iter().find(|d| d.id == id).unwrap();
-            let ev = d.decode(&raw, 1000 + i as u64 * 25_000).unwrap();
-            records.extend(pairing.push(ev));
-        }
-        assert_eq!(records.len(), 1);
-        let r = &records[0];
-        assert_eq!(
-            (r.serial, r.conn, r.dom, r.pid, r.tx),
-            (1, 1, 0, 26137, Some(0))
-        );
-        assert_eq!(r.req_id, Some(0));
-        assert_eq!(r.error.as_deref(), Some("ENOENT"));
-        assert_eq!(r.latency_ns, Some(25_000));
-        let clock = Clock {
-            offset_ns: 0,
-            start_mono_ns: 0,
-        };
-        assert_eq!(
-            TextStyle::default().line(r, &clock),
-            "0   26137  -               0   [ERROR] XS_READ: /nonexistent/node -> ENOENT"
         );
     }
 }

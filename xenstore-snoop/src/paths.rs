@@ -1,7 +1,7 @@
 //! Paths as the daemon resolves them: a connection's relative paths are
 //! under its domain's home, /local/domain/<domid> (xenstore.txt).
 
-use crate::pairing::{Kind, Record};
+use crate::record::{Kind, Record};
 use std::borrow::Cow;
 use xenstore_proto::wire::MsgType;
 

@@ -5,7 +5,7 @@
 
 use crate::cli::Args;
 use crate::output::{JsonRecord, TextStyle};
-use crate::pairing::Record;
+use crate::record::Record;
 use crate::summary::{box_drawing_for_stdout, Summary};
 use crate::trace_file::{End, Item, Reader};
 use anyhow::{Context, Result};

@@ -1,17 +1,18 @@
 //! One tracing session: attach to the daemon, read, pair, filter, print,
 //! detach. Everything it sets up is torn down on every way out.
 
+use crate::capture::Source;
 use crate::cli::Args;
 use crate::cuts::Cuts;
 use crate::event::Event;
 use crate::filter::Filter;
 use crate::names::Names;
 use crate::output::{Clock, JsonRecord, TextStyle};
-use crate::pairing::{Kind, Pairing, Record};
-use crate::source::Source;
+use crate::pairing::Pairing;
+use crate::record::{Kind, Record};
 use crate::summary::Summary;
 use crate::trace_file;
-use crate::{attach, sdt, source, target};
+use crate::{attach, capture, sdt, target};
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,22 +59,16 @@ enum Stop {
     PipeClosed,
 }
 
-/// Traces until a stop condition; returns the process exit code.
+/// Traces live until a stop condition; returns the process exit code.
 pub fn run(args: &Args) -> Result<i32> {
-    if let Some(path) = &args.read {
-        return crate::replay::run(args, path);
-    }
-    if args.metrics {
-        return crate::metrics::run(args);
-    }
     let filter = filter_from(args)?;
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         bail!("xenstore-snoop needs root (BPF, or uprobes and perf_event_open)");
     }
-    let mut target = target::find(args.daemon_pid, args.binary.as_deref())?;
+    let target = target::find(args.daemon_pid, args.binary.as_deref())?;
     // Where the daemon's binary is, for --follow once /proc/PID is gone.
-    let mut exe = std::fs::read_link(format!("/proc/{}/exe", target.pid)).ok();
+    let exe = std::fs::read_link(format!("/proc/{}/exe", target.pid)).ok();
 
     let stop_flag = Arc::new(AtomicBool::new(false));
     for sig in [
@@ -125,16 +120,52 @@ pub fn run(args: &Args) -> Result<i32> {
     loop_.next_report = args
         .interval
         .map(|i| loop_.start + Duration::from_secs_f64(i));
-    let (mut lost, mut corrupt, mut trouble) = (0, 0, Vec::new());
-    let stop = loop {
-        let (stop, done) = trace_daemon(&mut loop_, &target, &stop_flag)?;
-        lost += done.lost;
+    let mut totals = Totals::default();
+    let traced = follow(&mut loop_, target, exe, &stop_flag, &mut totals);
+    // Whatever ended the tracing, the trace file gets its end record and
+    // the user the closing counts; a failure is reported after them.
+    let stopped = match &traced {
+        Ok(stop) => format!("{stop:?}"),
+        Err(_) => "Failed".to_string(),
+    };
+    let closed = close(&mut loop_, &totals, stopped);
+    if matches!(&traced, Ok(stop) if *stop != Stop::PipeClosed) && loop_.args.summary {
+        let tables = loop_.summary.render(10);
+        // A closed pipe at the very end changes nothing.
+        let _ = loop_.emit(&tables);
+    }
+    eprintln!("{}", closing_line(&loop_, &totals));
+    traced?;
+    closed?;
+    Ok(0)
+}
+
+/// What the back ends counted over every daemon traced.
+#[derive(Default)]
+struct Totals {
+    lost: u64,
+    corrupt_bytes: u64,
+    trouble: Vec<String>,
+}
+
+/// Traces `target`, and under --follow each daemon that runs the same
+/// binary after it, until a stop condition or a failure.
+fn follow<W: Write>(
+    loop_: &mut Loop<'_, W>,
+    mut target: target::Target,
+    mut exe: Option<std::path::PathBuf>,
+    stop_flag: &AtomicBool,
+    totals: &mut Totals,
+) -> Result<Stop> {
+    loop {
+        let (stop, done) = trace_daemon(loop_, &target, stop_flag)?;
+        totals.lost += done.lost;
         loop_.lost_before += done.lost;
         loop_.undecodable += done.undecodable;
-        corrupt += done.corrupt_bytes;
-        trouble.extend(done.trouble);
+        totals.corrupt_bytes += done.corrupt_bytes;
+        totals.trouble.extend(done.trouble);
         if stop != Stop::TargetExited {
-            break stop;
+            return Ok(stop);
         }
         // Still there: it exec'd a new image (a live update).
         let execd = target::alive(target.pid);
@@ -148,53 +179,55 @@ pub fn run(args: &Args) -> Result<i32> {
                 "exited"
             }
         );
-        let Some(old_exe) = exe.as_deref().filter(|_| args.follow) else {
-            break stop;
+        let Some(old_exe) = exe.as_deref().filter(|_| loop_.args.follow) else {
+            return Ok(stop);
         };
         let gone = chrono::Local::now();
         let gap = Instant::now();
         let next = if execd {
             target::find(Some(target.pid), None).ok()
         } else {
-            crate::follow::next_daemon(old_exe, target.pid, &stop_flag)
+            crate::follow::next_daemon(old_exe, target.pid, stop_flag)
         };
-        match next {
-            Some(next) => {
-                eprintln!(
-                    "xenstore-snoop: --follow: gap of {:.3} s from {} (requests in it were not seen); following pid {}",
-                    gap.elapsed().as_secs_f64(),
-                    gone.format("%H:%M:%S%.3f"),
-                    next.pid
-                );
-                // The new daemon numbers connections and serials afresh.
-                loop_.names = names_for(next.pid);
-                loop_.cuts = Cuts::new();
-                exe = std::fs::read_link(format!("/proc/{}/exe", next.pid)).ok();
-                target = next;
-            }
-            None => break Stop::Signal,
-        }
+        let Some(next) = next else {
+            return Ok(Stop::Signal);
+        };
+        eprintln!(
+            "xenstore-snoop: --follow: gap of {:.3} s from {} (requests in it were not seen); following pid {}",
+            gap.elapsed().as_secs_f64(),
+            gone.format("%H:%M:%S%.3f"),
+            next.pid
+        );
+        // The new daemon numbers connections and serials afresh.
+        loop_.names = names_for(next.pid);
+        loop_.cuts = Cuts::new();
+        exe = std::fs::read_link(format!("/proc/{}/exe", next.pid)).ok();
+        target = next;
+    }
+}
+
+/// Ends the trace file (-w) with the session's final counts.
+fn close<W: Write>(loop_: &mut Loop<'_, W>, totals: &Totals, stopped: String) -> Result<()> {
+    let Some(trace) = loop_.trace.take() else {
+        return Ok(());
     };
-    if let Some(trace) = loop_.trace.take() {
-        trace.finish(trace_file::End {
-            mono_ns: crate::output::clock_ns(libc::CLOCK_MONOTONIC),
-            seen: loop_.seen,
-            lost,
-            undecodable: loop_.undecodable,
-            unmatched_dropped: loop_.pairing.dropped,
-            corrupt_bytes: corrupt,
-            stopped: format!("{stop:?}"),
-        })?;
-    }
-    if stop != Stop::PipeClosed && loop_.args.summary {
-        let tables = loop_.summary.render(10);
-        // A closed pipe at the very end changes nothing.
-        let _ = loop_.emit(&tables);
-    }
-    eprintln!(
+    trace.finish(trace_file::End {
+        mono_ns: crate::output::clock_ns(libc::CLOCK_MONOTONIC),
+        seen: loop_.seen,
+        lost: totals.lost,
+        undecodable: loop_.undecodable,
+        unmatched_dropped: loop_.pairing.dropped,
+        corrupt_bytes: totals.corrupt_bytes,
+        stopped,
+    })
+}
+
+/// "xenstore-snoop: N events seen, M lost", and what else went wrong.
+fn closing_line<W: Write>(loop_: &Loop<'_, W>, totals: &Totals) -> String {
+    format!(
         "xenstore-snoop: {} events seen, {} lost{}{}{}",
         loop_.seen,
-        lost,
+        totals.lost,
         match (loop_.undecodable, loop_.pairing.dropped) {
             (0, 0) => String::new(),
             (u, d) => format!(", {u} undecodable, {d} unmatched requests/replies dropped"),
@@ -203,9 +236,12 @@ pub fn run(args: &Args) -> Result<i32> {
             0 => String::new(),
             n => format!(", {n} of its own requests (domain names) not shown"),
         },
-        trouble.iter().map(|t| format!(", {t}")).collect::<String>()
-    );
-    Ok(0)
+        totals
+            .trouble
+            .iter()
+            .map(|t| format!(", {t}"))
+            .collect::<String>()
+    )
 }
 
 /// Names that look an unseen guest's domain name up through `daemon`'s socket.
@@ -248,7 +284,7 @@ fn trace_daemon<W: Write>(
         &loop_.filter
     };
     let probes = attach::choose(&target.binary, sites, capture, loop_.args.paired)?;
-    let mut source = source::open(loop_.args, target, &probes, capture)?;
+    let mut source = capture::open(loop_.args, target, &probes, capture)?;
     eprintln!(
         "Tracing {} pid {} ({})... Ctrl-C to end.",
         target::DAEMON_NAME,

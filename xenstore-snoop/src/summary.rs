@@ -1,7 +1,7 @@
 //! `--summary`: counts, errors and latency percentiles per op and per
 //! domain, the busiest paths, and watch fan-out, as comfy-table tables.
 
-use crate::pairing::{Kind, Record};
+use crate::record::{Kind, Record};
 use comfy_table::{
     presets::{ASCII_FULL_CONDENSED, UTF8_FULL_CONDENSED},
     Table,

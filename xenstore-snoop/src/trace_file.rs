@@ -9,11 +9,12 @@
 //! Records are the paired level, not raw probe firings, so a trace does
 //! not depend on the back end or on which probes delivered the pair.
 
-use crate::cuts::Cut;
 use crate::output::{Clock, JsonRecord};
-use crate::pairing::{Kind, Record};
+use crate::record::Cut;
+use crate::record::Record;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use xenstore_proto::{wire, Ident};
@@ -333,45 +334,13 @@ fn item_of(v: serde_json::Value) -> Result<Item> {
         });
     }
     Ok(Item::Record(
-        serde_json::from_value::<RecordLine>(v)?.into_record()?,
+        serde_json::from_value::<JsonRecord>(v)?.into_record()?,
     ))
 }
 
-/// A record line as `JsonRecord` writes it (`ts` is derived, not read).
-#[derive(Deserialize)]
-struct RecordLine {
-    kind: String,
-    mono_ns: u64,
-    serial: u64,
-    conn: u32,
-    dom: u16,
-    pid: u32,
-    comm: Option<String>,
-    tx: Option<u32>,
-    req_id: Option<u32>,
-    op: Option<String>,
-    path: String,
-    value: String,
-    result: Option<String>,
-    error: Option<String>,
-    error_reason: Option<String>,
-    latency_us: Option<f64>,
-    fired_by: Option<u64>,
-    token: Option<String>,
-    truncated: bool,
-    truncated_bytes: Option<u64>,
-}
-
-impl RecordLine {
+/// A record line read back: `ts` is derived, not read.
+impl JsonRecord<'_> {
     fn into_record(self) -> Result<Record> {
-        let kind = match self.kind.as_str() {
-            "op" => Kind::Op,
-            "watch_event" => Kind::WatchEvent,
-            "conn_open" => Kind::ConnOpen,
-            "conn_close" => Kind::ConnClose,
-            "tx_end" => Kind::TxEnd,
-            k => bail!("unknown kind {k:?}"),
-        };
         let op = self.op.as_deref().map(op_number).transpose()?;
         let latency_ns = match self.latency_us {
             None => None,
@@ -394,8 +363,8 @@ impl RecordLine {
             (cut, Cut::Whole)
         };
         Ok(Record {
-            kind,
-            comm: self.comm.map(std::rc::Rc::from),
+            kind: self.kind,
+            comm: self.comm.map(|c| std::rc::Rc::from(c.as_ref())),
             request_cut,
             reply_cut,
             mono_ns: self.mono_ns,
@@ -406,14 +375,14 @@ impl RecordLine {
             tx: self.tx,
             req_id: self.req_id,
             op,
-            path: self.path,
-            value: self.value,
-            result: self.result,
-            error: self.error,
-            error_reason: self.error_reason,
+            path: self.path.into_owned(),
+            value: self.value.into_owned(),
+            result: self.result.map(Cow::into_owned),
+            error: self.error.map(Cow::into_owned),
+            error_reason: self.error_reason.map(Cow::into_owned),
             latency_ns,
             fired_by: self.fired_by,
-            token: self.token,
+            token: self.token.map(Cow::into_owned),
             truncated: self.truncated,
         })
     }
@@ -446,6 +415,7 @@ mod tests {
     use crate::event::Probe;
     use crate::pairing::tests::{ev, response_extra};
     use crate::pairing::Pairing;
+    use crate::record::Kind;
 
     fn clock() -> Clock {
         Clock {
@@ -645,7 +615,10 @@ mod tests {
         let cases = [
             ("not json".to_string(), "t.jsonl:3"),
             ("[1,2]".into(), "not a JSON object"),
-            (edit("\"kind\":\"op\"", "\"kind\":\"nope\""), "unknown kind"),
+            (
+                edit("\"kind\":\"op\"", "\"kind\":\"nope\""),
+                "unknown variant `nope`",
+            ),
             (edit("\"XS_WRITE\"", "\"XS_NOPE\""), "unknown op"),
             (edit("\"XS_WRITE\"", "\"WRITE\""), "unknown op"),
             (edit("\"serial\":77,", ""), "missing field `serial`"),

@@ -34,7 +34,7 @@ impl Daemon {
         cmd.stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
-        let child = spawn_retrying_etxtbsy(&mut cmd)
+        let child = crate::process::spawn_retrying_etxtbsy(&mut cmd)
             .map_err(|e| error(format!("start {label} ({cmd:?}): {e}")))?;
         let mut daemon = Daemon {
             label: label.to_string(),
@@ -157,22 +157,6 @@ pub fn scratch_dir(tag: &str) -> io::Result<PathBuf> {
 /// As `scratch_dir`, panicking on failure (for tests).
 pub fn private_dir(tag: &str) -> PathBuf {
     scratch_dir(tag).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// Spawns `cmd`, retrying briefly on ETXTBSY: a freshly copied binary stays
-/// busy while a child that a parallel thread forked still holds the copy's
-/// write descriptor (until that child execs).
-pub fn spawn_retrying_etxtbsy(cmd: &mut Command) -> io::Result<Child> {
-    const ETXTBSY: i32 = 26;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        match cmd.spawn() {
-            Err(e) if e.raw_os_error() == Some(ETXTBSY) && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            result => return result,
-        }
-    }
 }
 
 /// Copies `binary` into `dir` (same file name) and returns the copy's path.

@@ -3,9 +3,9 @@
 
 use crate::lines::Lines;
 use crate::wait::{wait_for, wait_until};
-use std::io::Read;
+use std::io::{self, Read};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a client may take to finish: generous, for a loaded machine.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -129,8 +129,7 @@ impl Watched {
     /// Spawns `cmd` and collects whichever of its stdout and stderr are
     /// piped; with `keep_stdout` the stdout pipe stays in `child.stdout`.
     pub fn spawn(what: &str, cmd: &mut Command, keep_stdout: bool) -> Watched {
-        let mut child = crate::daemon::spawn_retrying_etxtbsy(cmd)
-            .unwrap_or_else(|e| panic!("start {what}: {e}"));
+        let mut child = spawn_retrying_etxtbsy(cmd).unwrap_or_else(|e| panic!("start {what}: {e}"));
         let stdout = match keep_stdout {
             true => None,
             false => child
@@ -222,6 +221,22 @@ impl Drop for Watched {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Spawns `cmd`, retrying briefly on ETXTBSY: a freshly copied binary stays
+/// busy while a child that a parallel thread forked still holds the copy's
+/// write descriptor (until that child execs).
+pub fn spawn_retrying_etxtbsy(cmd: &mut Command) -> io::Result<Child> {
+    const ETXTBSY: i32 = 26;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(ETXTBSY) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            result => return result,
+        }
     }
 }
 

@@ -26,6 +26,7 @@ pub struct Record {
 
 // SAFETY: a Record owns its block exclusively, like a Box<[u8]>.
 unsafe impl Send for Record {}
+// SAFETY: as for Send; &Record only reads the block.
 unsafe impl Sync for Record {}
 
 impl Record {

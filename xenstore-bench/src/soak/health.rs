@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context, Result};
 use std::path::Path;
-use xenstored_probes::guest::{SocketLink, Xs};
+use xenstore_guest::client::{SocketLink, Xs};
 use xenstored_probes::wire::MsgType;
 
 pub use crate::daemons::rss_kib;

@@ -349,10 +349,10 @@ fn stop_stretch(
 
 /// Each counter's value is the number of increments that committed.
 fn check_counters(
-    admin: &mut xenstored_probes::guest::Xs<xenstored_probes::guest::SocketLink>,
+    admin: &mut xenstore_guest::client::Xs<xenstore_guest::client::SocketLink>,
     ctx: &Ctx,
 ) -> Result<()> {
-    let read = |admin: &mut xenstored_probes::guest::Xs<_>, path: &str| -> Result<u64> {
+    let read = |admin: &mut xenstore_guest::client::Xs<_>, path: &str| -> Result<u64> {
         let v = admin.read(0, path).map_err(|e| anyhow::anyhow!("{e}"))?;
         v.parse().with_context(|| format!("{path} = {v:?}"))
     };

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use xenstore_guest::boot;
+use xenstore_guest::client::{is_xs_error, Guest, Link, SocketLink, Xs, XsClientError};
 use xenstore_proto::wire::Header;
-use xenstored_probes::guest::{is_xs_error, Guest, Link, SocketLink, Xs, XsClientError};
-use xenstored_probes::ring::sim::SimGuest;
 use xenstored_probes::ring::Field;
 use xenstored_probes::wire::XsError;
 
@@ -24,8 +24,6 @@ pub const COUNTERS: usize = 4;
 const GUEST_KEYS: u64 = 32;
 /// A request's reply may take this long on a loaded machine.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
-const GFN: u64 = 0xfeffc;
-const PORT: u32 = 1;
 
 /// What the workers share: where the daemon is, when to stop, what they did.
 pub struct Ctx {
@@ -124,9 +122,7 @@ pub fn introduce(admin: &mut Xs<SocketLink>, run_dir: &Path, domid: u16) -> Resu
     admin
         .set_perms(0, &format!("{home}/data/ctr"), &[&format!("n{domid}")])
         .map_err(xs)?;
-    SimGuest::prepare(run_dir, domid, GFN, PORT)?;
-    admin.introduce(domid, GFN, PORT).map_err(xs)?;
-    Ok(())
+    boot::introduce(admin, run_dir, domid).map_err(xs)
 }
 
 fn xs(e: XsClientError) -> anyhow::Error {

@@ -2,8 +2,8 @@
 //! daemon's `reply`, `watch_event` and `tx_end` sites, counting in maps;
 //! read here once an interval into plain totals.
 
-use crate::bpf::record::cookie_of;
-use crate::bpf::{check_registers, explained, libbpf_log};
+use crate::capture::bpf::record::cookie_of;
+use crate::capture::bpf::{check_registers, explained, libbpf_log};
 use crate::sdt::SdtProbe;
 use crate::target::Target;
 use anyhow::{bail, Context, Result};

@@ -6,10 +6,11 @@ use clap::{ArgAction, Parser};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use xenstored_probes::daemon::LiveUpdate;
-use xenstored_probes::migration::{self, adopt, handover};
+use xenstored_probes::migration;
 use xenstored_probes::service::notable::{Kind, Notable};
 use xenstored_probes::service::{detach, live, log, notify, pidfile::PidFile, signals};
 use xenstored_probes::transport::DomainBackend;
+use xenstored_probes::update::{adopt, handover};
 use xenstored_probes::{daemon::Daemon, quota::Quotas, ring, server::Server, trace, unix, xen};
 
 /// Upstream's XENSTORE_REL_PATH_MAX: `-M` is capped there, as upstream.

@@ -2,7 +2,7 @@
 //! takes it from `xenstore-control live-update -f <file>` (`-f <file>`,
 //! `-c <cmdline>`, `-s [-t <timeout>] [-F]`, `-a`), and the migration
 //! stream of this daemon's state for the image it execs. The exec itself,
-//! which needs the process, is the binary's (migration/handover.rs).
+//! which needs the process, is the binary's (update/handover.rs).
 //!
 //! As C, `-s` is answered only by the new image ("OK", in the stream), or
 //! with why not; while transactions are open it waits up to `-t` seconds

@@ -2,7 +2,7 @@
 //! update, `-U`): its nodes, its domains, and each connection's watches and
 //! buffered bytes, from the migration stream it left
 //! (migration/stream.rs). The process side (inherited fds, rings) is
-//! migration/adopt.rs.
+//! update/adopt.rs.
 //!
 //! More tolerant than C xenstored 4.17's reader, which exits (leaving the
 //! host without xenstore) on a node whose parent or owner it does not know:

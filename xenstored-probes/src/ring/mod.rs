@@ -3,9 +3,9 @@
 //! request queue (guest -> server), a 1024-byte response queue (server ->
 //! guest), their free-running u32 indices, and three signalling words.
 //!
-//! Both ends live here: [`Server`] (the daemon: consumes requests, produces
-//! responses) and [`Client`] (the guest: produces requests, consumes
-//! responses). Indices are read and written as atomics: a consumer reads the
+//! The daemon's end lives here: [`Server`] consumes requests and produces
+//! responses; the guest's end is xenstore-guest's `ring::Client`, over the
+//! same [`Interface`]. Indices are read and written as atomics: a consumer reads the
 //! producer index with Acquire before copying data out and publishes its own
 //! index with Release after; a producer reads the consumer index with Acquire
 //! before overwriting data and publishes with Release after copying in. That
@@ -114,18 +114,18 @@ pub fn error_name(error: u32) -> String {
 
 /// One direction of the ring: where its bytes and indices sit.
 #[derive(Clone, Copy)]
-struct Queue {
+pub struct Queue {
     data: usize,
     cons: usize,
     prod: usize,
 }
 
-const REQUESTS: Queue = Queue {
+pub const REQUESTS: Queue = Queue {
     data: REQ_DATA,
     cons: REQ_CONS,
     prod: REQ_PROD,
 };
-const RESPONSES: Queue = Queue {
+pub const RESPONSES: Queue = Queue {
     data: RSP_DATA,
     cons: RSP_CONS,
     prod: RSP_PROD,
@@ -156,7 +156,7 @@ impl Interface {
     }
 
     /// Copies as much of `bytes` as fits into `q`; returns how much did.
-    fn produce(&self, q: Queue, bytes: &[u8]) -> Result<usize, RingError> {
+    pub fn produce(&self, q: Queue, bytes: &[u8]) -> Result<usize, RingError> {
         let cons = self.word(q.cons).load(Ordering::Acquire);
         let prod = self.word(q.prod).load(Ordering::Relaxed);
         let queued = prod.wrapping_sub(cons);
@@ -180,7 +180,7 @@ impl Interface {
     }
 
     /// Copies as much of `q`'s queued bytes as fit into `buf`.
-    fn consume(&self, q: Queue, buf: &mut [u8]) -> Result<usize, RingError> {
+    pub fn consume(&self, q: Queue, buf: &mut [u8]) -> Result<usize, RingError> {
         let prod = self.word(q.prod).load(Ordering::Acquire);
         let cons = self.word(q.cons).load(Ordering::Relaxed);
         let queued = prod.wrapping_sub(cons);
@@ -361,76 +361,3 @@ impl Server {
             .map_err(|e| self.stop(e))
     }
 }
-
-/// The guest's end of the ring.
-pub struct Client {
-    iface: Interface,
-}
-
-impl Client {
-    pub fn new(page: Box<dyn Page>) -> Client {
-        Client {
-            iface: Interface::new(page),
-        }
-    }
-
-    pub fn interface(&self) -> &Interface {
-        &self.iface
-    }
-
-    fn check(&self) -> Result<(), RingError> {
-        if self.iface.load(Field::ServerFeatures) & FEATURE_ERROR != 0 {
-            let error = self.iface.load(Field::Error);
-            if error != ERROR_NONE {
-                return Err(RingError::Stopped { error });
-            }
-        }
-        Ok(())
-    }
-
-    /// Request bytes, as many as fit; Ok(0) when the queue is full or a
-    /// reconnect is in progress.
-    pub fn write(&self, bytes: &[u8]) -> Result<usize, RingError> {
-        self.check()?;
-        if !self.connected() {
-            return Ok(0);
-        }
-        self.iface.produce(REQUESTS, bytes)
-    }
-
-    /// Response bytes into `buf`; Ok(0) when none are queued.
-    pub fn read(&self, buf: &mut [u8]) -> Result<usize, RingError> {
-        self.check()?;
-        if !self.connected() {
-            return Ok(0);
-        }
-        self.iface.consume(RESPONSES, buf)
-    }
-
-    pub fn server_features(&self) -> u32 {
-        self.iface.load(Field::ServerFeatures)
-    }
-
-    /// The server's `error` indicator (0 unless it stopped the ring).
-    pub fn error(&self) -> u32 {
-        self.iface.load(Field::Error)
-    }
-
-    /// Starts a ring close and reconnect; signal the server afterwards and
-    /// wait for [`Client::connected`].
-    pub fn request_reconnect(&self) -> Result<(), RingError> {
-        if self.server_features() & FEATURE_RECONNECTION == 0 {
-            return Err(RingError::Stopped { error: ERROR_COMM });
-        }
-        self.iface.store(Field::Connection, RECONNECT);
-        Ok(())
-    }
-
-    /// The ring is usable: no reconnect in progress.
-    pub fn connected(&self) -> bool {
-        self.iface.load(Field::Connection) == CONNECTED
-    }
-}
-
-#[cfg(test)]
-mod tests;

@@ -1,4 +1,4 @@
-//! The simulated ring backend: a guest's "page" is a 4 KiB file both sides
+//! The simulated ring backend (the guest's end is xenstore-guest's `sim`): a guest's "page" is a 4 KiB file both sides
 //! mmap MAP_SHARED, its event channel a pair of Unix datagram sockets bound
 //! to paths, one byte per notification. Layout under `<run-dir>/ring/<domid>/`:
 //!
@@ -76,7 +76,7 @@ impl SimPaths {
 
 /// Sends one notification byte to `to`. Nobody bound there (yet) or a full
 /// buffer both leave the peer to find the ring's state when it next looks.
-fn ring_bell(sock: &UnixDatagram, to: &Path) -> io::Result<()> {
+pub fn ring_bell(sock: &UnixDatagram, to: &Path) -> io::Result<()> {
     match sock.send_to(&[1], to) {
         Ok(_) => Ok(()),
         Err(e)
@@ -97,7 +97,7 @@ fn ring_bell(sock: &UnixDatagram, to: &Path) -> io::Result<()> {
 }
 
 /// Reads every pending notification byte.
-fn drain_socket(sock: &UnixDatagram) -> io::Result<()> {
+pub fn drain_socket(sock: &UnixDatagram) -> io::Result<()> {
     let mut buf = [0u8; 64];
     loop {
         match sock.recv(&mut buf) {
@@ -108,7 +108,8 @@ fn drain_socket(sock: &UnixDatagram) -> io::Result<()> {
     }
 }
 
-fn bind_fresh(path: &Path) -> io::Result<UnixDatagram> {
+/// Binds a datagram socket at `path`, replacing a stale one, non-blocking.
+pub fn bind_fresh(path: &Path) -> io::Result<UnixDatagram> {
     let _ = std::fs::remove_file(path);
     let sock = UnixDatagram::bind(path)
         .map_err(|e| io::Error::new(e.kind(), format!("bind {}: {e}", path.display())))?;
@@ -222,6 +223,8 @@ impl SimChannel {
         let cpath = std::ffi::CString::new(paths.dir.as_os_str().as_encoded_bytes())?;
         // The directory, not the page: unlinking an open file only changes
         // its link count, while the directory reports the name going away.
+        // SAFETY: a descriptor we own and a NUL-terminated path that lives
+        // across the call.
         cvt(unsafe {
             libc::inotify_add_watch(
                 inotify.as_raw_fd(),
@@ -229,12 +232,15 @@ impl SimChannel {
                 libc::IN_DELETE | libc::IN_MOVED_FROM | libc::IN_DELETE_SELF,
             )
         })?;
+        // SAFETY: epoll_create1 takes no pointers; the descriptor it returns
+        // is new and owned by nothing else.
         let epoll = unsafe { OwnedFd::from_raw_fd(cvt(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
         for fd in [sock.as_raw_fd(), inotify.as_raw_fd()] {
             let mut ev = libc::epoll_event {
                 events: libc::EPOLLIN as u32,
                 u64: fd as u64,
             };
+            // SAFETY: descriptors we own and one valid epoll_event.
             cvt(unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
         }
         // Pending from the start: the guest may have queued requests before
@@ -295,164 +301,5 @@ impl EventChannel for SimChannel {
 impl Drop for SimChannel {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.own);
-    }
-}
-
-/// How long a guest process waits for the one before it to finish.
-const LOCK_WAIT: Duration = Duration::from_secs(10);
-
-/// Waits for the other guest processes of the domain (an flock on the page).
-fn take_turn(page: &File, paths: &SimPaths, wait: Duration) -> io::Result<()> {
-    let deadline = std::time::Instant::now() + wait;
-    loop {
-        // SAFETY: flock on an fd we own.
-        match cvt(unsafe { libc::flock(page.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }) {
-            Ok(_) => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-        }
-        if std::time::Instant::now() >= deadline {
-            return Err(io::Error::new(
-                io::ErrorKind::WouldBlock,
-                format!(
-                    "{}: another guest process holds this domain's ring (one at a time)",
-                    paths.dir.display()
-                ),
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// The guest's end: the page mapped and the guest's socket bound, held by
-/// one guest process at a time (an flock on the page file).
-pub struct SimGuest {
-    pub gfn: u64,
-    pub port: u32,
-    paths: SimPaths,
-    sock: UnixDatagram,
-    page: Option<Mapping>,
-    _lock: File,
-}
-
-impl SimGuest {
-    /// Creates a domain's page (zeroed) and event channel port: what the
-    /// domain builder does before the toolstack introduces the domain.
-    pub fn prepare(run_dir: &Path, domid: u16, gfn: u64, port: u32) -> io::Result<SimPaths> {
-        let paths = SimPaths::new(run_dir, domid);
-        if paths.dir.exists() {
-            return Err(io::Error::new(
-                io::ErrorKind::AlreadyExists,
-                format!(
-                    "{} exists: domain {domid} is already prepared",
-                    paths.dir.display()
-                ),
-            ));
-        }
-        std::fs::create_dir_all(&paths.dir)
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", paths.dir.display())))?;
-        File::create(paths.page(gfn))?.set_len(PAGE_SIZE as u64)?;
-        // Binding creates the socket file that names the port.
-        drop(bind_fresh(&paths.guest_end(port))?);
-        Ok(paths)
-    }
-
-    /// Attaches this process as the domain's guest, waiting for any other
-    /// guest process of the domain to finish.
-    pub fn open(run_dir: &Path, domid: u16) -> io::Result<SimGuest> {
-        let paths = SimPaths::new(run_dir, domid);
-        let (gfn, port) = paths.discover()?;
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(paths.page(gfn))?;
-        take_turn(&file, &paths, LOCK_WAIT)?;
-        let page = Mapping::of_fd(&file, 0)?;
-        let sock = bind_fresh(&paths.guest_end(port))?;
-        Ok(SimGuest {
-            gfn,
-            port,
-            paths,
-            sock,
-            page: Some(page),
-            _lock: file,
-        })
-    }
-
-    /// The page, handed to the ring's [`super::Client`] once.
-    pub fn take_page(&mut self) -> Option<Mapping> {
-        self.page.take()
-    }
-
-    pub fn notify(&self) -> io::Result<()> {
-        ring_bell(&self.sock, &self.paths.daemon_end(self.port))
-    }
-
-    /// Waits up to `timeout` for a notification; true if one came.
-    pub fn wait(&self, timeout: Duration) -> io::Result<bool> {
-        let signalled = wait_readable(self.sock.as_raw_fd(), timeout)?;
-        drain_socket(&self.sock)?;
-        Ok(signalled)
-    }
-
-    /// The domain dies: its page goes away first (the daemon notices), then
-    /// the rest of its directory.
-    pub fn destroy(run_dir: &Path, domid: u16) -> io::Result<()> {
-        let paths = SimPaths::new(run_dir, domid);
-        let (gfn, _port) = paths.discover()?;
-        std::fs::remove_file(paths.page(gfn))?;
-        std::fs::remove_dir_all(&paths.dir)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ring::conn::{RingConn, Wake};
-    use crate::ring::Client;
-
-    fn readable(fd: RawFd, ms: u64) -> bool {
-        wait_readable(fd, Duration::from_millis(ms)).unwrap()
-    }
-
-    #[test]
-    fn introduce_talk_and_vanish() {
-        let run = std::env::temp_dir().join(format!("xs-sim-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&run);
-        SimGuest::prepare(&run, 6, 1234, 3).unwrap();
-        assert!(SimGuest::prepare(&run, 6, 1234, 3).is_err());
-        let backend = SimBackend::new(&run);
-        // The wrong gfn or port is refused, as a bad XS_INTRODUCE should be.
-        assert!(RingConn::attach(&backend, 6, 99, 3).is_err());
-        assert!(RingConn::attach(&backend, 6, 1234, 4).is_err());
-        let mut conn = RingConn::attach(&backend, 6, 1234, 3).unwrap();
-
-        let mut guest = SimGuest::open(&run, 6).unwrap();
-        assert_eq!((guest.gfn, guest.port), (1234, 3));
-        let client = Client::new(Box::new(guest.take_page().unwrap()));
-        assert_eq!(client.server_features(), 3);
-        client.write(b"hello").unwrap();
-        guest.notify().unwrap();
-        assert!(readable(conn.fd(), 1000));
-        assert_eq!(conn.wake().unwrap(), Wake::Ready);
-        assert!(!readable(conn.fd(), 0), "drain leaves nothing pending");
-        let mut buf = [0u8; 16];
-        assert_eq!(conn.read(&mut buf).unwrap(), 5);
-        assert_eq!(
-            conn.read(&mut buf).unwrap_err().kind(),
-            io::ErrorKind::WouldBlock
-        );
-        conn.write(b"world").unwrap();
-        assert!(guest.wait(Duration::from_secs(1)).unwrap());
-        assert_eq!(client.read(&mut buf).unwrap(), 5);
-        assert_eq!(&buf[..5], b"world");
-
-        drop(client);
-        drop(guest);
-        SimGuest::destroy(&run, 6).unwrap();
-        assert!(readable(conn.fd(), 1000));
-        assert_eq!(conn.wake().unwrap(), Wake::Gone);
-        assert_eq!(conn.read(&mut buf).unwrap(), 0);
-        std::fs::remove_dir_all(&run).unwrap();
     }
 }

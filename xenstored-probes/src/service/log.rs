@@ -116,8 +116,9 @@ fn stderr_is_journal() -> bool {
     let Some(want) = std::env::var_os("JOURNAL_STREAM") else {
         return false;
     };
-    // SAFETY: fstat on fd 2 into a zeroed stat.
+    // SAFETY: libc::stat is plain data, valid all zeroes.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat on fd 2 into a stat of the right size.
     if unsafe { libc::fstat(2, &mut st) } != 0 {
         return false;
     }

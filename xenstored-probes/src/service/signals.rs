@@ -43,6 +43,7 @@ impl StopSignals {
     pub fn drain(&self) -> Received {
         let mut got = Received::default();
         loop {
+            // SAFETY: signalfd_siginfo is plain integers; all zeroes is valid.
             let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
             let size = std::mem::size_of::<libc::signalfd_siginfo>();
             // SAFETY: reading one signalfd_siginfo into a buffer of its size.

@@ -17,11 +17,11 @@ pub(crate) mod libbpf_log;
 pub mod record;
 mod ring;
 
+use crate::capture::Source;
 use crate::cli::BpfLinks;
 use crate::event::{Event, Probe};
 use crate::filter::Filter;
 use crate::sdt::SdtProbe;
-use crate::source::Source;
 use crate::target::Target;
 use anyhow::{bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
@@ -109,8 +109,8 @@ impl BpfSource {
 
         let ring_bytes = ring_bytes
             .next_power_of_two()
-            .max(crate::mapping::page_size());
-        let cpus = crate::perf::online_cpus()?.len().max(1);
+            .max(crate::capture::mapping::page_size());
+        let cpus = crate::capture::tracefs::perf::online_cpus()?.len().max(1);
         let rodata = open
             .maps
             .rodata_data

@@ -5,7 +5,7 @@
 //! goes on serving and answers the error.
 
 use super::adopt::STATE_FILE;
-use super::stream::{self, ConnKind, State};
+use crate::migration::stream::{self, ConnKind, State};
 use std::ffi::{CString, OsString};
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;

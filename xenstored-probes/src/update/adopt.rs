@@ -4,7 +4,7 @@
 //! (C xenstored 4.17–4.20's `lu_exec`). The daemon side, what the state
 //! means to the store and the connections, is daemon/restore.rs.
 
-use super::stream::{ConnKind, State};
+use crate::migration::stream::{ConnKind, State};
 use crate::server::Server;
 use crate::transport::Attachment;
 use crate::unix::{SocketListener, SocketTransport};
@@ -19,7 +19,8 @@ pub const STATE_FILE: &str = "state_dump";
 pub fn take_state(run_dir: &Path) -> Result<State, String> {
     let file = run_dir.join(STATE_FILE);
     let bytes = std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let state = super::stream::read(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+    let state =
+        crate::migration::stream::read(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
     std::fs::remove_file(&file).map_err(|e| format!("{}: {e}", file.display()))?;
     Ok(state)
 }
@@ -28,7 +29,7 @@ pub fn take_state(run_dir: &Path) -> Result<State, String> {
 /// and removes it; a bad one stays.
 pub fn take_oxenstored_state(file: &Path) -> Result<State, String> {
     let text = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let state = super::oxenstored::read(&String::from_utf8_lossy(&text))
+    let state = crate::migration::oxenstored::read(&String::from_utf8_lossy(&text))
         .map_err(|e| format!("{}: {e}", file.display()))?;
     std::fs::remove_file(file).map_err(|e| format!("{}: {e}", file.display()))?;
     Ok(state)

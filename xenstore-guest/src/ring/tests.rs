@@ -1,6 +1,8 @@
 use std::sync::Arc;
 
-use super::*;
+use super::Client;
+use xenstored_probes::ring::*;
+use xenstored_probes::wire::{Header, PAYLOAD_MAX};
 
 fn pair() -> (Server, Client, Arc<Mapping>) {
     let page = Arc::new(Mapping::anonymous().unwrap());
@@ -19,7 +21,7 @@ fn set_indices(c: &Client, req: u32, rsp: u32) {
 
 fn message(ty: u32, payload: &[u8]) -> Vec<u8> {
     let mut m = Vec::new();
-    crate::frame::encode(&mut m, ty, 7, 0, &[payload]);
+    xenstored_probes::frame::encode(&mut m, ty, 7, 0, &[payload]);
     m
 }
 
@@ -50,6 +52,8 @@ fn message_split_across_the_wrap() {
     let msg = message(2, b"device/vbd/0/state\0 and then some more bytes to cross");
     assert_eq!(c.write(&msg).unwrap(), msg.len());
     // The first 24 bytes sit at the end of the ring, the rest at its start.
+    // SAFETY: the page is PAGE_SIZE bytes, mapped while `page` lives, and
+    // nothing writes it during this read.
     let raw = unsafe { std::slice::from_raw_parts(page.ptr(), 1024) };
     assert_eq!(&raw[1000..1024], &msg[..24]);
     assert_eq!(&raw[..msg.len() - 24], &msg[24..]);
@@ -68,7 +72,7 @@ fn message_split_across_the_wrap() {
 
 #[test]
 fn partial_reads_and_a_full_queue() {
-    let (mut s, c, _p) = pair();
+    let (_s, c, p) = pair();
     let stream: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
     // Only a ring's worth fits until the server consumes.
     assert_eq!(c.write(&stream).unwrap(), RING_SIZE as usize);
@@ -77,18 +81,19 @@ fn partial_reads_and_a_full_queue() {
     let mut sent = RING_SIZE as usize;
     let mut buf = [0u8; 7];
     while got.len() < stream.len() {
-        let n = s.read_raw(&mut buf);
+        let n = read_raw(&p, &mut buf);
         got.extend_from_slice(&buf[..n]);
         sent += c.write(&stream[sent..]).unwrap();
     }
     assert_eq!(got, stream);
 }
 
-impl Server {
-    /// Reads bytes that are not xenstore messages (framing bypassed).
-    fn read_raw(&mut self, buf: &mut [u8]) -> usize {
-        self.iface.consume(REQUESTS, buf).unwrap()
-    }
+/// Reads request bytes that are not xenstore messages, as the server's end
+/// would with its framing bypassed.
+fn read_raw(page: &Arc<Mapping>, buf: &mut [u8]) -> usize {
+    Interface::new(Box::new(page.clone()))
+        .consume(REQUESTS, buf)
+        .unwrap()
 }
 
 #[test]
@@ -216,7 +221,7 @@ fn reconnect_empties_queues_and_clears_the_error() {
 
 #[test]
 fn concurrent_stream_keeps_order() {
-    let (mut s, c, _p) = pair();
+    let (_s, c, p) = pair();
     set_indices(&c, u32::MAX - 5000, 0);
     const TOTAL: usize = 1 << 20;
     let writer = std::thread::spawn(move || {
@@ -232,7 +237,7 @@ fn concurrent_stream_keeps_order() {
     let mut got = 0;
     let mut buf = [0u8; 333];
     while got < TOTAL {
-        let n = s.read_raw(&mut buf);
+        let n = read_raw(&p, &mut buf);
         for (k, b) in buf[..n].iter().enumerate() {
             assert_eq!(*b, ((got + k) % 251) as u8, "byte {}", got + k);
         }
@@ -269,6 +274,8 @@ fn scribbled_page_never_panics_the_server() {
             0 => c
                 .interface()
                 .store(fields[(r >> 8) as usize % fields.len()], (r >> 32) as u32),
+            // SAFETY: an offset inside the page, which lives as long as `page`;
+            // scribbling on the queues is the point (the server must cope).
             1 => unsafe { *page.ptr().add((r >> 8) as usize % 2048) = (r >> 40) as u8 },
             2 => {
                 let _ = c.write(&buf[..(r >> 8) as usize % buf.len()]);

@@ -2,13 +2,17 @@
 //! filters, output) and a capture back end (tracefs uprobes read through
 //! perf rings, or a BPF program writing a BPF ring buffer).
 
-use crate::bpf::BpfSource;
+pub mod bpf;
+pub mod mapping;
+pub mod tracefs;
+
+use crate::capture::bpf::BpfSource;
+use crate::capture::tracefs::TracefsSource;
 use crate::cli::{Args, Backend};
 use crate::event::{Event, Probe};
 use crate::filter::Filter;
 use crate::sdt::SdtProbe;
 use crate::target::Target;
-use crate::tracefs::TracefsSource;
 use anyhow::{Context, Result};
 
 pub trait Source {

@@ -15,7 +15,7 @@
 //! The kernel never writes a record between the two positions, so the
 //! records there are read in place.
 
-use crate::mapping::{page_size, Mapping};
+use crate::capture::mapping::{page_size, Mapping};
 use anyhow::{Context, Result};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};

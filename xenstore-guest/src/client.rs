@@ -13,10 +13,13 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::frame::{self, InBuf};
-use crate::ring::sim::{wait_readable, SimGuest};
-use crate::ring::{Client, RingError, FEATURE_RECONNECTION};
-use crate::wire::{msg_name, MsgType, XsError, PAYLOAD_MAX};
+use xenstored_probes::frame::{self, InBuf};
+use xenstored_probes::ring::sim::wait_readable;
+use xenstored_probes::ring::{RingError, FEATURE_RECONNECTION};
+use xenstored_probes::wire::{msg_name, MsgType, XsError, PAYLOAD_MAX};
+
+use crate::ring::Client;
+use crate::sim::SimGuest;
 
 /// A byte pipe to the daemon.
 pub trait Link {
@@ -508,8 +511,8 @@ pub fn is_xs_error(err: &XsClientError, want: XsError) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ring::conn::{RingConn, Wake};
-    use crate::ring::sim::SimBackend;
+    use xenstored_probes::ring::conn::{RingConn, Wake};
+    use xenstored_probes::ring::sim::SimBackend;
 
     /// A stand-in server thread: answers each request with its own payload
     /// reversed, after first firing a watch event; XS_RM gets ENOENT.

@@ -18,8 +18,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Parser;
-use xenstored_probes::guest::{Guest, Link, SocketLink, Xs};
-use xenstored_probes::ring::sim::SimGuest;
+use xenstore_guest::boot::{self, GFN, PORT};
+use xenstore_guest::client::{Guest, Link, SocketLink, Xs};
+use xenstore_guest::sim::SimGuest;
 
 type Result<T> = std::result::Result<T, Box<dyn Error + Send + Sync>>;
 
@@ -28,8 +29,6 @@ const INIT_WAIT: u32 = 2;
 const INITIALISED: u32 = 3;
 const CONNECTED: u32 = 4;
 
-const GFN: u64 = 0xfeffc;
-const PORT: u32 = 1;
 const WAIT: Duration = Duration::from_secs(10);
 
 /// Plays a guest start against xenstored-shim (started with the same
@@ -66,8 +65,6 @@ struct Vbd {
 
 fn run(cli: &Cli) -> Result<()> {
     let domid = cli.domid;
-    // The domain builder: the guest's xenstore page and event channel.
-    SimGuest::prepare(&cli.run_dir, domid, GFN, PORT)?;
     let mut toolstack = Xs::connect(&cli.socket)?;
     init_dom0(&mut toolstack)?;
     let vbd = build_domain(&mut toolstack, domid)?;
@@ -85,7 +82,8 @@ fn run(cli: &Cli) -> Result<()> {
         move || block_backend(backend, &vbd_backend, &vbd_frontend)
     });
 
-    toolstack.introduce(domid, GFN, PORT)?;
+    // The domain builder's page and event channel, then XS_INTRODUCE.
+    boot::introduce(&mut toolstack, &cli.run_dir, domid)?;
     let guest_thread = std::thread::spawn({
         let run_dir = cli.run_dir.clone();
         move || frontend(&run_dir, domid)

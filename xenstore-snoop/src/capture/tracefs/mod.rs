@@ -1,14 +1,18 @@
 //! The tracefs back end: one uprobe event per probe site in this
 //! snooper's tracefs group, read through per-CPU perf rings.
 
+pub mod perf;
+pub mod perf_ring;
+pub mod uprobe;
+
+use crate::capture::tracefs::perf::Rings;
+use crate::capture::tracefs::uprobe::{remove_stale_groups, tracefs, Group};
+use crate::capture::Source;
 use crate::event::{Decoder, Event, Probe};
 use crate::filter::Filter;
 use crate::format::Format;
-use crate::perf::Rings;
 use crate::sdt::SdtProbe;
-use crate::source::Source;
 use crate::target::Target;
-use crate::uprobe::{remove_stale_groups, tracefs, Group};
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 

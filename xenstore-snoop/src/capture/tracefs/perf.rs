@@ -4,8 +4,8 @@
 //! Killing the reader closes the fds, which unregisters the uprobes and
 //! drops the daemon's semaphores back to zero: nothing is left firing.
 
-use crate::mapping::page_size;
-use crate::perf_ring::Ring;
+use crate::capture::mapping::page_size;
+use crate::capture::tracefs::perf_ring::Ring;
 use anyhow::{Context, Result};
 use perf_event_open_sys as sys;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

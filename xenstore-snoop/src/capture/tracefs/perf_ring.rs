@@ -8,7 +8,7 @@
 //! with them). Nothing here makes a Rust reference into the mapping: the
 //! kernel writes it concurrently.
 
-use crate::mapping::{page_size, Mapping};
+use crate::capture::mapping::{page_size, Mapping};
 use anyhow::{Context, Result};
 use perf_event_open_sys::bindings::perf_event_mmap_page;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};

@@ -1,5 +1,5 @@
 //! xs-guest: be a guest domain talking to xenstored over its (simulated) ring.
-//! The protocol lives in xenstored_probes::guest; this file is flags and
+//! The protocol lives in xenstore_guest::client; this file is flags and
 //! output. See xs-guest(1).
 
 use std::io::BufRead;
@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use xenstored_probes::guest::{Guest, XsClientError};
-use xenstored_probes::ring::sim::SimGuest;
+use xenstore_guest::client::{Guest, XsClientError};
+use xenstore_guest::sim::SimGuest;
 
 /// Be domain N's guest: xenstore requests over its shared ring, simulated
 /// under DIR/ring/N/ (the --run-dir of xenstored-shim). Paths may be

@@ -1,0 +1,174 @@
+//! The guest's end of the simulated ring (the daemon's is
+//! `xenstored_probes::ring::sim`): the domain builder's `prepare`, a guest
+//! process attaching to its page and event channel, the domain's death.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixDatagram;
+use std::path::Path;
+use std::time::Duration;
+
+use xenstored_probes::ring::sim::{bind_fresh, drain_socket, ring_bell, wait_readable, SimPaths};
+use xenstored_probes::ring::{Mapping, PAGE_SIZE};
+
+/// How long a guest process waits for the one before it to finish.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// Waits for the other guest processes of the domain (an flock on the page).
+fn take_turn(page: &File, paths: &SimPaths, wait: Duration) -> io::Result<()> {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        match page.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(TryLockError::WouldBlock) => {}
+            Err(TryLockError::Error(e)) => return Err(e),
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!(
+                    "{}: another guest process holds this domain's ring (one at a time)",
+                    paths.dir.display()
+                ),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The guest's end: the page mapped and the guest's socket bound, held by
+/// one guest process at a time (an flock on the page file).
+pub struct SimGuest {
+    pub gfn: u64,
+    pub port: u32,
+    paths: SimPaths,
+    sock: UnixDatagram,
+    page: Option<Mapping>,
+    _lock: File,
+}
+
+impl SimGuest {
+    /// Creates a domain's page (zeroed) and event channel port: what the
+    /// domain builder does before the toolstack introduces the domain.
+    pub fn prepare(run_dir: &Path, domid: u16, gfn: u64, port: u32) -> io::Result<SimPaths> {
+        let paths = SimPaths::new(run_dir, domid);
+        if paths.dir.exists() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!(
+                    "{} exists: domain {domid} is already prepared",
+                    paths.dir.display()
+                ),
+            ));
+        }
+        std::fs::create_dir_all(&paths.dir)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", paths.dir.display())))?;
+        File::create(paths.page(gfn))?.set_len(PAGE_SIZE as u64)?;
+        // Binding creates the socket file that names the port.
+        drop(bind_fresh(&paths.guest_end(port))?);
+        Ok(paths)
+    }
+
+    /// Attaches this process as the domain's guest, waiting for any other
+    /// guest process of the domain to finish.
+    pub fn open(run_dir: &Path, domid: u16) -> io::Result<SimGuest> {
+        let paths = SimPaths::new(run_dir, domid);
+        let (gfn, port) = paths.discover()?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(paths.page(gfn))?;
+        take_turn(&file, &paths, LOCK_WAIT)?;
+        let page = Mapping::of_fd(&file, 0)?;
+        let sock = bind_fresh(&paths.guest_end(port))?;
+        Ok(SimGuest {
+            gfn,
+            port,
+            paths,
+            sock,
+            page: Some(page),
+            _lock: file,
+        })
+    }
+
+    /// The page, handed to the ring's [`crate::ring::Client`] once.
+    pub fn take_page(&mut self) -> Option<Mapping> {
+        self.page.take()
+    }
+
+    pub fn notify(&self) -> io::Result<()> {
+        ring_bell(&self.sock, &self.paths.daemon_end(self.port))
+    }
+
+    /// Waits up to `timeout` for a notification; true if one came.
+    pub fn wait(&self, timeout: Duration) -> io::Result<bool> {
+        let signalled = wait_readable(self.sock.as_raw_fd(), timeout)?;
+        drain_socket(&self.sock)?;
+        Ok(signalled)
+    }
+
+    /// The domain dies: its page goes away first (the daemon notices), then
+    /// the rest of its directory.
+    pub fn destroy(run_dir: &Path, domid: u16) -> io::Result<()> {
+        let paths = SimPaths::new(run_dir, domid);
+        let (gfn, _port) = paths.discover()?;
+        std::fs::remove_file(paths.page(gfn))?;
+        std::fs::remove_dir_all(&paths.dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::RawFd;
+
+    use crate::ring::Client;
+    use xenstored_probes::ring::conn::{RingConn, Wake};
+    use xenstored_probes::ring::sim::SimBackend;
+
+    fn readable(fd: RawFd, ms: u64) -> bool {
+        wait_readable(fd, Duration::from_millis(ms)).unwrap()
+    }
+
+    #[test]
+    fn introduce_talk_and_vanish() {
+        let run = std::env::temp_dir().join(format!("xs-sim-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&run);
+        SimGuest::prepare(&run, 6, 1234, 3).unwrap();
+        assert!(SimGuest::prepare(&run, 6, 1234, 3).is_err());
+        let backend = SimBackend::new(&run);
+        // The wrong gfn or port is refused, as a bad XS_INTRODUCE should be.
+        assert!(RingConn::attach(&backend, 6, 99, 3).is_err());
+        assert!(RingConn::attach(&backend, 6, 1234, 4).is_err());
+        let mut conn = RingConn::attach(&backend, 6, 1234, 3).unwrap();
+
+        let mut guest = SimGuest::open(&run, 6).unwrap();
+        assert_eq!((guest.gfn, guest.port), (1234, 3));
+        let client = Client::new(Box::new(guest.take_page().unwrap()));
+        assert_eq!(client.server_features(), 3);
+        client.write(b"hello").unwrap();
+        guest.notify().unwrap();
+        assert!(readable(conn.fd(), 1000));
+        assert_eq!(conn.wake().unwrap(), Wake::Ready);
+        assert!(!readable(conn.fd(), 0), "drain leaves nothing pending");
+        let mut buf = [0u8; 16];
+        assert_eq!(conn.read(&mut buf).unwrap(), 5);
+        assert_eq!(
+            conn.read(&mut buf).unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
+        conn.write(b"world").unwrap();
+        assert!(guest.wait(Duration::from_secs(1)).unwrap());
+        assert_eq!(client.read(&mut buf).unwrap(), 5);
+        assert_eq!(&buf[..5], b"world");
+
+        drop(client);
+        drop(guest);
+        SimGuest::destroy(&run, 6).unwrap();
+        assert!(readable(conn.fd(), 1000));
+        assert_eq!(conn.wake().unwrap(), Wake::Gone);
+        assert_eq!(conn.read(&mut buf).unwrap(), 0);
+        std::fs::remove_dir_all(&run).unwrap();
+    }
+}
