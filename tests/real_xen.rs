@@ -423,7 +423,7 @@ fn live_update_into_the_shim(test: &str, release: &str, from: &str) {
     let before = run.file("live-update-before.txt");
     let after = run.file("live-update-after.txt");
     let store = |t: &str| {
-        let mut nodes: Vec<&str> = t.lines().skip(1).collect();
+        let mut nodes: Vec<String> = t.lines().skip(1).map(String::from).collect();
         nodes.sort_unstable();
         nodes
     };
