@@ -10,7 +10,11 @@ mod common;
 
 use common::upstream::{self, Flavor, Peer, Release, Upstream};
 use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
 use std::time::Duration;
+use xenstore_testkit::daemon::Daemon;
+use xenstore_testkit::Watched;
 use xenstored_probes::migration::stream::{self, ConnKind, Perm};
 
 /// Starts C xenstored with some state, updates it into a script that
@@ -164,14 +168,10 @@ fn c_xenstored_420_updates_live_into_the_shim() {
 
 fn c_xenstored_update_into_the_shim(release: Release) {
     let mut c = Upstream::start(Peer::c(release));
-    c.run("xenstore-write", &["/local/domain/7/data", "seven"]);
-    c.run("xenstore-chmod", &["/local/domain/7/data", "n7", "r0"]);
+    let watcher = some_state(&c);
     c.run("xenstore-write", &["/vm/uuid/name", "guest7"]);
-    let watcher = c.watch(&["/local/domain/7"]);
-    watcher.line(0, common::TIMEOUT);
     let before = c.run("xenstore-ls", &["-f", "-p"]);
     let pid = c.pid();
-
     let shim = common::bin("xenstored-shim");
     let out = xenstore_testkit::process::output_within(
         release
@@ -181,39 +181,14 @@ fn c_xenstored_update_into_the_shim(release: Release) {
             .arg(&shim),
         Duration::from_secs(30),
     );
-    assert!(
-        out.status.success(),
-        "xenstore-control live-update: {} {}{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        c.log()
-    );
-    // The same process, now running the shim.
-    assert!(c.alive(), "the daemon died:\n{}", c.log());
-    assert_eq!(c.pid(), pid);
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
-    assert_eq!(exe, shim.canonicalize().unwrap(), "{}", c.log());
-    assert!(c.log().contains("live update: took over"), "{}", c.log());
+    assert_updated(&mut c, &out, pid, &shim, &watcher);
     assert!(!c.dir.join("state_dump").exists(), "the state file stayed");
-
-    assert_eq!(c.run("xenstore-ls", &["-f", "-p"]), before, "{}", c.log());
-    // The watch set before the update fires after it, on the connection
-    // that was open throughout.
-    c.run("xenstore-write", &["/local/domain/7/after", "yes"]);
-    watcher.wait_line(
-        "the event for /local/domain/7/after",
-        common::TIMEOUT,
-        |l| l.starts_with("/local/domain/7/after"),
-    );
+    assert_eq!(store_but_probe(&c), before, "{}", c.log());
     assert_eq!(c.run("xenstore-read", &["/vm/uuid/name"]).trim(), "guest7");
 }
 
 /// `xenstore-control live-update ARGS` against `daemon`: its output.
-fn xenstore_control(
-    daemon: &xenstore_testkit::daemon::Daemon,
-    args: &[&str],
-) -> std::process::Output {
+fn xenstore_control(daemon: &Daemon, args: &[&str]) -> Output {
     xenstore_testkit::process::output_within(
         daemon
             .client("/usr/lib/xen-4.17/bin/xenstore-control")
@@ -223,8 +198,50 @@ fn xenstore_control(
     )
 }
 
-fn exe_of(pid: u32) -> std::path::PathBuf {
+/// `xenstore-ls -f -p` without the node assert_updated writes.
+fn store_but_probe(d: &Daemon) -> String {
+    let ls = d.run("xenstore-ls", &["-f", "-p"]);
+    ls.lines()
+        .filter(|l| !l.starts_with("/local/domain/7/after "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+fn exe_of(pid: u32) -> PathBuf {
     std::fs::read_link(format!("/proc/{pid}/exe")).unwrap()
+}
+
+/// What an update starts from: a node with permissions, and a client with
+/// a watch on it, connected throughout.
+fn some_state(d: &Daemon) -> Watched {
+    d.run("xenstore-write", &["/local/domain/7/data", "seven"]);
+    d.run("xenstore-chmod", &["/local/domain/7/data", "n7", "r0"]);
+    let watcher = d.watch(&["/local/domain/7"]);
+    watcher.line(0, common::TIMEOUT);
+    watcher
+}
+
+/// What a successful update leaves: xenstore-control got its "OK", process
+/// `pid` runs `exe` now and said it took over, and the watch set before
+/// the update fires after it, on the connection open throughout.
+fn assert_updated(d: &mut Daemon, out: &Output, pid: u32, exe: &Path, watcher: &Watched) {
+    assert!(
+        out.status.success(),
+        "xenstore-control live-update: {} {}{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        d.log()
+    );
+    assert!(d.alive(), "the daemon died:\n{}", d.log());
+    assert_eq!(exe_of(pid), exe.canonicalize().unwrap(), "{}", d.log());
+    assert!(d.log().contains("live update: took over"), "{}", d.log());
+    d.run("xenstore-write", &["/local/domain/7/after", "yes"]);
+    watcher.wait_line(
+        "the event for /local/domain/7/after",
+        common::TIMEOUT,
+        |l| l.starts_with("/local/domain/7/after"),
+    );
 }
 
 /// Upgrading the shim in place: the running shim hands its state to a new
@@ -236,42 +253,17 @@ fn the_shim_updates_live_into_a_new_shim() {
         return; // xenstore-control comes with xen-utils-4.17
     }
     let mut shim = common::shim::Shim::private_copy();
-    shim.run("xenstore-write", &["/local/domain/7/data", "seven"]);
-    shim.run("xenstore-chmod", &["/local/domain/7/data", "n7", "r0"]);
-    let watcher = shim.watch(&["/local/domain/7"]);
-    watcher.line(0, common::TIMEOUT);
+    let watcher = some_state(&shim);
     let before = shim.run("xenstore-ls", &["-f", "-p"]);
     let pid = shim.pid();
-    let old = exe_of(pid);
     let v2 = shim.dir.join("v2");
     std::fs::create_dir(&v2).unwrap();
     let new =
         xenstore_testkit::daemon::private_copy_of(&common::bin("xenstored-shim"), &v2).unwrap();
-    assert_ne!(old, new);
-
+    assert_ne!(exe_of(pid), new);
     let out = xenstore_control(&shim, &["-t", "10", "-f", new.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}: {}{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        shim.log()
-    );
-    assert!(shim.alive(), "{}", shim.log());
-    assert_eq!(exe_of(pid), new, "{}", shim.log());
-    assert!(
-        shim.log().contains("live update: took over"),
-        "{}",
-        shim.log()
-    );
-    assert_eq!(shim.run("xenstore-ls", &["-f", "-p"]), before);
-    shim.run("xenstore-write", &["/local/domain/7/after", "yes"]);
-    watcher.wait_line(
-        "the event for /local/domain/7/after",
-        common::TIMEOUT,
-        |l| l.starts_with("/local/domain/7/after"),
-    );
+    assert_updated(&mut shim, &out, pid, &new, &watcher);
+    assert_eq!(store_but_probe(&shim), before, "{}", shim.log());
 }
 
 /// A target that is not a shim is refused before anything is torn down:
@@ -361,28 +353,14 @@ fn oxenstored_updates_live_into_the_shim() {
         return;
     }
     let mut o = Upstream::start(Flavor::Ocaml);
-    o.run("xenstore-write", &["/local/domain/7/data", "seven"]);
-    o.run("xenstore-chmod", &["/local/domain/7/data", "n7", "r0"]);
-    let watcher = o.watch(&["/local/domain/7"]);
-    watcher.line(0, common::TIMEOUT);
+    let watcher = some_state(&o);
     // oxenstored writes /tool/xenstored (its binary) at start: the shim
     // keeps what it finds.
     let before = o.run("xenstore-ls", &["-f", "-p"]);
     let pid = o.pid();
     let shim = common::bin("xenstored-shim");
-
     let out = xenstore_control(&o, &["-t", "10", "-f", shim.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}: {}{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        o.log()
-    );
-    assert!(o.alive(), "{}", o.log());
-    assert_eq!(exe_of(pid), shim.canonicalize().unwrap(), "{}", o.log());
-    assert!(o.log().contains("live update: took over"), "{}", o.log());
+    assert_updated(&mut o, &out, pid, &shim, &watcher);
     assert!(!o.dir.join("db").exists(), "the dump stayed");
     // The same nodes, values and permissions. oxenstored lists children
     // sorted and shows its special nodes as children of /; the shim (as C)
@@ -396,15 +374,8 @@ fn oxenstored_updates_live_into_the_shim() {
         l.sort();
         l
     };
-    let after = o.run("xenstore-ls", &["-f", "-p"]);
-    assert_eq!(nodes(&after), nodes(&before), "{}", o.log());
+    assert_eq!(nodes(&store_but_probe(&o)), nodes(&before), "{}", o.log());
     assert!(before.contains("/@releaseDomain"), "{before}");
-    o.run("xenstore-write", &["/local/domain/7/after", "yes"]);
-    watcher.wait_line(
-        "the event for /local/domain/7/after",
-        common::TIMEOUT,
-        |l| l.starts_with("/local/domain/7/after"),
-    );
 }
 
 /// `xenstore-snoop --follow` across a live update: the daemon's pid stays
@@ -413,7 +384,6 @@ fn oxenstored_updates_live_into_the_shim() {
 #[test]
 fn the_snooper_follows_a_live_update() {
     use std::process::Stdio;
-    use xenstore_testkit::Watched;
     let test = "the_snooper_follows_a_live_update";
     if !common::need_root(test) || !upstream::available(Flavor::C, test) {
         return;
