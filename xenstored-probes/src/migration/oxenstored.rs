@@ -86,12 +86,13 @@ pub fn read(text: &str) -> Result<State, String> {
                     .ok_or_else(|| fail("a watch of no connection listed before it"))?;
                 state.watches.push(Watch {
                     conn_id,
-                    path: unhex(path).ok_or_else(|| fail("path is not hex"))?,
-                    token: unhex(token).ok_or_else(|| fail("token is not hex"))?,
+                    path: unhex_string(path).ok_or_else(|| fail("path is not hex of a string"))?,
+                    token: unhex_string(token)
+                        .ok_or_else(|| fail("token is not hex of a string"))?,
                 });
             }
             ["store", path, perms, value] => {
-                let path = unhex(path).ok_or_else(|| fail("path is not hex"))?;
+                let path = unhex_string(path).ok_or_else(|| fail("path is not hex of a string"))?;
                 let perms = unhex(perms).ok_or_else(|| fail("perms are not hex"))?;
                 state.nodes.push(Node {
                     conn_id: 0,
@@ -116,6 +117,11 @@ fn special_name(path: Vec<u8>) -> Vec<u8> {
         Some(name) if name.first() == Some(&b'@') => name.to_vec(),
         _ => path,
     }
+}
+
+/// A path or token: hex of a string without NUL (it ends C strings).
+fn unhex_string(s: &str) -> Option<Vec<u8>> {
+    unhex(s).filter(|b| !b.contains(&0))
 }
 
 fn unhex(s: &str) -> Option<Vec<u8>> {
@@ -198,6 +204,7 @@ mod tests {
             ("dom,x,1,2,3", "not a number"),
             ("watch,4,00,00", "no connection"),
             ("store,zz,00,00", "path is not hex"),
+            ("store,2f00,6e30,", "path is not hex of a string"),
             ("store,2f,00,", "bad permissions"),
             ("frobnicate", "unknown record"),
         ] {
