@@ -11,7 +11,6 @@ use crate::compare::{Case, Comparison};
 use crate::daemons;
 use crate::plan::{self, Budget, LOOP_PROBES, LOOP_SNOOP_ARGS};
 use crate::probe_loop::ProbeLoop;
-use crate::stats::Sample;
 use crate::tracers::{Counts, Tracer};
 use crate::uprobe::{BareUprobes, Fetch};
 use crate::workload::Workload;
@@ -111,16 +110,7 @@ fn per_firing(args: &KernelArgs, budget: &Budget, counts: &mut Vec<Counts>) -> R
         vec![Case::raw(Workload::Read, 1, Pin::Cpu0)],
         4 * budget.rounds,
         |_, k| {
-            let fire = |lp: &mut ProbeLoop| -> Result<Sample> {
-                let (events, ns) = lp.run(secs, 0.0, 1)?;
-                Ok(Sample {
-                    ops: events,
-                    ops_per_s: events as f64 * 1e9 / ns as f64,
-                    p50_us: f64::NAN,
-                    p99_us: f64::NAN,
-                    daemon_cpu_us: f64::NAN,
-                })
-            };
+            let fire = |lp: &mut ProbeLoop| lp.sample(secs);
             let kind = match k {
                 0 => return fire(&mut lp),
                 1 => {

@@ -297,16 +297,7 @@ pub fn per_firing(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compar
         4 * budget.rounds,
         |_, k| {
             let lp = lp.as_mut().map_err(|e| anyhow!("{e:#}"))?;
-            let fire = |lp: &mut ProbeLoop| -> Result<Sample> {
-                let (events, ns) = lp.run(secs, 0.0, 1)?;
-                Ok(Sample {
-                    ops: events,
-                    ops_per_s: events as f64 * 1e9 / ns as f64,
-                    p50_us: f64::NAN,
-                    p99_us: f64::NAN,
-                    daemon_cpu_us: f64::NAN,
-                })
-            };
+            let fire = |lp: &mut ProbeLoop| lp.sample(secs);
             match k {
                 0 => fire(lp),
                 1 | 4 => {
@@ -449,14 +440,7 @@ fn sites_per_firing(b: &Builds, nop1_loop: &Path, budget: &Budget) -> Comparison
             let _probes = fetch
                 .map(|f| BareUprobes::enable(&lp.binary, &LOOP_PROBES, f))
                 .transpose()?;
-            let (events, ns) = lp.run(secs, 0.0, 1)?;
-            Ok(Sample {
-                ops: events,
-                ops_per_s: events as f64 * 1e9 / ns as f64,
-                p50_us: f64::NAN,
-                p99_us: f64::NAN,
-                daemon_cpu_us: f64::NAN,
-            })
+            lp.sample(secs)
         },
     )
 }

@@ -61,6 +61,21 @@ impl ProbeLoop {
     }
 }
 
+impl ProbeLoop {
+    /// Fires flat out from one thread for `secs`: the firing rate as a
+    /// sample (no latencies, no daemon).
+    pub fn sample(&mut self, secs: f64) -> Result<crate::stats::Sample> {
+        let (events, ns) = self.run(secs, 0.0, 1)?;
+        Ok(crate::stats::Sample {
+            ops: events,
+            ops_per_s: events as f64 * 1e9 / ns as f64,
+            p50_us: f64::NAN,
+            p99_us: f64::NAN,
+            daemon_cpu_us: f64::NAN,
+        })
+    }
+}
+
 impl Drop for ProbeLoop {
     fn drop(&mut self) {
         let _ = self.child.kill();
