@@ -267,7 +267,8 @@ fn the_shim_updates_live_into_a_new_shim() {
 }
 
 /// A target that is not a shim is refused before anything is torn down:
-/// the same image serves on, and says why.
+/// the same image serves on, and says why; the target is read, never run
+/// (one that hangs would stall every guest).
 #[test]
 fn a_live_update_to_a_target_that_is_no_shim_is_refused_untouched() {
     let test = "a_live_update_to_a_target_that_is_no_shim_is_refused_untouched";
@@ -280,7 +281,17 @@ fn a_live_update_to_a_target_that_is_no_shim_is_refused_untouched() {
     let exe = exe_of(pid);
     let data = shim.dir.join("not-a-program");
     std::fs::write(&data, "data").unwrap();
+    // A target that would hang the event loop if the shim ran it to ask.
+    let ran = shim.dir.join("hanging-target-ran");
+    let hangs = shim.dir.join("hangs");
+    std::fs::write(
+        &hangs,
+        format!("#!/bin/sh\ntouch {}\nexec sleep 1000\n", ran.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hangs, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     for (target, why) in [
+        (hangs.to_str().unwrap(), "not xenstored-shim"),
         ("/bin/true", "not xenstored-shim"),
         ("/nonexistent", "File not accessible."),
         (data.to_str().unwrap(), "File not executable."),
@@ -294,6 +305,7 @@ fn a_live_update_to_a_target_that_is_no_shim_is_refused_untouched() {
         assert_eq!(exe_of(pid), exe);
         assert_eq!(shim.run("xenstore-read", &["/kept"]).trim(), "yes");
     }
+    assert!(!ran.exists(), "the shim ran a target to check it");
 }
 
 /// An open transaction holds the update until -t runs out; then it is

@@ -17,7 +17,6 @@ use crate::path;
 use crate::perms::{IGNORE, READ, WRITE};
 use crate::wire::{Header, MsgType};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A live-update session: one privileged connection's, from `-f` to exec.
@@ -50,8 +49,12 @@ pub struct Ready {
     pub cmdline: Option<String>,
 }
 
-/// How long the target's `--version` may take.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// What every shim image carries, so `-f` recognises one by reading the
+/// file rather than running it: a target that hangs or waits for input
+/// would stall the event loop, and every guest with it. The stream version
+/// is in it, so an image that cannot read this daemon's stream is refused.
+const IMAGE_MARK: &str = "xenstored-shim image: migration stream v1\0";
+const _: () = assert!(stream::VERSION == 1, "IMAGE_MARK names the stream version");
 
 /// Why `target` cannot take this daemon's state, if it cannot.
 fn refuse_target(target: &Path) -> Option<String> {
@@ -62,38 +65,17 @@ fn refuse_target(target: &Path) -> Option<String> {
     if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
         return Some("File not executable.".to_string());
     }
-    let child = Command::new(target)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn();
-    let Ok(mut child) = child else {
-        return Some("File cannot be run.".to_string());
+    let Ok(image) = std::fs::read(target) else {
+        return Some("File not readable.".to_string());
     };
-    let deadline = Instant::now() + PROBE_TIMEOUT;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Some("The target did not answer --version.".to_string());
-            }
-        }
-    }
-    let mut said = String::new();
-    if let Some(mut out) = child.stdout.take() {
-        use std::io::Read;
-        let _ = out.read_to_string(&mut said);
-    }
-    if !said.starts_with("xenstored-shim ") {
-        return Some(format!(
-            "The target is not xenstored-shim (its --version said {:?}): only the shim \
-             takes over this daemon's rings.",
-            said.lines().next().unwrap_or("")
-        ));
+    // The mark is this function's own constant: any image that can carry
+    // out a live update holds it.
+    if memchr::memmem::find(&image, IMAGE_MARK.as_bytes()).is_none() {
+        return Some(
+            "The target is not xenstored-shim (or not one that reads this daemon's \
+             migration stream): only the shim takes over this daemon's rings."
+                .to_string(),
+        );
     }
     None
 }
