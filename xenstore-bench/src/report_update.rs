@@ -29,10 +29,15 @@ pub fn update(old: &str, new: &str, measured: &str) -> String {
     }
     for (key, text) in &new_parts {
         if !key.is_empty() && !old_parts.iter().any(|(k, _)| k == key) {
-            if !out.last().is_some_and(|t| t.ends_with("\n\n")) {
-                out.push("\n".to_string());
-            }
             out.push(stamped(text, measured));
+        }
+    }
+    // A section rendered last in its report lacks the blank line that
+    // parted it from the next.
+    let last = out.len().saturating_sub(1);
+    for part in &mut out[..last] {
+        if !part.is_empty() && !part.ends_with("\n\n") {
+            part.push('\n');
         }
     }
     let mut text = out.concat();
@@ -165,6 +170,12 @@ mod tests {
             ## Scale: idle\n\nold scale\n\n## 8. Dom0 kernels\n\nold 8\n\n\
             ## 9. Metrics mode\n\n_Measured today._\n\nnew 9\n";
         assert_eq!(got, want, "\n{got}");
+    }
+
+    #[test]
+    fn a_replaced_section_stays_parted_from_the_next() {
+        let got = update(OLD, "# B\n\n## 1. Throughput\n\nnew 1\n", "now");
+        assert!(got.contains("new 1\n\n## 3. Snooping cost\n"), "{got}");
     }
 
     #[test]
