@@ -65,9 +65,11 @@ fn summary_intervals_show_rates_in_ascii_when_piped() {
         .collect();
     let rate: f64 = cells[2].parse().unwrap();
     assert!(rate > 0.0, "{write}");
-    // A later quiet interval: the total stays, the rate drops to 0.
-    let quiet = snoop.wait_line("a quiet interval", |l| {
-        l.starts_with("last ") && l.contains(": 0 requests, 0.0/s;")
+    // A later quiet interval: the total stays, the rate drops to 0. (The
+    // lines are searched from the first: an interval that ended before the
+    // writes began is quiet too, with 0 in all; it is not this one.)
+    let quiet = snoop.wait_line("a quiet interval after the writes", |l| {
+        l.starts_with("last ") && l.contains(": 0 requests, 0.0/s;") && !l.ends_with("; 0 in all")
     });
     assert!(quiet.ends_with("; 50 in all"), "{quiet}");
     let (out, _, status) = snoop.stop();

@@ -74,6 +74,10 @@ pub struct AllArgs {
     /// Where to write the report.
     #[arg(long, default_value = "BENCHMARKS.md")]
     pub out: PathBuf,
+    /// Replace only the sections run (see --only) in the existing --out
+    /// report, keeping the others; each replaced one says when it was measured.
+    #[arg(long)]
+    pub update: bool,
     /// Seconds per measured run (default 1.0, quick 0.25).
     #[arg(long)]
     pub seconds: Option<f64>,

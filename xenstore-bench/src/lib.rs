@@ -17,6 +17,7 @@ pub mod metrics_mode;
 pub mod plan;
 pub mod probe_loop;
 pub mod report;
+pub mod report_update;
 pub mod run;
 pub mod scale;
 pub mod scale_report;

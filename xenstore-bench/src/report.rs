@@ -310,7 +310,30 @@ fn goals(r: &Results) -> Vec<Goal> {
     g
 }
 
+/// The report: how it was measured, the goals, what limits the figures,
+/// then each section that was run, in the order it was always written.
 pub fn render(r: &Results) -> String {
+    let mut s = preamble(r);
+    s += &goals_table(r);
+    s += &limits(r);
+    let sections = [
+        r.throughput.as_ref().map(throughput_section),
+        r.idle.as_ref().map(idle_section),
+        r.snoop.as_ref().map(snoop_section),
+        r.firing.as_ref().map(firing_section),
+        r.loss.as_ref().map(|x| loss_section(x, &r.budget)),
+        r.memory.as_ref().map(|x| memory_section(x, &r.budget)),
+        r.metrics.as_ref().map(metrics_section),
+        r.sites.as_ref().map(sites_section),
+    ];
+    for section in sections.into_iter().flatten() {
+        s += &section;
+    }
+    s
+}
+
+/// The title, the machine, the budget, and other tracers running.
+fn preamble(r: &Results) -> String {
     let m = &r.machine;
     let b = &r.budget;
     let mut s = String::new();
@@ -345,6 +368,12 @@ pub fn render(r: &Results) -> String {
             m.foreign_tracers.join("; ")
         );
     }
+    s
+}
+
+/// The goals, each with its target, measured figure and verdict.
+fn goals_table(r: &Results) -> String {
+    let mut s = String::new();
     let _ = writeln!(
         s,
         "## Goals\n\n| goal | target | measured | verdict |\n|---|---|---|---|"
@@ -359,265 +388,296 @@ pub fn render(r: &Results) -> String {
             verdict(goal.met)
         );
     }
-    s += &limits(r);
-    if let Some(t) = &r.throughput {
-        let _ = writeln!(
-            s,
-            "\n## 1. Throughput and latency\n\nThe same client workload against each daemon. \
-             Raw client: one outstanding request per connection, one thread per connection. \
-             `pinned`: client and daemon threads on CPU 0 (`sched_setaffinity`); `unpinned`: \
-             anywhere (on this VM a cross-CPU wake-up costs tens of µs). `txn`: START, READ, \
-             WRITE, END on the connection's own counter, counted as one op. libxenstore rows \
-             use `xs_read`/`xs_write` from a small C program (c/xs_load.c).\n"
-        );
-        s += &table(t, &[("shim ÷ C", 0, 1), ("shim ÷ oxenstored", 0, 2)], &[]);
-    }
-    if let Some(c) = &r.idle {
-        let _ = writeln!(
-            s,
-            "\n## 2. Idle probes\n\nThe shim built with its probes (no tracer attached) against \
-             the shim built with `--no-default-features` (every probe compiled out).\n"
-        );
-        s += &table(c, &[("in ÷ out", 0, 1)], &[("in ÷ out", 0, 1)]);
-    }
-    if let Some(sn) = &r.snoop {
-        let c = &sn.comparison;
-        let _ = writeln!(
-            s,
-            "\n## 3. Snooping cost\n\nxenstore-snoop: full capture to a file (`xenstore-snoop \
-             --daemon-pid PID --backend bpf|tracefs > file`: one `reply` firing per op); bpftrace: `bpftrace -B full \
-             scripts/xenstore-snoop.bt SHIM > file` (same fields from `request` and \
-             `response`: two firings per op); C xenstored's own `-T` trace file as the upstream \
-             anchor. Bare uprobes: the probe the snooper attaches per op (`reply`) as a tracefs \
-             uprobe with the snooper's fetch args, enabled into a private trace instance \
-             with no reader (the snooper's floor). Tracers attach \
-             before and detach after each run, outside the measured window; they run \
-             unpinned.\n"
-        );
-        s += &table(
-            c,
-            &[
-                ("bare ÷ none", 1, 0),
-                ("snoop ÷ none", 2, 0),
-                ("snoop ÷ bpftrace", 2, 3),
-                ("bpftrace ÷ none", 3, 0),
-                ("C -T ÷ C", 5, 4),
-                ("snoop tracefs ÷ none", 6, 0),
-            ],
-            &[
-                ("bare ÷ none", 1, 0),
-                ("snoop ÷ none", 2, 0),
-                ("snoop tracefs ÷ none", 6, 0),
-            ],
-        );
-        let seen: u64 = sn.snoop_counts.iter().filter_map(|c| c.seen).sum();
-        let lost: u64 = sn.snoop_counts.iter().filter_map(|c| c.lost).sum();
-        let cpu_per_op = |counts: &[crate::tracers::Counts], k: usize| {
-            let cpu: u64 = counts.iter().filter_map(|c| c.cpu_ns).sum();
-            let ops: u64 = c
-                .samples
-                .iter()
-                .flat_map(|per| &per[k])
-                .map(|x| x.ops)
-                .sum();
-            cpu as f64 / 1000.0 / ops.max(1) as f64
+    s
+}
+
+/// Section 1: each daemon under the same client workload.
+fn throughput_section(t: &Comparison) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n## 1. Throughput and latency\n\nThe same client workload against each daemon. \
+         Raw client: one outstanding request per connection, one thread per connection. \
+         `pinned`: client and daemon threads on CPU 0 (`sched_setaffinity`); `unpinned`: \
+         anywhere (on this VM a cross-CPU wake-up costs tens of µs). `txn`: START, READ, \
+         WRITE, END on the connection's own counter, counted as one op. libxenstore rows \
+         use `xs_read`/`xs_write` from a small C program (c/xs_load.c).\n"
+    );
+    s += &table(t, &[("shim ÷ C", 0, 1), ("shim ÷ oxenstored", 0, 2)], &[]);
+    s
+}
+
+/// Section 2: the shim with its probes, untraced, against without them.
+fn idle_section(c: &Comparison) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n## 2. Idle probes\n\nThe shim built with its probes (no tracer attached) against \
+         the shim built with `--no-default-features` (every probe compiled out).\n"
+    );
+    s += &table(c, &[("in ÷ out", 0, 1)], &[("in ÷ out", 0, 1)]);
+    s
+}
+
+/// Section 3: what each tracer costs the shim per op.
+fn snoop_section(sn: &SnoopResult) -> String {
+    let mut s = String::new();
+    let c = &sn.comparison;
+    let _ = writeln!(
+        s,
+        "\n## 3. Snooping cost\n\nxenstore-snoop: full capture to a file (`xenstore-snoop \
+         --daemon-pid PID --backend bpf|tracefs > file`: one `reply` firing per op); bpftrace: `bpftrace -B full \
+         scripts/xenstore-snoop.bt SHIM > file` (same fields from `request` and \
+         `response`: two firings per op); C xenstored's own `-T` trace file as the upstream \
+         anchor. Bare uprobes: the probe the snooper attaches per op (`reply`) as a tracefs \
+         uprobe with the snooper's fetch args, enabled into a private trace instance \
+         with no reader (the snooper's floor). Tracers attach \
+         before and detach after each run, outside the measured window; they run \
+         unpinned.\n"
+    );
+    s += &table(
+        c,
+        &[
+            ("bare ÷ none", 1, 0),
+            ("snoop ÷ none", 2, 0),
+            ("snoop ÷ bpftrace", 2, 3),
+            ("bpftrace ÷ none", 3, 0),
+            ("C -T ÷ C", 5, 4),
+            ("snoop tracefs ÷ none", 6, 0),
+        ],
+        &[
+            ("bare ÷ none", 1, 0),
+            ("snoop ÷ none", 2, 0),
+            ("snoop tracefs ÷ none", 6, 0),
+        ],
+    );
+    let seen: u64 = sn.snoop_counts.iter().filter_map(|c| c.seen).sum();
+    let lost: u64 = sn.snoop_counts.iter().filter_map(|c| c.lost).sum();
+    let cpu_per_op = |counts: &[crate::tracers::Counts], k: usize| {
+        let cpu: u64 = counts.iter().filter_map(|c| c.cpu_ns).sum();
+        let ops: u64 = c
+            .samples
+            .iter()
+            .flat_map(|per| &per[k])
+            .map(|x| x.ops)
+            .sum();
+        cpu as f64 / 1000.0 / ops.max(1) as f64
+    };
+    let _ = writeln!(
+        s,
+        "\nxenstore-snoop over these runs reported {seen} events seen, {lost} lost. \
+         Tracer CPU per op (the tracer process itself, attach to detach): xenstore-snoop \
+         {:.1} µs (bpf), {:.1} µs (tracefs), bpftrace {:.1} µs.",
+        cpu_per_op(&sn.snoop_counts, 2),
+        cpu_per_op(&sn.snoop_tracefs_counts, 6),
+        cpu_per_op(&sn.bpftrace_counts, 3)
+    );
+    s
+}
+
+/// Section 4: what each tracer costs per probe firing.
+fn firing_section(c: &Comparison) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n## 4. Per-firing cost\n\n`xsbench-probe-loop` fires request/response probe \
+         pairs in a tight loop through `xenstored_probes::probes` (strings built as the \
+         shim builds them), pinned to CPU 0, {} rounds; xenstore-snoop attaches to those \
+         two with `--paired` (its lines show no times, so its program reads no clock; the \
+         last row adds `-T`). Bare uprobe: the same probe \
+         sites and fetch args defined in tracefs and enabled into a private trace instance, \
+         no reader; no fetch args: the same without them (the kernel still writes an \
+         empty event); the BPF floor: bpftrace running a program that tests one map \
+         and does nothing else (the trap and the kernel's entry into BPF, which any \
+         BPF-based tracer pays). Cost per firing = \
+         ns per event with the tracer − ns per event with none.\n\n\
+         | tracer | events/s | ns per event | cost per firing (ns) | ÷ bare uprobe |\n\
+         |---|---|---|---|---|",
+        c.samples[0][0].len()
+    );
+    let costs = firing_costs(c);
+    for (k, cfg) in c.configs.iter().enumerate() {
+        let m = c.median(0, k);
+        let per = |x: Option<f64>| x.map_or("–".into(), |v| format!("{v:.0}"));
+        let vs_bare = match (costs[k], costs[1]) {
+            (Some(x), Some(b)) if k > 0 => format!("**{:.2}**", x / b),
+            _ => "–".into(),
         };
         let _ = writeln!(
             s,
-            "\nxenstore-snoop over these runs reported {seen} events seen, {lost} lost. \
-             Tracer CPU per op (the tracer process itself, attach to detach): xenstore-snoop \
-             {:.1} µs (bpf), {:.1} µs (tracefs), bpftrace {:.1} µs.",
-            cpu_per_op(&sn.snoop_counts, 2),
-            cpu_per_op(&sn.snoop_tracefs_counts, 6),
-            cpu_per_op(&sn.bpftrace_counts, 3)
+            "| {cfg} | {} | {} | {} | {vs_bare} |",
+            m.map_or("not measured".into(), |m| ops(m.ops_per_s)),
+            per(ns_per_event(c, k)),
+            if k == 0 { "–".into() } else { per(costs[k]) },
         );
     }
-    if let Some(c) = &r.firing {
-        let _ = writeln!(
-            s,
-            "\n## 4. Per-firing cost\n\n`xsbench-probe-loop` fires request/response probe \
-             pairs in a tight loop through `xenstored_probes::probes` (strings built as the \
-             shim builds them), pinned to CPU 0, {} rounds; xenstore-snoop attaches to those \
-             two with `--paired` (its lines show no times, so its program reads no clock; the \
-             last row adds `-T`). Bare uprobe: the same probe \
-             sites and fetch args defined in tracefs and enabled into a private trace instance, \
-             no reader; no fetch args: the same without them (the kernel still writes an \
-             empty event); the BPF floor: bpftrace running a program that tests one map \
-             and does nothing else (the trap and the kernel's entry into BPF, which any \
-             BPF-based tracer pays). Cost per firing = \
-             ns per event with the tracer − ns per event with none.\n\n\
-             | tracer | events/s | ns per event | cost per firing (ns) | ÷ bare uprobe |\n\
-             |---|---|---|---|---|",
-            c.samples[0][0].len()
-        );
-        let costs = firing_costs(c);
-        for (k, cfg) in c.configs.iter().enumerate() {
-            let m = c.median(0, k);
-            let per = |x: Option<f64>| x.map_or("–".into(), |v| format!("{v:.0}"));
-            let vs_bare = match (costs[k], costs[1]) {
-                (Some(x), Some(b)) if k > 0 => format!("**{:.2}**", x / b),
-                _ => "–".into(),
-            };
+    s += &failures(c);
+    s
+}
+
+/// Section 5: the event rates the snooper keeps up with.
+fn loss_section(loss: &Result<Vec<LossStep>>, b: &Budget) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n## 5. Event rate without loss\n\nThe probe loop paced at each target rate for \
+         {:.2} s with xenstore-snoop --paired attached (full capture to a file); seen and lost as \
+         the snooper reports them on exit (seen includes the attach markers). A rate \
+         counts as loss-free only with 0 lost and seen ≥ fired.\n",
+        b.run.as_secs_f64()
+    );
+    match loss {
+        Ok(steps) => {
             let _ = writeln!(
                 s,
-                "| {cfg} | {} | {} | {} | {vs_bare} |",
-                m.map_or("not measured".into(), |m| ops(m.ops_per_s)),
-                per(ns_per_event(c, k)),
-                if k == 0 { "–".into() } else { per(costs[k]) },
+                "| target events/s | firing threads | achieved events/s | fired | seen | lost | snooper CPU ns/event |\n|---|---|---|---|---|---|---|"
             );
-        }
-        s += &failures(c);
-    }
-    if let Some(loss) = &r.loss {
-        let _ = writeln!(
-            s,
-            "\n## 5. Event rate without loss\n\nThe probe loop paced at each target rate for \
-             {:.2} s with xenstore-snoop --paired attached (full capture to a file); seen and lost as \
-             the snooper reports them on exit (seen includes the attach markers). A rate \
-             counts as loss-free only with 0 lost and seen ≥ fired.\n",
-            b.run.as_secs_f64()
-        );
-        match loss {
-            Ok(steps) => {
+            for st in steps {
+                let opt = |x: Option<u64>| x.map_or("?".into(), |v| v.to_string());
+                let target = if st.target_rate == 0.0 {
+                    "unpaced".into()
+                } else {
+                    ops(st.target_rate)
+                };
+                let cpu = st.counts.cpu_ns.zip(st.counts.seen);
+                let cpu = cpu.map_or("?".into(), |(c, n)| {
+                    format!("{:.0}", c as f64 / n.max(1) as f64)
+                });
                 let _ = writeln!(
                     s,
-                    "| target events/s | firing threads | achieved events/s | fired | seen | lost | snooper CPU ns/event |\n|---|---|---|---|---|---|---|"
+                    "| {target} | {} | {} | {} | {} | {} | {cpu} |",
+                    st.threads,
+                    ops(st.achieved_rate),
+                    st.fired,
+                    opt(st.counts.seen),
+                    opt(st.counts.lost),
                 );
-                for st in steps {
-                    let opt = |x: Option<u64>| x.map_or("?".into(), |v| v.to_string());
-                    let target = if st.target_rate == 0.0 {
-                        "unpaced".into()
-                    } else {
-                        ops(st.target_rate)
-                    };
-                    let cpu = st.counts.cpu_ns.zip(st.counts.seen);
-                    let cpu = cpu.map_or("?".into(), |(c, n)| {
-                        format!("{:.0}", c as f64 / n.max(1) as f64)
-                    });
-                    let _ = writeln!(
-                        s,
-                        "| {target} | {} | {} | {} | {} | {} | {cpu} |",
-                        st.threads,
-                        ops(st.achieved_rate),
-                        st.fired,
-                        opt(st.counts.seen),
-                        opt(st.counts.lost),
-                    );
-                }
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(s, "not measured: {e:#}");
+        }
+    }
+    s
+}
+
+/// Section 6: RSS after writing the same nodes to each daemon.
+fn memory_section(mem: &[(String, Result<Rss>)], b: &Budget) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n## 6. Memory\n\nVmRSS after writing {} nodes (`/mem/dN/nM`, values 8 B 40%, 32 B \
+         30%, 128 B 20%, 1 KiB 10%) over one connection.\n\n\
+         | daemon | RSS before (KiB) | RSS after (KiB) | ÷ C xenstored |\n|---|---|---|---|",
+        b.memory_nodes
+    );
+    let c_after = rss_of(mem, "C xenstored").map(|r| r.after_kib as f64);
+    for (label, rss) in mem {
+        match rss {
+            Ok(x) => {
+                let _ = writeln!(
+                    s,
+                    "| {label} | {} | {} | {} |",
+                    x.before_kib,
+                    x.after_kib,
+                    ratio(c_after.map(|c| x.after_kib as f64 / c))
+                );
             }
             Err(e) => {
-                let _ = writeln!(s, "not measured: {e:#}");
+                let _ = writeln!(s, "| {label} | not measured: {e:#} | | |");
             }
         }
     }
-    if let Some(mem) = &r.memory {
+    s
+}
+
+/// Section 9: `--metrics` against unsnooped and full tracing.
+fn metrics_section(m: &crate::metrics_mode::MetricsResult) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n## 9. Metrics mode\n\nThe shim unsnooped, under `xenstore-snoop --metrics` \
+         (xsmetrics.bpf.c counts each reply, watch event and transaction end in maps; the \
+         exporter reads them and writes a textfile every second here) and under full \
+         tracing (the BPF back end, every reply to user space, output to a file).\n"
+    );
+    s += &table(
+        &m.comparison,
+        &[("metrics ÷ shim", 1, 0), ("tracing ÷ shim", 2, 0)],
+        &[("metrics ÷ shim", 1, 0), ("tracing ÷ shim", 2, 0)],
+    );
+    let _ = match &m.at_1000 {
+        Ok(x) => writeln!(
+            s,
+            "\nThe exporter with {} live domains, each of which made a request: {} KiB \
+             resident, {} series, a {} KiB textfile.\n",
+            crate::metrics_mode::DOMAINS,
+            x.rss_kib,
+            x.series,
+            x.bytes / 1024
+        ),
+        Err(e) => writeln!(s, "\nThe exporter at 1000 domains: not measured: {e:#}\n"),
+    };
+    s
+}
+
+/// Section 7: 5-byte against 1-byte nop sites, one firing per op against two.
+fn sites_section(sites: &SitesResult) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n## 7. Probe sites and probes attached\n\nThe shim as built (probe sites are \
+         5-byte nops, which the kernel turns into a call to a uprobe trampoline after the \
+         first hit) against the same source built with `XSS_SDT_NOP1=1` (1-byte nops, as \
+         usdt 0.6 emitted: every firing traps), each unsnooped, under the tracefs snooper \
+         (`reply` and `watch_event`: one firing per op) and under the snooper with \
+         `--paired` (`request` + `response`: two). Snooper as in section 3.\n"
+    );
+    s += &table(
+        &sites.per_op.comparison,
+        &[
+            ("nop5 reply ÷ none", 1, 0),
+            ("nop5 paired ÷ none", 2, 0),
+            ("nop1 reply ÷ none", 4, 3),
+            ("nop1 paired ÷ none", 5, 3),
+        ],
+        &[
+            ("nop5 reply ÷ none", 1, 0),
+            ("nop5 paired ÷ none", 2, 0),
+            ("nop1 reply ÷ none", 4, 3),
+            ("nop1 paired ÷ none", 5, 3),
+        ],
+    );
+    let (seen, lost) = sites.per_op.snoop_counts.iter().fold((0, 0), |(s, l), c| {
+        (s + c.seen.unwrap_or(0), l + c.lost.unwrap_or(0))
+    });
+    let _ = writeln!(
+        s,
+        "\nxenstore-snoop over these runs reported {seen} events seen, {lost} lost.\n"
+    );
+    let c = &sites.per_firing;
+    let _ = writeln!(
+        s,
+        "Per firing, as in section 4 ({} rounds), on the probe loop built with each nop: \
+         cost = ns per event with the uprobes − ns per event with none, on the same \
+         build.\n\n\
+         | uprobes | nop5: cost per firing (ns) | nop1: cost per firing (ns) | nop5 ÷ nop1 |\n\
+         |---|---|---|---|",
+        c.samples[0][0].len()
+    );
+    let cost = |k: usize, none: usize| Some(ns_per_event(c, k)? - ns_per_event(c, none)?);
+    for (k, what) in [(1, "bare uprobe, no reader"), (2, "uprobe, no fetch args")] {
+        let (nop5, nop1) = (cost(k, 0), cost(k + 3, 3));
+        let per = |x: Option<f64>| x.map_or("–".into(), |v| format!("{v:.0}"));
         let _ = writeln!(
             s,
-            "\n## 6. Memory\n\nVmRSS after writing {} nodes (`/mem/dN/nM`, values 8 B 40%, 32 B \
-             30%, 128 B 20%, 1 KiB 10%) over one connection.\n\n\
-             | daemon | RSS before (KiB) | RSS after (KiB) | ÷ C xenstored |\n|---|---|---|---|",
-            b.memory_nodes
+            "| {what} | {} | {} | {} |",
+            per(nop5),
+            per(nop1),
+            ratio(nop5.zip(nop1).map(|(a, b)| a / b))
         );
-        let c_after = rss_of(mem, "C xenstored").map(|r| r.after_kib as f64);
-        for (label, rss) in mem {
-            match rss {
-                Ok(x) => {
-                    let _ = writeln!(
-                        s,
-                        "| {label} | {} | {} | {} |",
-                        x.before_kib,
-                        x.after_kib,
-                        ratio(c_after.map(|c| x.after_kib as f64 / c))
-                    );
-                }
-                Err(e) => {
-                    let _ = writeln!(s, "| {label} | not measured: {e:#} | | |");
-                }
-            }
-        }
     }
-    if let Some(m) = &r.metrics {
-        let _ = writeln!(
-            s,
-            "\n## 9. Metrics mode\n\nThe shim unsnooped, under `xenstore-snoop --metrics` \
-             (xsmetrics.bpf.c counts each reply, watch event and transaction end in maps; the \
-             exporter reads them and writes a textfile every second here) and under full \
-             tracing (the BPF back end, every reply to user space, output to a file).\n"
-        );
-        s += &table(
-            &m.comparison,
-            &[("metrics ÷ shim", 1, 0), ("tracing ÷ shim", 2, 0)],
-            &[("metrics ÷ shim", 1, 0), ("tracing ÷ shim", 2, 0)],
-        );
-        let _ = match &m.at_1000 {
-            Ok(x) => writeln!(
-                s,
-                "\nThe exporter with {} live domains, each of which made a request: {} KiB \
-                 resident, {} series, a {} KiB textfile.\n",
-                crate::metrics_mode::DOMAINS,
-                x.rss_kib,
-                x.series,
-                x.bytes / 1024
-            ),
-            Err(e) => writeln!(s, "\nThe exporter at 1000 domains: not measured: {e:#}\n"),
-        };
-    }
-    if let Some(sites) = &r.sites {
-        let _ = writeln!(
-            s,
-            "\n## 7. Probe sites and probes attached\n\nThe shim as built (probe sites are \
-             5-byte nops, which the kernel turns into a call to a uprobe trampoline after the \
-             first hit) against the same source built with `XSS_SDT_NOP1=1` (1-byte nops, as \
-             usdt 0.6 emitted: every firing traps), each unsnooped, under the tracefs snooper \
-             (`reply` and `watch_event`: one firing per op) and under the snooper with \
-             `--paired` (`request` + `response`: two). Snooper as in section 3.\n"
-        );
-        s += &table(
-            &sites.per_op.comparison,
-            &[
-                ("nop5 reply ÷ none", 1, 0),
-                ("nop5 paired ÷ none", 2, 0),
-                ("nop1 reply ÷ none", 4, 3),
-                ("nop1 paired ÷ none", 5, 3),
-            ],
-            &[
-                ("nop5 reply ÷ none", 1, 0),
-                ("nop5 paired ÷ none", 2, 0),
-                ("nop1 reply ÷ none", 4, 3),
-                ("nop1 paired ÷ none", 5, 3),
-            ],
-        );
-        let (seen, lost) = sites.per_op.snoop_counts.iter().fold((0, 0), |(s, l), c| {
-            (s + c.seen.unwrap_or(0), l + c.lost.unwrap_or(0))
-        });
-        let _ = writeln!(
-            s,
-            "\nxenstore-snoop over these runs reported {seen} events seen, {lost} lost.\n"
-        );
-        let c = &sites.per_firing;
-        let _ = writeln!(
-            s,
-            "Per firing, as in section 4 ({} rounds), on the probe loop built with each nop: \
-             cost = ns per event with the uprobes − ns per event with none, on the same \
-             build.\n\n\
-             | uprobes | nop5: cost per firing (ns) | nop1: cost per firing (ns) | nop5 ÷ nop1 |\n\
-             |---|---|---|---|",
-            c.samples[0][0].len()
-        );
-        let cost = |k: usize, none: usize| Some(ns_per_event(c, k)? - ns_per_event(c, none)?);
-        for (k, what) in [(1, "bare uprobe, no reader"), (2, "uprobe, no fetch args")] {
-            let (nop5, nop1) = (cost(k, 0), cost(k + 3, 3));
-            let per = |x: Option<f64>| x.map_or("–".into(), |v| format!("{v:.0}"));
-            let _ = writeln!(
-                s,
-                "| {what} | {} | {} | {} |",
-                per(nop5),
-                per(nop1),
-                ratio(nop5.zip(nop1).map(|(a, b)| a / b))
-            );
-        }
-        s += &failures(c);
-    }
+    s += &failures(c);
     s
 }
 
@@ -712,4 +772,151 @@ fn limits(r: &Results) -> String {
         let _ = writeln!(s, "- {n}");
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::affinity::Pin;
+    use crate::compare::Case;
+    use crate::stats::Sample;
+    use crate::tracers::Counts;
+    use crate::workload::Workload;
+
+    /// A comparison of `configs` configurations whose figures differ per
+    /// case, configuration and round, so every cell and ratio is distinct.
+    fn comparison(configs: usize) -> Comparison {
+        let names: Vec<String> = (0..configs).map(|k| format!("config {k}")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let cases = vec![
+            Case::raw(Workload::Read, 1, Pin::Cpu0),
+            Case::raw(Workload::Write, 8, Pin::Free),
+        ];
+        let mut round = 0u64;
+        Comparison::run("fixture", &names, cases, 2, |case, k| {
+            round += 1;
+            let x = (case.conns as f64) * 1000.0 + (k as f64) * 37.0 + (round % 3) as f64;
+            Ok(Sample {
+                ops: 1000 + round,
+                ops_per_s: 50_000.0 - x,
+                p50_us: 10.0 + x / 1000.0,
+                p99_us: 40.0 + x / 500.0,
+                daemon_cpu_us: 5.0 + x / 2000.0,
+            })
+        })
+    }
+
+    fn counts(n: u64) -> Vec<Counts> {
+        vec![Counts {
+            seen: Some(1000 * n),
+            lost: Some(n),
+            cpu_ns: Some(77_000 * n),
+        }]
+    }
+
+    fn snoop_result(configs: usize) -> SnoopResult {
+        SnoopResult {
+            comparison: comparison(configs),
+            snoop_counts: counts(1),
+            bpftrace_counts: counts(2),
+            snoop_tracefs_counts: counts(3),
+        }
+    }
+
+    /// Every section measured, with made-up figures.
+    fn every_section() -> Results {
+        Results {
+            machine: Machine {
+                cpus: 2,
+                cpu_model: "a CPU".into(),
+                kernel: "6.18".into(),
+                date: "today".into(),
+                load: "0.10".into(),
+                foreign_tracers: vec![],
+            },
+            load_after: "0.20".into(),
+            budget: Budget {
+                run: Duration::from_millis(250),
+                rounds: 2,
+                idle_rounds: 2,
+                memory_nodes: 1000,
+                quick: true,
+            },
+            elapsed: Duration::from_secs(60),
+            throughput: Some(comparison(3)),
+            idle: Some(comparison(2)),
+            snoop: Some(snoop_result(7)),
+            firing: Some(comparison(8)),
+            loss: Some(Ok(vec![LossStep {
+                target_rate: 100_000.0,
+                threads: 1,
+                achieved_rate: 99_000.0,
+                fired: 25_000,
+                counts: counts(4)[0],
+            }])),
+            memory: Some(vec![
+                (
+                    "shim".into(),
+                    Ok(Rss {
+                        before_kib: 1000,
+                        after_kib: 5000,
+                    }),
+                ),
+                (
+                    "C xenstored".into(),
+                    Ok(Rss {
+                        before_kib: 900,
+                        after_kib: 9000,
+                    }),
+                ),
+            ]),
+            sites: Some(SitesResult {
+                per_op: snoop_result(6),
+                per_firing: comparison(6),
+            }),
+            metrics: Some(crate::metrics_mode::MetricsResult {
+                comparison: comparison(3),
+                at_1000: Ok(crate::metrics_mode::ExporterAt1000 {
+                    rss_kib: 4096,
+                    series: 3000,
+                    bytes: 100_000,
+                }),
+            }),
+        }
+    }
+
+    /// Each section measured is rendered once, in the report's order,
+    /// after the goals; one not measured is left out.
+    #[test]
+    fn every_section_measured_is_rendered_once_in_order() {
+        let headings = [
+            "## Goals",
+            "## 1. Throughput and latency",
+            "## 2. Idle probes",
+            "## 3. Snooping cost",
+            "## 4. Per-firing cost",
+            "## 5. Event rate without loss",
+            "## 6. Memory",
+            "## 9. Metrics mode",
+            "## 7. Probe sites and probes attached",
+        ];
+        let text = render(&every_section());
+        let at: Vec<usize> = headings
+            .iter()
+            .map(|h| {
+                assert_eq!(text.matches(h).count(), 1, "{h} once in:\n{text}");
+                text.find(h).unwrap()
+            })
+            .collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "out of order:\n{text}");
+        assert!(text.contains("What limits the figures:"), "{text}");
+
+        let mut some = every_section();
+        some.snoop = None;
+        some.memory = None;
+        let text = render(&some);
+        assert!(!text.contains("## 3. Snooping cost"), "{text}");
+        assert!(!text.contains("## 6. Memory"), "{text}");
+        assert!(text.contains("## 4. Per-firing cost"), "{text}");
+    }
 }

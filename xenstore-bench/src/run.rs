@@ -9,8 +9,9 @@ use crate::plan::{self, Budget, MAX_CONNS};
 use crate::report::{self, Results};
 use crate::scale::{self, Plan};
 use crate::workload::{self, Workload};
-use crate::{builds, libxs, load, scale_report};
+use crate::{builds, libxs, load, report_update, scale_report};
 use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
 use std::time::{Duration, Instant};
 
 pub fn all(args: &AllArgs) -> Result<()> {
@@ -94,14 +95,38 @@ pub fn all(args: &AllArgs) -> Result<()> {
     if let Some(scale) = &scale {
         text = scale_report::splice(&text, scale);
     }
-    // The dom0 kernels' section comes from VMs (`xenstore-bench kernel`): kept.
-    if let Ok(old) = std::fs::read_to_string(&args.out) {
+    let old = std::fs::read_to_string(&args.out).unwrap_or_default();
+    if args.update {
+        text = report_update::update(&old, &text, &measured(args, &r.machine));
+    } else {
+        // The dom0 kernels' section comes from VMs (`xenstore-bench kernel`): kept.
         text += crate::kernel::section_of(&old);
     }
     std::fs::write(&args.out, &text).with_context(|| format!("write {}", args.out.display()))?;
     println!("{text}");
     eprintln!("bench: wrote {}", args.out.display());
     Ok(())
+}
+
+/// When and how an `--update`d section was measured, for its header.
+fn measured(args: &AllArgs, machine: &Machine) -> String {
+    let only: Vec<String> = args
+        .only
+        .iter()
+        .filter_map(|s| Some(s.to_possible_value()?.get_name().to_string()))
+        .collect();
+    format!(
+        "{} on {} CPUs, kernel {} (`all{}{}`)",
+        machine.date,
+        machine.cpus,
+        machine.kernel,
+        if only.is_empty() {
+            String::new()
+        } else {
+            format!(" --only {}", only.join(","))
+        },
+        if args.quick { " --quick" } else { "" }
+    )
 }
 
 pub fn load(args: &LoadArgs) -> Result<()> {
@@ -184,7 +209,11 @@ fn scale_section(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
 fn scale_only(args: &AllArgs, b: &Builds, budget: &Budget) -> Result<()> {
     let section = scale_section(args, b, budget);
     let old = std::fs::read_to_string(&args.out).unwrap_or_default();
-    let text = scale_report::splice(&old, &section);
+    let text = if args.update {
+        report_update::update(&old, &section, &measured(args, &Machine::describe()))
+    } else {
+        scale_report::splice(&old, &section)
+    };
     std::fs::write(&args.out, &text).with_context(|| format!("write {}", args.out.display()))?;
     println!("{section}");
     eprintln!("bench: wrote the scale section into {}", args.out.display());

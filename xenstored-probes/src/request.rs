@@ -5,10 +5,10 @@
 //! NUL-terminated; numbers are read with atoi.
 
 use crate::cnum::atoi;
-use crate::error::Fail;
+use crate::error::{Fail, Reason};
 use crate::wire::XsError;
 
-const EINVAL_ARGS: Fail = Fail(XsError::Einval, "args");
+const EINVAL_ARGS: Fail = Fail::new(XsError::Einval, Reason::Args);
 
 /// Exactly one NUL-terminated string filling the payload.
 fn onearg(p: &[u8]) -> Result<&[u8], Fail> {
@@ -128,7 +128,7 @@ pub fn introduce(p: &[u8]) -> Result<Introduce, Fail> {
     let ([domid, gfn, port], _) = strings::<3>(p)?;
     let port = atoi(port);
     if port as i32 <= 0 {
-        return Err(Fail(XsError::Einval, "port"));
+        return Err(Fail::new(XsError::Einval, Reason::Port));
     }
     let gfn = std::str::from_utf8(gfn)
         .ok()

@@ -241,7 +241,7 @@ impl Tree for Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Fail;
+    use crate::error::{Fail, Reason};
     use crate::perms::Identity;
     use crate::tree::{read, remove, set_perms, write, Limits};
     use crate::wire::XsError;
@@ -295,7 +295,7 @@ mod tests {
         let mut s = Store::new();
         write(&mut s, "/local/domain/6", None, &dom0(), &LIMITS).unwrap();
         let err = write(&mut s, "/local/domain/6/x", Some(b"1"), &guest(6), &LIMITS);
-        assert_eq!(err, Err(Fail(XsError::Eacces, "perm")));
+        assert_eq!(err, Err(Fail::new(XsError::Eacces, Reason::Perm)));
         set_perms(
             &mut s,
             "/local/domain/6",
@@ -317,17 +317,17 @@ mod tests {
         // reading someone else's missing node under an unreadable parent
         assert_eq!(
             read(&mut s, "/tool/nope", &guest(6)).err(),
-            Some(Fail(XsError::Eacces, "perm"))
+            Some(Fail::new(XsError::Eacces, Reason::Perm))
         );
         assert_eq!(
             read(&mut s, "/local/domain/6/nope", &guest(6)).err(),
-            Some(Fail(XsError::Enoent, ""))
+            Some(Fail(XsError::Enoent, None))
         );
         // unprivileged owners cannot give nodes away
         let p = Perms::parse(b"n7\0", 1).unwrap();
         assert_eq!(
             set_perms(&mut s, "/local/domain/6/x", p, &guest(6), &LIMITS),
-            Err(Fail(XsError::Eperm, "perm:owner"))
+            Err(Fail::new(XsError::Eperm, Reason::PermOwner))
         );
         assert!(s.check().is_empty(), "{:?}", s.check());
     }
@@ -340,7 +340,7 @@ mod tests {
         let small = Limits { nodes: 3, ..LIMITS };
         let before = s.generation();
         let err = write(&mut s, "/d/a/b/c", Some(b""), &guest(6), &small);
-        assert_eq!(err, Err(Fail(XsError::Enospc, "quota:nodes")));
+        assert_eq!(err, Err(Fail::new(XsError::Enospc, Reason::QuotaNodes)));
         assert_eq!(s.generation(), before);
         assert!(s.get("/d/a").is_none());
         write(&mut s, "/d/a/b", Some(b""), &guest(6), &small).unwrap();
@@ -359,7 +359,7 @@ mod tests {
         let too_big = vec![b'x'; 2048 - 24 - 8];
         assert_eq!(
             write(&mut s, "/d/a", Some(&too_big), &guest(6), &LIMITS),
-            Err(Fail(XsError::Enospc, "quota:node-size"))
+            Err(Fail::new(XsError::Enospc, Reason::QuotaNodeSize))
         );
         write(&mut s, "/d/a", Some(&[b'x'; 4000]), &dom0(), &LIMITS).unwrap();
     }
@@ -386,7 +386,7 @@ mod tests {
         assert_eq!(remove(&mut s, "/zz", &dom0()).unwrap(), vec![]);
         assert_eq!(
             remove(&mut s, "/zz/y", &dom0()),
-            Err(Fail(XsError::Enoent, ""))
+            Err(Fail(XsError::Enoent, None))
         );
         assert_eq!(
             remove(&mut s, "/", &dom0()).err().unwrap().0,

@@ -13,6 +13,7 @@
 //! added and removed to the parent's current list. On commit, watches fire
 //! once per changed node, in the order the transaction first touched them.
 
+use crate::error::Reason;
 use crate::node::{Node, NodeRef};
 use crate::perms::{PermList, Perms};
 use crate::store::Store;
@@ -42,7 +43,7 @@ pub struct Transaction {
     /// Why a request in it was refused in a way C xenstored cannot undo
     /// (past the transaction-nodes quota, or a write past the memory
     /// quota): the commit fails (ENOMEM), as upstream's `trans->fail`.
-    pub failed: Option<&'static str>,
+    pub failed: Option<Reason>,
     /// Bytes of the node copies it keeps (C xenstored keeps one record per
     /// touched node, charged to the transaction's owner).
     bytes: usize,

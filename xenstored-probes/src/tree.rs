@@ -4,7 +4,7 @@
 //! it changes anything, so a failed request never leaves the tree
 //! half-changed.
 
-use crate::error::Fail;
+use crate::error::{Fail, Reason};
 use crate::node::{Node, NodeRef};
 use crate::path;
 use crate::perms::{Identity, PermList, Perms, OWNER, READ, WRITE};
@@ -67,7 +67,7 @@ pub const UNLIMITED_MEMORY: &dyn Fn(u32) -> Option<usize> = &|_| None;
 
 /// Why a write was refused on the memory quota. C xenstored 4.17 answers
 /// EIO: its write_node_raw turns the quota's ENOMEM into EIO.
-pub const MEMORY_QUOTA: Fail = Fail(XsError::Eio, "quota:memory");
+pub const MEMORY_QUOTA: Fail = Fail::new(XsError::Eio, Reason::QuotaMemory);
 
 /// Refuses a change that would take a charged domain to its memory quota
 /// or past it (C's `domain_memory_add`: used + new >= quota). `gains` are
@@ -141,21 +141,21 @@ pub fn lookup<'t, T: Tree + ?Sized>(
     if t.get(path).is_none() {
         let parent_access = access_from_ancestors(t, path, who);
         return Err(if parent_access & need == need {
-            Fail(XsError::Enoent, "")
+            Fail(XsError::Enoent, None)
         } else {
-            Fail(XsError::Eacces, "perm")
+            Fail::new(XsError::Eacces, Reason::Perm)
         });
     }
     let node = t.get(path).unwrap();
     if node.perms.for_identity(who) & need != need {
-        return Err(Fail(XsError::Eacces, "perm"));
+        return Err(Fail::new(XsError::Eacces, Reason::Perm));
     }
     Ok(node)
 }
 
 fn check_size(node: &Node, who: &Identity, limits: &Limits) -> Result<(), Fail> {
     if !who.privileged && node.view().record_size() >= limits.node_size {
-        return Err(Fail(XsError::Enospc, "quota:node-size"));
+        return Err(Fail::new(XsError::Enospc, Reason::QuotaNodeSize));
     }
     Ok(())
 }
@@ -214,7 +214,7 @@ fn create<T: Tree + ?Sized>(
         perms.0[0].domid = who.domid;
         let owner = who.domid;
         if t.owned(owner) + missing.len() > limits.nodes {
-            return Err(Fail(XsError::Enospc, "quota:nodes"));
+            return Err(Fail::new(XsError::Enospc, Reason::QuotaNodes));
         }
     }
     let added = path::basename(missing[missing.len() - 1]);
@@ -267,13 +267,13 @@ pub fn remove<T: Tree + ?Sized>(
         Err(e) => return Err(e),
     }
     if path == "/" {
-        return Err(Fail(XsError::Einval, "rm /"));
+        return Err(Fail::new(XsError::Einval, Reason::RmRoot));
     }
     let parent = path::parent(path);
     // Only a transaction's view can lack the parent (it found it missing
     // earlier, then the node was created outside): upstream's _rm says EINVAL.
     if t.get(parent).is_none() {
-        return Err(Fail(XsError::Einval, "rm:parent-missing-in-tx"));
+        return Err(Fail::new(XsError::Einval, Reason::RmParentMissingInTx));
     }
     let mut doomed = Vec::new();
     collect_post_order(t, path, &mut doomed);
@@ -297,7 +297,7 @@ pub fn remove<T: Tree + ?Sized>(
         // after deleting the node in the transaction (the commit conflicts:
         // this answer depends on the listing).
         t.depends_on(parent, Aspect::Children);
-        return Err(Fail(XsError::Eio, "rm:not-a-child-in-tx"));
+        return Err(Fail::new(XsError::Eio, Reason::RmNotAChildInTx));
     }
     pnode.remove_child(path::basename(path));
     t.put(parent, pnode);
@@ -326,7 +326,7 @@ pub fn set_perms<T: Tree + ?Sized>(
 ) -> Result<Change, Fail> {
     let node = lookup(t, path, who, WRITE | OWNER)?;
     if !who.privileged && perms.owner() != node.perms.owner() {
-        return Err(Fail(XsError::Eperm, "perm:owner"));
+        return Err(Fail::new(XsError::Eperm, Reason::PermOwner));
     }
     let mut node = node.to_node();
     let before = (t.charged(node.perms.owner()), node.view().memory(path));

@@ -16,8 +16,8 @@ use crate::cli::SoakArgs;
 use anyhow::{bail, Context, Result};
 use rng::Rng;
 use snoopers::{Accounting, Churn, Snooper};
-use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -106,8 +106,6 @@ fn soak(args: &SoakArgs, seed: u64) -> Result<()> {
     let binary = private_copy_of(&shim_bin, &dir)?;
     let mut shim = Shim::launch("xenstored-shim (soak)", &binary, dir, &[])?;
     let pid = shim.pid();
-    let secs = Duration::from_secs_f64(args.secs);
-    let warmup = (secs / 5).min(Duration::from_secs(30));
 
     let ctx = Ctx::new(&shim.socket, &shim.run_dir, args.guests);
     let mut admin = ctx.dom0()?;
@@ -123,97 +121,9 @@ fn soak(args: &SoakArgs, seed: u64) -> Result<()> {
     );
     let rss_start = health::rss_kib(pid)?;
 
-    let mut running = Running {
-        workers: Vec::new(),
-    };
-    for i in 0..args.dom0 {
-        let (ctx, rng) = (Arc::clone(&ctx), Rng::new(seed, i as u64));
-        running.workers.push((
-            format!("dom0 client {i}"),
-            std::thread::spawn(move || workers::dom0(&ctx, rng)),
-        ));
-    }
-    for domid in 1..=args.guests {
-        let (ctx, rng) = (Arc::clone(&ctx), Rng::new(seed, 1000 + domid as u64));
-        running.workers.push((
-            format!("guest {domid}"),
-            std::thread::spawn(move || workers::guest(&ctx, domid, rng)),
-        ));
-    }
-    let churn_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let churn = {
-        let (bin, rng, stop) = (
-            snoop_bin.clone(),
-            Rng::new(seed, 2000),
-            Arc::clone(&churn_stop),
-        );
-        let ring_mb = args.snoop_ring_mb;
-        std::thread::spawn(move || snoopers::churn(bin, pid, ring_mb, rng, stop))
-    };
-
-    // Requests in flight when the stretch snooper starts or stops: an
-    // increment counts its three requests at once.
-    let slack = 4 * (args.dom0 as u64 + args.guests as u64);
-    let started = Instant::now();
-    let mut stretch: Option<(Snooper, (Instant, u64))> = None;
-    let mut stretch_result: Option<Stretch> = None;
-    let mut rss_warm = None;
-    let mut fds_peak = fds_idle;
-    let mut last_report = Instant::now();
-    while started.elapsed() < secs {
-        std::thread::sleep(Duration::from_millis(200));
-        if !shim.alive() {
-            bail!("the daemon died under load:\n{}", shim.log());
-        }
-        if let Some(e) = running.failed() {
-            ctx.stop.store(true, Ordering::Relaxed);
-            return Err(e);
-        }
-        if churn.is_finished() {
-            break;
-        }
-        fds_peak = fds_peak.max(health::fds(pid)?);
-        let t = started.elapsed();
-        if rss_warm.is_none() && t >= warmup {
-            rss_warm = Some(health::rss_kib(pid)?);
-            // The stretch: one snooper through the middle of the load.
-            let attaching = Instant::now();
-            let mut s = Snooper::start(&snoop_bin, pid, args.snoop_ring_mb)?;
-            s.wait_attached()?;
-            println!(
-                "soak: the stretch snooper attached in {:.1} s",
-                attaching.elapsed().as_secs_f64()
-            );
-            stretch = Some((s, (Instant::now(), ctx.ops.load(Ordering::Relaxed))));
-        }
-        if t >= secs.mul_f64(0.8) {
-            if let Some((s, ops_before)) = stretch.take() {
-                stretch_result = Some(stop_stretch(s, &ctx, ops_before, slack)?);
-            }
-        }
-        if last_report.elapsed() >= Duration::from_secs(30) {
-            last_report = Instant::now();
-            println!(
-                "soak: {:>4.0} s, {} ops, daemon {} fds, {} KiB",
-                started.elapsed().as_secs_f64(),
-                ctx.ops.load(Ordering::Relaxed),
-                health::fds(pid)?,
-                health::rss_kib(pid)?
-            );
-        }
-    }
-    if let Some((s, ops_before)) = stretch.take() {
-        // Attaching took the rest of the run: stop it, still under load.
-        stretch_result = Some(stop_stretch(s, &ctx, ops_before, slack)?);
-    }
-    let elapsed = started.elapsed();
-    ctx.stop.store(true, Ordering::Relaxed);
-    churn_stop.store(true, Ordering::Relaxed);
-    let joined = running.join();
-    let churn: Churn = churn
-        .join()
-        .map_err(|_| anyhow::anyhow!("the snooper churn panicked"))??;
-    joined?;
+    let mut load = Load::start(args, seed, &ctx, &snoop_bin, pid);
+    let observed = observe(args, &mut shim, &ctx, &mut load, &snoop_bin, fds_idle)?;
+    let churn = load.stop(&ctx)?;
     let ops = ctx.ops.load(Ordering::Relaxed);
 
     // Every load client has gone: the daemon must be back to its descriptors.
@@ -230,50 +140,18 @@ fn soak(args: &SoakArgs, seed: u64) -> Result<()> {
     health::store_check(&mut admin)?;
     check_counters(&mut admin, &ctx)?;
     let left = health::uprobes_on(&binary)?;
-    let Stretch {
-        accounting: stretch,
-        ops: stretch_ops,
-        lived: stretch_time,
-        stopping,
-    } = stretch_result.context("the load ended before the stretch snooper started")?;
-
+    let Observed {
+        stretch,
+        rss_warm,
+        fds_peak,
+        elapsed,
+        warmup,
+    } = observed;
+    let stretch = stretch.context("the load ended before the stretch snooper started")?;
     let rss_warm = rss_warm.unwrap_or(rss_start);
-    let per_sec = |n: u64, t: Duration| n as f64 / t.as_secs_f64();
-    println!(
-        "soak: {:.0} s, {} dom0 clients, {} guests: {ops} ops ({:.0}/s), {} watch events, \
-         {} conflicts, {} disconnects, {} stalled readers",
-        elapsed.as_secs_f64(),
-        args.dom0,
-        args.guests,
-        per_sec(ops, elapsed),
-        ctx.events.load(Ordering::Relaxed),
-        ctx.conflicts.load(Ordering::Relaxed),
-        ctx.disconnects.load(Ordering::Relaxed),
-        ctx.stalls.load(Ordering::Relaxed),
-    );
-    println!(
-        "soak: snoopers: {} started, {} killed (SIGKILL), {} stopped (SIGINT), {} uprobes left",
-        churn.started + 1,
-        churn.killed,
-        churn.interrupted.len() + 1,
-        left.len()
-    );
-    let (requests, lost) = churn
-        .interrupted
-        .iter()
-        .fold((0, 0), |(r, l), a| (r + a.requests, l + a.lost));
-    println!(
-        "soak: stretch snooper: {:.0} s, {} lines, {} requests printed of serials {} ({:.0}/s), {} lost; \
-         the load completed {stretch_ops} ops meanwhile; SIGINT to exit: {:.1} s; \
-         the churned ones: {requests} printed, {lost} lost",
-        stretch_time.as_secs_f64(),
-        stretch.lines,
-        stretch.requests,
-        stretch.span,
-        per_sec(stretch.span, stretch_time),
-        stretch.lost,
-        stopping.as_secs_f64(),
-    );
+
+    report_load(args, &ctx, ops, elapsed);
+    report_snoopers(&churn, &stretch, left.len());
     println!(
         "soak: daemon fds: {fds_idle} idle before, {fds_peak} peak, {fds_end} after; \
          VmRSS: {rss_start} KiB at start, {rss_warm} KiB after warm-up ({:.0} s), {rss_end} KiB at the end \
@@ -301,11 +179,205 @@ fn soak(args: &SoakArgs, seed: u64) -> Result<()> {
             left.join("\n")
         );
     }
-    if stretch.requests == 0 {
+    if stretch.accounting.requests == 0 {
         bail!("the stretch snooper printed no request");
     }
     println!("soak: OK");
     Ok(())
+}
+
+/// The load: dom0 clients and guests, and the snooper churn beside them.
+struct Load {
+    running: Running,
+    churn: JoinHandle<Result<Churn>>,
+    churn_stop: Arc<AtomicBool>,
+}
+
+impl Load {
+    fn start(args: &SoakArgs, seed: u64, ctx: &Arc<Ctx>, snoop_bin: &Path, pid: u32) -> Load {
+        let mut running = Running {
+            workers: Vec::new(),
+        };
+        for i in 0..args.dom0 {
+            let (ctx, rng) = (Arc::clone(ctx), Rng::new(seed, i as u64));
+            running.workers.push((
+                format!("dom0 client {i}"),
+                std::thread::spawn(move || workers::dom0(&ctx, rng)),
+            ));
+        }
+        for domid in 1..=args.guests {
+            let (ctx, rng) = (Arc::clone(ctx), Rng::new(seed, 1000 + domid as u64));
+            running.workers.push((
+                format!("guest {domid}"),
+                std::thread::spawn(move || workers::guest(&ctx, domid, rng)),
+            ));
+        }
+        let churn_stop = Arc::new(AtomicBool::new(false));
+        let churn = {
+            let (bin, rng, stop) = (
+                snoop_bin.to_path_buf(),
+                Rng::new(seed, 2000),
+                Arc::clone(&churn_stop),
+            );
+            let ring_mb = args.snoop_ring_mb;
+            std::thread::spawn(move || snoopers::churn(bin, pid, ring_mb, rng, stop))
+        };
+        Load {
+            running,
+            churn,
+            churn_stop,
+        }
+    }
+
+    /// Tells everything to stop and waits for it; what the churn did.
+    fn stop(self, ctx: &Ctx) -> Result<Churn> {
+        ctx.stop.store(true, Ordering::Relaxed);
+        self.churn_stop.store(true, Ordering::Relaxed);
+        let joined = self.running.join();
+        let churn = self
+            .churn
+            .join()
+            .map_err(|_| anyhow::anyhow!("the snooper churn panicked"))??;
+        joined?;
+        Ok(churn)
+    }
+}
+
+/// What watching the load for its duration found.
+struct Observed {
+    stretch: Option<Stretch>,
+    /// VmRSS after the warm-up.
+    rss_warm: Option<u64>,
+    fds_peak: usize,
+    elapsed: Duration,
+    warmup: Duration,
+}
+
+/// Watches the load for `args.secs`: the daemon alive, no worker failed,
+/// the descriptors' peak, memory after the warm-up, and the stretch
+/// snooper attached from the warm-up to 80% of the run.
+fn observe(
+    args: &SoakArgs,
+    shim: &mut Shim,
+    ctx: &Ctx,
+    load: &mut Load,
+    snoop_bin: &Path,
+    fds_idle: usize,
+) -> Result<Observed> {
+    let pid = shim.pid();
+    let secs = Duration::from_secs_f64(args.secs);
+    let warmup = (secs / 5).min(Duration::from_secs(30));
+    // Requests in flight when the stretch snooper starts or stops: an
+    // increment counts its three requests at once.
+    let slack = 4 * (args.dom0 as u64 + args.guests as u64);
+    let started = Instant::now();
+    let mut stretch: Option<(Snooper, (Instant, u64))> = None;
+    let mut stretch_result: Option<Stretch> = None;
+    let mut rss_warm = None;
+    let mut fds_peak = fds_idle;
+    let mut last_report = Instant::now();
+    while started.elapsed() < secs {
+        std::thread::sleep(Duration::from_millis(200));
+        if !shim.alive() {
+            bail!("the daemon died under load:\n{}", shim.log());
+        }
+        if let Some(e) = load.running.failed() {
+            ctx.stop.store(true, Ordering::Relaxed);
+            return Err(e);
+        }
+        if load.churn.is_finished() {
+            break;
+        }
+        fds_peak = fds_peak.max(health::fds(pid)?);
+        let t = started.elapsed();
+        if rss_warm.is_none() && t >= warmup {
+            rss_warm = Some(health::rss_kib(pid)?);
+            // The stretch: one snooper through the middle of the load.
+            let attaching = Instant::now();
+            let mut s = Snooper::start(snoop_bin, pid, args.snoop_ring_mb)?;
+            s.wait_attached()?;
+            println!(
+                "soak: the stretch snooper attached in {:.1} s",
+                attaching.elapsed().as_secs_f64()
+            );
+            stretch = Some((s, (Instant::now(), ctx.ops.load(Ordering::Relaxed))));
+        }
+        if t >= secs.mul_f64(0.8) {
+            if let Some((s, ops_before)) = stretch.take() {
+                stretch_result = Some(stop_stretch(s, ctx, ops_before, slack)?);
+            }
+        }
+        if last_report.elapsed() >= Duration::from_secs(30) {
+            last_report = Instant::now();
+            println!(
+                "soak: {:>4.0} s, {} ops, daemon {} fds, {} KiB",
+                started.elapsed().as_secs_f64(),
+                ctx.ops.load(Ordering::Relaxed),
+                health::fds(pid)?,
+                health::rss_kib(pid)?
+            );
+        }
+    }
+    if let Some((s, ops_before)) = stretch.take() {
+        // Attaching took the rest of the run: stop it, still under load.
+        stretch_result = Some(stop_stretch(s, ctx, ops_before, slack)?);
+    }
+    Ok(Observed {
+        stretch: stretch_result,
+        rss_warm,
+        fds_peak,
+        elapsed: started.elapsed(),
+        warmup,
+    })
+}
+
+fn per_sec(n: u64, t: Duration) -> f64 {
+    n as f64 / t.as_secs_f64()
+}
+
+/// The load's line: clients, ops and what they ran into.
+fn report_load(args: &SoakArgs, ctx: &Ctx, ops: u64, elapsed: Duration) {
+    println!(
+        "soak: {:.0} s, {} dom0 clients, {} guests: {ops} ops ({:.0}/s), {} watch events, \
+         {} conflicts, {} disconnects, {} stalled readers",
+        elapsed.as_secs_f64(),
+        args.dom0,
+        args.guests,
+        per_sec(ops, elapsed),
+        ctx.events.load(Ordering::Relaxed),
+        ctx.conflicts.load(Ordering::Relaxed),
+        ctx.disconnects.load(Ordering::Relaxed),
+        ctx.stalls.load(Ordering::Relaxed),
+    );
+}
+
+/// The snoopers' lines: the churn, and what the stretch snooper accounted for.
+fn report_snoopers(churn: &Churn, stretch: &Stretch, uprobes_left: usize) {
+    println!(
+        "soak: snoopers: {} started, {} killed (SIGKILL), {} stopped (SIGINT), {} uprobes left",
+        churn.started + 1,
+        churn.killed,
+        churn.interrupted.len() + 1,
+        uprobes_left
+    );
+    let (requests, lost) = churn
+        .interrupted
+        .iter()
+        .fold((0, 0), |(r, l), a| (r + a.requests, l + a.lost));
+    let a = &stretch.accounting;
+    println!(
+        "soak: stretch snooper: {:.0} s, {} lines, {} requests printed of serials {} ({:.0}/s), {} lost; \
+         the load completed {} ops meanwhile; SIGINT to exit: {:.1} s; \
+         the churned ones: {requests} printed, {lost} lost",
+        stretch.lived.as_secs_f64(),
+        a.lines,
+        a.requests,
+        a.span,
+        per_sec(a.span, stretch.lived),
+        a.lost,
+        stretch.ops,
+        stretch.stopping.as_secs_f64(),
+    );
 }
 
 /// What the stretch snooper accounted for while the load ran.

@@ -5,7 +5,7 @@
 
 use super::{Call, Daemon};
 use crate::cnum::atoi;
-use crate::error::Fail;
+use crate::error::{Fail, Reason};
 use crate::quota::Quotas;
 use crate::request;
 use crate::tree::Tree;
@@ -32,7 +32,7 @@ const COMMANDS: [(&str, &str); 9] = [
     ("help", ""),
 ];
 
-const EINVAL: Fail = Fail(XsError::Einval, "control:args");
+const EINVAL: Fail = Fail::new(XsError::Einval, Reason::ControlArgs);
 
 fn text(reply: &mut Vec<u8>, s: &str) {
     reply.extend_from_slice(s.as_bytes());
@@ -61,7 +61,7 @@ pub(super) fn control(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail>
     }
     if reply.len() > PAYLOAD_MAX {
         // upstream's send_reply refuses to send more
-        return Err(Fail(XsError::E2big, "reply too long"));
+        return Err(Fail::new(XsError::E2big, Reason::ReplyTooLong));
     }
     d.respond(call.conn, call.serial, &call.header, Ok(&reply));
     Ok(())
@@ -79,7 +79,7 @@ fn run_control(d: &mut Daemon, args: &[&[u8]], reply: &mut Vec<u8>) -> Result<()
                 crate::service::log::error(format_args!("check_store: {problem}"));
             }
             if !problems.is_empty() {
-                return Err(Fail(XsError::Eio, "control:check"));
+                return Err(Fail::new(XsError::Eio, Reason::ControlCheck));
             }
             text(reply, "OK");
         }
@@ -105,7 +105,7 @@ fn run_control(d: &mut Daemon, args: &[&[u8]], reply: &mut Vec<u8>) -> Result<()
             // Upstream has nowhere to write without a file or a log (EBADF,
             // sent as EINVAL).
             if file.is_none() && !d.logging {
-                return Err(Fail(XsError::Einval, "control:no file"));
+                return Err(Fail::new(XsError::Einval, Reason::ControlNoFile));
             }
             let report = memreport(d);
             match file {
@@ -114,7 +114,7 @@ fn run_control(d: &mut Daemon, args: &[&[u8]], reply: &mut Vec<u8>) -> Result<()
                     .create(true)
                     .open(&file)
                     .and_then(|mut f| f.write_all(report.as_bytes()))
-                    .map_err(|_| Fail(XsError::Einval, "control:file"))?,
+                    .map_err(|_| Fail::new(XsError::Einval, Reason::ControlFile))?,
                 None => eprint!("{report}"),
             }
             text(reply, "OK");
@@ -135,7 +135,7 @@ fn run_control(d: &mut Daemon, args: &[&[u8]], reply: &mut Vec<u8>) -> Result<()
             }
             [domid] => {
                 let domid = atoi(domid);
-                let s = domain_quota(d, domid).ok_or(Fail(XsError::Enoent, "domain"))?;
+                let s = domain_quota(d, domid).ok_or(Fail::new(XsError::Enoent, Reason::Domain))?;
                 text(reply, &s);
             }
             _ => return Err(EINVAL),
@@ -161,7 +161,7 @@ fn run_control(d: &mut Daemon, args: &[&[u8]], reply: &mut Vec<u8>) -> Result<()
             }
             text(reply, &s);
         }
-        _ => return Err(Fail(XsError::Einval, "control:unknown command")),
+        _ => return Err(Fail::new(XsError::Einval, Reason::ControlUnknownCommand)),
     }
     Ok(())
 }
@@ -178,7 +178,7 @@ pub(super) fn get_feature(
         Some(domid) => {
             d.domains
                 .get(domid)
-                .ok_or(Fail(XsError::Enoent, "domain"))?
+                .ok_or(Fail::new(XsError::Enoent, Reason::Domain))?
                 .features
         }
     };
@@ -192,9 +192,9 @@ pub(super) fn set_feature(d: &mut Daemon, _: &Call, p: &[u8]) -> Result<(), Fail
     let dom = d
         .domains
         .get_mut(req.domid)
-        .ok_or(Fail(XsError::Enoent, "domain"))?;
+        .ok_or(Fail::new(XsError::Enoent, Reason::Domain))?;
     if req.value & !FEATURES != 0 {
-        return Err(Fail(XsError::Einval, "feature unsupported"));
+        return Err(Fail::new(XsError::Einval, Reason::FeatureUnsupported));
     }
     dom.features = req.value;
     Ok(())
@@ -213,13 +213,13 @@ pub(super) fn get_quota(
         text(reply, &names.join(" "));
         return Ok(());
     };
-    let kind = Quotas::kind_by_name(name).ok_or(Fail(XsError::Einval, "quota name"))?;
+    let kind = Quotas::kind_by_name(name).ok_or(Fail::new(XsError::Einval, Reason::QuotaName))?;
     let v = match req.domid {
         None => d.quotas.global(kind),
         Some(domid) => {
             d.domains
                 .get(domid)
-                .ok_or(Fail(XsError::Enoent, "domain"))?;
+                .ok_or(Fail::new(XsError::Enoent, Reason::Domain))?;
             d.quotas.get(kind, domid)
         }
     };
@@ -230,7 +230,8 @@ pub(super) fn get_quota(
 /// SET_QUOTA: a global quota or a domain's.
 pub(super) fn set_quota(d: &mut Daemon, _: &Call, p: &[u8]) -> Result<(), Fail> {
     let req = request::set_quota(p)?;
-    let kind = Quotas::kind_by_name(req.name).ok_or(Fail(XsError::Einval, "quota name"))?;
+    let kind =
+        Quotas::kind_by_name(req.name).ok_or(Fail::new(XsError::Einval, Reason::QuotaName))?;
     match req.domid {
         None => {
             d.quotas.set_global(req.name, req.value);
@@ -238,7 +239,7 @@ pub(super) fn set_quota(d: &mut Daemon, _: &Call, p: &[u8]) -> Result<(), Fail> 
         Some(domid) => {
             d.domains
                 .get(domid)
-                .ok_or(Fail(XsError::Enoent, "domain"))?;
+                .ok_or(Fail::new(XsError::Enoent, Reason::Domain))?;
             d.quotas.set_domain(domid, kind, req.value);
         }
     }

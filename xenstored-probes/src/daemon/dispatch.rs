@@ -5,7 +5,7 @@
 //! here and a handler (with its argument parser in request.rs).
 
 use super::{admin, domains, nodes, transactions, watches, Call, Daemon};
-use crate::error::Fail;
+use crate::error::{Fail, Reason};
 use crate::probes;
 use crate::quota::Kind;
 use crate::service::notable::{Kind as NotableKind, Notable};
@@ -174,11 +174,11 @@ impl Daemon {
         }));
         let mut result = executed.unwrap_or_else(|_| {
             self.contained_panic(id, call.header.ty);
-            Err(Fail(XsError::Eio, "internal:panic"))
+            Err(Fail::new(XsError::Eio, Reason::InternalPanic))
         });
         if matches!(result, Ok(Done::Reply)) && reply.len() > PAYLOAD_MAX {
             // upstream's send_reply refuses to send more
-            result = Err(Fail(XsError::E2big, "reply too long"));
+            result = Err(Fail::new(XsError::E2big, Reason::ReplyTooLong));
         }
         if let (Ok(Done::Reply), Some(domid)) = (&result, unprivileged) {
             // C xenstored charges a reply longer than its 16-byte default
@@ -187,7 +187,7 @@ impl Daemon {
             if reply.len() > 16
                 && self.memory(domid) + cost >= self.quotas.get(Kind::Memory, domid) as usize
             {
-                result = Err(Fail(XsError::Enomem, "quota:memory"));
+                result = Err(Fail::new(XsError::Enomem, Reason::QuotaMemory));
             }
         }
         let (serial, h) = (call.serial, &call.header);
@@ -196,15 +196,17 @@ impl Daemon {
             Ok(Done::Ack) => self.respond(id, serial, h, Ok(b"OK\0")),
             Ok(Done::Replied) => {}
             Err(Fail(e, reason)) => {
-                if let (Some(quota), Some(domid)) = (reason.strip_prefix("quota:"), unprivileged) {
+                if let (Some(quota), Some(domid)) = (reason.and_then(Reason::quota), unprivileged) {
                     self.quota_refused(domid, h.ty, quota, e);
                 }
-                if e == XsError::Enosys || reason == "args" || reason == "tx:unknown" {
+                if e == XsError::Enosys || matches!(reason, Some(Reason::Args | Reason::TxUnknown))
+                {
+                    let reason = reason.map_or("", Reason::name);
                     let name = msg_name(h.ty).unwrap_or("unknown type");
                     self.log
                         .log(id, format_args!("{name} ({}) refused: {e} {reason}", h.ty));
                 }
-                self.respond(id, serial, h, Err((e, reason)))
+                self.respond(id, serial, h, Err((e, reason.map_or("", Reason::name))))
             }
         }
         self.reply = reply;
@@ -273,16 +275,16 @@ impl Daemon {
         }
         let op = MsgType::from_u32(call.header.ty)
             .and_then(op)
-            .ok_or(Fail(XsError::Enosys, "type"))?;
+            .ok_or(Fail::new(XsError::Enosys, Reason::Type))?;
         if op.sender == Sender::Privileged && !call.who.privileged {
-            return Err(Fail(XsError::Eacces, "perm:privileged"));
+            return Err(Fail::new(XsError::Eacces, Reason::PermPrivileged));
         }
         call.tx = if op.tx == Tx::Ignored || call.header.tx_id == 0 {
             None
         } else if tx_open {
             Some(call.header.tx_id)
         } else {
-            return Err(Fail(XsError::Enoent, "tx:unknown"));
+            return Err(Fail::new(XsError::Enoent, Reason::TxUnknown));
         };
         let call = &*call;
         match op.handler {

@@ -5,7 +5,7 @@
 use super::watches::special;
 use super::{Call, Daemon};
 use crate::domain::Domain;
-use crate::error::Fail;
+use crate::error::{Fail, Reason};
 use crate::path;
 use crate::perms::Identity;
 use crate::request;
@@ -26,7 +26,7 @@ pub(super) fn introduce(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fai
         .map_err(|e| {
             d.log
                 .log(call.conn, format_args!("INTRODUCE {}: {e}", req.domid));
-            Fail(XsError::Einval, "backend")
+            Fail::new(XsError::Einval, Reason::Backend)
         })?;
     d.effects.attached.push((req.domid, attachment));
     let conn_slot = d.reserve_conn_id();
@@ -55,11 +55,11 @@ pub(super) fn introduce(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fai
 pub(super) fn release(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
     let domid = request::domid(p)?;
     if domid == 0 {
-        return Err(Fail(XsError::Einval, "domid"));
+        return Err(Fail::new(XsError::Einval, Reason::Domid));
     }
     d.domains
         .get(domid)
-        .ok_or(Fail(XsError::Enoent, "domain"))?;
+        .ok_or(Fail::new(XsError::Enoent, Reason::Domain))?;
     if d.release_waits_for_reply(call.conn, domid) {
         d.ack(call);
         d.release(domid, call.serial, call.conn, "released");
@@ -100,12 +100,12 @@ pub(super) fn is_introduced(
 pub(super) fn resume(d: &mut Daemon, _: &Call, p: &[u8]) -> Result<(), Fail> {
     let domid = request::domid(p)?;
     if domid == 0 {
-        return Err(Fail(XsError::Einval, "domid"));
+        return Err(Fail::new(XsError::Einval, Reason::Domid));
     }
     let dom = d
         .domains
         .get_mut(domid)
-        .ok_or(Fail(XsError::Enoent, "domain"))?;
+        .ok_or(Fail::new(XsError::Enoent, Reason::Domain))?;
     dom.shutdown = false;
     Ok(())
 }
@@ -115,12 +115,12 @@ pub(super) fn resume(d: &mut Daemon, _: &Call, p: &[u8]) -> Result<(), Fail> {
 pub(super) fn set_target(d: &mut Daemon, _: &Call, p: &[u8]) -> Result<(), Fail> {
     let req = request::set_target(p)?;
     if d.domains.get(req.target).is_none() {
-        return Err(Fail(XsError::Enoent, "target"));
+        return Err(Fail::new(XsError::Enoent, Reason::Target));
     }
     let dom = d
         .domains
         .get_mut(req.domid)
-        .ok_or(Fail(XsError::Enoent, "domain"))?;
+        .ok_or(Fail::new(XsError::Enoent, Reason::Domain))?;
     dom.target = Some(req.target);
     for id in d.conns_of.get(&req.domid).into_iter().flatten() {
         if let Some(c) = d.conns.get_mut(id) {

@@ -25,7 +25,7 @@ mod watches;
 
 use crate::connection::Connection;
 use crate::domain::Domains;
-use crate::error::Fail;
+use crate::error::{Fail, Reason};
 use crate::outstanding::{Outstanding, Ticket};
 use crate::perms::Identity;
 use crate::probes;
@@ -201,7 +201,7 @@ impl Daemon {
         // handle() found it; only a handler that closed it could miss it
         self.conns
             .get_mut(&call.conn)
-            .ok_or(Fail(XsError::Eio, "connection gone"))
+            .ok_or(Fail::new(XsError::Eio, Reason::ConnectionGone))
     }
 
     /// Trades the effects gathered so far for `spare` (emptied, its

@@ -5,7 +5,7 @@
 
 use super::{Call, Daemon};
 use crate::domain::DOMID_FIRST_RESERVED;
-use crate::error::Fail;
+use crate::error::{Fail, Reason};
 use crate::node::NodeRef;
 use crate::path;
 use crate::perms::{Identity, PermList, Perms};
@@ -66,9 +66,9 @@ fn special_perms(d: &Daemon, name: &[u8], who: &Identity, reply: &mut Vec<u8>) -
     let node = std::str::from_utf8(name)
         .ok()
         .and_then(|name| d.store.special(name))
-        .ok_or(Fail(XsError::Einval, "path"))?;
+        .ok_or(Fail::new(XsError::Einval, Reason::Path))?;
     if node.perms.for_identity(who) & crate::perms::READ == 0 {
-        return Err(Fail(XsError::Eacces, "perm"));
+        return Err(Fail::new(XsError::Eacces, Reason::Perm));
     }
     node.perms.write_to(reply);
     Ok(())
@@ -96,16 +96,16 @@ pub(super) fn set_perms(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fai
     let req = request::set_perms(p)?;
     let domid = call.who.domid;
     if !call.who.privileged && req.count > d.quotas.get(Kind::Permissions, domid) as usize {
-        return Err(Fail(XsError::Enospc, "quota:permissions"));
+        return Err(Fail::new(XsError::Enospc, Reason::QuotaPermissions));
     }
-    let perms = Perms::parse(req.perms, req.count).map_err(|e| Fail(e, "perms"))?;
+    let perms = Perms::parse(req.perms, req.count).map_err(|e| Fail::new(e, Reason::Perms))?;
     if req.path.first() == Some(&b'@') {
         return set_special_perms(d, req.path, perms, &call.who);
     }
     let path = node_path(d, call, req.path)?;
     // Xen has no such domain (we cannot ask it about others).
     if perms.0.iter().any(|e| e.domid >= DOMID_FIRST_RESERVED) {
-        return Err(Fail(XsError::Enoent, "perms:no such domain"));
+        return Err(Fail::new(XsError::Enoent, Reason::PermsNoSuchDomain));
     }
     let change = d.tree(call, |t, q, memory| {
         let limits = limits(q, call.who.domid, memory);
@@ -120,7 +120,7 @@ pub(super) fn set_perms(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fai
 fn node_path<'p>(d: &Daemon, call: &Call, raw: &'p [u8]) -> Result<Cow<'p, str>, Fail> {
     let domid = call.who.domid;
     let path_max = d.quotas.get(Kind::PathMax, domid) as usize;
-    path::resolve(raw, domid, path_max).map_err(|e| Fail(e, "path"))
+    path::resolve(raw, domid, path_max).map_err(|e| Fail::new(e, Reason::Path))
 }
 
 /// Whether a READ-type request's answer holds the node's children
@@ -177,14 +177,15 @@ fn set_special_perms(
     perms: Perms,
     who: &Identity,
 ) -> Result<(), Fail> {
-    let name = std::str::from_utf8(name).map_err(|_| Fail(XsError::Enoent, "special"))?;
+    let name =
+        std::str::from_utf8(name).map_err(|_| Fail::new(XsError::Enoent, Reason::Special))?;
     let node = d
         .store
         .special(name)
-        .ok_or(Fail(XsError::Enoent, "special"))?;
+        .ok_or(Fail::new(XsError::Enoent, Reason::Special))?;
     let need = crate::perms::WRITE | crate::perms::OWNER;
     if node.perms.for_identity(who) & need != need {
-        return Err(Fail(XsError::Eacces, "perm"));
+        return Err(Fail::new(XsError::Eacces, Reason::Perm));
     }
     d.store.set_special_perms(name, perms);
     Ok(())

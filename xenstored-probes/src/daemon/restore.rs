@@ -77,7 +77,7 @@ impl Daemon {
             }
             tree::write(&mut self.store, &abs, Some(&node.value), &who, &NO_LIMITS)
                 .and_then(|_| tree::set_perms(&mut self.store, &abs, perms, &who, &NO_LIMITS))
-                .map_err(|e| fail(e.1.to_string()))?;
+                .map_err(|e| fail(e.reason_name().to_string()))?;
             restored += 1;
         }
         // The tree this daemon started with, where the stream lacks it.
@@ -87,7 +87,7 @@ impl Daemon {
                 .any(|n| n.conn_id == 0 && n.path == start.as_bytes())
             {
                 tree::remove(&mut self.store, start, &who)
-                    .map_err(|e| format!("node {start:?}: {}", e.1))?;
+                    .map_err(|e| format!("node {start:?}: {}", e.reason_name()))?;
             }
         }
         Ok(restored)

@@ -2,7 +2,7 @@
 //! request sees: the store, or its transaction's view of it.
 
 use super::{conns_memory, Call, Daemon};
-use crate::error::Fail;
+use crate::error::{Fail, Reason};
 use crate::probes::{self, TxOutcome};
 use crate::quota::{Kind, Quotas};
 use crate::request;
@@ -10,9 +10,6 @@ use crate::transaction::Transaction;
 use crate::tree::{Tree, MEMORY_QUOTA};
 use crate::wire::XsError;
 use std::io::Write;
-
-/// Why a request or commit failed on the transaction-nodes quota.
-const TX_NODES_QUOTA: &str = "quota:transaction-nodes";
 
 /// Replies with the new transaction's id.
 pub(super) fn start(
@@ -22,11 +19,11 @@ pub(super) fn start(
     reply: &mut Vec<u8>,
 ) -> Result<(), Fail> {
     if call.tx.is_some() {
-        return Err(Fail(XsError::Ebusy, "tx:nested"));
+        return Err(Fail::new(XsError::Ebusy, Reason::TxNested));
     }
     let quota = d.quotas.get(Kind::Transactions, call.who.domid) as usize;
     if !call.who.privileged && d.caller(call)?.transactions.len() >= quota {
-        return Err(Fail(XsError::Enospc, "quota:transactions"));
+        return Err(Fail::new(XsError::Enospc, Reason::QuotaTransactions));
     }
     // upstream stamps each transaction with a generation
     let generation = d.store.next_generation();
@@ -41,20 +38,20 @@ pub(super) fn start(
 /// Commits (watches fire for what it changed) or aborts.
 pub(super) fn end(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
     let commit = request::transaction_end(p)?;
-    let tx_id = call.tx.ok_or(Fail(XsError::Enoent, "tx:none"))?;
+    let tx_id = call.tx.ok_or(Fail::new(XsError::Enoent, Reason::TxNone))?;
     let conn = d.caller(call)?;
     let who = conn.who();
     let t = conn
         .transactions
         .remove(&tx_id)
-        .ok_or(Fail(XsError::Enoent, "tx:unknown"))?;
+        .ok_or(Fail::new(XsError::Enoent, Reason::TxUnknown))?;
     if !commit {
         probes::tx_end(call.serial, &who, tx_id, TxOutcome::Abort, "");
         return Ok(());
     }
     if let Some(reason) = t.failed {
-        probes::tx_end(call.serial, &who, tx_id, TxOutcome::Conflict, reason);
-        return Err(Fail(XsError::Enomem, reason));
+        probes::tx_end(call.serial, &who, tx_id, TxOutcome::Conflict, reason.name());
+        return Err(Fail::new(XsError::Enomem, reason));
     }
     match t.commit(&mut d.store) {
         Ok(changes) => {
@@ -66,7 +63,7 @@ pub(super) fn end(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
         }
         Err(conflict) => {
             probes::tx_end(call.serial, &who, tx_id, TxOutcome::Conflict, &conflict.0);
-            Err(Fail(XsError::Eagain, "tx:conflict"))
+            Err(Fail::new(XsError::Eagain, Reason::TxConflict))
         }
     }
 }
@@ -99,16 +96,16 @@ impl Daemon {
             .conns
             .get_mut(&call.conn)
             .and_then(|c| c.transactions.get_mut(&t))
-            .ok_or(Fail(XsError::Enoent, "tx:unknown"))?;
+            .ok_or(Fail::new(XsError::Enoent, Reason::TxUnknown))?;
         let mut view = tx.view_limited(&self.store, limit, caller);
         let result = f(&mut view, &self.quotas, &allowance);
         if view.refused() {
-            tx.failed = Some(TX_NODES_QUOTA);
-            return Err(Fail(XsError::Enospc, TX_NODES_QUOTA));
+            tx.failed = Some(Reason::QuotaTransactionNodes);
+            return Err(Fail::new(XsError::Enospc, Reason::QuotaTransactionNodes));
         }
         if result.as_ref().is_err_and(|e| *e == MEMORY_QUOTA) {
             // C xenstored fails the transaction it cannot revert
-            tx.failed = Some(MEMORY_QUOTA.1);
+            tx.failed = MEMORY_QUOTA.1;
         }
         result
     }

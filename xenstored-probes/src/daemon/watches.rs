@@ -4,7 +4,7 @@
 
 use super::{Call, Daemon};
 use crate::connection::Connection;
-use crate::error::Fail;
+use crate::error::{Fail, Reason};
 use crate::path;
 use crate::perms::{Identity, Perm, PermList, READ};
 use crate::probes;
@@ -22,16 +22,16 @@ pub(super) fn watch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
     let domid = call.who.domid;
     let path_max = d.quotas.get(Kind::PathMax, domid) as usize;
     let (abs, relative) =
-        path::resolve_watch(req.path, domid, path_max).map_err(|e| Fail(e, "path"))?;
+        path::resolve_watch(req.path, domid, path_max).map_err(|e| Fail::new(e, Reason::Path))?;
     if !call.who.privileged {
         let ids = d.domain_conns(domid);
         let used: usize = ids.iter().map(|&c| d.watches.count(c)).sum();
         if used >= d.quotas.get(Kind::Watches, domid) as usize {
-            return Err(Fail(XsError::E2big, "quota:watches"));
+            return Err(Fail::new(XsError::E2big, Reason::QuotaWatches));
         }
         let cost = abs.len() + req.token.len();
         if d.memory(domid) + cost >= d.quotas.get(Kind::Memory, domid) as usize {
-            return Err(Fail(XsError::Enomem, "quota:memory"));
+            return Err(Fail::new(XsError::Enomem, Reason::QuotaMemory));
         }
     }
     let w = Watch {
@@ -41,7 +41,7 @@ pub(super) fn watch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
     };
     d.caller(call)?;
     if d.watches.add(call.conn, w).is_none() {
-        return Err(Fail(XsError::Eexist, "watch exists"));
+        return Err(Fail::new(XsError::Eexist, Reason::WatchExists));
     }
     d.ack(call);
     let Some(conn) = d.conns.get_mut(&call.conn) else {
@@ -69,10 +69,11 @@ pub(super) fn unwatch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail>
     let req = request::watch(p)?;
     let domid = call.who.domid;
     let path_max = d.quotas.get(Kind::PathMax, domid) as usize;
-    let (abs, _) = path::resolve_watch(req.path, domid, path_max).map_err(|e| Fail(e, "path"))?;
+    let (abs, _) =
+        path::resolve_watch(req.path, domid, path_max).map_err(|e| Fail::new(e, Reason::Path))?;
     d.caller(call)?;
     if !d.watches.remove(call.conn, &abs, req.token) {
-        return Err(Fail(XsError::Enoent, "no such watch"));
+        return Err(Fail::new(XsError::Enoent, Reason::NoSuchWatch));
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! The 4 KiB page a ring lives in, however it was mapped.
 
+use memmap2::{MmapOptions, MmapRaw};
 use std::io;
 use std::os::fd::AsRawFd;
 
@@ -10,71 +11,32 @@ pub trait Page: Send {
     fn ptr(&self) -> *mut u8;
 }
 
-/// A MAP_SHARED mapping of PAGE_SIZE bytes, unmapped on drop.
-pub struct Mapping {
-    ptr: *mut u8,
-}
-
-// SAFETY: the mapping is plain shared memory; all access goes through
-// atomics or raw copies that tolerate a concurrent peer.
-unsafe impl Send for Mapping {}
-// SAFETY: as above.
-unsafe impl Sync for Mapping {}
+/// A mapping of PAGE_SIZE bytes (memmap2's `MmapRaw`: unmapped on drop,
+/// and handed out only as a raw pointer, since a peer writes it
+/// concurrently).
+pub struct Mapping(MmapRaw);
 
 impl Mapping {
     /// Maps PAGE_SIZE bytes of `fd` at `offset`, read-write and shared.
     pub fn of_fd(fd: &impl AsRawFd, offset: u64) -> io::Result<Mapping> {
-        // SAFETY: a fresh mapping; the kernel validates fd and offset.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                PAGE_SIZE,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                offset as libc::off_t,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Mapping {
-            ptr: ptr as *mut u8,
-        })
+        MmapOptions::new()
+            .len(PAGE_SIZE)
+            .offset(offset)
+            .map_raw(fd.as_raw_fd())
+            .map(Mapping)
     }
 
-    /// A zeroed page shared by nobody yet (unit tests; forked peers).
+    /// A zeroed page of this process only (unit tests and fuzzing: both
+    /// ends in one process).
     pub fn anonymous() -> io::Result<Mapping> {
-        // SAFETY: as above, with no file.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                PAGE_SIZE,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Mapping {
-            ptr: ptr as *mut u8,
-        })
+        let page = MmapOptions::new().len(PAGE_SIZE).map_anon()?;
+        Ok(Mapping(MmapRaw::from(page)))
     }
 }
 
 impl Page for Mapping {
     fn ptr(&self) -> *mut u8 {
-        self.ptr
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: ptr came from mmap of PAGE_SIZE and is unmapped once.
-        unsafe { libc::munmap(self.ptr as *mut libc::c_void, PAGE_SIZE) };
+        self.0.as_mut_ptr()
     }
 }
 

@@ -39,7 +39,8 @@ mod skel {
     )]
     include!(concat!(env!("OUT_DIR"), "/xssnoop.skel.rs"));
 }
-use skel::{XssnoopSkel, XssnoopSkelBuilder};
+use skel::types::rodata as XssnoopRodata;
+use skel::{OpenXssnoopSkel, XssnoopSkel, XssnoopSkelBuilder};
 
 /// Filter list entries the BPF program has room for (MAX_FILTER).
 const MAX_FILTER: usize = 16;
@@ -79,133 +80,182 @@ impl BpfSource {
         timestamps: bool,
     ) -> Result<BpfSource> {
         libbpf_log::listen();
-        let chosen: Vec<(Probe, &SdtProbe)> = probes
-            .iter()
-            .filter_map(|p| Some((Probe::from_name(&p.name)?, p)))
-            .collect();
-        if chosen.is_empty() {
-            bail!("no probe of the daemon to attach to");
-        }
-        for (probe, site) in &chosen {
-            check_registers(*probe, site)?;
-        }
-        if links == BpfLinks::Auto {
-            let (links, note) = if features::uprobe_multi_links() {
-                (BpfLinks::Multi, "")
-            } else {
-                (BpfLinks::PerSite, " (the kernel has no uprobe-multi links)")
-            };
-            let mut source =
-                BpfSource::open(target, probes, filter, ring_bytes, links, timestamps)?;
-            source.links_note += note;
-            return Ok(source);
-        }
-        // The skeleton borrows its object for as long as it lives: for the
-        // rest of the process (one session per process).
-        let object = Box::leak(Box::new(MaybeUninit::uninit()));
-        let mut open = XssnoopSkelBuilder::default()
-            .open(object)
-            .map_err(|e| explained(e, "opening the BPF object"))?;
-
+        let chosen = chosen_sites(probes)?;
+        let (links, links_note) = resolve_links(links);
         let ring_bytes = ring_bytes
             .next_power_of_two()
             .max(crate::capture::mapping::page_size());
-        let cpus = crate::capture::tracefs::perf::online_cpus()?.len().max(1);
+        let mut open = open_object()?;
         let rodata = open
             .maps
             .rodata_data
             .as_deref_mut()
             .context("the BPF object has no .rodata")?;
-        let mut kernel_filters = Vec::new();
-        if fill(&mut rodata.doms, &filter.domains) {
-            rodata.n_doms = filter.domains.len() as u32;
-            kernel_filters.push("domain");
-        }
-        if fill(&mut rodata.pids, &filter.pids) {
-            rodata.n_pids = filter.pids.len() as u32;
-            kernel_filters.push("pid");
-        }
-        if fill(&mut rodata.ops, &filter.ops) {
-            rodata.n_ops = filter.ops.len() as u32;
-            kernel_filters.push("op");
-        }
+        let kernel_filters = set_filters(rodata, filter);
         rodata.daemon_tgid = target.pid;
-        rodata.failed_only = filter.failed_only.into();
         rodata.timestamps = timestamps.into();
-        // The reader is woken when a quarter of the ring waits; with every
-        // CPU between looks at that, up to another quarter may.
-        rodata.wake_at = (ring_bytes / 4) as u64;
-        rodata.check_every = (ring_bytes / 4 / cpus).max(1) as u32;
-        open.maps
-            .events
-            .set_max_entries(ring_bytes as u32)
-            .context("sizing the BPF ring buffer")?;
-        let unused = match links {
-            BpfLinks::PerSite => &mut open.progs.xenstore_probe_multi,
-            _ => &mut open.progs.xenstore_probe,
+        size_ring(&mut open, ring_bytes)?;
+        let skel = load(open, links)?;
+        let attached = match links {
+            BpfLinks::PerSite => attach_per_site(&skel, target, &chosen)?,
+            BpfLinks::Multi | BpfLinks::Auto => vec![attach_multi(&skel, target, &chosen)?],
         };
-        unused.set_autoload(false);
-        // What libbpf said while opening explains no failure from here on.
-        libbpf_log::take();
-        let skel = open
-            .load()
-            .map_err(|e| explained(e, "loading the BPF program"))?;
-
-        let mut multi = UprobeMultiOpts::default();
-        let mut per_site = Vec::new();
-        for (probe, site) in &chosen {
-            let what = || format!("probe site xenstore:{} at {:#x}", site.name, site.offset);
-            let cookie = record::cookie_of(*probe);
-            if links != BpfLinks::PerSite {
-                multi.offsets.push(site.offset as usize);
-                multi.ref_ctr_offsets.push(site.semaphore as usize);
-                multi.cookies.push(cookie);
-                continue;
-            }
-            let opts = UprobeOpts {
-                ref_ctr_offset: site.semaphore as usize,
-                cookie,
-                ..Default::default()
-            };
-            let link = skel
-                .progs
-                .xenstore_probe
-                .attach_uprobe_with_opts(
-                    // Every process: see the program's daemon_tgid.
-                    -1,
-                    &target.binary,
-                    site.offset as usize,
-                    opts,
-                )
-                .map_err(|e| explained(e, &format!("attaching to the {}", what())))?;
-            per_site.push(link);
-        }
-        let attached = if per_site.is_empty() {
-            let link = skel
-                .progs
-                .xenstore_probe_multi
-                .attach_uprobe_multi_with_opts(target.pid as i32, &target.binary, "", multi)
-                .map_err(|e| explained(e, "attaching a uprobe-multi link to the probe sites"))?;
-            vec![link]
-        } else {
-            per_site
-        };
-        let sites = chosen.len();
-
         let ring = ring::Ring::map(skel.maps.events.as_fd(), ring_bytes)?;
         Ok(BpfSource {
             _links: attached,
             ring,
             skel,
             undecodable: 0,
-            sites,
+            sites: chosen.len(),
             kernel_filters,
-            links_note: match links {
-                BpfLinks::PerSite => ", a uprobe link each".to_string(),
-                BpfLinks::Multi | BpfLinks::Auto => String::new(),
-            },
+            links_note,
         })
     }
+}
+
+/// The probe sites the program knows, each with its probe; each must pass
+/// the arguments where the program reads them.
+fn chosen_sites(probes: &[SdtProbe]) -> Result<Vec<(Probe, &SdtProbe)>> {
+    let chosen: Vec<(Probe, &SdtProbe)> = probes
+        .iter()
+        .filter_map(|p| Some((Probe::from_name(&p.name)?, p)))
+        .collect();
+    if chosen.is_empty() {
+        bail!("no probe of the daemon to attach to");
+    }
+    for (probe, site) in &chosen {
+        check_registers(*probe, site)?;
+    }
+    Ok(chosen)
+}
+
+/// The links to attach with (`Auto` made `Multi` where the kernel has
+/// uprobe-multi links, else `PerSite`), and how `describe` says them.
+fn resolve_links(asked: BpfLinks) -> (BpfLinks, String) {
+    const PER_SITE: &str = ", a uprobe link each";
+    match asked {
+        BpfLinks::Auto if features::uprobe_multi_links() => (BpfLinks::Multi, String::new()),
+        BpfLinks::Auto => (
+            BpfLinks::PerSite,
+            format!("{PER_SITE} (the kernel has no uprobe-multi links)"),
+        ),
+        BpfLinks::Multi => (BpfLinks::Multi, String::new()),
+        BpfLinks::PerSite => (BpfLinks::PerSite, PER_SITE.to_string()),
+    }
+}
+
+/// The program's object, opened and not yet loaded.
+fn open_object() -> Result<OpenXssnoopSkel<'static>> {
+    // The skeleton borrows its object for as long as it lives: for the
+    // rest of the process (one session per process).
+    let object = Box::leak(Box::new(MaybeUninit::uninit()));
+    XssnoopSkelBuilder::default()
+        .open(object)
+        .map_err(|e| explained(e, "opening the BPF object"))
+}
+
+/// Writes the part of `filter` the kernel can apply into the program's
+/// constants; returns what it filters, for `describe`.
+fn set_filters(rodata: &mut XssnoopRodata, filter: &Filter) -> Vec<&'static str> {
+    let mut kernel_filters = Vec::new();
+    if fill(&mut rodata.doms, &filter.domains) {
+        rodata.n_doms = filter.domains.len() as u32;
+        kernel_filters.push("domain");
+    }
+    if fill(&mut rodata.pids, &filter.pids) {
+        rodata.n_pids = filter.pids.len() as u32;
+        kernel_filters.push("pid");
+    }
+    if fill(&mut rodata.ops, &filter.ops) {
+        rodata.n_ops = filter.ops.len() as u32;
+        kernel_filters.push("op");
+    }
+    rodata.failed_only = filter.failed_only.into();
+    kernel_filters
+}
+
+/// Sizes the ring buffer to `ring_bytes` (a power of two, at least a page)
+/// and tells the program when to wake the reader.
+fn size_ring(open: &mut OpenXssnoopSkel<'static>, ring_bytes: usize) -> Result<()> {
+    let cpus = crate::capture::tracefs::perf::online_cpus()?.len().max(1);
+    let rodata = open
+        .maps
+        .rodata_data
+        .as_deref_mut()
+        .context("the BPF object has no .rodata")?;
+    // The reader is woken when a quarter of the ring waits; with every
+    // CPU between looks at that, up to another quarter may.
+    rodata.wake_at = (ring_bytes / 4) as u64;
+    rodata.check_every = (ring_bytes / 4 / cpus).max(1) as u32;
+    open.maps
+        .events
+        .set_max_entries(ring_bytes as u32)
+        .context("sizing the BPF ring buffer")
+}
+
+/// Loads the one program `links` attaches (`xenstore_probe` per site,
+/// `xenstore_probe_multi` for one uprobe-multi link).
+fn load(mut open: OpenXssnoopSkel<'static>, links: BpfLinks) -> Result<XssnoopSkel<'static>> {
+    let unused = match links {
+        BpfLinks::PerSite => &mut open.progs.xenstore_probe_multi,
+        BpfLinks::Multi | BpfLinks::Auto => &mut open.progs.xenstore_probe,
+    };
+    unused.set_autoload(false);
+    // What libbpf said while opening explains no failure from here on.
+    libbpf_log::take();
+    open.load()
+        .map_err(|e| explained(e, "loading the BPF program"))
+}
+
+/// One uprobe link a site, each with the site's semaphore and its probe as
+/// the cookie.
+fn attach_per_site(
+    skel: &XssnoopSkel<'static>,
+    target: &Target,
+    chosen: &[(Probe, &SdtProbe)],
+) -> Result<Vec<Link>> {
+    let mut links = Vec::new();
+    for (probe, site) in chosen {
+        let opts = UprobeOpts {
+            ref_ctr_offset: site.semaphore as usize,
+            cookie: record::cookie_of(*probe),
+            ..Default::default()
+        };
+        let link = skel
+            .progs
+            .xenstore_probe
+            .attach_uprobe_with_opts(
+                // Every process: see the program's daemon_tgid.
+                -1,
+                &target.binary,
+                site.offset as usize,
+                opts,
+            )
+            .map_err(|e| {
+                let what = format!("probe site xenstore:{} at {:#x}", site.name, site.offset);
+                explained(e, &format!("attaching to the {what}"))
+            })?;
+        links.push(link);
+    }
+    Ok(links)
+}
+
+/// One uprobe-multi link on every site, bound to the daemon's process.
+fn attach_multi(
+    skel: &XssnoopSkel<'static>,
+    target: &Target,
+    chosen: &[(Probe, &SdtProbe)],
+) -> Result<Link> {
+    let mut multi = UprobeMultiOpts::default();
+    for (probe, site) in chosen {
+        multi.offsets.push(site.offset as usize);
+        multi.ref_ctr_offsets.push(site.semaphore as usize);
+        multi.cookies.push(record::cookie_of(*probe));
+    }
+    skel.progs
+        .xenstore_probe_multi
+        .attach_uprobe_multi_with_opts(target.pid as i32, &target.binary, "", multi)
+        .map_err(|e| explained(e, "attaching a uprobe-multi link to the probe sites"))
 }
 
 /// The program reads each argument from the register the probe contract

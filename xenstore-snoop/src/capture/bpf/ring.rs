@@ -15,8 +15,9 @@
 //! The kernel never writes a record between the two positions, so the
 //! records there are read in place.
 
-use crate::capture::mapping::{page_size, Mapping};
+use crate::capture::mapping::{self, page_size, Access};
 use anyhow::{Context, Result};
+use memmap2::MmapRaw;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -29,9 +30,9 @@ pub struct Ring {
     /// the program's wake-ups, not the data (which is nearly always there).
     wakeups: OwnedFd,
     /// The consumer page, read and written.
-    consumer: Mapping,
+    consumer: MmapRaw,
     /// The producer page and the data area twice, read only.
-    producer: Mapping,
+    producer: MmapRaw,
     data_size: usize,
 }
 
@@ -71,10 +72,9 @@ impl Ring {
         assert!(data_size.is_power_of_two(), "ring of {data_size} bytes");
         let page = page_size();
         let wakeups = edge_triggered(fd).context("waiting on the BPF ring buffer")?;
-        let rw = libc::PROT_READ | libc::PROT_WRITE;
-        let consumer =
-            Mapping::new(fd, page, rw, 0).context("mapping the ring buffer's consumer page")?;
-        let producer = Mapping::new(fd, page + 2 * data_size, libc::PROT_READ, page)
+        let consumer = mapping::map(fd, page, 0, Access::ReadWrite)
+            .context("mapping the ring buffer's consumer page")?;
+        let producer = mapping::map(fd, page + 2 * data_size, page, Access::ReadOnly)
             .with_context(|| format!("mapping a {} MB BPF ring buffer", data_size >> 20))?;
         Ok(Ring {
             wakeups,
@@ -106,8 +106,8 @@ impl Ring {
         // (smp_load_acquire / smp_store_release), and so do we.
         unsafe {
             (
-                AtomicU64::from_ptr(self.producer.as_ptr().cast()),
-                AtomicU64::from_ptr(self.consumer.as_ptr().cast()),
+                AtomicU64::from_ptr(self.producer.as_mut_ptr().cast()),
+                AtomicU64::from_ptr(self.consumer.as_mut_ptr().cast()),
             )
         }
     }
@@ -124,8 +124,8 @@ impl Ring {
         let head = producer.load(Ordering::Acquire);
         let mut tail = consumer.load(Ordering::Relaxed); // only we write it
         let mask = self.data_size as u64 - 1;
-        let page = self.producer.size() - 2 * self.data_size;
-        let data = self.producer.as_ptr().wrapping_add(page);
+        let page = self.producer.len() - 2 * self.data_size;
+        let data = self.producer.as_mut_ptr().wrapping_add(page);
         let mut skipped = 0;
         let mut published = tail;
         while tail < head {

@@ -8,8 +8,9 @@
 //! with them). Nothing here makes a Rust reference into the mapping: the
 //! kernel writes it concurrently.
 
-use crate::capture::mapping::{page_size, Mapping};
+use crate::capture::mapping::{self, page_size, Access};
 use anyhow::{Context, Result};
+use memmap2::MmapRaw;
 use perf_event_open_sys::bindings::perf_event_mmap_page;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::ptr::addr_of_mut;
@@ -22,7 +23,7 @@ pub struct Ring {
     /// A dup of the fd that owns the mapping: poll it for the wake-up mark.
     fd: OwnedFd,
     /// The metadata page, then the data area.
-    mapping: Mapping,
+    mapping: MmapRaw,
     data_size: usize,
 }
 
@@ -34,9 +35,8 @@ impl Ring {
             data_size.is_power_of_two(),
             "perf ring of {data_size} bytes"
         );
-        let rw = libc::PROT_READ | libc::PROT_WRITE;
-        let mapping =
-            Mapping::new(fd.as_fd(), data_size + page_size(), rw, 0).with_context(|| {
+        let mapping = mapping::map(fd.as_fd(), data_size + page_size(), 0, Access::ReadWrite)
+            .with_context(|| {
                 format!(
                     "mapping a {} MB perf ring (RLIMIT_MEMLOCK / perf_event_mlock_kb?)",
                     data_size >> 20
@@ -56,12 +56,12 @@ impl Ring {
     /// The data area, after the metadata page.
     fn data(&self) -> *mut u8 {
         self.mapping
-            .as_ptr()
-            .wrapping_add(self.mapping.size() - self.data_size)
+            .as_mut_ptr()
+            .wrapping_add(self.mapping.len() - self.data_size)
     }
 
     fn meta(&self) -> *mut perf_event_mmap_page {
-        self.mapping.as_ptr().cast()
+        self.mapping.as_mut_ptr().cast()
     }
 
     /// Hands each record now in the ring (header included, copied out and
