@@ -83,7 +83,8 @@ impl<S: DomainInfoSource> DomainMonitor for DomExcMonitor<S> {
     }
 }
 
-struct VirqFd(RawFd);
+/// A descriptor the event loop polls for the VIRQ.
+pub(super) struct VirqFd(pub(super) RawFd);
 
 impl Source for VirqFd {
     fn register(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
