@@ -19,6 +19,8 @@ pub mod probe_loop;
 pub mod report;
 pub mod run;
 pub mod scale;
+pub mod scale_death;
+pub mod scale_death_report;
 pub mod scale_report;
 pub mod soak;
 pub mod stats;

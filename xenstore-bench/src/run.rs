@@ -9,7 +9,7 @@ use crate::plan::{self, Budget, MAX_CONNS};
 use crate::report::{self, Results};
 use crate::scale::{self, Plan};
 use crate::workload::{self, Workload};
-use crate::{builds, libxs, load, scale_report};
+use crate::{builds, libxs, load, scale_death, scale_death_report, scale_report};
 use anyhow::{bail, Context, Result};
 use std::time::{Duration, Instant};
 
@@ -34,6 +34,9 @@ pub fn all(args: &AllArgs) -> Result<()> {
     let mut b = builds::build_all()?;
     if args.only == [Section::Scale] {
         return scale_only(args, &b, &budget);
+    }
+    if args.only == [Section::MassDestroy] {
+        return mass_destroy_only(args, &b, &budget);
     }
     for (over, built) in [
         (&args.shim, &mut b.shim),
@@ -176,7 +179,25 @@ fn scale_plan(args: &AllArgs, b: &Builds, budget: &Budget, domains: bool) -> Pla
 fn scale_section(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
     let sockets = scale::run(&scale_plan(args, b, budget, false));
     let domains = scale::run(&scale_plan(args, b, budget, true));
-    scale_report::render(&sockets, &domains)
+    scale_report::render(&sockets, &domains) + &mass_destroy(b, budget)
+}
+
+/// S4 on the workspace's shim.
+fn mass_destroy(b: &Builds, budget: &Budget) -> String {
+    let shims = [("shim".to_string(), b.shim.clone())];
+    let r = scale_death::run(&shims, &scale_death::LEVELS, budget.rounds);
+    scale_death_report::render(&r)
+}
+
+/// `--only mass-destroy`: S4's part replaces its own in the report.
+fn mass_destroy_only(args: &AllArgs, b: &Builds, budget: &Budget) -> Result<()> {
+    let part = mass_destroy(b, budget);
+    let old = std::fs::read_to_string(&args.out).unwrap_or_default();
+    let text = scale_death_report::splice(&old, &part);
+    std::fs::write(&args.out, &text).with_context(|| format!("write {}", args.out.display()))?;
+    println!("{part}");
+    eprintln!("bench: wrote S4 into {}", args.out.display());
+    Ok(())
 }
 
 /// `--only scale`: its section replaces the one in the report (or is
