@@ -243,5 +243,27 @@ pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
             bail!("N={n}: no operation completed");
         }
     }
+    // S4: every dying domain released and every watcher told (checked by
+    // the run itself), one query a firing and no more firings than deaths.
+    let shims = [("shim".to_string(), shim.to_path_buf())];
+    let death = scale_death::run(&shims, &[10, 40], 1);
+    let points = death.curves[0]
+        .points
+        .as_ref()
+        .map_err(|e| anyhow::anyhow!("S4: {e:#}"))?;
+    for p in points {
+        println!(
+            "scale smoke: S4 N={}: {} dying released, every watcher told, {} queries, {} firings",
+            p.domains, p.dying, p.queries, p.firings
+        );
+        if p.firings == 0 || p.firings > p.dying as u64 || p.queries != p.firings {
+            bail!(
+                "S4 N={}: {} queries for {} firings",
+                p.domains,
+                p.queries,
+                p.firings
+            );
+        }
+    }
     Ok(())
 }

@@ -34,6 +34,8 @@ pub struct Point {
     /// First death to the last watcher having read an event fired after
     /// every dying domain was released.
     pub notified: Duration,
+    /// First death to the bench seeing every dying domain released.
+    pub released: Duration,
     /// The daemon's state queries (one xc_domain_getinfolist's worth each).
     pub queries: u64,
     /// VIRQ_DOM_EXC firings the daemon handled.
@@ -148,6 +150,7 @@ fn mass_destroy(label: &str, binary: &Path, n: usize) -> Result<Point> {
         }
         left = still;
     }
+    let released = began.elapsed();
     let mut busiest = 0;
     for (i, w) in watchers.iter_mut().enumerate() {
         let path = w.event(DEADLINE).with_context(|| format!("watcher {i}"))?;
@@ -168,6 +171,7 @@ fn mass_destroy(label: &str, binary: &Path, n: usize) -> Result<Point> {
         domains: n,
         dying: dying.len(),
         notified,
+        released,
         queries: after.queries - before.queries,
         firings: after.firings - before.firings,
         events_per_watcher: busiest,

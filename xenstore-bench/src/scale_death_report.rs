@@ -22,7 +22,7 @@ pub fn render(r: &DeathResult) -> String {
          domain, so the daemon asks about the introduced ones as on Xen). A fresh daemon each \
          run, {} run(s) a point (median by time); S4 took {:.0} s. Cells: ms from the first \
          death until every dying domain was released and every watcher had read its \
-         `@releaseDomain` events · state queries / VIRQ firings handled (the simulated \
+         `@releaseDomain` events (in brackets: until the bench saw them all released) · state queries / VIRQ firings handled (the simulated \
          hypervisor counts them; a query is one `xc_domain_getinfolist` of up to 1024 \
          domains) · events the busiest watcher read · the daemon's CPU in ms.\n",
         r.rounds,
@@ -84,8 +84,9 @@ pub fn render(r: &DeathResult) -> String {
 
 fn cell(p: &Point) -> String {
     format!(
-        "{:.1} ms · {}/{} · {} · {:.1}",
+        "{:.1} ms ({:.1}) · {}/{} · {} · {:.1}",
         p.notified.as_secs_f64() * 1e3,
+        p.released.as_secs_f64() * 1e3,
         p.queries,
         p.firings,
         p.events_per_watcher,
