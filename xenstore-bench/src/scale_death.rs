@@ -127,6 +127,16 @@ fn mass_destroy(label: &str, binary: &Path, n: usize) -> Result<Point> {
     for &domid in &dying {
         guests::die(&rings, domid)?;
     }
+    // The first release's event, waited for rather than polled: asking
+    // the daemon while it works would slow what is measured.
+    let mut first_seen = 0;
+    while first_seen == 0 || watchers[0].has_unread()? {
+        let path = watchers[0].event(DEADLINE).context("watcher 0")?;
+        if path != b"@releaseDomain" {
+            bail!("watcher 0 got {}", String::from_utf8_lossy(path));
+        }
+        first_seen += 1;
+    }
     // Released: every event of the releases was written before this answer.
     let mut left = dying.clone();
     while !left.is_empty() {
@@ -153,13 +163,12 @@ fn mass_destroy(label: &str, binary: &Path, n: usize) -> Result<Point> {
     let released = began.elapsed();
     let mut busiest = 0;
     for (i, w) in watchers.iter_mut().enumerate() {
-        let path = w.event(DEADLINE).with_context(|| format!("watcher {i}"))?;
-        if path != b"@releaseDomain" {
-            bail!("watcher {i} got {}", String::from_utf8_lossy(path));
-        }
-        let mut seen = 1;
-        while w.has_unread()? {
-            w.event(DEADLINE)?;
+        let mut seen = if i == 0 { first_seen } else { 0 };
+        while seen == 0 || w.has_unread()? {
+            let path = w.event(DEADLINE).with_context(|| format!("watcher {i}"))?;
+            if path != b"@releaseDomain" {
+                bail!("watcher {i} got {}", String::from_utf8_lossy(path));
+            }
             seen += 1;
         }
         busiest = busiest.max(seen);
