@@ -61,6 +61,9 @@ pub enum Section {
     /// Idle connections and their watches: S5 idle tax, S2 watch fan-out.
     /// Alone, it replaces only its own section of the report.
     Scale,
+    /// The scale section's S4 (part of `scale`); alone, it replaces only
+    /// its own part of the report.
+    MassDestroy,
 }
 
 #[derive(clap::Args, Debug)]

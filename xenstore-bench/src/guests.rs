@@ -41,6 +41,21 @@ impl RingGuest {
     }
 }
 
+/// A domain as the toolstack leaves it before the guest runs: its home
+/// (owned by it, with its name), its page and port, INTRODUCE.
+pub fn introduce_with_home(dom0: &mut Xs<SocketLink>, rings: &Path, domid: u16) -> Result<()> {
+    let home = format!("/local/domain/{domid}");
+    dom0.write(0, &format!("{home}/name"), &format!("guest{domid}"))?;
+    dom0.set_perms(0, &home, &[&format!("n{domid}")])?;
+    xenstore_guest::boot::introduce(dom0, rings, domid)
+        .with_context(|| format!("introduce domain {domid} on a simulated ring"))
+}
+
+/// The domain dies as on Xen: marked dying, VIRQ_DOM_EXC raised.
+pub fn die(rings: &Path, domid: u16) -> Result<()> {
+    xenstore_guest::sim::SimGuest::die(rings, domid).with_context(|| format!("domain {domid} dies"))
+}
+
 const INOTIFY_INSTANCES: &str = "/proc/sys/fs/inotify/max_user_instances";
 
 /// Makes room for `domains` more simulated domains: each costs its daemon

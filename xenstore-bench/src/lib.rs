@@ -20,6 +20,8 @@ pub mod report;
 pub mod report_update;
 pub mod run;
 pub mod scale;
+pub mod scale_death;
+pub mod scale_death_report;
 pub mod scale_report;
 pub mod soak;
 pub mod stats;

@@ -9,7 +9,7 @@ use crate::plan::{self, Budget, MAX_CONNS};
 use crate::report::{self, Results};
 use crate::scale::{self, Plan};
 use crate::workload::{self, Workload};
-use crate::{builds, libxs, load, report_update, scale_report};
+use crate::{builds, libxs, load, report_update, scale_death, scale_death_report, scale_report};
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use std::time::{Duration, Instant};
@@ -35,6 +35,9 @@ pub fn all(args: &AllArgs) -> Result<()> {
     let mut b = builds::build_all()?;
     if args.only == [Section::Scale] {
         return scale_only(args, &b, &budget);
+    }
+    if args.only == [Section::MassDestroy] {
+        return mass_destroy_only(args, &b, &budget);
     }
     for (over, built) in [
         (&args.shim, &mut b.shim),
@@ -201,7 +204,25 @@ fn scale_plan(args: &AllArgs, b: &Builds, budget: &Budget, domains: bool) -> Pla
 fn scale_section(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
     let sockets = scale::run(&scale_plan(args, b, budget, false));
     let domains = scale::run(&scale_plan(args, b, budget, true));
-    scale_report::render(&sockets, &domains)
+    scale_report::render(&sockets, &domains) + &mass_destroy(b, budget)
+}
+
+/// S4 on the workspace's shim.
+fn mass_destroy(b: &Builds, budget: &Budget) -> String {
+    let shims = [("shim".to_string(), b.shim.clone())];
+    let r = scale_death::run(&shims, &scale_death::LEVELS, budget.rounds);
+    scale_death_report::render(&r)
+}
+
+/// `--only mass-destroy`: S4's part replaces its own in the report.
+fn mass_destroy_only(args: &AllArgs, b: &Builds, budget: &Budget) -> Result<()> {
+    let part = mass_destroy(b, budget);
+    let old = std::fs::read_to_string(&args.out).unwrap_or_default();
+    let text = scale_death_report::splice(&old, &part);
+    std::fs::write(&args.out, &text).with_context(|| format!("write {}", args.out.display()))?;
+    println!("{part}");
+    eprintln!("bench: wrote S4 into {}", args.out.display());
+    Ok(())
 }
 
 /// `--only scale`: its section replaces the one in the report (or is
@@ -249,6 +270,28 @@ pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
     for (n, p) in r.levels.iter().zip(points) {
         if p.idle_tax.ops == 0 || (*n > 0 && p.fan_out.ops == 0) {
             bail!("N={n}: no operation completed");
+        }
+    }
+    // S4: every dying domain released and every watcher told (checked by
+    // the run itself), one query a firing and no more firings than deaths.
+    let shims = [("shim".to_string(), shim.to_path_buf())];
+    let death = scale_death::run(&shims, &[10, 40], 1);
+    let points = death.curves[0]
+        .points
+        .as_ref()
+        .map_err(|e| anyhow::anyhow!("S4: {e:#}"))?;
+    for p in points {
+        println!(
+            "scale smoke: S4 N={}: {} dying released, every watcher told, {} queries, {} firings",
+            p.domains, p.dying, p.queries, p.firings
+        );
+        if p.firings == 0 || p.firings > p.dying as u64 || p.queries != p.firings {
+            bail!(
+                "S4 N={}: {} queries for {} firings",
+                p.domains,
+                p.queries,
+                p.firings
+            );
         }
     }
     Ok(())

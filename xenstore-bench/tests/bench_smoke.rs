@@ -27,7 +27,9 @@ fn bench_client_drives_every_workload() {
 /// The scale section's scenarios at N = 0, 10, 40 idle connections and
 /// idle ring domains with 15 watches each, a tenth of a second each: every
 /// fan-out write's event reaches the one connection or domain watching it,
-/// and no idle one is sent anything else.
+/// and no idle one is sent anything else. Then S4 at N = 10, 40: the
+/// dying tenth released, every @releaseDomain watcher told, one state
+/// query a firing.
 #[test]
 fn scale_scenarios_deliver_each_event_to_its_watcher_only() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_xenstore-bench"))
@@ -46,6 +48,12 @@ fn scale_scenarios_deliver_each_event_to_its_watcher_only() {
         assert!(
             stdout.contains(&format!("scale smoke: N={n}:")),
             "no N={n} in:\n{stdout}"
+        );
+    }
+    for n in [10, 40] {
+        assert!(
+            stdout.contains(&format!("scale smoke: S4 N={n}:")),
+            "no S4 N={n} in:\n{stdout}"
         );
     }
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use xenstored_probes::ring::sim::{bind_fresh, drain_socket, ring_bell, wait_readable, SimPaths};
 use xenstored_probes::ring::{Mapping, PAGE_SIZE};
+use xenstored_probes::xen::simulated::{SimXen, State};
 
 /// How long a guest process waits for the one before it to finish.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
@@ -67,6 +68,7 @@ impl SimGuest {
         File::create(paths.page(gfn))?.set_len(PAGE_SIZE as u64)?;
         // Binding creates the socket file that names the port.
         drop(bind_fresh(&paths.guest_end(port))?);
+        SimXen::open(run_dir)?.set(domid, Some(State::Running))?;
         Ok(paths)
     }
 
@@ -108,13 +110,24 @@ impl SimGuest {
         Ok(signalled)
     }
 
-    /// The domain dies: its page goes away first (the daemon notices), then
-    /// the rest of its directory.
+    /// The domain dies and is gone: its page and directory removed, then,
+    /// as Xen does, the simulated hypervisor marks it dying and raises
+    /// VIRQ_DOM_EXC (the daemon asks, finds it dying, releases it).
     pub fn destroy(run_dir: &Path, domid: u16) -> io::Result<()> {
         let paths = SimPaths::new(run_dir, domid);
         let (gfn, _port) = paths.discover()?;
         std::fs::remove_file(paths.page(gfn))?;
-        std::fs::remove_dir_all(&paths.dir)
+        std::fs::remove_dir_all(&paths.dir)?;
+        SimGuest::die(run_dir, domid)
+    }
+
+    /// The domain dies as on Xen: the simulated hypervisor marks it dying
+    /// and raises VIRQ_DOM_EXC, which names no domain (the daemon asks);
+    /// its page stays until [`SimGuest::destroy`].
+    pub fn die(run_dir: &Path, domid: u16) -> io::Result<()> {
+        let xen = SimXen::open(run_dir)?;
+        xen.set(domid, Some(State::Dying))?;
+        xen.fire()
     }
 }
 
@@ -166,7 +179,7 @@ mod tests {
         drop(client);
         drop(guest);
         SimGuest::destroy(&run, 6).unwrap();
-        assert!(readable(conn.fd(), 1000));
+        // The daemon hears of it from VIRQ_DOM_EXC; a wake-up sees it too.
         assert_eq!(conn.wake().unwrap(), Wake::Gone);
         assert_eq!(conn.read(&mut buf).unwrap(), 0);
         std::fs::remove_dir_all(&run).unwrap();

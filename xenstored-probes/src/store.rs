@@ -98,28 +98,31 @@ impl Store {
             .filter(|(p, _)| p.starts_with('/'))
     }
 
-    /// Paths of every node owned by `domid`, outermost first.
-    pub fn owned_paths(&self, domid: u32) -> Vec<String> {
+    /// Paths of every node owned by one of `domids` (sorted), outermost
+    /// first: one walk of the store for all the domains released at once.
+    pub fn owned_paths(&self, domids: &[u32]) -> Vec<String> {
         let mut v: Vec<String> = self
             .tree_nodes()
-            .filter(|(_, n)| n.perms.owner() == domid)
+            .filter(|(_, n)| domids.binary_search(&n.perms.owner()).is_ok())
             .map(|(p, _)| p.to_string())
             .collect();
         v.sort_by_key(|p| p.len());
         v
     }
 
-    /// A released domain's permission entries stop granting anything.
-    pub fn ignore_domain_in_perms(&mut self, domid: u32) {
+    /// Released domains' (`domids`, sorted) permission entries stop
+    /// granting anything; one walk of the store for all of them.
+    pub fn ignore_domains_in_perms(&mut self, domids: &[u32]) {
+        let named = |domid: u32| domids.binary_search(&domid).is_ok();
         let listing: Vec<String> = self
             .nodes
             .iter()
-            .filter(|r| r.node().perms[1..].iter().any(|p| p.domid == domid))
+            .filter(|r| r.node().perms[1..].iter().any(|p| named(p.domid)))
             .map(|r| r.path().to_string())
             .collect();
         for path in listing {
             let mut n = self.nodes.get(path.as_str()).unwrap().to_node();
-            for p in n.perms.0.iter_mut().skip(1).filter(|p| p.domid == domid) {
+            for p in n.perms.0.iter_mut().skip(1).filter(|p| named(p.domid)) {
                 p.access |= crate::perms::IGNORE;
             }
             self.nodes.replace(Record::new(&path, n.view()));

@@ -36,7 +36,7 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         port: u32,
     },
-    /// The domain dies: its page disappears.
+    /// The domain dies: its page disappears, VIRQ_DOM_EXC is raised.
     Destroy,
     /// Requests from stdin, one a line, on one connection; an error is
     /// printed ("error: ...") and the session goes on.

@@ -303,6 +303,14 @@ fn run(args: &mut Args) -> Result<(), String> {
         .then(|| xen::serve_dom0(&mut server, Path::new(xen::PROC_XEN)))
         .transpose()
         .map_err(|e| format!("xen: {e}"))?;
+    if !on_xen {
+        // Simulated domains die as real ones do: VIRQ_DOM_EXC, then queries.
+        let virq = xen::simulated::SimDomExc::bind(&args.run_dir)
+            .map_err(|e| format!("simulated VIRQ_DOM_EXC: {e}"))?;
+        server
+            .monitor_domains(Box::new(virq))
+            .map_err(|e| format!("polling the simulated VIRQ_DOM_EXC: {e}"))?;
+    }
     let listener_fd = match &restoring {
         Some(state) => {
             let adopted = adopt::adopt(&mut server, state, &socket, dom0_ring)

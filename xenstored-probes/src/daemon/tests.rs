@@ -383,6 +383,50 @@ fn hypervisor_news_announces_shutdowns_once_and_releases_the_dead() {
     assert!(events(&mut d, dom0).is_empty());
 }
 
+/// Domains that die together are released together: every one's nodes
+/// and permissions go, and a watcher hears @releaseDomain once.
+#[test]
+fn domains_dying_together_fire_release_domain_once() {
+    let (mut d, dom0, _guest) = with_guest();
+    for id in [7u32, 8] {
+        ok(
+            &mut d,
+            dom0,
+            MsgType::Introduce,
+            format!("{id}\x001\x001\x00").as_bytes(),
+        );
+        let home = format!("/local/domain/{id}\0");
+        ok(&mut d, dom0, MsgType::Mkdir, home.as_bytes());
+        ok(
+            &mut d,
+            dom0,
+            MsgType::SetPerms,
+            format!("{home}n{id}\0").as_bytes(),
+        );
+        open(&mut d, id, 0, "guest");
+    }
+    ok(&mut d, dom0, MsgType::Mkdir, b"/shared\0");
+    ok(&mut d, dom0, MsgType::SetPerms, b"/shared\0n0\0r7\0r9\0");
+    ok(&mut d, dom0, MsgType::Watch, b"@releaseDomain\0r\0");
+    events(&mut d, dom0);
+    d.domains_changed(&crate::transport::DomainChanges {
+        shut_down: vec![],
+        dead: vec![8, 6, 8],
+    });
+    assert_eq!(events(&mut d, dom0), ["@releaseDomain r"]);
+    assert_eq!(d.guests(), [(7, false)]);
+    let mut released = d.effects.released.clone();
+    released.sort_unstable();
+    assert_eq!(released, [6, 8]);
+    assert!(d.store.node("/local/domain/6").is_none());
+    assert!(d.store.node("/local/domain/8").is_none());
+    assert!(d.store.node("/local/domain/7").is_some());
+    // 7 still reads /shared; 9 was never introduced and keeps its entry
+    let perms = ok(&mut d, dom0, MsgType::GetPerms, b"/shared\0");
+    assert_eq!(perms, b"n0\0r7\0r9\0");
+    assert!(d.store.check().is_empty());
+}
+
 #[test]
 fn set_target_gives_a_device_model_its_targets_rights() {
     let (mut d, dom0, guest) = with_guest();

@@ -65,34 +65,43 @@ int xss_xenctrl_open(const char *soname, char *err, size_t len)
 }
 
 /*
- * As xenstored's get_domain_info: the list starts at the first domain at
- * or above domid, so a different domid means gone.
- * 1: found, 0: no such domain, -1: the query failed (errno set).
+ * xc_domain_getinfolist once for up to max (at most XSS_DOMINFO_BATCH)
+ * domains: the existing domains at or above first, in domid order, into
+ * out. The count found, or -1 with errno set.
  */
-int xss_domain_info(uint32_t domid, struct xss_dominfo *out)
+int xss_domain_infolist(uint32_t first, unsigned int max, struct xss_dominfo *out)
 {
-	/* Aligned for the struct's uint64_t fields. */
-	_Alignas(8) unsigned char info[XSS_DOMINFO_BUF_SIZE];
-	uint16_t found;
+	/* Static: 112 KiB is no stack buffer; the daemon has one thread. */
+	static _Alignas(8) unsigned char infos[XSS_DOMINFO_BATCH * XSS_DOMINFO_SIZE];
+	uint16_t domid;
 	uint32_t flags;
-	int n;
+	int n, i;
 
 	if (!ctrl.xch) {
 		errno = ENODEV;
 		return -1;
 	}
-	n = ctrl.getinfolist(ctrl.xch, domid, 1, info);
+	if (max > XSS_DOMINFO_BATCH) {
+		errno = EINVAL;
+		return -1;
+	}
+	n = ctrl.getinfolist(ctrl.xch, first, max, infos);
 	if (n < 0)
 		return -1;
-	memcpy(&found, info + XSS_DOMINFO_DOMAIN_OFFSET, sizeof(found));
-	memcpy(&flags, info + XSS_DOMINFO_FLAGS_OFFSET, sizeof(flags));
-	if (n != 1 || found != domid)
-		return 0;
-	out->domid = found;
-	out->dying = !!(flags & XSS_DOMINF_DYING);
-	out->shutdown = !!(flags & XSS_DOMINF_SHUTDOWN);
-	return 1;
+	for (i = 0; i < n && (unsigned int)i < max; i++) {
+		const unsigned char *info = infos + (size_t)i * XSS_DOMINFO_SIZE;
+
+		memcpy(&domid, info + XSS_DOMINFO_DOMAIN_OFFSET, sizeof(domid));
+		memcpy(&flags, info + XSS_DOMINFO_FLAGS_OFFSET, sizeof(flags));
+		out[i].domid = domid;
+		out[i].dying = !!(flags & XSS_DOMINF_DYING);
+		out[i].shutdown = !!(flags & XSS_DOMINF_SHUTDOWN);
+	}
+	return i;
 }
+
+/* For the Rust side's copy (ctrl.rs BATCH). */
+unsigned int xss_dominfo_batch(void) { return XSS_DOMINFO_BATCH; }
 
 #ifdef XSS_HAVE_XEN
 /* The build's own xenctrl.h must agree with xenctrl_abi.h too. */

@@ -14,6 +14,7 @@ pub mod evtchn;
 pub mod libxenctrl;
 pub mod monitor;
 pub mod page;
+pub mod simulated;
 pub mod sys;
 
 use std::io;

@@ -15,8 +15,11 @@ typedef int xss_getinfolist_fn(void *xch, uint32_t first_domain, unsigned int ma
 			       void *info);
 
 /* xc_domaininfo_t (struct xen_domctl_getdomaininfo): 112 bytes in 4.17 and
- * 4.20; the buffer leaves room for a release that grows it. */
-#define XSS_DOMINFO_BUF_SIZE 1024
+ * 4.20, the stride of the array xc_domain_getinfolist fills. */
+#define XSS_DOMINFO_SIZE 112
+/* Most domain infos one query asks for (one firing of VIRQ_DOM_EXC asks
+ * about every introduced domain, a batch at a time). */
+#define XSS_DOMINFO_BATCH 1024
 #define XSS_DOMINFO_DOMAIN_OFFSET 0 /* domid_t domain */
 #define XSS_DOMINFO_FLAGS_OFFSET 4  /* uint32_t flags */
 #define XSS_DOMINF_DYING (1U << 0)

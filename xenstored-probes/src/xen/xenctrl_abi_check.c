@@ -12,8 +12,8 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&xc_domain_getinfolist),
 					    int (*)(xc_interface *, uint32_t, unsigned int,
 						    xc_domaininfo_t *)),
 	       "xc_domain_getinfolist's prototype changed");
-_Static_assert(sizeof(xc_domaininfo_t) <= XSS_DOMINFO_BUF_SIZE,
-	       "xc_domaininfo_t outgrew XSS_DOMINFO_BUF_SIZE");
+_Static_assert(sizeof(xc_domaininfo_t) == XSS_DOMINFO_SIZE,
+	       "xc_domaininfo_t changed size (the stride of getinfolist's array)");
 _Static_assert(offsetof(xc_domaininfo_t, domain) == XSS_DOMINFO_DOMAIN_OFFSET,
 	       "xc_domaininfo_t.domain moved");
 _Static_assert(sizeof(((xc_domaininfo_t *)0)->domain) == sizeof(uint16_t),

@@ -1,0 +1,183 @@
+//! S4 of the scale section, mass destroy: N domains on simulated rings,
+//! each with its home and a dom0 connection watching `@releaseDomain` (as
+//! every `xl` process's monitor does); then M = N/10 of them die at once
+//! through the simulated hypervisor (xen/simulated.rs in the daemon: each
+//! death marks the domain dying and raises VIRQ_DOM_EXC, which names no
+//! domain). Measured: the time until every dying domain is released and
+//! every watcher has read an event fired after that, the state queries
+//! the daemon made and the firings it handled (the simulated hypervisor
+//! counts them), the events each watcher got, and the daemon's CPU.
+
+use crate::client::Conn;
+use crate::daemons::{self, cpu_ns};
+use crate::guests;
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use xenstore_proto::wire::MsgType;
+use xenstored_probes::xen::simulated::SimXen;
+
+/// The curve's points: how many domains.
+pub const LEVELS: [usize; 4] = [10, 100, 500, 1000];
+/// One domain in DYING_EVERY dies.
+pub const DYING_EVERY: usize = 10;
+/// Longest the deaths may take to be released and announced.
+const DEADLINE: Duration = Duration::from_secs(30);
+/// Domain i is domain FIRST_DOMID + i.
+const FIRST_DOMID: u16 = 1;
+
+/// What one mass death cost.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Point {
+    pub domains: usize,
+    pub dying: usize,
+    /// First death to the last watcher having read an event fired after
+    /// every dying domain was released.
+    pub notified: Duration,
+    /// First death to the bench seeing every dying domain released.
+    pub released: Duration,
+    /// The daemon's state queries (one xc_domain_getinfolist's worth each).
+    pub queries: u64,
+    /// VIRQ_DOM_EXC firings the daemon handled.
+    pub firings: u64,
+    /// @releaseDomain events the busiest watcher read.
+    pub events_per_watcher: usize,
+    /// The daemon's CPU from the first death to the last event read.
+    pub daemon_cpu_ms: f64,
+}
+
+/// A daemon's curve, or why it has none.
+pub struct Curve {
+    pub label: String,
+    pub points: Result<Vec<Point>>,
+}
+
+pub struct DeathResult {
+    pub curves: Vec<Curve>,
+    pub rounds: usize,
+    pub elapsed: Duration,
+}
+
+/// Runs S4 on each shim at each level, `rounds` times a level (a fresh
+/// daemon each time: the deaths shrink the host), medians.
+pub fn run(shims: &[(String, PathBuf)], levels: &[usize], rounds: usize) -> DeathResult {
+    crate::scale::raise_fd_limit();
+    let started = Instant::now();
+    let curves = shims
+        .iter()
+        .map(|(label, binary)| {
+            let points = levels
+                .iter()
+                .map(|&n| {
+                    let mut runs = (0..rounds)
+                        .map(|_| mass_destroy(label, binary, n))
+                        .collect::<Result<Vec<Point>>>()
+                        .with_context(|| format!("{label} at N={n}"))?;
+                    runs.sort_by_key(|p| p.notified);
+                    let median = runs[runs.len() / 2];
+                    eprintln!(
+                        "bench: S4 {label} N={n}: {:?}, {} queries, {} firings",
+                        median.notified, median.queries, median.firings
+                    );
+                    Ok(median)
+                })
+                .collect();
+            Curve {
+                label: label.clone(),
+                points,
+            }
+        })
+        .collect();
+    DeathResult {
+        curves,
+        rounds,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// One fresh daemon with `n` domains and watchers; a tenth of them die.
+fn mass_destroy(label: &str, binary: &Path, n: usize) -> Result<Point> {
+    let daemon = daemons::shim(label, binary)?;
+    let rings = daemon.dir.join("run");
+    let mut dom0 = xenstore_guest::client::Xs::connect(&daemon.socket)?;
+    let domids: Vec<u16> = (0..n).map(|i| FIRST_DOMID + i as u16).collect();
+    for &domid in &domids {
+        guests::introduce_with_home(&mut dom0, &rings, domid)?;
+    }
+    let mut watchers = (0..n)
+        .map(|i| {
+            let mut w = Conn::connect(&daemon.socket)?;
+            w.watch(b"@releaseDomain", format!("xl{i}").as_bytes())?;
+            w.event(DEADLINE)?; // the watch's first event
+            Ok(w)
+        })
+        .collect::<Result<Vec<Conn>>>()?;
+    let mut ask = Conn::connect(&daemon.socket)?;
+    let dying: Vec<u16> = domids.iter().copied().step_by(DYING_EVERY).collect();
+    let xen = SimXen::open(&rings).context("the simulated hypervisor")?;
+    let before = xen.counters()?;
+    let cpu_before = cpu_ns(daemon.pid())?;
+    let began = Instant::now();
+    for &domid in &dying {
+        guests::die(&rings, domid)?;
+    }
+    // The first release's event, waited for rather than polled: asking
+    // the daemon while it works would slow what is measured.
+    let mut first_seen = 0;
+    while first_seen == 0 || watchers[0].has_unread()? {
+        let path = watchers[0].event(DEADLINE).context("watcher 0")?;
+        if path != b"@releaseDomain" {
+            bail!("watcher 0 got {}", String::from_utf8_lossy(path));
+        }
+        first_seen += 1;
+    }
+    // Released: every event of the releases was written before this answer.
+    let mut left = dying.clone();
+    while !left.is_empty() {
+        if began.elapsed() > DEADLINE {
+            bail!(
+                "{} of {} dying domains still introduced",
+                left.len(),
+                dying.len()
+            );
+        }
+        let mut still = Vec::with_capacity(left.len());
+        for &domid in &left {
+            let reply = ask.call(
+                MsgType::IsDomainIntroduced,
+                0,
+                &[format!("{domid}\0").as_bytes()],
+            )?;
+            if reply.ok()? == b"T\0" {
+                still.push(domid);
+            }
+        }
+        left = still;
+    }
+    let released = began.elapsed();
+    let mut busiest = 0;
+    for (i, w) in watchers.iter_mut().enumerate() {
+        let mut seen = if i == 0 { first_seen } else { 0 };
+        while seen == 0 || w.has_unread()? {
+            let path = w.event(DEADLINE).with_context(|| format!("watcher {i}"))?;
+            if path != b"@releaseDomain" {
+                bail!("watcher {i} got {}", String::from_utf8_lossy(path));
+            }
+            seen += 1;
+        }
+        busiest = busiest.max(seen);
+    }
+    let notified = began.elapsed();
+    let cpu = cpu_ns(daemon.pid())? - cpu_before;
+    let after = xen.counters()?;
+    Ok(Point {
+        domains: n,
+        dying: dying.len(),
+        notified,
+        released,
+        queries: after.queries - before.queries,
+        firings: after.firings - before.firings,
+        events_per_watcher: busiest,
+        daemon_cpu_ms: cpu as f64 / 1e6,
+    })
+}
