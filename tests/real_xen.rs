@@ -8,6 +8,11 @@
 //! same release runs it as the reference, which proves the harness on its
 //! own.
 //!
+//! The shim scenarios also run `xenstore-snoop --metrics` in dom0 from
+//! guest1's creation to the end (tests/real_xen/metrics.rs): guest1 holds
+//! before powering off so its series are read while it lives, and every
+//! count the exporter shows is the snooper's of the same run.
+//!
 //! The releases: Xen 4.17 with dom0 kernel 6.1 and this host's
 //! xen-utils-4.17 (Debian 12), and Xen 4.20 with kernel 6.12 and dom0's
 //! userland from Debian 13 (the shim and snooper built here run on trixie's
