@@ -189,7 +189,9 @@ impl Counts {
             let key = (s.labels["op"].clone(), s.labels["result"].clone());
             c.requests.insert(key, s.value as u64);
         }
-        c.watch_events = value(samples, "xenstore_watch_events_total", &[]).unwrap_or(-1.0) as u64;
+        // Absent: a count no stretch of lines has.
+        c.watch_events =
+            value(samples, "xenstore_watch_events_total", &[]).map_or(u64::MAX, |v| v as u64);
         for s in values(samples, "xenstore_transactions_total", &[]) {
             if s.value > 0.0 {
                 c.transactions
