@@ -244,3 +244,46 @@ pub fn parse_quota(text: &str) -> BTreeMap<String, f64> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snooper_lines_count_as_the_exporter_counts() {
+        let out = "DOM PID    COMM            TX  OP\n\
+            0   207    xen-init-dom0   0   [ERROR] XS_READ: /local/domain/0/name -> ENOENT\n\
+            1   0      guest1          0   XS_WRITE: data/harness read-ok -> OK\n\
+            0   214    xenconsoled     -   XS_WATCH_EVENT: @introduceDomain domlist\n\
+            0   250    xl              3   XS_TRANSACTION_END: T -> OK\n\
+            0   250    xl              4   XS_TRANSACTION_END: F -> OK\n";
+        let c = Counts::of(&parse_snoop(out));
+        let key = |op: &str, r: &str| (op.to_string(), r.to_string());
+        assert_eq!(c.requests[&key("XS_READ", "ENOENT")], 1);
+        assert_eq!(c.requests[&key("XS_WRITE", "ok")], 1);
+        assert_eq!(c.requests[&key("XS_TRANSACTION_END", "ok")], 2);
+        assert_eq!(c.watch_events, 1);
+        assert_eq!(c.transactions["commit"], 1);
+        assert_eq!(c.transactions["abort"], 1);
+        assert_eq!(c.domains["0"], [3, 1, 1]);
+        assert_eq!(c.domains["1"], [1, 0, 0]);
+    }
+
+    #[test]
+    fn expositions_parse_into_labelled_samples() {
+        let text = "# TYPE xenstore_domain_info gauge\n\
+            xenstore_domain_info{domid=\"0\",name=\"Domain-0\"} 1\n\
+            xenstore_watch_events_total 78\n";
+        let s = parse_exposition(text);
+        assert_eq!(
+            value(&s, "xenstore_domain_info", &[("name", "Domain-0")]),
+            Some(1.0)
+        );
+        assert_eq!(value(&s, "xenstore_domain_info", &[("domid", "1")]), None);
+        assert_eq!(value(&s, "xenstore_watch_events_total", &[]), Some(78.0));
+        assert_eq!(
+            parse_quota("Domain 1:\nnodes           :       24\n")["nodes"],
+            24.0
+        );
+    }
+}
