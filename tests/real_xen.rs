@@ -348,11 +348,12 @@ fn shim_scenario(test: &str, release: &str) {
     );
 }
 
-/// The exporter's textfile snapshots (tests/real_xen/metrics.rs) against
+/// The exporter's snapshots (tests/real_xen/metrics.rs) against
 /// the snooper's lines from the exporter's first request on (it attached
 /// just before; nothing else ran then), excluding the exporter's own.
 fn assert_exporter_series(run: &Run, release: &str, guest1: &str, guest2: &str) {
     use metrics::{parse_exposition, parse_quota, parse_snoop, value, values, Counts, Seen};
+    use xenstore_snoop::metrics::encode::prometheus_text;
     let exporter = run.file("metrics.pid").trim().to_string();
     let metrics_err = run.file("metrics.err");
     let lines = parse_snoop(&run.file("snoop.out"));
@@ -365,12 +366,26 @@ fn assert_exporter_series(run: &Run, release: &str, guest1: &str, guest2: &str) 
         .filter(|l| l.pid != exporter)
         .cloned()
         .collect();
+    // What the endpoint served (OpenMetrics), which promtool reads as the
+    // textfile has it (the exporter's own rendering); the textfile the
+    // exporter wrote in dom0 as it is.
     let snapshot = |name: &str| {
-        let text = run.file(&format!("metrics-{name}.prom"));
-        assert!(!text.is_empty(), "no snapshot {name}\n{}", run.report);
-        promtool_accepts(name, &text);
+        let text = run.file(&format!("metrics-{name}.om"));
+        assert!(
+            text.ends_with("# EOF\n"),
+            "snapshot {name}: {text}\n{}",
+            run.report
+        );
+        promtool_accepts(name, &prometheus_text(&text));
         (parse_exposition(&text), text)
     };
+    let textfile = run.file("metrics-textfile.prom");
+    assert!(
+        textfile.contains("xenstore_domain_info{domid=\"0\",name=\"Domain-0\"} 1"),
+        "{textfile}\n{}",
+        run.report
+    );
+    promtool_accepts("the textfile", &textfile);
     let domids = |samples: &[metrics::Sample]| -> Vec<String> {
         values(samples, "xenstore_domain_info", &[])
             .map(|s| format!("{}={}", s.labels["domid"], s.labels["name"]))

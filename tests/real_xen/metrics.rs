@@ -1,5 +1,5 @@
-//! Issue 27 on a real hypervisor: what `xenstore-snoop --metrics` wrote in
-//! dom0 (tests/xen/dom0-init's textfile snapshots) checked against the
+//! Issue 27 on a real hypervisor: what `xenstore-snoop --metrics` served
+//! in dom0 (tests/xen/dom0-init's snapshots of its endpoint) checked against the
 //! snooper's lines of the same run, the daemon's own CONTROL quota answers
 //! and `promtool check metrics`.
 //!
@@ -17,7 +17,7 @@ pub struct Sample {
     pub value: f64,
 }
 
-/// Prometheus' text format (0.0.4), the samples only. Label values here
+/// The samples of Prometheus' text format or OpenMetrics. Label values here
 /// are domain names, ops and numbers: no escapes to undo.
 pub fn parse_exposition(text: &str) -> Vec<Sample> {
     text.lines()
