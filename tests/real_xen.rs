@@ -8,6 +8,11 @@
 //! same release runs it as the reference, which proves the harness on its
 //! own.
 //!
+//! The shim scenarios also run `xenstore-snoop --metrics` in dom0 from
+//! guest1's creation to the end (tests/real_xen/metrics.rs): guest1 holds
+//! before powering off so its series are read while it lives, and every
+//! count the exporter shows is the snooper's of the same run.
+//!
 //! The releases: Xen 4.17 with dom0 kernel 6.1 and this host's
 //! xen-utils-4.17 (Debian 12), and Xen 4.20 with kernel 6.12 and dom0's
 //! userland from Debian 13 (the shim and snooper built here run on trixie's
@@ -30,8 +35,10 @@
 //! machine's cores, so they take turns.
 
 mod common;
+#[path = "real_xen/metrics.rs"]
+mod metrics;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -70,6 +77,7 @@ fn prerequisites(test: &str) -> bool {
         "/usr/bin/apt-get",
         "/usr/bin/dpkg-deb",
         "/usr/lib/xen-4.17/bin/xl",
+        "/usr/bin/promtool",
     ]
     .into_iter()
     .filter(|p| !Path::new(p).exists())
@@ -211,10 +219,21 @@ fn shim_scenario(test: &str, release: &str) {
             shim.to_str().unwrap(),
             "--snoop",
             snoop.to_str().unwrap(),
+            "--metrics",
+            "yes",
         ],
     );
     let mut steps = STEPS.to_vec();
     steps.insert(3, "snoop-attached");
+    for (after, step) in [
+        ("dom0-ring", "metrics-attached"),
+        ("create-guest1", "metrics-guest1-live"),
+        ("guest2-ready", "metrics-guest1-gone"),
+        ("xenstored-alive", "metrics-final"),
+    ] {
+        let at = steps.iter().position(|s| *s == after).unwrap() + 1;
+        steps.insert(at, step);
+    }
     run.assert_steps(&steps);
     assert_only_dom0(&run, "xl-list-final.txt");
 
@@ -315,6 +334,7 @@ fn shim_scenario(test: &str, release: &str) {
     );
     let snoop_err = run.file("snoop.err");
     assert!(snoop_err.contains(" 0 lost"), "{}", run.report);
+    assert_exporter_series(&run, release, &guest1, &guest2);
     // Last, so that everything else is known to hold when it fails: the
     // snooper ran its default back end, BPF, on this dom0's kernel, not
     // the tracefs fallback.
@@ -325,6 +345,197 @@ fn shim_scenario(test: &str, release: &str) {
     assert!(
         tracing.contains("(BPF, ") && !snoop_err.contains("BPF back end unavailable"),
         "the snooper fell back from BPF on Xen {release}'s dom0 kernel: {snoop_err}"
+    );
+}
+
+/// The exporter's snapshots (tests/real_xen/metrics.rs) against
+/// the snooper's lines from the exporter's first request on (it attached
+/// just before; nothing else ran then), excluding the exporter's own.
+fn assert_exporter_series(run: &Run, release: &str, guest1: &str, guest2: &str) {
+    use metrics::{parse_exposition, parse_quota, parse_snoop, value, values, Counts, Seen};
+    use xenstore_snoop::metrics::encode::prometheus_text;
+    let exporter = run.file("metrics.pid").trim().to_string();
+    let metrics_err = run.file("metrics.err");
+    let lines = parse_snoop(&run.file("snoop.out"));
+    let start = lines
+        .iter()
+        .position(|l| l.pid == exporter)
+        .unwrap_or_else(|| panic!("no request of the exporter {exporter}\n{}", run.report));
+    let window: Vec<metrics::Line> = lines[start..]
+        .iter()
+        .filter(|l| l.pid != exporter)
+        .cloned()
+        .collect();
+    // What the endpoint served (OpenMetrics), which promtool reads as the
+    // textfile has it (the exporter's own rendering); the textfile the
+    // exporter wrote in dom0 as it is.
+    let snapshot = |name: &str| {
+        let text = run.file(&format!("metrics-{name}.om"));
+        assert!(
+            text.ends_with("# EOF\n"),
+            "snapshot {name}: {text}\n{}",
+            run.report
+        );
+        promtool_accepts(name, &prometheus_text(&text));
+        (parse_exposition(&text), text)
+    };
+    let textfile = run.file("metrics-textfile.prom");
+    assert!(
+        textfile.contains("xenstore_domain_info{domid=\"0\",name=\"Domain-0\"} 1"),
+        "{textfile}\n{}",
+        run.report
+    );
+    promtool_accepts("the textfile", &textfile);
+    let domids = |samples: &[metrics::Sample]| -> Vec<String> {
+        values(samples, "xenstore_domain_info", &[])
+            .map(|s| format!("{}={}", s.labels["domid"], s.labels["name"]))
+            .collect()
+    };
+
+    // guest1 alive, done with its traffic: everything it did until dom0's
+    // first CONTROL (xenstore-control quota, right after the snapshot).
+    let (live, live_text) = snapshot("guest1-live");
+    let cut = window
+        .iter()
+        .position(|l| matches!(&l.seen, Seen::Reply { op, .. } if op == "XS_CONTROL"))
+        .unwrap_or_else(|| panic!("no xenstore-control quota in snoop.out\n{}", run.report));
+    let before_quota = Counts::of(&window[..cut]);
+    assert_eq!(
+        domids(&live),
+        ["0=Domain-0".to_string(), format!("{guest1}=guest1")],
+        "{live_text}"
+    );
+    let guest1_counts = Counts::of_exposition(&live, &[guest1]).domains;
+    let guest1_seen = before_quota
+        .domains
+        .get(guest1)
+        .copied()
+        .unwrap_or_default();
+    assert_eq!(
+        guest1_counts.get(guest1).copied().unwrap_or_default(),
+        guest1_seen,
+        "guest1 {guest1}'s [requests, errors, watch events]: the exporter's, the snooper's\n{live_text}"
+    );
+    // The ops a frontend must make: its state and the harness's key.
+    for (op, path) in [
+        ("XS_WRITE:", "device/vbd/51712/state"),
+        ("XS_WRITE:", "data/harness"),
+    ] {
+        assert!(
+            window[..cut].iter().any(|l| {
+                let w: Vec<&str> = l.text.split_whitespace().collect();
+                l.dom == guest1 && w.get(4) == Some(&op) && w.get(5) == Some(&path)
+            }),
+            "guest1 never did {op} {path}: not in what the exporter counted\n{}",
+            run.report
+        );
+    }
+    assert!(guest1_seen[0] > 10, "{guest1_seen:?}");
+    // Quotas as the daemon answered xenstore-control right after.
+    for (file, metric) in [
+        ("quota-guest1.txt", "xenstore_domain_quota_used"),
+        ("quota-limits.txt", "xenstore_domain_quota_limit"),
+    ] {
+        let want = parse_quota(&run.file(file));
+        let got: BTreeMap<String, f64> = values(&live, metric, &[("domid", guest1)])
+            .map(|s| (s.labels["quota"].clone(), s.value))
+            .collect();
+        assert!(want.contains_key("nodes"), "{file}: {}", run.file(file));
+        assert_eq!(got, want, "{metric} of guest1 against {file}\n{live_text}");
+    }
+    assert!(
+        value(
+            &live,
+            "xenstore_domain_quota_used",
+            &[("domid", guest1), ("quota", "nodes")]
+        ) > Some(0.0),
+        "{live_text}"
+    );
+
+    // guest1 reaped: none of its series left; guest2 has its own.
+    let (gone, gone_text) = snapshot("guest1-gone");
+    assert_eq!(
+        domids(&gone),
+        ["0=Domain-0".to_string(), format!("{guest2}=guest2")],
+        "{gone_text}"
+    );
+    assert!(
+        !gone
+            .iter()
+            .any(|s| s.labels.get("domid").map(String::as_str) == Some(guest1)),
+        "guest1 {guest1} reaped but still in the metrics\n{gone_text}"
+    );
+    assert!(
+        value(
+            &gone,
+            "xenstore_domain_requests_total",
+            &[("domid", guest2)]
+        ) > Some(0.0)
+            && value(
+                &gone,
+                "xenstore_domain_quota_used",
+                &[("domid", guest2), ("quota", "nodes")]
+            ) > Some(0.0),
+        "{gone_text}"
+    );
+
+    // The end: every count of the exporter's whole run is the snooper's,
+    // by op and result (errors by kind), watch events, transactions, and
+    // dom0's, the only domain left.
+    let (last, last_text) = snapshot("final");
+    assert_eq!(domids(&last), ["0=Domain-0"], "{last_text}");
+    let mut seen = Counts::of(&window);
+    seen.domains.retain(|domid, _| domid == "0");
+    assert_eq!(
+        Counts::of_exposition(&last, &["0"]),
+        seen,
+        "the exporter's counts (left) against the snooper's lines\n{last_text}"
+    );
+    assert!(
+        seen.requests.keys().any(|(_, result)| result != "ok"),
+        "no error in the scenario: {seen:?}"
+    );
+    assert_eq!(value(&last, "xenstore_events_lost_total", &[]), Some(0.0));
+    // The histogram counts every reply once.
+    let mut replies: BTreeMap<&str, u64> = BTreeMap::new();
+    for ((op, _), n) in &seen.requests {
+        *replies.entry(op).or_default() += n;
+    }
+    for (op, n) in replies {
+        assert_eq!(
+            value(
+                &last,
+                "xenstore_request_duration_seconds_count",
+                &[("op", op)]
+            ),
+            Some(n as f64),
+            "{last_text}"
+        );
+    }
+    // The kernel side counted with BPF on this dom0's kernel.
+    let how = if release == "4.17" {
+        "a uprobe link per site"
+    } else {
+        "one uprobe-multi link"
+    };
+    assert!(
+        metrics_err.contains("metrics of daemon") && metrics_err.contains(how),
+        "the exporter on Xen {release}'s dom0 (want {how}): {metrics_err}"
+    );
+}
+
+/// `promtool check metrics` passes on an exposition.
+fn promtool_accepts(name: &str, text: &str) {
+    let check = common::process::output_fed(
+        Command::new("promtool").args(["check", "metrics"]),
+        text.as_bytes(),
+        common::TIMEOUT,
+    );
+    assert!(
+        check.status.success(),
+        "promtool check metrics on {name}: {}{}\n{text}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
     );
 }
 
