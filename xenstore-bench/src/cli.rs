@@ -61,6 +61,9 @@ pub enum Section {
     /// Idle connections and their watches: S5 idle tax, S2 watch fan-out.
     /// Alone, it replaces only its own section of the report.
     Scale,
+    /// S3 big store alone (`scale` includes it): writes the scale
+    /// section with only S3 into --out.
+    ScaleStore,
 }
 
 #[derive(clap::Args, Debug)]

@@ -20,6 +20,8 @@ pub mod report;
 pub mod run;
 pub mod scale;
 pub mod scale_report;
+pub mod scale_store;
+pub mod scale_store_report;
 pub mod soak;
 pub mod stats;
 pub mod tracers;

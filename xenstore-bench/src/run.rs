@@ -8,8 +8,9 @@ use crate::machine::{self, Machine};
 use crate::plan::{self, Budget, MAX_CONNS};
 use crate::report::{self, Results};
 use crate::scale::{self, Plan};
+use crate::scale_store::{self, Start};
 use crate::workload::{self, Workload};
-use crate::{builds, libxs, load, scale_report};
+use crate::{builds, libxs, load, scale_report, scale_store_report};
 use anyhow::{bail, Context, Result};
 use std::time::{Duration, Instant};
 
@@ -34,6 +35,10 @@ pub fn all(args: &AllArgs) -> Result<()> {
     let mut b = builds::build_all()?;
     if args.only == [Section::Scale] {
         return scale_only(args, &b, &budget);
+    }
+    if args.only == [Section::ScaleStore] {
+        let s3 = scale_store_report::render(&scale_store::run(&store_plan(args, &b, &budget)));
+        return write_scale_section(args, &format!("{}\n\n{s3}", scale_report::HEADING));
     }
     for (over, built) in [
         (&args.shim, &mut b.shim),
@@ -176,15 +181,39 @@ fn scale_plan(args: &AllArgs, b: &Builds, budget: &Budget, domains: bool) -> Pla
 fn scale_section(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
     let sockets = scale::run(&scale_plan(args, b, budget, false));
     let domains = scale::run(&scale_plan(args, b, budget, true));
-    scale_report::render(&sockets, &domains)
+    let big_store = scale_store::run(&store_plan(args, b, budget));
+    scale_report::render(&sockets, &domains) + &scale_store_report::render(&big_store)
+}
+
+/// S3: the shims, C xenstored and oxenstored, on sockets.
+fn store_plan(args: &AllArgs, b: &Builds, budget: &Budget) -> scale_store::Plan {
+    let mut daemons = vec![("shim".to_string(), Start::Shim(b.shim.clone()))];
+    if let Some(before) = &args.shim_before {
+        daemons.push(("shim (before)".into(), Start::Shim(before.clone())));
+    }
+    daemons.push(("C xenstored".into(), Start::CXenstored));
+    daemons.push(("oxenstored".into(), Start::Oxenstored));
+    scale_store::Plan {
+        daemons,
+        levels: if budget.quick {
+            vec![10, 500, 2000]
+        } else {
+            scale_store::LEVELS.to_vec()
+        },
+        run: budget.run / 2,
+        removals: if budget.quick { 5 } else { 20 },
+    }
 }
 
 /// `--only scale`: its section replaces the one in the report (or is
 /// added), the other sections stay as they were measured.
 fn scale_only(args: &AllArgs, b: &Builds, budget: &Budget) -> Result<()> {
-    let section = scale_section(args, b, budget);
+    write_scale_section(args, &scale_section(args, b, budget))
+}
+
+fn write_scale_section(args: &AllArgs, section: &str) -> Result<()> {
     let old = std::fs::read_to_string(&args.out).unwrap_or_default();
-    let text = scale_report::splice(&old, &section);
+    let text = scale_report::splice(&old, section);
     std::fs::write(&args.out, &text).with_context(|| format!("write {}", args.out.display()))?;
     println!("{section}");
     eprintln!("bench: wrote the scale section into {}", args.out.display());
@@ -220,6 +249,44 @@ pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
     for (n, p) in r.levels.iter().zip(points) {
         if p.idle_tax.ops == 0 || (*n > 0 && p.fan_out.ops == 0) {
             bail!("N={n}: no operation completed");
+        }
+    }
+    store_smoke(shim)
+}
+
+/// S3 on one shim at a few domains: the walk sees every node, DIRECTORY_PART
+/// lists every domain, each `rm` sends its watcher its 15 events.
+fn store_smoke(shim: &std::path::Path) -> Result<()> {
+    let r = scale_store::run(&scale_store::Plan {
+        daemons: vec![("shim".into(), Start::Shim(shim.to_path_buf()))],
+        levels: vec![2, 12],
+        run: Duration::from_millis(100),
+        removals: 3,
+    });
+    let curve = &r.curves[0];
+    if let Some(why) = &curve.failed {
+        bail!("S3: {why}");
+    }
+    for p in &curve.points {
+        println!(
+            "scale smoke: S3 at {} domains: walked {} nodes, {} rm events each, \
+             {} create/remove requests",
+            p.domains, p.walked, p.rm_events, p.create_remove.ops
+        );
+        // the initial 3, the shared directories and the victim's home
+        let want = 3 + 8 + p.nodes + scale_store::SUBTREE_NODES;
+        if p.walked != want {
+            bail!(
+                "S3 at {} domains: walked {} nodes, not {want}",
+                p.domains,
+                p.walked
+            );
+        }
+        if p.rm_events != 15 {
+            bail!("S3: an rm sent its watcher {} events, not 15", p.rm_events);
+        }
+        if p.create_remove.ops == 0 || p.directory_part.is_err() || p.directory.is_err() {
+            bail!("S3 at {} domains: an operation failed: {p:?}", p.domains);
         }
     }
     Ok(())
