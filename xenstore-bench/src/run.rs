@@ -269,9 +269,14 @@ fn store_smoke(shim: &std::path::Path) -> Result<()> {
     }
     for p in &curve.points {
         println!(
-            "scale smoke: S3 at {} domains: walked {} nodes, {} rm events each, \
-             {} create/remove requests",
-            p.domains, p.walked, p.rm_events, p.create_remove.ops
+            "scale smoke: S3 at {} domains: walked {} nodes, {} rm events each \
+             ({:.0} µs daemon CPU an rm), {} create/remove requests ({:.1} µs each)",
+            p.domains,
+            p.walked,
+            p.rm_events,
+            p.rm_subtree.daemon_cpu_us,
+            p.create_remove.ops,
+            p.create_remove.daemon_cpu_us
         );
         // the initial 3, the shared directories and the victim's home
         let want = 3 + 8 + p.nodes + scale_store::SUBTREE_NODES;
