@@ -19,6 +19,7 @@ pub mod probe_loop;
 pub mod report;
 pub mod run;
 pub mod scale;
+pub mod scale_broad;
 pub mod scale_report;
 pub mod scale_store;
 pub mod scale_store_report;

@@ -10,7 +10,7 @@ use crate::report::{self, Results};
 use crate::scale::{self, Plan};
 use crate::scale_store::{self, Start};
 use crate::workload::{self, Workload};
-use crate::{builds, libxs, load, scale_report, scale_store_report};
+use crate::{builds, libxs, load, scale_broad, scale_report, scale_store_report};
 use anyhow::{bail, Context, Result};
 use std::time::{Duration, Instant};
 
@@ -37,7 +37,7 @@ pub fn all(args: &AllArgs) -> Result<()> {
         return scale_only(args, &b, &budget);
     }
     if args.only == [Section::ScaleStore] {
-        let s3 = scale_store_report::render(&scale_store::run(&store_plan(args, &b, &budget)));
+        let s3 = store_scenarios(args, &b, &budget);
         return write_scale_section(args, &format!("{}\n\n{s3}", scale_report::HEADING));
     }
     for (over, built) in [
@@ -181,8 +181,20 @@ fn scale_plan(args: &AllArgs, b: &Builds, budget: &Budget, domains: bool) -> Pla
 fn scale_section(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
     let sockets = scale::run(&scale_plan(args, b, budget, false));
     let domains = scale::run(&scale_plan(args, b, budget, true));
-    let big_store = scale_store::run(&store_plan(args, b, budget));
-    scale_report::render(&sockets, &domains) + &scale_store_report::render(&big_store)
+    scale_report::render(&sockets, &domains) + &store_scenarios(args, b, budget)
+}
+
+/// S2's broad watch and S3, each with every daemon.
+fn store_scenarios(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
+    scale::raise_fd_limit();
+    let store = store_plan(args, b, budget);
+    let broad = scale_broad::run(&scale_broad::Plan {
+        daemons: store.daemons.clone(),
+        levels: scale_broad::LEVELS.to_vec(),
+        run: store.run,
+    });
+    let big_store = scale_store::run(&store);
+    scale_broad::render(&broad) + &scale_store_report::render(&big_store)
 }
 
 /// S3: the shims, C xenstored and oxenstored, on sockets.
@@ -267,12 +279,34 @@ fn store_smoke(shim: &std::path::Path) -> Result<()> {
     if let Some(why) = &curve.failed {
         bail!("S3: {why}");
     }
+    let broad = scale_broad::run(&scale_broad::Plan {
+        daemons: vec![("shim".into(), Start::Shim(shim.to_path_buf()))],
+        levels: vec![2, 12],
+        run: Duration::from_millis(100),
+    });
+    if let Some(why) = &broad.curves[0].failed {
+        bail!("S2 broad watch: {why}");
+    }
+    for (n, s) in &broad.curves[0].points {
+        println!(
+            "scale smoke: S2 broad watch at N={n}: {} writes each seen by the watcher",
+            s.ops
+        );
+        if s.ops == 0 {
+            bail!("S2 broad watch at N={n}: no write completed");
+        }
+    }
     for p in &curve.points {
+        let walked = *p
+            .walk
+            .as_ref()
+            .map(|w| &w.1)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         println!(
             "scale smoke: S3 at {} domains: walked {} nodes, {} rm events each \
              ({:.0} µs daemon CPU an rm), {} create/remove requests ({:.1} µs each)",
             p.domains,
-            p.walked,
+            walked,
             p.rm_events,
             p.rm_subtree.daemon_cpu_us,
             p.create_remove.ops,
@@ -280,11 +314,10 @@ fn store_smoke(shim: &std::path::Path) -> Result<()> {
         );
         // the initial 3, the shared directories and the victim's home
         let want = 3 + 8 + p.nodes + scale_store::SUBTREE_NODES;
-        if p.walked != want {
+        if walked != want {
             bail!(
-                "S3 at {} domains: walked {} nodes, not {want}",
-                p.domains,
-                p.walked
+                "S3 at {} domains: walked {walked} nodes, not {want}",
+                p.domains
             );
         }
         if p.rm_events != 15 {

@@ -50,7 +50,7 @@ pub enum Start {
 }
 
 impl Start {
-    fn launch(&self, label: &str) -> Result<Daemon> {
+    pub fn launch(&self, label: &str) -> Result<Daemon> {
         match self {
             Start::Shim(binary) => daemons::shim(label, binary),
             Start::CXenstored => daemons::c_xenstored(label, None),
@@ -74,9 +74,9 @@ pub struct Point {
     /// /local/domain listed through DIRECTORY_PART, page after page: an op
     /// is the whole listing.
     pub directory_part: Result<Sample, String>,
-    /// The whole tree listed and read: µs per node, and nodes seen.
-    pub walk_us_per_node: f64,
-    pub walked: usize,
+    /// The whole tree listed and read: µs per node and nodes seen, or
+    /// how the daemon failed it.
+    pub walk: Result<(f64, usize), String>,
     /// `rm` of a domain's 100-node home until its watcher has the event.
     pub rm_subtree: Sample,
     /// Events the subtree's watcher got per `rm` (15 expected).
@@ -390,9 +390,13 @@ impl Host {
     /// DIRECTORY /local/domain; an error reply (C says E2BIG past ~900
     /// domains: the listing no longer fits one reply) is the answer.
     fn directory(&mut self, run: Duration) -> Result<Result<Sample, String>> {
-        let refused = self.load.directory(b"/local/domain")?.ok().err();
+        let mut probe = Conn::connect(&self.daemon.socket)?;
+        let refused = match probe.directory(b"/local/domain") {
+            Ok(reply) => reply.ok().err(),
+            Err(e) => Some(e),
+        };
         if let Some(e) = refused {
-            return Ok(Err(format!("{e}")));
+            return Ok(Err(format!("{e:#}")));
         }
         let load = &mut self.load;
         let s = timed(self.daemon.pid(), run, || {
@@ -419,14 +423,17 @@ impl Host {
 
     /// Every node listed (DIRECTORY, else DIRECTORY_PART when the listing
     /// is too long for one reply, as libxenstore does) and read.
+    /// On a connection of its own: a daemon that answers with more than a
+    /// reply may hold (oxenstored's DIRECTORY) leaves it unusable.
     fn walk(&mut self) -> Result<(f64, usize)> {
+        let mut c = Conn::connect(&self.daemon.socket)?;
         let began = Instant::now();
         let mut stack = vec!["/".to_string()];
         let mut seen = 0;
         while let Some(p) = stack.pop() {
-            self.load.read(p.as_bytes())?.ok()?;
+            c.read(p.as_bytes())?.ok()?;
             seen += 1;
-            for c in list(&mut self.load, &p)? {
+            for c in list(&mut c, &p).with_context(|| format!("list {p}"))? {
                 stack.push(if p == "/" {
                     format!("/{c}")
                 } else {
@@ -483,7 +490,7 @@ impl Host {
     fn point(&mut self, plan: &Plan) -> Result<Point> {
         let watchers = self.watchers().context("register the idle watches")?;
         let nodes = self.domains * nodes_per_domain();
-        let (walk_us_per_node, walked) = self.walk().context("walk")?;
+        let walk = self.walk().map_err(|e| format!("{e:#}"));
         let (rm_subtree, rm_events) = self.rm_subtree(plan.removals).context("rm")?;
         let point = Point {
             domains: self.domains,
@@ -492,8 +499,7 @@ impl Host {
             create_remove: self.create_remove(plan.run).context("create/remove")?,
             directory: self.directory(plan.run).context("DIRECTORY")?,
             directory_part: self.directory_part(plan.run).context("DIRECTORY_PART")?,
-            walk_us_per_node,
-            walked,
+            walk,
             rm_subtree,
             rm_events,
         };

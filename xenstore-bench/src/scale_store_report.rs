@@ -60,7 +60,10 @@ pub fn render(r: &StoreResult) -> String {
         "A walk of the whole tree",
         "From `/`, each node read and listed (DIRECTORY, else DIRECTORY_PART), one request \
          at a time, unpinned: µs per node (nodes walked).",
-        |p| format!("{:.1} ({})", p.walk_us_per_node, p.walked),
+        |p| match &p.walk {
+            Ok((us, walked)) => format!("{us:.1} ({walked})"),
+            Err(e) => e.clone(),
+        },
     );
     s += &section(
         r,
