@@ -27,7 +27,10 @@ fn bench_client_drives_every_workload() {
 /// The scale section's scenarios at N = 0, 10, 40 idle connections and
 /// idle ring domains with 15 watches each, a tenth of a second each: every
 /// fan-out write's event reaches the one connection or domain watching it,
-/// and no idle one is sent anything else.
+/// and no idle one is sent anything else. Then S2's broad watch (each
+/// backend write's event reaches the broad watcher) and S3 at 2 and 12
+/// domains' trees (the walk sees every node, each `rm` of a home sends its
+/// watcher its 15 events).
 #[test]
 fn scale_scenarios_deliver_each_event_to_its_watcher_only() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_xenstore-bench"))
@@ -46,6 +49,17 @@ fn scale_scenarios_deliver_each_event_to_its_watcher_only() {
         assert!(
             stdout.contains(&format!("scale smoke: N={n}:")),
             "no N={n} in:\n{stdout}"
+        );
+    }
+    for line in [
+        "S2 broad watch at N=2:",
+        "S2 broad watch at N=12:",
+        "S3 at 2 domains:",
+        "S3 at 12 domains:",
+    ] {
+        assert!(
+            stdout.contains(&format!("scale smoke: {line}")),
+            "no {line} in:\n{stdout}"
         );
     }
 }
