@@ -39,8 +39,10 @@ pub fn render(r: &StoreResult) -> String {
     s += &section(
         r,
         "DIRECTORY `/local/domain`",
-        "Past about 900 domains the listing no longer fits one reply (4096 bytes): every \
-         daemon answers E2BIG, and clients page with DIRECTORY_PART.",
+        "Past about 900 domains the listing no longer fits one reply (4096 bytes): the shim \
+         and C xenstored answer E2BIG and clients page with DIRECTORY_PART; oxenstored sends \
+         the oversized reply, which a client's 4096-byte buffer refuses (and it has no \
+         DIRECTORY_PART: its walk stops at the first such listing).",
         |p| match &p.directory {
             Ok(x) => cell(x),
             Err(e) => e.clone(),
@@ -69,8 +71,9 @@ pub fn render(r: &StoreResult) -> String {
         r,
         &format!("`rm` of a domain's {SUBTREE_NODES}-node home with watchers"),
         "A watcher holds 15 watches in the home (on it and on 14 nodes inside, so one `rm` \
-         sends it 15 events); the time is from sending `rm` to the watcher reading the \
-         home's event. The home is written again, untimed, after each.",
+         sends it 15 events; oxenstored sends only the home's); the time is from sending \
+         `rm` to the watcher reading the home's event. The home is written again, untimed, \
+         after each.",
         |p| format!("{} [{} events]", cell(&p.rm_subtree), p.rm_events),
     );
     s += &ratio_row(r, "`rm` latency (p50), largest N ÷ smallest N", |p| {
