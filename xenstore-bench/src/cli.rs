@@ -64,6 +64,9 @@ pub enum Section {
     /// The scale section's S4 (part of `scale`); alone, it replaces only
     /// its own part of the report.
     MassDestroy,
+    /// S3 big store alone (`scale` includes it): writes the scale
+    /// section with only S3 into --out.
+    ScaleStore,
 }
 
 #[derive(clap::Args, Debug)]

@@ -8,8 +8,12 @@ use crate::machine::{self, Machine};
 use crate::plan::{self, Budget, MAX_CONNS};
 use crate::report::{self, Results};
 use crate::scale::{self, Plan};
+use crate::scale_store::{self, Start};
 use crate::workload::{self, Workload};
-use crate::{builds, libxs, load, report_update, scale_death, scale_death_report, scale_report};
+use crate::{
+    builds, libxs, load, report_update, scale_broad, scale_death, scale_death_report, scale_report,
+    scale_store_report,
+};
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use std::time::{Duration, Instant};
@@ -38,6 +42,10 @@ pub fn all(args: &AllArgs) -> Result<()> {
     }
     if args.only == [Section::MassDestroy] {
         return mass_destroy_only(args, &b, &budget);
+    }
+    if args.only == [Section::ScaleStore] {
+        let s3 = store_scenarios(args, &b, &budget);
+        return write_scale_section(args, &format!("{}\n\n{s3}", scale_report::HEADING));
     }
     for (over, built) in [
         (&args.shim, &mut b.shim),
@@ -204,7 +212,9 @@ fn scale_plan(args: &AllArgs, b: &Builds, budget: &Budget, domains: bool) -> Pla
 fn scale_section(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
     let sockets = scale::run(&scale_plan(args, b, budget, false));
     let domains = scale::run(&scale_plan(args, b, budget, true));
-    scale_report::render(&sockets, &domains) + &mass_destroy(b, budget)
+    scale_report::render(&sockets, &domains)
+        + &store_scenarios(args, b, budget)
+        + &mass_destroy(b, budget)
 }
 
 /// S4 on the workspace's shim.
@@ -225,15 +235,51 @@ fn mass_destroy_only(args: &AllArgs, b: &Builds, budget: &Budget) -> Result<()> 
     Ok(())
 }
 
+/// S2's broad watch and S3, each with every daemon.
+fn store_scenarios(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
+    scale::raise_fd_limit();
+    let store = store_plan(args, b, budget);
+    let broad = scale_broad::run(&scale_broad::Plan {
+        daemons: store.daemons.clone(),
+        levels: scale_broad::LEVELS.to_vec(),
+        run: store.run,
+    });
+    let big_store = scale_store::run(&store);
+    scale_broad::render(&broad) + &scale_store_report::render(&big_store)
+}
+
+/// S3: the shims, C xenstored and oxenstored, on sockets.
+fn store_plan(args: &AllArgs, b: &Builds, budget: &Budget) -> scale_store::Plan {
+    let mut daemons = vec![("shim".to_string(), Start::Shim(b.shim.clone()))];
+    if let Some(before) = &args.shim_before {
+        daemons.push(("shim (before)".into(), Start::Shim(before.clone())));
+    }
+    daemons.push(("C xenstored".into(), Start::CXenstored));
+    daemons.push(("oxenstored".into(), Start::Oxenstored));
+    scale_store::Plan {
+        daemons,
+        levels: if budget.quick {
+            vec![10, 500, 2000]
+        } else {
+            scale_store::LEVELS.to_vec()
+        },
+        run: budget.run / 2,
+        removals: if budget.quick { 5 } else { 20 },
+    }
+}
+
 /// `--only scale`: its section replaces the one in the report (or is
 /// added), the other sections stay as they were measured.
 fn scale_only(args: &AllArgs, b: &Builds, budget: &Budget) -> Result<()> {
-    let section = scale_section(args, b, budget);
+    write_scale_section(args, &scale_section(args, b, budget))
+}
+
+fn write_scale_section(args: &AllArgs, section: &str) -> Result<()> {
     let old = std::fs::read_to_string(&args.out).unwrap_or_default();
     let text = if args.update {
-        report_update::update(&old, &section, &measured(args, &Machine::describe()))
+        report_update::update(&old, section, &measured(args, &Machine::describe()))
     } else {
-        scale_report::splice(&old, &section)
+        scale_report::splice(&old, section)
     };
     std::fs::write(&args.out, &text).with_context(|| format!("write {}", args.out.display()))?;
     println!("{section}");
@@ -292,6 +338,70 @@ pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
                 p.queries,
                 p.firings
             );
+        }
+    }
+    store_smoke(shim)
+}
+
+/// S3 on one shim at a few domains: the walk sees every node, DIRECTORY_PART
+/// lists every domain, each `rm` sends its watcher its 15 events.
+fn store_smoke(shim: &std::path::Path) -> Result<()> {
+    let r = scale_store::run(&scale_store::Plan {
+        daemons: vec![("shim".into(), Start::Shim(shim.to_path_buf()))],
+        levels: vec![2, 12],
+        run: Duration::from_millis(100),
+        removals: 3,
+    });
+    let curve = &r.curves[0];
+    if let Some(why) = &curve.failed {
+        bail!("S3: {why}");
+    }
+    let broad = scale_broad::run(&scale_broad::Plan {
+        daemons: vec![("shim".into(), Start::Shim(shim.to_path_buf()))],
+        levels: vec![2, 12],
+        run: Duration::from_millis(100),
+    });
+    if let Some(why) = &broad.curves[0].failed {
+        bail!("S2 broad watch: {why}");
+    }
+    for (n, s) in &broad.curves[0].points {
+        println!(
+            "scale smoke: S2 broad watch at N={n}: {} writes each seen by the watcher",
+            s.ops
+        );
+        if s.ops == 0 {
+            bail!("S2 broad watch at N={n}: no write completed");
+        }
+    }
+    for p in &curve.points {
+        let walked = *p
+            .walk
+            .as_ref()
+            .map(|w| &w.1)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        println!(
+            "scale smoke: S3 at {} domains: walked {} nodes, {} rm events each \
+             ({:.0} µs daemon CPU an rm), {} create/remove requests ({:.1} µs each)",
+            p.domains,
+            walked,
+            p.rm_events,
+            p.rm_subtree.daemon_cpu_us,
+            p.create_remove.ops,
+            p.create_remove.daemon_cpu_us
+        );
+        // the initial 3, the shared directories and the victim's home
+        let want = 3 + 8 + p.nodes + scale_store::SUBTREE_NODES;
+        if walked != want {
+            bail!(
+                "S3 at {} domains: walked {walked} nodes, not {want}",
+                p.domains
+            );
+        }
+        if p.rm_events != 15 {
+            bail!("S3: an rm sent its watcher {} events, not 15", p.rm_events);
+        }
+        if p.create_remove.ops == 0 || p.directory_part.is_err() || p.directory.is_err() {
+            bail!("S3 at {} domains: an operation failed: {p:?}", p.domains);
         }
     }
     Ok(())

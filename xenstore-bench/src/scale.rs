@@ -370,7 +370,7 @@ pub fn run(plan: &Plan) -> ScaleResult {
 
 /// A thousand connections need more descriptors than a login shell's
 /// 1024; the daemons inherit the limit.
-pub(crate) fn raise_fd_limit() {
+pub fn raise_fd_limit() {
     // SAFETY: getrlimit/setrlimit with a valid pointer to a plain struct.
     unsafe {
         let mut l: libc::rlimit = std::mem::zeroed();

@@ -27,9 +27,11 @@ fn bench_client_drives_every_workload() {
 /// The scale section's scenarios at N = 0, 10, 40 idle connections and
 /// idle ring domains with 15 watches each, a tenth of a second each: every
 /// fan-out write's event reaches the one connection or domain watching it,
-/// and no idle one is sent anything else. Then S4 at N = 10, 40: the
-/// dying tenth released, every @releaseDomain watcher told, one state
-/// query a firing.
+/// and no idle one is sent anything else. Then S2's broad watch (each
+/// backend write's event reaches the broad watcher) and S3 at 2 and 12
+/// domains' trees (the walk sees every node, each `rm` of a home sends its
+/// watcher its 15 events). Then S4 at N = 10, 40: the dying tenth
+/// released, every @releaseDomain watcher told, one state query a firing.
 #[test]
 fn scale_scenarios_deliver_each_event_to_its_watcher_only() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_xenstore-bench"))
@@ -50,10 +52,17 @@ fn scale_scenarios_deliver_each_event_to_its_watcher_only() {
             "no N={n} in:\n{stdout}"
         );
     }
-    for n in [10, 40] {
+    for line in [
+        "S2 broad watch at N=2:",
+        "S2 broad watch at N=12:",
+        "S3 at 2 domains:",
+        "S3 at 12 domains:",
+        "S4 N=10:",
+        "S4 N=40:",
+    ] {
         assert!(
-            stdout.contains(&format!("scale smoke: S4 N={n}:")),
-            "no S4 N={n} in:\n{stdout}"
+            stdout.contains(&format!("scale smoke: {line}")),
+            "no {line} in:\n{stdout}"
         );
     }
 }

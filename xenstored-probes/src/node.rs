@@ -54,15 +54,27 @@ impl Node {
     }
 
     pub fn remove_child(&mut self, name: &str) {
-        let mut at = 0;
-        for c in self.children.split(|&b| b == 0) {
-            if c == name.as_bytes() {
-                self.children.drain(at..at + c.len() + 1);
-                return;
-            }
-            at += c.len() + 1;
+        if let Some(at) = find_child(&self.children, name) {
+            self.children.drain(at..at + name.len() + 1);
         }
     }
+}
+
+/// Where `name`'s entry starts in a NUL-terminated listing: one memmem
+/// over the bytes (a domain's listing is thousands of names long).
+fn find_child(children: &[u8], name: &str) -> Option<usize> {
+    let name = name.as_bytes();
+    if name.is_empty() || name.contains(&0) {
+        return None;
+    }
+    if children.starts_with(name) && children.get(name.len()) == Some(&0) {
+        return Some(0);
+    }
+    let mut needle = Vec::with_capacity(name.len() + 2);
+    needle.push(0);
+    needle.extend_from_slice(name);
+    needle.push(0);
+    memchr::memmem::find(children, &needle).map(|at| at + 1)
 }
 
 impl<'a> NodeRef<'a> {
@@ -73,6 +85,10 @@ impl<'a> NodeRef<'a> {
             children: self.children.to_vec(),
             generation: self.generation,
         }
+    }
+
+    pub fn has_child(self, name: &str) -> bool {
+        find_child(self.children, name).is_some()
     }
 
     pub fn children(self) -> impl Iterator<Item = &'a str> {
@@ -91,5 +107,28 @@ impl<'a> NodeRef<'a> {
     /// xenstored's database key (the path) and record.
     pub fn memory(self, path: &str) -> usize {
         path.len() + self.record_size()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_and_removes_whole_names_only() {
+        let mut n = Node::new(b"", Perms::owned_by(0));
+        for c in ["ab", "b", "a", "bb"] {
+            n.add_child(c);
+        }
+        assert!(n.view().has_child("a") && n.view().has_child("bb"));
+        assert!(!n.view().has_child("") && !n.view().has_child("ab\0b"));
+        assert!(!n.view().has_child("abb") && !n.view().has_child("c"));
+        n.remove_child("b");
+        assert_eq!(n.children, b"ab\0a\0bb\0");
+        n.remove_child("ab");
+        assert_eq!(n.children, b"a\0bb\0");
+        n.remove_child("x");
+        n.remove_child("bb");
+        assert_eq!(n.children, b"a\0");
     }
 }

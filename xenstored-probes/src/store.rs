@@ -145,7 +145,7 @@ impl Store {
             }
             if p != "/" {
                 let parent = self.node(path::parent(p));
-                if !parent.is_some_and(|par| par.children().any(|c| c == path::basename(p))) {
+                if !parent.is_some_and(|par| par.has_child(path::basename(p))) {
                     problems.push(format!("{p}: not listed by its parent"));
                 }
             }

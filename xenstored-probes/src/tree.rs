@@ -291,7 +291,7 @@ pub fn remove<T: Tree + ?Sized>(
         });
     }
     let mut pnode = t.get(parent).expect("parent checked above").to_node();
-    if !pnode.view().children().any(|c| c == path::basename(path)) {
+    if !pnode.view().has_child(path::basename(path)) {
         // A transaction's copy of the parent predates the node's creation
         // outside: upstream's delete_child finds no entry and says EIO,
         // after deleting the node in the transaction (the commit conflicts:

@@ -1,0 +1,657 @@
+//! S3 big store: what operations on a host's tree cost as it grows to
+//! thousands of domains. At each level every daemon's store holds that
+//! many domains' trees (about a hundred nodes each, shaped as `xl create`
+//! leaves them: the guest's home, dom0's vbd and vif backends, `/vm`,
+//! `/libxl`), and idle dom0 connections hold 15 watches per domain on its
+//! nodes. Measured, one daemon after the other at each level:
+//! creating and removing a child of `/local/domain`, DIRECTORY and a paged
+//! DIRECTORY_PART of `/local/domain`, a walk of the whole tree (as
+//! xenstore-ls: list, read each node), `rm` of one domain's 100-node home
+//! while a watcher holds 15 watches in it (timed until the watcher has the
+//! event for the home), and the resident memory each node costs.
+
+use crate::affinity::Pin;
+use crate::client::Conn;
+use crate::daemons::{self, cpu_ns, rss_kib, Daemon};
+use crate::stats::Sample;
+use anyhow::{bail, Context, Result};
+use std::time::{Duration, Instant};
+use xenstore_proto::wire::MsgType;
+
+/// The curve's points: how many domains' trees.
+pub const LEVELS: [usize; 5] = [10, 100, 500, 1000, 2000];
+/// Nodes in the home `rm` removes (its root included).
+pub const SUBTREE_NODES: usize = 100;
+/// Watches per domain, held by idle dom0 connections.
+pub const WATCHES_PER_DOMAIN: usize = 15;
+/// Domains whose watches one idle connection holds.
+const DOMAINS_PER_WATCHER: usize = 100;
+const EVENT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The domain whose home `rm` removes and recreates: none of the levels'.
+const VICTIM: usize = 30000;
+/// The child of /local/domain created and removed: no domain's.
+const SCRATCH: &str = "/local/domain/31000";
+
+/// Which daemons, at which levels, how long each run.
+pub struct Plan {
+    /// (label, how to start it) in column order.
+    pub daemons: Vec<(String, Start)>,
+    pub levels: Vec<usize>,
+    pub run: Duration,
+    /// `rm`s of the subtree measured at each level.
+    pub removals: usize,
+}
+
+#[derive(Clone)]
+pub enum Start {
+    Shim(std::path::PathBuf),
+    CXenstored,
+    Oxenstored,
+}
+
+impl Start {
+    pub fn launch(&self, label: &str) -> Result<Daemon> {
+        match self {
+            Start::Shim(binary) => daemons::shim(label, binary),
+            Start::CXenstored => daemons::c_xenstored(label, None),
+            Start::Oxenstored => daemons::oxenstored(label),
+        }
+    }
+}
+
+/// One daemon's figures at one level.
+#[derive(Clone, Debug)]
+pub struct Point {
+    pub domains: usize,
+    /// Nodes of the domains' trees in the store.
+    pub nodes: usize,
+    /// Growth of the resident set while the trees were written, per node.
+    pub rss_per_node: f64,
+    /// A write creating a child of /local/domain, then its `rm`: each an op.
+    pub create_remove: Sample,
+    /// DIRECTORY /local/domain; `Err` says how the daemon answered.
+    pub directory: Result<Sample, String>,
+    /// /local/domain listed through DIRECTORY_PART, page after page: an op
+    /// is the whole listing.
+    pub directory_part: Result<Sample, String>,
+    /// The whole tree listed and read: µs per node and nodes seen, or
+    /// how the daemon failed it.
+    pub walk: Result<(f64, usize), String>,
+    /// `rm` of a domain's 100-node home until its watcher has the event.
+    pub rm_subtree: Sample,
+    /// Events the subtree's watcher got per `rm` (15 expected).
+    pub rm_events: usize,
+}
+
+pub struct Curve {
+    pub label: String,
+    pub points: Vec<Point>,
+    /// Why the curve stops where it does, if it does.
+    pub failed: Option<String>,
+}
+
+pub struct StoreResult {
+    pub curves: Vec<Curve>,
+    pub run: Duration,
+    pub removals: usize,
+    pub elapsed: Duration,
+}
+
+/// A domain's tree as `xl create` leaves it: (path, value) of each leaf;
+/// the directories above them are created with them.
+pub fn domain_tree(domid: usize) -> Vec<(String, String)> {
+    let home = format!("/local/domain/{domid}");
+    let uuid = format!("00000000-0000-4000-8000-{domid:012}");
+    let vbd_be = format!("/local/domain/0/backend/vbd/{domid}/51712");
+    let vif_be = format!("/local/domain/0/backend/vif/{domid}/0");
+    let mut t: Vec<(String, String)> = home_leaves(domid)
+        .into_iter()
+        .map(|(p, v)| (format!("{home}/{p}"), v))
+        .collect();
+    let mut under = |base: &str, leaves: &[(&str, &str)]| {
+        for (p, v) in leaves {
+            t.push((format!("{base}/{p}"), v.to_string()));
+        }
+    };
+    under(
+        &vbd_be,
+        &[
+            ("frontend", "/local/domain/x/device/vbd/51712"),
+            ("frontend-id", "7"),
+            ("online", "1"),
+            ("removable", "0"),
+            ("bootable", "1"),
+            ("state", "4"),
+            ("dev", "xvda"),
+            ("type", "phy"),
+            ("mode", "w"),
+            ("device-type", "disk"),
+            ("params", "/dev/vg0/guest"),
+            ("physical-device", "fe:3"),
+            ("hotplug-status", "connected"),
+            ("feature-flush-cache", "1"),
+            ("feature-persistent", "1"),
+            ("sectors", "8388608"),
+            ("sector-size", "512"),
+        ],
+    );
+    under(
+        &vif_be,
+        &[
+            ("frontend", "/local/domain/x/device/vif/0"),
+            ("frontend-id", "7"),
+            ("online", "1"),
+            ("state", "4"),
+            ("script", "/etc/xen/scripts/vif-bridge"),
+            ("mac", "00:16:3e:00:00:01"),
+            ("bridge", "xenbr0"),
+            ("handle", "0"),
+            ("type", "vif"),
+            ("hotplug-status", "connected"),
+            ("feature-sg", "1"),
+        ],
+    );
+    under(
+        &format!("/vm/{uuid}"),
+        &[
+            ("name", "guest"),
+            ("uuid", &uuid),
+            ("start_time", "1764115200.00"),
+        ],
+    );
+    under(
+        &format!("/libxl/{domid}"),
+        &[
+            ("type", "pvh"),
+            ("dm-version", "qemu_xen"),
+            (
+                "device/vbd/51712/frontend",
+                "/local/domain/x/device/vbd/51712",
+            ),
+            (
+                "device/vbd/51712/backend",
+                "/local/domain/0/backend/vbd/x/51712",
+            ),
+            ("device/vif/0/frontend", "/local/domain/x/device/vif/0"),
+            ("device/vif/0/backend", "/local/domain/0/backend/vif/x/0"),
+        ],
+    );
+    t
+}
+
+/// The guest's home below `/local/domain/<domid>`, relative.
+fn home_leaves(domid: usize) -> Vec<(String, String)> {
+    [
+        ("name", "guest"),
+        ("domid", "7"),
+        ("vm", "/vm/x"),
+        ("memory/static-max", "1048576"),
+        ("memory/target", "1048577"),
+        ("memory/videoram", "-1"),
+        ("cpu/0/availability", "online"),
+        ("store/port", "1"),
+        ("store/ring-ref", "1044476"),
+        ("console/backend", "/local/domain/0/backend/console/x/0"),
+        ("console/backend-id", "0"),
+        ("console/limit", "1048576"),
+        ("console/type", "xenconsoled"),
+        ("console/output", "pty"),
+        ("console/tty", "/dev/pts/3"),
+        ("console/port", "2"),
+        ("console/ring-ref", "1044479"),
+        ("control/shutdown", ""),
+        ("control/sysrq", ""),
+        ("control/feature-poweroff", "1"),
+        ("control/feature-reboot", "1"),
+        ("control/feature-suspend", "1"),
+        ("control/platform-feature-xs_reset_watches", "1"),
+        ("data/updated", "1"),
+        ("drivers/0", "Linux 6.1.0"),
+        ("error", ""),
+        (
+            "device/vbd/51712/backend",
+            "/local/domain/0/backend/vbd/x/51712",
+        ),
+        ("device/vbd/51712/backend-id", "0"),
+        ("device/vbd/51712/state", "4"),
+        ("device/vbd/51712/virtual-device", "51712"),
+        ("device/vbd/51712/device-type", "disk"),
+        ("device/vbd/51712/ring-ref", "8"),
+        ("device/vbd/51712/event-channel", "4"),
+        ("device/vif/0/backend", "/local/domain/0/backend/vif/x/0"),
+        ("device/vif/0/backend-id", "0"),
+        ("device/vif/0/state", "4"),
+        ("device/vif/0/handle", "0"),
+        ("device/vif/0/mac", "00:16:3e:00:00:01"),
+        ("device/vif/0/mtu", "1500"),
+        ("device/vif/0/tx-ring-ref", "9"),
+        ("device/vif/0/rx-ring-ref", "10"),
+        ("device/vif/0/event-channel", "5"),
+        ("device/vif/0/feature-rx-notify", "1"),
+        ("device/vif/0/feature-sg", "1"),
+    ]
+    .iter()
+    .map(|(p, v)| (p.to_string(), v.replace('x', &domid.to_string())))
+    .collect()
+}
+
+/// The home `rm` removes: a guest's, with what its agents publish below
+/// `data/` making it `SUBTREE_NODES` nodes.
+fn victim_leaves(domid: usize) -> Vec<(String, String)> {
+    let mut t = home_leaves(domid);
+    let mut i = 0;
+    while nodes_below(&t) < SUBTREE_NODES - 1 {
+        t.push((format!("data/agent/k{i}"), format!("{i}")));
+        i += 1;
+    }
+    t
+}
+
+/// Nodes the relative leaves `t` make, directories included.
+fn nodes_below(t: &[(String, String)]) -> usize {
+    let mut all = std::collections::BTreeSet::new();
+    for (p, _) in t {
+        for (i, _) in p.match_indices('/') {
+            all.insert(&p[..i]);
+        }
+        all.insert(p.as_str());
+    }
+    all.len()
+}
+
+/// Nodes one domain's tree adds to a store that already has the shared
+/// directories (`/local/domain`, the backend type directories, `/vm`, `/libxl`).
+pub fn nodes_per_domain() -> usize {
+    let shared = [
+        "/local",
+        "/local/domain",
+        "/local/domain/0",
+        "/local/domain/0/backend",
+        "/local/domain/0/backend/vbd",
+        "/local/domain/0/backend/vif",
+        "/vm",
+        "/libxl",
+    ];
+    let rel: Vec<(String, String)> = domain_tree(1)
+        .into_iter()
+        .map(|(p, v)| (p[1..].to_string(), v))
+        .collect();
+    let mut all = std::collections::BTreeSet::new();
+    for (p, _) in &rel {
+        for (i, _) in p.match_indices('/') {
+            all.insert(format!("/{}", &p[..i]));
+        }
+        all.insert(format!("/{p}"));
+    }
+    all.iter().filter(|p| !shared.contains(&p.as_str())).count()
+}
+
+/// The paths in a domain's home its watchers watch: the home and 14
+/// nodes inside (the toolstack's, the backends', the guest's own).
+fn watched_in(home: &str) -> Vec<String> {
+    let inside = [
+        "control/shutdown",
+        "control/sysrq",
+        "memory/target",
+        "device/vbd/51712/state",
+        "device/vif/0/state",
+        "console/tty",
+        "data/updated",
+        "console/port",
+        "error",
+        "device/vbd/51712/ring-ref",
+        "device/vif/0/mac",
+        "cpu/0/availability",
+        "store/port",
+        "drivers/0",
+    ];
+    std::iter::once(home.to_string())
+        .chain(inside.iter().map(|p| format!("{home}/{p}")))
+        .collect()
+}
+
+/// A daemon under test and its store.
+struct Host {
+    label: String,
+    daemon: Daemon,
+    load: Conn,
+    /// Holds the victim home's watches.
+    victim_watcher: Conn,
+    domains: usize,
+    /// Bytes the trees' writes grew the resident set by, so far.
+    tree_rss_kib: u64,
+}
+
+impl Host {
+    fn start(label: &str, start: &Start) -> Result<Host> {
+        let daemon = start.launch(label)?;
+        let mut load = Conn::connect(&daemon.socket)?;
+        let mut victim_watcher = Conn::connect(&daemon.socket)?;
+        let home = format!("/local/domain/{VICTIM}");
+        for p in watched_in(&home) {
+            victim_watcher.watch(p.as_bytes(), b"victim")?;
+        }
+        write_home(&mut load, VICTIM)?;
+        Ok(Host {
+            label: label.into(),
+            daemon,
+            load,
+            victim_watcher,
+            domains: 0,
+            tree_rss_kib: 0,
+        })
+    }
+
+    /// Writes domains' trees up to `n`, measuring the resident set around.
+    fn grow(&mut self, n: usize) -> Result<()> {
+        let before = rss_kib(self.daemon.pid())?;
+        for d in self.domains..n {
+            for (path, value) in domain_tree(d + 1) {
+                self.load
+                    .write(0, path.as_bytes(), value.as_bytes())?
+                    .ok()
+                    .with_context(|| format!("write {path}"))?;
+            }
+        }
+        self.domains = n;
+        self.tree_rss_kib += rss_kib(self.daemon.pid())?.saturating_sub(before);
+        Ok(())
+    }
+
+    /// Idle dom0 connections holding 15 watches in each domain's home.
+    fn watchers(&self) -> Result<Vec<Conn>> {
+        let mut conns = Vec::new();
+        for first in (0..self.domains).step_by(DOMAINS_PER_WATCHER) {
+            let mut c = Conn::connect(&self.daemon.socket)?;
+            for d in first..(first + DOMAINS_PER_WATCHER).min(self.domains) {
+                for p in watched_in(&format!("/local/domain/{}", d + 1)) {
+                    c.watch(p.as_bytes(), b"idle")?;
+                }
+            }
+            conns.push(c);
+        }
+        Ok(conns)
+    }
+
+    fn create_remove(&mut self, run: Duration) -> Result<Sample> {
+        let load = &mut self.load;
+        let mut s = timed(self.daemon.pid(), run, || {
+            load.write(0, SCRATCH.as_bytes(), b"1")?.ok()?;
+            load.call(MsgType::Rm, 0, &[SCRATCH.as_bytes(), b"\0"])?
+                .ok()?;
+            Ok(())
+        })?;
+        s.ops *= 2;
+        s.ops_per_s *= 2.0;
+        s.daemon_cpu_us /= 2.0;
+        Ok(s)
+    }
+
+    /// DIRECTORY /local/domain; an error reply (C says E2BIG past ~900
+    /// domains: the listing no longer fits one reply) is the answer.
+    fn directory(&mut self, run: Duration) -> Result<Result<Sample, String>> {
+        let mut probe = Conn::connect(&self.daemon.socket)?;
+        let refused = match probe.directory(b"/local/domain") {
+            Ok(reply) => reply.ok().err(),
+            Err(e) => Some(e),
+        };
+        if let Some(e) = refused {
+            return Ok(Err(format!("{e:#}")));
+        }
+        let load = &mut self.load;
+        let s = timed(self.daemon.pid(), run, || {
+            load.directory(b"/local/domain")?.ok()?;
+            Ok(())
+        })?;
+        Ok(Ok(s))
+    }
+
+    fn directory_part(&mut self, run: Duration) -> Result<Result<Sample, String>> {
+        let want = self.domains + 2; // and dom0's and the victim's
+        match list_part(&mut self.load, "/local/domain") {
+            Ok(names) if names.len() == want => {}
+            Ok(names) => bail!("DIRECTORY_PART listed {} of {want} domains", names.len()),
+            Err(e) => return Ok(Err(format!("{e:#}"))),
+        }
+        let load = &mut self.load;
+        let s = timed(self.daemon.pid(), run, || {
+            list_part(load, "/local/domain")?;
+            Ok(())
+        })?;
+        Ok(Ok(s))
+    }
+
+    /// Every node listed (DIRECTORY, else DIRECTORY_PART when the listing
+    /// is too long for one reply, as libxenstore does) and read.
+    /// On a connection of its own: a daemon that answers with more than a
+    /// reply may hold (oxenstored's DIRECTORY) leaves it unusable.
+    fn walk(&mut self) -> Result<(f64, usize)> {
+        let mut c = Conn::connect(&self.daemon.socket)?;
+        let began = Instant::now();
+        let mut stack = vec!["/".to_string()];
+        let mut seen = 0;
+        while let Some(p) = stack.pop() {
+            c.read(p.as_bytes())?.ok()?;
+            seen += 1;
+            for c in list(&mut c, &p).with_context(|| format!("list {p}"))? {
+                stack.push(if p == "/" {
+                    format!("/{c}")
+                } else {
+                    format!("{p}/{c}")
+                });
+            }
+        }
+        Ok((began.elapsed().as_secs_f64() * 1e6 / seen as f64, seen))
+    }
+
+    /// Removes the victim's home `removals` times, each timed until its
+    /// watcher has the home's event; rewritten (untimed) after each.
+    fn rm_subtree(&mut self, removals: usize) -> Result<(Sample, usize)> {
+        let home = format!("/local/domain/{VICTIM}");
+        let pid = self.daemon.pid();
+        Pin::Cpu0.apply_to_process(pid)?;
+        Pin::Cpu0.apply_here()?;
+        let mut lat = Vec::with_capacity(removals);
+        let (mut cpu, mut secs, mut events) = (0, 0.0, 0);
+        for _ in 0..removals {
+            self.settle_victim()?;
+            let cpu_before = cpu_ns(pid)?;
+            let t = Instant::now();
+            self.load
+                .call(MsgType::Rm, 0, &[home.as_bytes(), b"\0"])?
+                .ok()?;
+            loop {
+                events += 1;
+                if self.victim_watcher.event(EVENT_TIMEOUT)? == home.as_bytes() {
+                    break;
+                }
+            }
+            let took = t.elapsed();
+            cpu += cpu_ns(pid)? - cpu_before;
+            secs += took.as_secs_f64();
+            lat.push(took.as_nanos().min(u32::MAX as u128) as u32);
+            write_home(&mut self.load, VICTIM)?;
+        }
+        Pin::Free.apply_here()?;
+        Pin::Free.apply_to_process(pid)?;
+        let mut s = Sample::from_latencies(lat, secs);
+        s.daemon_cpu_us = cpu as f64 / 1000.0 / removals.max(1) as f64;
+        Ok((s, events / removals.max(1)))
+    }
+
+    /// Reads the watcher's events up to the one for the home's last node
+    /// written: what the rewrite fired is not counted in the next `rm`.
+    fn settle_victim(&mut self) -> Result<()> {
+        let last = last_home_path(VICTIM);
+        while self.victim_watcher.event(EVENT_TIMEOUT)? != last.as_bytes() {}
+        Ok(())
+    }
+
+    fn point(&mut self, plan: &Plan) -> Result<Point> {
+        let watchers = self.watchers().context("register the idle watches")?;
+        let nodes = self.domains * nodes_per_domain();
+        let walk = self.walk().map_err(|e| format!("{e:#}"));
+        let (rm_subtree, rm_events) = self.rm_subtree(plan.removals).context("rm")?;
+        let point = Point {
+            domains: self.domains,
+            nodes,
+            rss_per_node: self.tree_rss_kib as f64 * 1024.0 / nodes as f64,
+            create_remove: self.create_remove(plan.run).context("create/remove")?,
+            directory: self.directory(plan.run).context("DIRECTORY")?,
+            directory_part: self.directory_part(plan.run).context("DIRECTORY_PART")?,
+            walk,
+            rm_subtree,
+            rm_events,
+        };
+        drop(watchers);
+        Ok(point)
+    }
+}
+
+/// Writes the victim's home (its 100 nodes), last the one
+/// `last_home_path` names.
+fn write_home(c: &mut Conn, domid: usize) -> Result<()> {
+    for (p, v) in victim_leaves(domid) {
+        let path = format!("/local/domain/{domid}/{p}");
+        c.write(0, path.as_bytes(), v.as_bytes())?
+            .ok()
+            .with_context(|| format!("write {path}"))?;
+    }
+    Ok(())
+}
+
+fn last_home_path(domid: usize) -> String {
+    let leaves = victim_leaves(domid);
+    format!("/local/domain/{domid}/{}", leaves.last().expect("leaves").0)
+}
+
+/// `path`'s children: DIRECTORY, or page by page when it is too long.
+fn list(c: &mut Conn, path: &str) -> Result<Vec<String>> {
+    let reply = c.directory(path.as_bytes())?;
+    if reply.ty == MsgType::Error as u32 && reply.payload.starts_with(b"E2BIG") {
+        return list_part(c, path);
+    }
+    Ok(names(reply.ok()?))
+}
+
+/// `path`'s children through DIRECTORY_PART, from offset 0 until the
+/// page that ends the list; restarted if the node changed between pages.
+fn list_part(c: &mut Conn, path: &str) -> Result<Vec<String>> {
+    let mut all = Vec::new();
+    let mut offset = 0usize;
+    let mut generation: Option<Vec<u8>> = None;
+    loop {
+        let off = offset.to_string();
+        let reply = c.call(
+            MsgType::DirectoryPart,
+            0,
+            &[path.as_bytes(), b"\0", off.as_bytes(), b"\0"],
+        )?;
+        let payload = reply.ok()?;
+        let Some(cut) = payload.iter().position(|&b| b == 0) else {
+            bail!("DIRECTORY_PART {path}: no generation in the reply");
+        };
+        let (gen, rest) = (&payload[..cut], &payload[cut + 1..]);
+        if generation.as_deref().is_some_and(|g| g != gen) {
+            bail!("DIRECTORY_PART {path}: the node changed between pages");
+        }
+        generation = Some(gen.to_vec());
+        // The last page ends with an empty name (an extra NUL).
+        let done = rest.is_empty() || rest.ends_with(b"\0\0");
+        let page = rest.strip_suffix(b"\0").unwrap_or(rest);
+        offset += page.len() + usize::from(!page.is_empty());
+        all.extend(names(page));
+        if done {
+            return Ok(all);
+        }
+    }
+}
+
+fn names(listing: &[u8]) -> Vec<String> {
+    listing
+        .split(|&b| b == 0)
+        .filter(|n| !n.is_empty())
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+        .collect()
+}
+
+/// Runs `op` for `run`, the daemon pinned with this thread on CPU 0: each
+/// call's latency and the daemon's CPU per call.
+fn timed(pid: u32, run: Duration, mut op: impl FnMut() -> Result<()>) -> Result<Sample> {
+    Pin::Cpu0.apply_to_process(pid)?;
+    Pin::Cpu0.apply_here()?;
+    op()?; // warm
+    let cpu_before = cpu_ns(pid)?;
+    let began = Instant::now();
+    let mut lat = Vec::with_capacity(1 << 14);
+    while began.elapsed() < run {
+        let t = Instant::now();
+        op()?;
+        lat.push(t.elapsed().as_nanos().min(u32::MAX as u128) as u32);
+    }
+    let secs = began.elapsed().as_secs_f64();
+    let cpu = cpu_ns(pid)? - cpu_before;
+    Pin::Free.apply_here()?;
+    Pin::Free.apply_to_process(pid)?;
+    let mut s = Sample::from_latencies(lat, secs);
+    s.daemon_cpu_us = cpu as f64 / 1000.0 / s.ops.max(1) as f64;
+    Ok(s)
+}
+
+/// Runs the plan: at each level every daemon grows its store, then is
+/// measured; one daemon at a time holds its idle watchers.
+pub fn run(plan: &Plan) -> StoreResult {
+    let started = Instant::now();
+    let mut hosts: Vec<(Result<Host>, Curve)> = plan
+        .daemons
+        .iter()
+        .map(|(label, start)| {
+            let host = Host::start(label, start);
+            let failed = host.as_ref().err().map(|e| format!("did not start: {e:#}"));
+            let curve = Curve {
+                label: label.clone(),
+                points: Vec::new(),
+                failed,
+            };
+            (host, curve)
+        })
+        .collect();
+    for &n in &plan.levels {
+        for (host, curve) in &mut hosts {
+            let Ok(h) = host else { continue };
+            if curve.failed.is_some() {
+                continue;
+            }
+            let point = h
+                .grow(n)
+                .with_context(|| format!("write {n} domains' trees"))
+                .and_then(|()| h.point(plan));
+            match point {
+                Ok(p) => curve.points.push(p),
+                Err(e) => curve.failed = Some(format!("{} at {n} domains: {e:#}", h.label)),
+            }
+        }
+        eprintln!(
+            "bench: S3 big store, {n} domains done ({:.0} s)",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    StoreResult {
+        curves: hosts.into_iter().map(|(_, c)| c).collect(),
+        run: plan.run,
+        removals: plan.removals,
+        elapsed: started.elapsed(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_domain_is_about_a_hundred_nodes_and_its_home_exactly() {
+        let per = nodes_per_domain();
+        assert!((90..=120).contains(&per), "{per} nodes a domain");
+        assert_eq!(nodes_below(&victim_leaves(7)) + 1, SUBTREE_NODES);
+    }
+}
