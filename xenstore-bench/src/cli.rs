@@ -44,6 +44,13 @@ pub enum Command {
         #[arg(long)]
         shim: PathBuf,
     },
+    /// Seconds-long S1 boot storm against a shim (CI): 10 idle domains,
+    /// 10 lifecycles at once, every transaction committed.
+    StormSmoke {
+        /// The xenstored-shim binary to start.
+        #[arg(long)]
+        shim: PathBuf,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -61,6 +68,9 @@ pub enum Section {
     /// Idle connections and their watches: S5 idle tax, S2 watch fan-out.
     /// Alone, it replaces only its own section of the report.
     Scale,
+    /// S1 boot storm: idle domains, then guest lifecycles at once.
+    /// Alone, it replaces only its own section of the report.
+    Storm,
 }
 
 #[derive(clap::Args, Debug)]

@@ -9,7 +9,7 @@ use crate::plan::{self, Budget, MAX_CONNS};
 use crate::report::{self, Results};
 use crate::scale::{self, Plan};
 use crate::workload::{self, Workload};
-use crate::{builds, libxs, load, scale_report};
+use crate::{builds, libxs, load, scale_report, scale_storm, scale_storm_report};
 use anyhow::{bail, Context, Result};
 use std::time::{Duration, Instant};
 
@@ -34,6 +34,9 @@ pub fn all(args: &AllArgs) -> Result<()> {
     let mut b = builds::build_all()?;
     if args.only == [Section::Scale] {
         return scale_only(args, &b, &budget);
+    }
+    if args.only == [Section::Storm] {
+        return storm_only(args, &b);
     }
     for (over, built) in [
         (&args.shim, &mut b.shim),
@@ -88,11 +91,15 @@ pub fn all(args: &AllArgs) -> Result<()> {
         r.metrics = Some(crate::metrics_mode::run(&b, &budget));
     }
     let scale = wanted(Section::Scale).then(|| scale_section(args, &b, &budget));
+    let storm = wanted(Section::Storm).then(|| storm_section(args, &b));
     r.elapsed = started.elapsed();
     r.load_after = machine::load();
     let mut text = report::render(&r);
     if let Some(scale) = &scale {
         text = scale_report::splice(&text, scale);
+    }
+    if let Some(storm) = &storm {
+        text = scale_storm_report::splice(&text, storm);
     }
     // The dom0 kernels' section comes from VMs (`xenstore-bench kernel`): kept.
     if let Ok(old) = std::fs::read_to_string(&args.out) {
@@ -220,6 +227,68 @@ pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
     for (n, p) in r.levels.iter().zip(points) {
         if p.idle_tax.ops == 0 || (*n > 0 && p.fan_out.ops == 0) {
             bail!("N={n}: no operation completed");
+        }
+    }
+    Ok(())
+}
+
+/// S1 boot storm: every daemon (the shim, `--shim-before`'s, C xenstored,
+/// oxenstored); quick: up to 100 idle domains.
+fn storm_section(args: &AllArgs, b: &Builds) -> String {
+    let mut shims = vec![("shim".to_string(), b.shim.clone())];
+    if let Some(before) = &args.shim_before {
+        shims.push(("shim (before)".into(), before.clone()));
+    }
+    let idle = if args.quick {
+        scale_storm::QUICK_IDLE.to_vec()
+    } else {
+        scale_storm::IDLE.to_vec()
+    };
+    let r = scale_storm::run(&scale_storm::Plan {
+        shims,
+        upstream: true,
+        idle,
+        parallel: scale_storm::PARALLEL.to_vec(),
+    });
+    scale_storm_report::render(&r)
+}
+
+/// `--only storm`: its section replaces the one in the report (or is
+/// added), the other sections stay as they were measured.
+fn storm_only(args: &AllArgs, b: &Builds) -> Result<()> {
+    let section = storm_section(args, b);
+    let old = std::fs::read_to_string(&args.out).unwrap_or_default();
+    let text = scale_storm_report::splice(&old, &section);
+    std::fs::write(&args.out, &text).with_context(|| format!("write {}", args.out.display()))?;
+    println!("{section}");
+    eprintln!("bench: wrote the S1 section into {}", args.out.display());
+    Ok(())
+}
+
+/// S1 on one shim, briefly: 10 idle domains on rings, 10 lifecycles at
+/// once; every lifecycle ran to its end and the reader was answered.
+pub fn storm_smoke(shim: &std::path::Path) -> Result<()> {
+    let r = scale_storm::run(&scale_storm::Plan {
+        shims: vec![("shim".into(), shim.to_path_buf())],
+        upstream: false,
+        idle: vec![10],
+        parallel: vec![10],
+    });
+    let curve = &r.curves[0];
+    let storms = curve
+        .storms
+        .as_ref()
+        .map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    if let Some(why) = &curve.no_rings {
+        bail!("the shim served no ring domains: {why}");
+    }
+    for (k, p, s) in storms {
+        println!(
+            "storm smoke: K={k} P={p}: {} lifecycles, {} commits, {} EAGAIN, {} reads",
+            s.lifecycles, s.tally.committed, s.tally.eagain, s.reads
+        );
+        if s.tally.committed == 0 || s.reads == 0 {
+            bail!("K={k} P={p}: nothing committed or no read answered");
         }
     }
     Ok(())
