@@ -162,12 +162,18 @@ static void *zero_page(void)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+static void *sim_page(uint32_t domid);
+
+/* oxenstored maps a domain's ring this way: a simulated guest's page. */
 void *xc_map_foreign_range(xc_interface *xch, uint32_t dom, int size,
 			   int prot, unsigned long mfn)
 {
-	(void)xch; (void)dom; (void)prot; (void)mfn;
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	(void)xch; (void)prot; (void)mfn;
+	void *p = size == PAGE ? sim_page(dom) : NULL;
+	if (p)
+		return p;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
 }
 
@@ -226,22 +232,30 @@ static int sim_path(uint32_t domid, const char *prefix, char *buf,
 	return found;
 }
 
-void *xengnttab_map_grant_ref(xengnttab_handle *xgt, uint32_t domid,
-			      uint32_t ref, int prot)
+/* A simulated guest's page, shared; NULL when domid has none. */
+static void *sim_page(uint32_t domid)
 {
 	char path[PATH_MAX];
 	unsigned long gfn;
+	int fd;
+	void *p;
+	if (!sim_path(domid, "page-", path, sizeof(path), &gfn))
+		return NULL;
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void *xengnttab_map_grant_ref(xengnttab_handle *xgt, uint32_t domid,
+			      uint32_t ref, int prot)
+{
+	void *p;
 	(void)xgt; (void)ref; (void)prot;
-	if (sim_path(domid, "page-", path, sizeof(path), &gfn)) {
-		int fd = open(path, O_RDWR | O_CLOEXEC);
-		void *p;
-		if (fd < 0)
-			return NULL;
-		p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		close(fd);
-		return p == MAP_FAILED ? NULL : p;
-	}
-	return zero_page();
+	p = sim_page(domid);
+	return p ? p : zero_page();
 }
 
 int xengnttab_unmap(xengnttab_handle *xgt, void *start_address,

@@ -275,20 +275,30 @@ pub fn storm_smoke(shim: &std::path::Path) -> Result<()> {
         parallel: vec![10],
     });
     let curve = &r.curves[0];
-    let storms = curve
-        .storms
-        .as_ref()
-        .map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    if let Some(e) = &curve.error {
+        bail!("{e:#}");
+    }
+    let storms = &curve.storms;
     if let Some(why) = &curve.no_rings {
         bail!("the shim served no ring domains: {why}");
     }
     for (k, p, s) in storms {
         println!(
-            "storm smoke: K={k} P={p}: {} lifecycles, {} commits, {} EAGAIN, {} reads",
-            s.lifecycles, s.tally.committed, s.tally.eagain, s.reads
+            "storm smoke: K={k} P={p}: {} lifecycles, {} commits, {} EAGAIN, {} reads \
+             (p99 {:.2} ms), wall {:.2} s",
+            s.lifecycles,
+            s.tally.committed,
+            s.tally.eagain,
+            s.reads,
+            s.read_p99.as_secs_f64() * 1e3,
+            s.wall.as_secs_f64()
         );
-        if s.tally.committed == 0 || s.reads == 0 {
-            bail!("K={k} P={p}: nothing committed or no read answered");
+        let per_life = crate::scale_storm_lifecycle::load()?.commits();
+        if s.tally.committed != (*p * per_life) as u64 || s.reads == 0 {
+            bail!(
+                "K={k} P={p}: {} commits, not {per_life} a lifecycle, or no read answered",
+                s.tally.committed
+            );
         }
     }
     Ok(())

@@ -112,6 +112,15 @@ pub struct Lifecycle {
     pub destroy: Vec<Step>,
 }
 
+impl Lifecycle {
+    /// The transactions a whole life commits.
+    pub fn commits(&self) -> usize {
+        let all = self.create.iter().chain(&self.destroy);
+        all.filter(|s| s.ty == MsgType::TransactionEnd && s.commits())
+            .count()
+    }
+}
+
 /// The committed trace.
 pub fn load() -> Result<Lifecycle> {
     parse(TRACE).context("tests/data/xl-lifecycle.txt")

@@ -2,7 +2,7 @@
 //! lifecycles at once, a row per idle-domain count and daemon, then the
 //! goal at K=1000, P=100 as ratios between columns of the same run.
 
-use crate::scale_storm::{Storm, StormResult, READ_EVERY};
+use crate::scale_storm::{Row, Storm, StormResult, READ_EVERY};
 use std::fmt::Write;
 
 /// Where the section starts; `splice` replaces it in a report.
@@ -66,16 +66,16 @@ pub fn render(r: &StormResult) -> String {
                 c.label
             );
         }
-        if let Err(e) = &c.storms {
-            let _ = writeln!(s, "\n{}: {e:#}", c.label);
+        if let Some(e) = &c.error {
+            let _ = writeln!(s, "\n{} stopped: {e:#}", c.label);
         }
     }
     s
 }
 
-fn find(storms: &anyhow::Result<Vec<(usize, usize, Storm)>>, k: usize, p: usize) -> Option<&Storm> {
-    let list = storms.as_ref().ok()?;
-    list.iter()
+fn find(storms: &[Row], k: usize, p: usize) -> Option<&Storm> {
+    storms
+        .iter()
         .find(|(kk, pp, _)| *kk == k && *pp == p)
         .map(|(_, _, x)| x)
 }
