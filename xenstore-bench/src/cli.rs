@@ -50,6 +50,12 @@ pub enum Command {
         /// The xenstored-shim binary to start.
         #[arg(long)]
         shim: PathBuf,
+        /// Idle domains (K).
+        #[arg(long, default_value_t = 10)]
+        idle: usize,
+        /// Lifecycles at once (P).
+        #[arg(long, default_value_t = 10)]
+        parallel: usize,
     },
 }
 

@@ -265,14 +265,14 @@ fn storm_only(args: &AllArgs, b: &Builds) -> Result<()> {
     Ok(())
 }
 
-/// S1 on one shim, briefly: 10 idle domains on rings, 10 lifecycles at
-/// once; every lifecycle ran to its end and the reader was answered.
-pub fn storm_smoke(shim: &std::path::Path) -> Result<()> {
+/// S1 on one shim: `idle` idle domains on rings, `parallel` lifecycles
+/// at once; every lifecycle ran to its end and the reader was answered.
+pub fn storm_smoke(shim: &std::path::Path, idle: usize, parallel: usize) -> Result<()> {
     let r = scale_storm::run(&scale_storm::Plan {
         shims: vec![("shim".into(), shim.to_path_buf())],
         upstream: false,
-        idle: vec![10],
-        parallel: vec![10],
+        idle: vec![idle],
+        parallel: vec![parallel],
     });
     let curve = &r.curves[0];
     if let Some(e) = &curve.error {
