@@ -162,12 +162,18 @@ static void *zero_page(void)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+static void *sim_page(uint32_t domid);
+
+/* oxenstored maps a domain's ring this way: a simulated guest's page. */
 void *xc_map_foreign_range(xc_interface *xch, uint32_t dom, int size,
 			   int prot, unsigned long mfn)
 {
-	(void)xch; (void)dom; (void)prot; (void)mfn;
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	(void)xch; (void)prot; (void)mfn;
+	void *p = size == PAGE ? sim_page(dom) : NULL;
+	if (p)
+		return p;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
 }
 
@@ -226,22 +232,30 @@ static int sim_path(uint32_t domid, const char *prefix, char *buf,
 	return found;
 }
 
-void *xengnttab_map_grant_ref(xengnttab_handle *xgt, uint32_t domid,
-			      uint32_t ref, int prot)
+/* A simulated guest's page, shared; NULL when domid has none. */
+static void *sim_page(uint32_t domid)
 {
 	char path[PATH_MAX];
 	unsigned long gfn;
+	int fd;
+	void *p;
+	if (!sim_path(domid, "page-", path, sizeof(path), &gfn))
+		return NULL;
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void *xengnttab_map_grant_ref(xengnttab_handle *xgt, uint32_t domid,
+			      uint32_t ref, int prot)
+{
+	void *p;
 	(void)xgt; (void)ref; (void)prot;
-	if (sim_path(domid, "page-", path, sizeof(path), &gfn)) {
-		int fd = open(path, O_RDWR | O_CLOEXEC);
-		void *p;
-		if (fd < 0)
-			return NULL;
-		p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		close(fd);
-		return p == MAP_FAILED ? NULL : p;
-	}
-	return zero_page();
+	p = sim_page(domid);
+	return p ? p : zero_page();
 }
 
 int xengnttab_unmap(xengnttab_handle *xgt, void *start_address,
@@ -259,14 +273,19 @@ struct xenevtchn_handle {
 
 static evtchn_port_t next_port = 1;
 
-/* A local port bound to a simulated guest's doorbell. */
-#define MAX_BOUND 64
-static struct bound {
-	evtchn_port_t port;
+/*
+ * A local port bound to a simulated guest's doorbell, found by its port
+ * (ports are handed out counting up): a thousand guests and their churn
+ * cost the daemon no scan on each event.
+ */
+struct bound {
 	int sock;
-	char guest_end[PATH_MAX];
-	char daemon_end[PATH_MAX];
-} bound[MAX_BOUND];
+	/* socket addresses: longer would not bind anyway */
+	char guest_end[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char daemon_end[sizeof(((struct sockaddr_un *)0)->sun_path)];
+};
+static struct bound **bound;
+static evtchn_port_t bound_len;
 
 static xenevtchn_handle *new_evtchn(int fd)
 {
@@ -307,10 +326,33 @@ int xenevtchn_fd(xenevtchn_handle *xce)
 
 static struct bound *find_bound(evtchn_port_t port)
 {
-	for (int i = 0; i < MAX_BOUND; i++)
-		if (bound[i].sock > 0 && bound[i].port == port)
-			return &bound[i];
-	return NULL;
+	return port < bound_len ? bound[port] : NULL;
+}
+
+/* A new binding for port, or NULL when out of memory. */
+static struct bound *add_bound(evtchn_port_t port)
+{
+	if (port >= bound_len) {
+		evtchn_port_t len = bound_len ? bound_len : 64;
+		struct bound **grown;
+		while (len <= port)
+			len *= 2;
+		grown = realloc(bound, len * sizeof(*bound));
+		if (!grown)
+			return NULL;
+		memset(grown + bound_len, 0,
+		       (len - bound_len) * sizeof(*bound));
+		bound = grown;
+		bound_len = len;
+	}
+	bound[port] = calloc(1, sizeof(struct bound));
+	return bound[port];
+}
+
+static void drop_bound(evtchn_port_t port)
+{
+	free(bound[port]);
+	bound[port] = NULL;
 }
 
 int xenevtchn_notify(xenevtchn_handle *xce, evtchn_port_t port)
@@ -341,33 +383,34 @@ static void bind_sim(xenevtchn_handle *xce, uint32_t domid,
 	unsigned long gfn;
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = local };
-	struct bound *b = NULL;
+	struct bound *b;
 	char *slash;
 	if (!sim_path(domid, "page-", page, sizeof(page), &gfn))
 		return;
-	for (int i = 0; i < MAX_BOUND && !b; i++)
-		if (bound[i].sock <= 0)
-			b = &bound[i];
+	b = add_bound(local);
 	if (!b)
 		return;
 	slash = strrchr(page, '/');
 	*slash = 0;
-	snprintf(b->guest_end, sizeof(b->guest_end), "%s/evtchn-%u", page,
-		 remote);
-	snprintf(b->daemon_end, sizeof(b->daemon_end), "%s/evtchn-%u.xenstored",
-		 page, remote);
-	b->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (b->sock < 0)
+	if ((size_t)snprintf(b->guest_end, sizeof(b->guest_end),
+			     "%s/evtchn-%u", page, remote) >= sizeof(b->guest_end) ||
+	    (size_t)snprintf(b->daemon_end, sizeof(b->daemon_end),
+			     "%s/evtchn-%u.xenstored", page, remote) >= sizeof(b->daemon_end)) {
+		drop_bound(local);
 		return;
+	}
+	b->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (b->sock < 0) {
+		drop_bound(local);
+		return;
+	}
 	unlink(b->daemon_end);
 	strncpy(addr.sun_path, b->daemon_end, sizeof(addr.sun_path) - 1);
 	if (bind(b->sock, (void *)&addr, sizeof(addr)) != 0 ||
 	    epoll_ctl(xce->fd, EPOLL_CTL_ADD, b->sock, &ev) != 0) {
 		close(b->sock);
-		b->sock = 0;
-		return;
+		drop_bound(local);
 	}
-	b->port = local;
 }
 
 xenevtchn_port_or_error_t
@@ -393,7 +436,7 @@ int xenevtchn_unbind(xenevtchn_handle *xce, evtchn_port_t port)
 		epoll_ctl(xce->fd, EPOLL_CTL_DEL, b->sock, NULL);
 		close(b->sock);
 		unlink(b->daemon_end);
-		b->sock = 0;
+		drop_bound(port);
 	}
 	return 0;
 }

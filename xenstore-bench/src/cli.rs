@@ -44,6 +44,19 @@ pub enum Command {
         #[arg(long)]
         shim: PathBuf,
     },
+    /// Seconds-long S1 boot storm against a shim (CI): 10 idle domains,
+    /// 10 lifecycles at once, every transaction committed.
+    StormSmoke {
+        /// The xenstored-shim binary to start.
+        #[arg(long)]
+        shim: PathBuf,
+        /// Idle domains (K).
+        #[arg(long, default_value_t = 10)]
+        idle: usize,
+        /// Lifecycles at once (P).
+        #[arg(long, default_value_t = 10)]
+        parallel: usize,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -67,6 +80,9 @@ pub enum Section {
     /// S3 big store alone (`scale` includes it): writes the scale
     /// section with only S3 into --out.
     ScaleStore,
+    /// S1 boot storm: idle domains, then guest lifecycles at once.
+    /// Alone, it replaces only its own section of the report.
+    Storm,
 }
 
 #[derive(clap::Args, Debug)]

@@ -10,5 +10,10 @@ fn main() -> anyhow::Result<()> {
         Command::Soak(args) => xenstore_bench::soak::run(args),
         Command::Smoke { shim } => xenstore_bench::run::smoke(shim),
         Command::ScaleSmoke { shim } => xenstore_bench::run::scale_smoke(shim),
+        Command::StormSmoke {
+            shim,
+            idle,
+            parallel,
+        } => xenstore_bench::run::storm_smoke(shim, *idle, *parallel),
     }
 }

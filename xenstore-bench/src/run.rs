@@ -12,7 +12,7 @@ use crate::scale_store::{self, Start};
 use crate::workload::{self, Workload};
 use crate::{
     builds, libxs, load, report_update, scale_broad, scale_death, scale_death_report, scale_report,
-    scale_store_report,
+    scale_store_report, scale_storm, scale_storm_report,
 };
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
@@ -46,6 +46,9 @@ pub fn all(args: &AllArgs) -> Result<()> {
     if args.only == [Section::ScaleStore] {
         let s3 = store_scenarios(args, &b, &budget);
         return write_scale_section(args, &format!("{}\n\n{s3}", scale_report::HEADING));
+    }
+    if args.only == [Section::Storm] {
+        return storm_only(args, &b);
     }
     for (over, built) in [
         (&args.shim, &mut b.shim),
@@ -100,11 +103,15 @@ pub fn all(args: &AllArgs) -> Result<()> {
         r.metrics = Some(crate::metrics_mode::run(&b, &budget));
     }
     let scale = wanted(Section::Scale).then(|| scale_section(args, &b, &budget));
+    let storm = wanted(Section::Storm).then(|| storm_section(args, &b));
     r.elapsed = started.elapsed();
     r.load_after = machine::load();
     let mut text = report::render(&r);
     if let Some(scale) = &scale {
         text = scale_report::splice(&text, scale);
+    }
+    if let Some(storm) = &storm {
+        text = scale_storm_report::splice(&text, storm);
     }
     let old = std::fs::read_to_string(&args.out).unwrap_or_default();
     if args.update {
@@ -402,6 +409,78 @@ fn store_smoke(shim: &std::path::Path) -> Result<()> {
         }
         if p.create_remove.ops == 0 || p.directory_part.is_err() || p.directory.is_err() {
             bail!("S3 at {} domains: an operation failed: {p:?}", p.domains);
+        }
+    }
+    Ok(())
+}
+
+/// S1 boot storm: every daemon (the shim, `--shim-before`'s, C xenstored,
+/// oxenstored); quick: up to 100 idle domains.
+fn storm_section(args: &AllArgs, b: &Builds) -> String {
+    let mut shims = vec![("shim".to_string(), b.shim.clone())];
+    if let Some(before) = &args.shim_before {
+        shims.push(("shim (before)".into(), before.clone()));
+    }
+    let idle = if args.quick {
+        scale_storm::QUICK_IDLE.to_vec()
+    } else {
+        scale_storm::IDLE.to_vec()
+    };
+    let r = scale_storm::run(&scale_storm::Plan {
+        shims,
+        upstream: true,
+        idle,
+        parallel: scale_storm::PARALLEL.to_vec(),
+    });
+    scale_storm_report::render(&r)
+}
+
+/// `--only storm`: its section replaces the one in the report (or is
+/// added), the other sections stay as they were measured.
+fn storm_only(args: &AllArgs, b: &Builds) -> Result<()> {
+    let section = storm_section(args, b);
+    let old = std::fs::read_to_string(&args.out).unwrap_or_default();
+    let text = scale_storm_report::splice(&old, &section);
+    std::fs::write(&args.out, &text).with_context(|| format!("write {}", args.out.display()))?;
+    println!("{section}");
+    eprintln!("bench: wrote the S1 section into {}", args.out.display());
+    Ok(())
+}
+
+/// S1 on one shim: `idle` idle domains on rings, `parallel` lifecycles
+/// at once; every lifecycle ran to its end and the reader was answered.
+pub fn storm_smoke(shim: &std::path::Path, idle: usize, parallel: usize) -> Result<()> {
+    let r = scale_storm::run(&scale_storm::Plan {
+        shims: vec![("shim".into(), shim.to_path_buf())],
+        upstream: false,
+        idle: vec![idle],
+        parallel: vec![parallel],
+    });
+    let curve = &r.curves[0];
+    if let Some(e) = &curve.error {
+        bail!("{e:#}");
+    }
+    let storms = &curve.storms;
+    if let Some(why) = &curve.no_rings {
+        bail!("the shim served no ring domains: {why}");
+    }
+    for (k, p, s) in storms {
+        println!(
+            "storm smoke: K={k} P={p}: {} lifecycles, {} commits, {} EAGAIN, {} reads \
+             (p99 {:.2} ms), wall {:.2} s",
+            s.lifecycles,
+            s.tally.committed,
+            s.tally.eagain,
+            s.reads,
+            s.read_p99.as_secs_f64() * 1e3,
+            s.wall.as_secs_f64()
+        );
+        let per_life = crate::scale_storm_lifecycle::load()?.commits();
+        if s.tally.committed != (*p * per_life) as u64 || s.reads == 0 {
+            bail!(
+                "K={k} P={p}: {} commits, not {per_life} a lifecycle, or no read answered",
+                s.tally.committed
+            );
         }
     }
     Ok(())

@@ -66,3 +66,27 @@ fn scale_scenarios_deliver_each_event_to_its_watcher_only() {
         );
     }
 }
+
+/// S1 boot storm at 10 idle domains and 10 lifecycles at once on the
+/// shim, guests on simulated rings: every lifecycle (tests/data/
+/// xl-lifecycle.txt, create to release) runs to its end, its transactions
+/// commit (EAGAIN retried), and the unrelated reader is answered.
+#[test]
+fn boot_storm_runs_every_lifecycle_to_its_end() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_xenstore-bench"))
+        .arg("storm-smoke")
+        .arg("--shim")
+        .arg(xenstore_testkit::bin("xenstored-shim"))
+        .output()
+        .expect("run xenstore-bench storm-smoke");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "storm smoke failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("storm smoke: K=10 P=10: 10 lifecycles,"),
+        "no storm in:\n{stdout}"
+    );
+}

@@ -1,0 +1,353 @@
+//! S1 boot storm: K idle domains, each brought up by replaying the create
+//! part of a real guest's life (tests/data/xl-lifecycle.txt: its tree under
+//! /local/domain/<id>, /vm/<uuid>, /libxl/<id> and dom0's backend vbd and
+//! console directories, and the watches its guest, backends and xl monitor
+//! hold, which stay), then P lifecycles at once (create and destroy, each
+//! domain's xl, backends and guest on connections of their own, conflicts
+//! retried as libxl does) while one more dom0 client READs an unrelated
+//! node every 10 ms. Every daemon in turn at each K, so the columns ran
+//! side by side.
+
+use crate::daemons::{self, cpu_ns, Daemon};
+use crate::guests;
+use crate::scale_storm_lifecycle::{self as lifecycle, Lifecycle, Vars};
+use crate::scale_storm_replay::{dom0, Domain, GuestSide, Introducer, Rings, Sockets, Tally};
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use xenstore_guest::client::{SocketLink, Xs};
+use xenstore_testkit::upstream::Flavor;
+
+/// Idle domains (the curve's points) and lifecycles at once.
+pub const IDLE: [usize; 4] = [10, 100, 500, 1000];
+pub const PARALLEL: [usize; 2] = [10, 100];
+/// `--quick`: C xenstored alone takes half a minute to bring 100 up.
+pub const QUICK_IDLE: [usize; 1] = [10];
+/// The unrelated reader's period.
+pub const READ_EVERY: Duration = Duration::from_millis(10);
+const PROBE: &[u8] = b"/storm/probe";
+/// Idle domains are 1.., the storm's domains count up from here.
+const STORM_BASE: u16 = 10_000;
+
+pub struct Plan {
+    pub shims: Vec<(String, PathBuf)>,
+    pub upstream: bool,
+    pub idle: Vec<usize>,
+    pub parallel: Vec<usize>,
+}
+
+/// One storm's figures.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Storm {
+    pub lifecycles: usize,
+    pub wall: Duration,
+    pub lifecycle_p50: Duration,
+    pub lifecycle_p99: Duration,
+    pub tally: Tally,
+    pub daemon_cpu: Duration,
+    pub reads: usize,
+    pub read_p99: Duration,
+}
+
+/// One storm of a daemon's: K idle domains, P lifecycles, its figures.
+pub type Row = (usize, usize, Storm);
+
+/// A daemon's storms: (K, P, figures) in the plan's order, and why it
+/// stopped early, if it did.
+pub struct Curve {
+    pub label: String,
+    pub storms: Vec<Row>,
+    pub error: Option<anyhow::Error>,
+    /// Why its guests spoke over dom0 sockets instead of rings, if they did.
+    pub no_rings: Option<String>,
+}
+
+pub struct StormResult {
+    pub idle: Vec<usize>,
+    pub parallel: Vec<usize>,
+    pub curves: Vec<Curve>,
+    pub elapsed: Duration,
+}
+
+/// An idle domain's clients, kept open: xl's monitor and the guest hold
+/// their watches as long as the domain lives.
+struct Idle {
+    _xl: Xs<SocketLink>,
+    _guest: Option<GuestSide>,
+}
+
+struct Host {
+    daemon: Daemon,
+    rings: Option<PathBuf>,
+    no_rings: Option<String>,
+    /// dom0's kernel backends: one connection for every idle domain.
+    backend: Xs<SocketLink>,
+    idle: Vec<Idle>,
+    next_storm: u16,
+}
+
+impl Host {
+    fn start(daemon: Daemon, rings: Option<PathBuf>) -> Result<Host> {
+        let mut backend = dom0(&daemon.socket)?;
+        backend
+            .write(0, &String::from_utf8_lossy(PROBE), "x")
+            .context("write the unrelated reader's node")?;
+        Ok(Host {
+            daemon,
+            rings,
+            no_rings: None,
+            backend,
+            idle: Vec::new(),
+            next_storm: STORM_BASE,
+        })
+    }
+
+    /// Brings idle domains up to `k`; a daemon that cannot serve a ring
+    /// here gets its guests' requests over dom0 sockets, and says why.
+    fn grow(&mut self, life: &Lifecycle, k: usize) -> Result<()> {
+        while self.idle.len() < k {
+            let domid = 1 + self.idle.len() as u16;
+            let xl = dom0(&self.daemon.socket)?;
+            let mut d = Domain::new(Vars::new(domid), xl, &mut self.backend);
+            let mut tally = Tally::default();
+            let got = match &self.rings {
+                Some(r) => d.replay(&life.create, &mut Rings(r), &mut tally),
+                None => d.replay(&life.create, &mut Sockets(&self.daemon.socket), &mut tally),
+            };
+            if let Err(e) = got {
+                if self.idle.is_empty() && self.rings.is_some() {
+                    self.no_rings = Some(format!("{e:#}"));
+                    self.rings = None;
+                    // domain 1 again, its guest on a socket, with none
+                    // of the first try's watches
+                    self.backend = dom0(&self.daemon.socket)?;
+                    continue;
+                }
+                return Err(e.context(format!("bring up idle domain {domid}")));
+            }
+            let Domain { xl, guest, .. } = d;
+            self.idle.push(Idle {
+                _xl: xl,
+                _guest: guest,
+            });
+        }
+        Ok(())
+    }
+
+    /// P whole lifecycles at once, and the unrelated reader meanwhile.
+    fn storm(&mut self, life: &Lifecycle, p: usize) -> Result<Storm> {
+        let first = self.next_storm;
+        self.next_storm += p as u16;
+        let socket = self.daemon.socket.clone();
+        let rings = self.rings.clone();
+        let pid = self.daemon.pid();
+        let stop = AtomicBool::new(false);
+        let cpu_before = cpu_ns(pid)?;
+        let began = Instant::now();
+        let (lives, reads) = std::thread::scope(|s| {
+            let reader = s.spawn(|| read_every(&socket, &stop));
+            let workers: Vec<_> = (0..p as u16)
+                .map(|i| {
+                    let (socket, rings) = (&socket, rings.as_deref());
+                    s.spawn(move || one_life(life, socket, rings, first + i))
+                })
+                .collect();
+            let lives: Vec<Result<(Duration, Tally)>> = workers
+                .into_iter()
+                .map(|w| {
+                    w.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("panicked")))
+                })
+                .collect();
+            stop.store(true, Ordering::Relaxed);
+            let reads = reader
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("reader panicked")));
+            (lives, reads)
+        });
+        let wall = began.elapsed();
+        let cpu = cpu_ns(pid)? - cpu_before;
+        let mut tally = Tally::default();
+        let mut times = Vec::with_capacity(p);
+        for l in lives {
+            let (t, c) = l?;
+            times.push(t);
+            tally.add(c);
+        }
+        let mut reads = reads.context("the unrelated reader")?;
+        Ok(Storm {
+            lifecycles: p,
+            wall,
+            lifecycle_p50: percentile(&mut times, 0.50),
+            lifecycle_p99: percentile(&mut times, 0.99),
+            tally,
+            daemon_cpu: Duration::from_nanos(cpu),
+            reads: reads.len(),
+            read_p99: percentile(&mut reads, 0.99),
+        })
+    }
+}
+
+/// A guest's whole life on fresh connections: create, destroy, then the
+/// RELEASE that the hypervisor's death notice stands for here.
+fn one_life(
+    life: &Lifecycle,
+    socket: &Path,
+    rings: Option<&Path>,
+    domid: u16,
+) -> Result<(Duration, Tally)> {
+    let began = Instant::now();
+    let mut tally = Tally::default();
+    let mut backend = dom0(socket)?;
+    let mut d = Domain::new(Vars::new(domid), dom0(socket)?, &mut backend);
+    let mut intro: Box<dyn Introducer> = match rings {
+        Some(r) => Box::new(Rings(r)),
+        None => Box::new(Sockets(socket)),
+    };
+    d.replay(&life.create, intro.as_mut(), &mut tally)?;
+    d.replay(&life.destroy, intro.as_mut(), &mut tally)?;
+    if matches!(d.guest, Some(GuestSide::Ring(_))) {
+        d.guest = None;
+        d.xl.release(domid)
+            .with_context(|| format!("release domain {domid}"))?;
+    }
+    Ok((began.elapsed(), tally))
+}
+
+/// READs of a node nothing else touches, one every READ_EVERY until
+/// `stop`: each one's latency.
+fn read_every(socket: &Path, stop: &AtomicBool) -> Result<Vec<Duration>> {
+    let mut c = crate::client::Conn::connect(socket)?;
+    realtime_here()?;
+    let mut lat = Vec::new();
+    let mut next = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        let t = Instant::now();
+        c.read(PROBE)?.ok()?;
+        lat.push(t.elapsed());
+        next += READ_EVERY;
+        // the schedule, not a wait for readiness
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+    Ok(lat)
+}
+
+/// The calling thread at SCHED_FIFO: on this shared two-CPU machine a
+/// storm's hundred client threads would otherwise keep the reader itself
+/// waiting for a CPU, and its latency would be the bench's, not the daemon's.
+fn realtime_here() -> Result<()> {
+    let param = libc::sched_param { sched_priority: 1 };
+    // SAFETY: a valid sched_param; 0 is the calling thread.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("SCHED_FIFO for the reader");
+    }
+    Ok(())
+}
+
+fn percentile(v: &mut [Duration], q: f64) -> Duration {
+    if v.is_empty() {
+        return Duration::ZERO;
+    }
+    v.sort_unstable();
+    v[((v.len() - 1) as f64 * q).round() as usize]
+}
+
+/// Runs the plan: at each K every daemon grows its idle domains, then
+/// runs a storm of each P.
+pub fn run(plan: &Plan) -> StormResult {
+    let started = Instant::now();
+    let life = match lifecycle::load() {
+        Ok(l) => l,
+        Err(e) => {
+            let why = format!("{e:#}");
+            return StormResult {
+                idle: plan.idle.clone(),
+                parallel: plan.parallel.clone(),
+                curves: vec![Curve {
+                    label: "all".into(),
+                    storms: Vec::new(),
+                    error: Some(anyhow::anyhow!(why)),
+                    no_rings: None,
+                }],
+                elapsed: started.elapsed(),
+            };
+        }
+    };
+    let most = plan.idle.iter().max().copied().unwrap_or(0)
+        + plan.idle.len() * plan.parallel.iter().sum::<usize>();
+    let room = guests::make_room(2 * most).unwrap_or_else(|e| {
+        eprintln!("bench: {e:#}: the shim may run out of simulated domains");
+        None
+    });
+    let mut hosts: Vec<(String, Result<Host>)> = Vec::new();
+    for (label, binary) in &plan.shims {
+        let host = daemons::shim(label, binary).and_then(|d| {
+            let rings = d.dir.join("run");
+            Host::start(d, Some(rings))
+        });
+        hosts.push((label.clone(), host));
+    }
+    if plan.upstream {
+        for (flavor, label) in [(Flavor::C, "C xenstored"), (Flavor::Ocaml, "oxenstored")] {
+            let host = daemons::upstream_with_rings(flavor, label)
+                .and_then(|(d, rings)| Host::start(d, Some(rings)));
+            hosts.push((label.to_string(), host));
+        }
+    }
+    let mut storms: Vec<(Vec<Row>, Option<anyhow::Error>)> = hosts
+        .iter()
+        .map(|(_, h)| match h {
+            Ok(_) => (Vec::new(), None),
+            Err(e) => (Vec::new(), Some(anyhow::anyhow!("did not start: {e:#}"))),
+        })
+        .collect();
+    for &k in &plan.idle {
+        for ((label, host), (list, error)) in hosts.iter_mut().zip(storms.iter_mut()) {
+            let (Ok(h), None) = (host.as_mut(), &error) else {
+                continue;
+            };
+            let got = (|| -> Result<()> {
+                h.grow(&life, k)
+                    .with_context(|| format!("bring up {k} idle domains"))?;
+                for &p in &plan.parallel {
+                    let s = h
+                        .storm(&life, p)
+                        .with_context(|| format!("{p} lifecycles at once"))?;
+                    eprintln!(
+                        "bench: S1 {label} K={k} P={p}: wall {:.2} s, {} EAGAIN / {} commits",
+                        s.wall.as_secs_f64(),
+                        s.tally.eagain,
+                        s.tally.committed
+                    );
+                    list.push((k, p, s));
+                }
+                Ok(())
+            })();
+            if let Err(e) = got {
+                *error = Some(e.context(format!("{label} at K={k}")));
+            }
+        }
+        eprintln!(
+            "bench: S1 K={k} done ({:.0} s)",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let curves = hosts
+        .into_iter()
+        .zip(storms)
+        .map(|((label, host), (storms, error))| Curve {
+            no_rings: host.as_ref().ok().and_then(|h| h.no_rings.clone()),
+            label,
+            storms,
+            error,
+        })
+        .collect();
+    guests::restore_room(room);
+    StormResult {
+        idle: plan.idle.clone(),
+        parallel: plan.parallel.clone(),
+        curves,
+        elapsed: started.elapsed(),
+    }
+}

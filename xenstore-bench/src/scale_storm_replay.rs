@@ -1,0 +1,271 @@
+//! Replaying a lifecycle's requests (scale_storm_lifecycle.rs) against a
+//! daemon, each actor over its own connection, as the real clients do:
+//! a transaction that ends in EAGAIN is run again from its start (libxl's
+//! and Linux's xenbus loop), errors the real run also got (ENOENT of a
+//! read, a listing or a removal) are expected, any other fails the replay.
+//! The trace's removals of emptied parents (libxl's path cleanup: RM, then
+//! READ and DIRECTORY of the parent, RM it if empty, and so up) are made
+//! only while the listing is empty, as libxl decides: other domains share
+//! `backend/vbd` and the like here.
+
+use crate::scale_storm_lifecycle::{Actor, Step, Vars};
+use anyhow::{bail, Context, Result};
+use std::path::Path;
+use xenstore_guest::client::{Guest, Link, SocketLink, Xs};
+use xenstore_proto::wire::MsgType;
+
+/// A libxl caller gives up after this many conflicts in a row; so do we,
+/// with an error rather than forever.
+const MAX_RETRIES: usize = 10_000;
+
+/// Transactions committed and conflicts met.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tally {
+    pub committed: u64,
+    pub eagain: u64,
+}
+
+impl Tally {
+    pub fn add(&mut self, o: Tally) {
+        self.committed += o.committed;
+        self.eagain += o.eagain;
+    }
+}
+
+/// Where the guest's own requests go.
+pub enum GuestSide {
+    /// Its ring: the daemon sees the domain itself.
+    Ring(Guest),
+    /// A dom0 socket with its relative paths made absolute (a daemon that
+    /// cannot serve simulated rings here); the report says which.
+    Dom0(Xs<SocketLink>),
+}
+
+/// How a domain comes to be served when the trace's INTRODUCE is reached.
+pub trait Introducer {
+    fn introduce(&mut self, xl: &mut Xs<SocketLink>, domid: u16) -> Result<GuestSide>;
+}
+
+/// Boots domains on simulated rings under `rings` (the daemon maps them).
+pub struct Rings<'a>(pub &'a Path);
+
+impl Introducer for Rings<'_> {
+    fn introduce(&mut self, xl: &mut Xs<SocketLink>, domid: u16) -> Result<GuestSide> {
+        xenstore_guest::boot::introduce(xl, self.0, domid)
+            .with_context(|| format!("introduce domain {domid} on a simulated ring"))?;
+        let mut g = Guest::open(self.0, domid)
+            .with_context(|| format!("attach domain {domid}'s guest to its ring"))?;
+        g.timeout = REPLY_TIMEOUT;
+        Ok(GuestSide::Ring(g))
+    }
+}
+
+/// The guest's requests over a dom0 socket instead.
+pub struct Sockets<'a>(pub &'a Path);
+
+impl Introducer for Sockets<'_> {
+    fn introduce(&mut self, _xl: &mut Xs<SocketLink>, _domid: u16) -> Result<GuestSide> {
+        Ok(GuestSide::Dom0(dom0(self.0)?))
+    }
+}
+
+/// How long any one reply may take (a daemon that stops answering fails
+/// the run instead of hanging it).
+pub const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+pub fn dom0(socket: &Path) -> Result<Xs<SocketLink>> {
+    let mut x = Xs::connect(socket).with_context(|| format!("connect to {}", socket.display()))?;
+    x.timeout = REPLY_TIMEOUT;
+    Ok(x)
+}
+
+/// One domain's clients: xl's and the backends' dom0 connections, and
+/// the guest's once it is introduced.
+pub struct Domain<'a> {
+    pub vars: Vars,
+    pub xl: Xs<SocketLink>,
+    pub backend: &'a mut Xs<SocketLink>,
+    pub guest: Option<GuestSide>,
+    /// Each actor's open transaction: its id and its requests so far.
+    open: [Option<(u32, Vec<&'a Step>)>; 3],
+    /// Per actor: a directory found not empty, whose path cleanup (READ,
+    /// DIRECTORY, RM of it and its parents) stops there.
+    kept: [Option<String>; 3],
+}
+
+impl<'a> Domain<'a> {
+    pub fn new(vars: Vars, xl: Xs<SocketLink>, backend: &'a mut Xs<SocketLink>) -> Domain<'a> {
+        Domain {
+            vars,
+            xl,
+            backend,
+            guest: None,
+            open: [None, None, None],
+            kept: [None, None, None],
+        }
+    }
+
+    /// Replays `steps` in order; conflicts and commits go to `tally`.
+    pub fn replay(
+        &mut self,
+        steps: &'a [Step],
+        intro: &mut dyn Introducer,
+        tally: &mut Tally,
+    ) -> Result<()> {
+        for (i, step) in steps.iter().enumerate() {
+            self.step(step, intro, tally).with_context(|| {
+                format!(
+                    "domain {}: request {} ({:?} {})",
+                    self.vars.domid,
+                    i + 1,
+                    step.actor,
+                    step.ty.name()
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    fn step(
+        &mut self,
+        step: &'a Step,
+        intro: &mut dyn Introducer,
+        tally: &mut Tally,
+    ) -> Result<()> {
+        let a = step.actor.index();
+        match step.ty {
+            MsgType::Introduce => {
+                self.guest = Some(intro.introduce(&mut self.xl, self.vars.domid)?);
+                return Ok(());
+            }
+            MsgType::TransactionStart => {
+                if self.open[a].is_some() {
+                    bail!("a second transaction on one connection");
+                }
+                let id = self.start(step.actor)?;
+                self.open[a] = Some((id, Vec::new()));
+                return Ok(());
+            }
+            MsgType::TransactionEnd => {
+                let (mut id, steps) = self.open[a].take().context("no transaction to end")?;
+                self.kept[a] = None;
+                if !step.commits() {
+                    return self.send(step, id).map(drop);
+                }
+                for _ in 0..MAX_RETRIES {
+                    if self.send(step, id)?.is_some() {
+                        tally.committed += 1;
+                        return Ok(());
+                    }
+                    tally.eagain += 1;
+                    id = self.start(step.actor)?;
+                    self.kept[a] = None;
+                    for s in &steps {
+                        self.exec(s, id)?;
+                    }
+                }
+                bail!("{MAX_RETRIES} conflicts in a row");
+            }
+            _ => {}
+        }
+        let tx = match (&mut self.open[a], step.transactional()) {
+            (Some((id, steps)), true) => {
+                steps.push(step);
+                *id
+            }
+            _ => 0,
+        };
+        self.exec(step, tx)
+    }
+
+    /// Sends a request unless it belongs to a path cleanup that a
+    /// non-empty listing stopped.
+    fn exec(&mut self, step: &Step, tx: u32) -> Result<()> {
+        let a = step.actor.index();
+        let path = step.path(&self.vars);
+        let cleanup = matches!(step.ty, MsgType::Read | MsgType::Directory | MsgType::Rm);
+        match &self.kept[a] {
+            Some(kept) if cleanup && is_within(kept, &path) => return Ok(()),
+            Some(_) if !cleanup => self.kept[a] = None,
+            _ => {}
+        }
+        let reply = self.send(step, tx)?;
+        if step.ty == MsgType::Directory && reply.as_ref().is_some_and(|r| !r.is_empty()) {
+            self.kept[a] = Some(path);
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, actor: Actor) -> Result<u32> {
+        Ok(match actor {
+            Actor::Xl => self.xl.transaction_start()?,
+            Actor::Backend => self.backend.transaction_start()?,
+            Actor::Guest => match self.guest.as_mut().context("guest before INTRODUCE")? {
+                GuestSide::Ring(g) => g.transaction_start()?,
+                GuestSide::Dom0(x) => x.transaction_start()?,
+            },
+        })
+    }
+
+    /// Sends one request in transaction `tx`: its reply (empty for an
+    /// expected ENOENT), None when it is a commit that conflicted.
+    fn send(&mut self, step: &Step, tx: u32) -> Result<Option<Vec<u8>>> {
+        let payload = step.payload(&self.vars);
+        match step.actor {
+            Actor::Xl => request(&mut self.xl, step, tx, &payload),
+            Actor::Backend => request(self.backend, step, tx, &payload),
+            Actor::Guest => match self.guest.as_mut().context("guest before INTRODUCE")? {
+                GuestSide::Ring(g) => request(g, step, tx, &payload),
+                GuestSide::Dom0(x) => {
+                    let home = format!("/local/domain/{}/", self.vars.domid);
+                    request(x, step, tx, &absolute(&payload, &home))
+                }
+            },
+        }
+    }
+}
+
+fn request<L: Link>(
+    xs: &mut Xs<L>,
+    step: &Step,
+    tx: u32,
+    payload: &[u8],
+) -> Result<Option<Vec<u8>>> {
+    let got = xs.request(step.ty, tx, payload);
+    // the events its watches fired: nobody waits for them here
+    while let Some(_ev) = xs.next_event(std::time::Duration::ZERO)? {}
+    match got {
+        Ok(reply) => Ok(Some(reply)),
+        Err(e) => match e.xs_error() {
+            Some("EAGAIN") if step.ty == MsgType::TransactionEnd => Ok(None),
+            Some("ENOENT")
+                if matches!(step.ty, MsgType::Read | MsgType::Directory | MsgType::Rm) =>
+            {
+                Ok(Some(Vec::new()))
+            }
+            // a listing over the 4096-byte payload (a thousand domains'
+            // backend directories): libxl's cleanup takes any failed
+            // listing as not empty and keeps the directory
+            Some("E2BIG") if step.ty == MsgType::Directory => Ok(Some(b"E2BIG".to_vec())),
+            _ => Err(anyhow::Error::new(e)),
+        },
+    }
+}
+
+/// Whether `path` is `dir` or one of its ancestors (a cleanup step).
+fn is_within(dir: &str, path: &str) -> bool {
+    dir == path || (dir.starts_with(path) && dir.as_bytes().get(path.len()) == Some(&b'/'))
+}
+
+/// A guest's relative path (the payload's first field) made absolute.
+fn absolute(payload: &[u8], home: &str) -> Vec<u8> {
+    if payload
+        .first()
+        .is_some_and(|&b| b == b'/' || b == b'@' || b == 0)
+    {
+        return payload.to_vec();
+    }
+    let mut p = home.as_bytes().to_vec();
+    p.extend_from_slice(payload);
+    p
+}
