@@ -6,9 +6,10 @@
  * link for the daemon's process, else a uprobe per site), to `reply`,
  * `watch_event` and `tx_end` only; the probe kind is the attach cookie.
  *
- * Same discipline as xssnoop.bpf.c, so it loads on 6.1 and on 6.12: no
- * loops at all, every index masked or compared before use, nothing newer
- * than 5.15 but the optional uprobe-multi link.
+ * Same discipline as xssnoop.bpf.c, so it loads on 6.1 and on 6.12 (a
+ * uprobe link each on 6.1, one uprobe-multi link on 6.12: checked in QEMU
+ * by tests/bpf_kernels.rs): no loops at all, every index masked or compared
+ * before use, nothing newer than 5.15 but the optional uprobe-multi link.
  */
 #include <linux/types.h>
 #include <linux/bpf.h>
