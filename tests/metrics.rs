@@ -287,6 +287,21 @@ fn prometheus_sees_what_a_known_workload_did() {
         r#"xenstore_domain_quota_limit{job="xenstore",domid="7",quota="watches"}"#,
         2.0,
     );
+    // A limit of the guest's own (XS_SET_QUOTA <domid>) is its limit
+    // gauge; the global one (CONTROL quota) stays another.
+    let global = dom0.request(MsgType::Control, 0, b"quota\0").unwrap();
+    let global = xenstore_snoop::metrics::daemon::parse_quota(&global);
+    assert_eq!(global.get("transactions"), Some(&10), "{global:?}");
+    dom0.request(
+        MsgType::SetQuota,
+        0,
+        format!("{GUEST}\0transactions\0{}\0", 3).as_bytes(),
+    )
+    .unwrap();
+    prometheus.wait_value(
+        r#"xenstore_domain_quota_limit{job="xenstore",domid="7",quota="transactions"}"#,
+        3.0,
+    );
 
     // promtool accepts the textfile.
     let text = std::fs::read(textfile.join("xenstore.prom")).unwrap();
