@@ -293,6 +293,13 @@ fn goals(r: &Results) -> Vec<Goal> {
             measured: worst.map_or(String::new(), |x| format!("{x:.2}")),
             met: worst.map(|x| x <= 0.5),
         });
+        let (what, target, measured, met) = crate::metrics_report::rss_goal(m);
+        g.push(Goal {
+            what,
+            target,
+            measured,
+            met,
+        });
     }
     if let Some(m) = &r.memory {
         let rss = |label: &str| rss_of(m, label).map(|r| r.after_kib as f64);
@@ -549,18 +556,7 @@ pub fn render(r: &Results) -> String {
             &[("metrics ÷ shim", 1, 0), ("tracing ÷ shim", 2, 0)],
             &[("metrics ÷ shim", 1, 0), ("tracing ÷ shim", 2, 0)],
         );
-        let _ = match &m.at_1000 {
-            Ok(x) => writeln!(
-                s,
-                "\nThe exporter with {} live domains, each of which made a request: {} KiB \
-                 resident, {} series, a {} KiB textfile.\n",
-                crate::metrics_mode::DOMAINS,
-                x.rss_kib,
-                x.series,
-                x.bytes / 1024
-            ),
-            Err(e) => writeln!(s, "\nThe exporter at 1000 domains: not measured: {e:#}\n"),
-        };
+        s += &crate::metrics_report::exporter_memory(m);
     }
     if let Some(sites) = &r.sites {
         let _ = writeln!(
@@ -703,6 +699,13 @@ fn limits(r: &Results) -> String {
                  (values average {values:.0} B)."
             ));
         }
+    }
+    if let Some(m) = &r.metrics {
+        let floor = r
+            .firing
+            .as_ref()
+            .and_then(|f| firing_costs(f).get(6).copied().flatten());
+        notes.extend(crate::metrics_report::limits(m, floor));
     }
     if notes.is_empty() {
         return String::new();
