@@ -171,6 +171,8 @@ fn prometheus_sees_what_a_known_workload_did() {
         err.iter().any(|l| l.contains("/metrics"))
     });
     let banner = exporter.stderr().concat();
+    // Counting on the string-free reply probe the shim has.
+    assert!(banner.contains(", reply_stats, "), "{banner}");
     let exporter_port: u16 = banner
         .split("http://127.0.0.1:")
         .nth(1)

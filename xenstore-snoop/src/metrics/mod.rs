@@ -72,7 +72,10 @@ pub fn run(args: &Args) -> Result<i32> {
         "xenstore-snoop: metrics of daemon {} ({}, {}){}{}, every {:?}",
         target.pid,
         target.binary.display(),
-        exporter.counters.as_ref().map_or("no probes", |c| c.how),
+        exporter
+            .counters
+            .as_ref()
+            .map_or("no probes", |c| c.how.as_str()),
         args.metrics_textfile
             .as_ref()
             .map(|d| format!(", to {}", d.join(serve::TEXTFILE).display()))
