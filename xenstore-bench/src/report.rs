@@ -293,13 +293,14 @@ fn goals(r: &Results) -> Vec<Goal> {
             measured: worst.map_or(String::new(), |x| format!("{x:.2}")),
             met: worst.map(|x| x <= 0.5),
         });
-        let (what, target, measured, met) = crate::metrics_report::rss_goal(m);
-        g.push(Goal {
-            what,
-            target,
-            measured,
-            met,
-        });
+        for (what, target, measured, met) in crate::metrics_report::goals(m) {
+            g.push(Goal {
+                what,
+                target,
+                measured,
+                met,
+            });
+        }
     }
     if let Some(m) = &r.memory {
         let rss = |label: &str| rss_of(m, label).map(|r| r.after_kib as f64);
