@@ -94,9 +94,8 @@ fn rss_goal(m: &MetricsResult) -> GoalRow {
 
 /// Where --metrics' cost goes, from the pinned one-connection cases'
 /// daemon CPU per op (schedstat: the uprobe's trap and the BPF program run
-/// on the daemon's thread, so they are in it). `floor_ns`: section 4's
-/// trap plus the kernel's entry into a BPF program, when measured.
-pub fn limits(m: &MetricsResult, floor_ns: Option<f64>) -> Vec<String> {
+/// on the daemon's thread, so they are in it).
+pub fn limits(m: &MetricsResult) -> Vec<String> {
     let c = &m.comparison;
     let mut notes = Vec::new();
     for (ci, case) in c.cases.iter().enumerate().filter(|(_, k)| k.conns == 1) {
@@ -107,14 +106,14 @@ pub fn limits(m: &MetricsResult, floor_ns: Option<f64>) -> Vec<String> {
         let (added, full_added) = ((metrics - none) * 1e3, (full - none) * 1e3);
         notes.push(format!(
             "Metrics mode, {}: the shim spends {none:.2} µs of CPU per op unsnooped, {metrics:.2} µs \
-             under --metrics and {full:.2} µs under full tracing: --metrics adds {added:.0} ns per op \
-             ({:.0}% of full tracing's {full_added:.0} ns){}, the daemon's CPU per op ratio {}; ops/s \
-             ratio {}.",
+             under --metrics and {full:.2} µs under full tracing: --metrics adds {added:.0} ns per op, \
+             {:.0}% of full tracing's {full_added:.0} ns (daemon CPU per op ratio {}, ops/s ratio {}). \
+             Both pay one uprobe trap per op on the daemon's thread; --metrics' firing is \
+             reply_stats (no strings rendered) and its program only adds to maps, full tracing's \
+             renders reply's strings and copies them to a ring buffer: what --metrics keeps of \
+             the cost is the trap.",
             case.describe().replace(" | ", ", "),
             100.0 * added / full_added,
-            floor_ns.map_or(String::new(), |f| format!(
-                ", of which one firing's trap and entry into BPF (section 4's floor) is {f:.0} ns"
-            )),
             c.cpu_ratio(ci, 1, 0).map_or("?".into(), |x| format!("{x:.3}")),
             c.ratio(ci, 1, 0).map_or("?".into(), |x| format!("{x:.3}")),
         ));

@@ -702,11 +702,7 @@ fn limits(r: &Results) -> String {
         }
     }
     if let Some(m) = &r.metrics {
-        let floor = r
-            .firing
-            .as_ref()
-            .and_then(|f| firing_costs(f).get(6).copied().flatten());
-        notes.extend(crate::metrics_report::limits(m, floor));
+        notes.extend(crate::metrics_report::limits(m));
     }
     if notes.is_empty() {
         return String::new();
