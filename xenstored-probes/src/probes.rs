@@ -53,6 +53,7 @@ fn reply_stats_enabled() -> bool {
 
 /// `reply_stats`'s str1: the error names as static C strings, in
 /// XsError's order (a test checks them), so that probe renders nothing.
+#[cfg(any(feature = "probes", test))]
 const ERROR_NAMES: [&std::ffi::CStr; 16] = [
     c"EINVAL",
     c"EACCES",
