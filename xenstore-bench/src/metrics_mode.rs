@@ -42,10 +42,11 @@ pub struct ExporterAt {
     pub bytes: usize,
 }
 
-pub const CONFIGS: [&str; 3] = [
+pub const CONFIGS: [&str; 4] = [
     "shim",
     "shim + xenstore-snoop --metrics",
     "shim + xenstore-snoop (bpf)",
+    "shim + a BPF program on reply_stats that only tests a map (bpftrace)",
 ];
 
 pub fn run(b: &Builds, budget: &Budget) -> MetricsResult {
@@ -60,6 +61,12 @@ pub fn run(b: &Builds, budget: &Budget) -> MetricsResult {
         binary: b.snoop.clone(),
         args: vec!["--backend".into(), "bpf".into()],
     };
+    // The floor of any per-op BPF counter: the trap and the kernel's entry
+    // into a program on the probe --metrics uses.
+    let floor = floor_script().map(|script| TracerKind::Bpftrace {
+        script,
+        buffering: "full",
+    });
     let cases = vec![
         Case::raw(Workload::Read, 1, Pin::Cpu0),
         Case::raw(Workload::Write, 1, Pin::Cpu0),
@@ -72,7 +79,11 @@ pub fn run(b: &Builds, budget: &Budget) -> MetricsResult {
         let tracer = match k {
             0 => None,
             1 => Some((&metrics, b.shim.as_path())),
-            _ => Some((&full, b.shim.as_path())),
+            2 => Some((&full, b.shim.as_path())),
+            _ => Some((
+                floor.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?,
+                b.shim.as_path(),
+            )),
         };
         run_case(d, case, budget.run, None, tracer, &mut counts)
     });
@@ -81,6 +92,20 @@ pub fn run(b: &Builds, budget: &Budget) -> MetricsResult {
         at_1000: exporter_at(b, DOMAINS),
         at_2000: exporter_at(b, 2 * DOMAINS),
     }
+}
+
+/// bpftrace on `reply_stats` testing one map a firing; it prints the
+/// attach marker once, on its first firing, for Tracer::attach.
+fn floor_script() -> Result<std::path::PathBuf> {
+    let script = scratch_dir("metrics-floor")?.join("floor.bt");
+    std::fs::write(
+        &script,
+        format!(
+            "usdt:$1:xenstore:reply_stats /@shown == 0/ {{ @shown = 1; printf(\"{}\\n\"); }}\n",
+            crate::tracers::MARKER
+        ),
+    )?;
+    Ok(script)
 }
 
 /// The exporter's RSS once its textfile shows `domains` live domains, each

@@ -52,7 +52,10 @@ fn cpu_goal(m: &MetricsResult) -> GoalRow {
         let cpu = |k| c.median(ci, k).map(|s| s.daemon_cpu_us);
         if let (Some(none), Some(metrics), Some(full)) = (cpu(0), cpu(1), cpu(2)) {
             let share = (metrics - none) / (full - none);
-            parts.push(format!("{} {share:.2}", case.workload.name()));
+            let floor = cpu(3).map_or(String::new(), |f| {
+                format!(" (an empty program's: {:.2})", (f - none) / (full - none))
+            });
+            parts.push(format!("{} {share:.2}{floor}", case.workload.name()));
             worst = Some(worst.map_or(share, |w: f64| w.max(share)));
         }
     }
@@ -104,6 +107,17 @@ pub fn limits(m: &MetricsResult) -> Vec<String> {
             continue;
         };
         let (added, full_added) = ((metrics - none) * 1e3, (full - none) * 1e3);
+        let floor = cpu(3).map_or(String::new(), |f| {
+            let f = (f - none) * 1e3;
+            format!(
+                " A BPF program on reply_stats that only tests a map adds {f:.0} ns ({:.0}% of \
+                 full tracing's): the trap and the kernel's entry into BPF, which any per-op \
+                 counter pays; --metrics' own program and the daemon's side of reply_stats add \
+                 the other {:.0} ns.",
+                100.0 * f / full_added,
+                added - f
+            )
+        });
         notes.push(format!(
             "Metrics mode, {}: the shim spends {none:.2} µs of CPU per op unsnooped, {metrics:.2} µs \
              under --metrics and {full:.2} µs under full tracing: --metrics adds {added:.0} ns per op, \
@@ -111,7 +125,7 @@ pub fn limits(m: &MetricsResult) -> Vec<String> {
              Both pay one uprobe trap per op on the daemon's thread; --metrics' firing is \
              reply_stats (no strings rendered) and its program only adds to maps, full tracing's \
              renders reply's strings and copies them to a ring buffer: what --metrics keeps of \
-             the cost is the trap.",
+             the cost is the trap.{floor}",
             case.describe().replace(" | ", ", "),
             100.0 * added / full_added,
             c.cpu_ratio(ci, 1, 0).map_or("?".into(), |x| format!("{x:.3}")),
