@@ -550,7 +550,9 @@ pub fn render(r: &Results) -> String {
             "\n## 9. Metrics mode\n\nThe shim unsnooped, under `xenstore-snoop --metrics` \
              (xsmetrics.bpf.c counts each reply, watch event and transaction end in maps; the \
              exporter reads them and writes a textfile every second here) and under full \
-             tracing (the BPF back end, every reply to user space, output to a file).\n"
+             tracing (the BPF back end, every reply to user space, output to a file); last, \
+             a bpftrace program on reply_stats that only tests a map: the floor of any per-op \
+             counter.\n"
         );
         s += &table(
             &m.comparison,
