@@ -62,10 +62,11 @@ pub fn run(b: &Builds, budget: &Budget) -> MetricsResult {
         args: vec!["--backend".into(), "bpf".into()],
     };
     // The floor of any per-op BPF counter: the trap and the kernel's entry
-    // into a program on the probe --metrics uses.
+    // into a program on the probe --metrics uses. Line-buffered: it prints
+    // once, the attach marker, which must reach the file.
     let floor = floor_script().map(|script| TracerKind::Bpftrace {
         script,
-        buffering: "full",
+        buffering: "line",
     });
     let cases = vec![
         Case::raw(Workload::Read, 1, Pin::Cpu0),
