@@ -2,7 +2,9 @@
 //! boots Debian 12's 6.1 and Debian 13's 6.12 directly in QEMU (TCG, no
 //! Xen) with the shim, the snooper on its default back end and Debian's
 //! xenstore clients (tests/kernels/init), and the snooper must have used
-//! BPF, shown every request and lost nothing. Refusals, said once in the
+//! BPF, shown every request and lost nothing; `xenstore-snoop --metrics`'s
+//! own program (xsmetrics.bpf.c) must load there and count exactly those
+//! requests in its textfile. Refusals, said once in the
 //! verifier's or libbpf's words: Debian 11's 5.10 (no attach cookies) and
 //! uprobe-multi links asked of 6.1. The host's own kernel is covered by
 //! tests/snoop.rs.
@@ -274,4 +276,73 @@ fn debian11s_kernel_5_10_refuses_the_program_in_the_verifiers_words() {
         "{}",
         boot.report
     );
+}
+
+/// The requests EXPECTED makes, as the exporter's textfile counts them.
+const EXPECTED_COUNTS: &[&str] = &[
+    r#"xenstore_requests_total{op="XS_DIRECTORY",result="ok"} 3"#,
+    r#"xenstore_requests_total{op="XS_READ",result="ENOENT"} 1"#,
+    r#"xenstore_requests_total{op="XS_READ",result="ok"} 3"#,
+    r#"xenstore_requests_total{op="XS_RM",result="ok"} 1"#,
+    r#"xenstore_requests_total{op="XS_TRANSACTION_END",result="ok"} 2"#,
+    r#"xenstore_requests_total{op="XS_TRANSACTION_START",result="ok"} 2"#,
+    r#"xenstore_requests_total{op="XS_WRITE",result="ok"} 2"#,
+];
+
+/// `xenstore-snoop --metrics` on `kernel`: its own program
+/// (xsmetrics.bpf.c) loads, attaches as `how` says, and the textfile counts
+/// exactly the requests the clients made.
+fn counts_in_the_kernel(kernel: &str, how: &str) {
+    let boot = boot(kernel, &format!("metrics-kernel-{kernel}"), "--metrics");
+    let report = &boot.report;
+    for step in [
+        "shim-ready",
+        "snoop-attached",
+        "rm",
+        "snoop-saw-all",
+        "snoop-ended",
+    ] {
+        assert_eq!(
+            boot.step(step).as_deref(),
+            Some("ok"),
+            "step {step}\n{report}"
+        );
+    }
+    let err = boot.file("snoop.err");
+    assert!(
+        err.lines()
+            .next()
+            .is_some_and(|l| l.starts_with("xenstore-snoop: metrics of daemon ")
+                && l.contains(&format!(", {how})"))),
+        "{report}"
+    );
+    let prom = boot.file("metrics.prom");
+    let mut counts: Vec<&str> = prom
+        .lines()
+        .filter(|l| l.starts_with("xenstore_requests_total{"))
+        .collect();
+    counts.sort_unstable();
+    assert_eq!(counts, EXPECTED_COUNTS, "{prom}\n{report}");
+    for line in [
+        r#"xenstore_transactions_total{outcome="commit"} 2"#,
+        r#"xenstore_domain_requests_total{domid="0"} 14"#,
+        r#"xenstore_domain_errors_total{domid="0"} 1"#,
+        r#"xenstore_request_duration_seconds_count{op="XS_READ"} 4"#,
+    ] {
+        assert!(prom.lines().any(|l| l == line), "{line}\n{prom}\n{report}");
+    }
+}
+
+#[test]
+fn debian12s_kernel_6_1_runs_the_metrics_program() {
+    if prerequisites("debian12s_kernel_6_1_runs_the_metrics_program") {
+        counts_in_the_kernel("6.1", "reply_stats, a uprobe link per site");
+    }
+}
+
+#[test]
+fn debian13s_kernel_6_12_runs_the_metrics_program() {
+    if prerequisites("debian13s_kernel_6_12_runs_the_metrics_program") {
+        counts_in_the_kernel("6.12", "reply_stats, one uprobe-multi link");
+    }
 }

@@ -289,3 +289,65 @@ fn a_real_clients_request_fires_one_reply_with_the_whole_operation() {
     // req_id as the client sent it: both clients send their first as 0.
     assert_eq!(field(&read, "req"), field(&write, "req"));
 }
+
+/// `reply_stats`, as xenstore-snoop --metrics reads it: a real client's
+/// write and failing read each fire it once, with op, errno, the static
+/// error name (str1; str2 "") and elapsed_ns (arg6, r10).
+#[test]
+fn reply_stats_carries_replys_numbers_and_the_error_name() {
+    if !common::need_root("reply_stats_carries_replys_numbers_and_the_error_name") {
+        return;
+    }
+    let shim = Shim::private_copy();
+    let (bin, probe) = (shim.binary.display(), Probe::ReplyStats.name());
+    let (op, dom) = (Ident::OP.c_expr("arg1"), Ident::DOM.c_expr("arg1"));
+    let errno = ResponseExtra::ERRNO.c_expr("arg3");
+    let flags = ResponseExtra::FLAGS.c_expr("arg3");
+    let script = format!(
+        r#"
+BEGIN {{ printf("READY\n"); }}
+usdt:{bin}:{PROVIDER}:{probe} {{
+  printf("STATS op=%llu dom=%llu errno=%llu flags=%llu elapsed=%llu |%s|%s|\n",
+         {op}, {dom}, {errno}, {flags}, reg("r10"), str(arg4), str(arg5));
+}}
+"#
+    );
+    let (_bt, rx) = bpftrace(&script);
+    shim.run("xenstore-write", &["/rs/x", "v"]);
+    let read =
+        common::process::output_within(shim.client("xenstore-read").arg("/rs/none"), TIMEOUT);
+    assert!(!read.status.success(), "read of a missing node succeeded");
+
+    let (write_op, read_op) = (MsgType::Write as u32, MsgType::Read as u32);
+    let mut lines = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let find = |lines: &[String], op: u32| {
+        lines
+            .iter()
+            .find(|l| field(l, "op") == op.to_string())
+            .cloned()
+    };
+    while find(&lines, write_op).is_none() || find(&lines, read_op).is_none() {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let line = rx
+            .recv_timeout(wait)
+            .unwrap_or_else(|_| panic!("no reply_stats for the write and the read: {lines:#?}"));
+        lines.push(line);
+    }
+    let write = find(&lines, write_op).unwrap();
+    assert_eq!(field(&write, "dom"), "0");
+    assert_eq!(field(&write, "errno"), "0");
+    assert_eq!(field(&write, "flags"), "0");
+    assert!(write.ends_with(" |||"), "no strings for success: {write}");
+    assert!(
+        field(&write, "elapsed").parse::<u64>().unwrap() > 0,
+        "{write}"
+    );
+    let read = find(&lines, read_op).unwrap();
+    assert_eq!(field(&read, "errno"), "2");
+    assert!(read.ends_with(" |ENOENT||"), "{read}");
+    assert!(
+        field(&read, "elapsed").parse::<u64>().unwrap() > 0,
+        "{read}"
+    );
+}

@@ -171,6 +171,8 @@ fn prometheus_sees_what_a_known_workload_did() {
         err.iter().any(|l| l.contains("/metrics"))
     });
     let banner = exporter.stderr().concat();
+    // Counting on the string-free reply probe the shim has.
+    assert!(banner.contains(", reply_stats, "), "{banner}");
     let exporter_port: u16 = banner
         .split("http://127.0.0.1:")
         .nth(1)
@@ -286,6 +288,21 @@ fn prometheus_sees_what_a_known_workload_did() {
     prometheus.wait_value(
         r#"xenstore_domain_quota_limit{job="xenstore",domid="7",quota="watches"}"#,
         2.0,
+    );
+    // A limit of the guest's own (XS_SET_QUOTA <domid>) is its limit
+    // gauge; the global one (CONTROL quota) stays another.
+    let global = dom0.request(MsgType::Control, 0, b"quota\0").unwrap();
+    let global = xenstore_snoop::metrics::daemon::parse_quota(&global);
+    assert_eq!(global.get("transactions"), Some(&10), "{global:?}");
+    dom0.request(
+        MsgType::SetQuota,
+        0,
+        format!("{GUEST}\0transactions\0{}\0", 3).as_bytes(),
+    )
+    .unwrap();
+    prometheus.wait_value(
+        r#"xenstore_domain_quota_limit{job="xenstore",domid="7",quota="transactions"}"#,
+        3.0,
     );
 
     // promtool accepts the textfile.

@@ -15,7 +15,8 @@ use std::time::Duration;
 use xenstore_guest::boot::boot;
 use xenstore_guest::client::Xs;
 use xenstore_proto::wire::MsgType;
-use xenstore_snoop::metrics::{ask_daemon, daemon::parse_quota, encode};
+use xenstore_snoop::metrics::daemon::{parse_quota, DaemonSocket};
+use xenstore_snoop::metrics::{ask_daemon, encode};
 
 const DOMID: u16 = 6;
 
@@ -52,7 +53,11 @@ fn quota_gauges_from_c_xenstored() {
     for quota in ["nodes", "watches", "transactions", "outstanding", "memory"] {
         assert!(six.used.contains_key(quota), "{quota} in {:?}", six.used);
     }
-    // C xenstored 4.17's default limits.
+    // C xenstored has no per-domain quotas (no XS_GET_QUOTA, up to 4.20):
+    // every domain's limits are CONTROL quota's, 4.17's defaults here.
+    let mut asked = DaemonSocket::connect(&c.socket).unwrap();
+    assert_eq!(asked.per_domain_quotas().unwrap(), None);
+    assert_eq!(six.limits, snapshot.limits);
     assert_eq!(
         snapshot.limits.get("watches"),
         Some(&128),

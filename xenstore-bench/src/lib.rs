@@ -14,6 +14,7 @@ pub mod load;
 pub mod machine;
 pub mod memory;
 pub mod metrics_mode;
+pub mod metrics_report;
 pub mod plan;
 pub mod probe_loop;
 pub mod report;

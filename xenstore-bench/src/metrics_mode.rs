@@ -1,7 +1,9 @@
 //! The metrics section: the shim unsnooped, under `xenstore-snoop
 //! --metrics` (counting in the kernel) and under full tracing (the BPF back
 //! end, every reply to user space), side by side; and the exporter's
-//! resident memory with 1000 live domains, each of which made a request.
+//! resident memory with 1000 live domains, each of which made a request,
+//! and with twice as many (past its cap on domains with series of their
+//! own): what bounds it.
 
 use crate::affinity::Pin;
 use crate::builds::Builds;
@@ -20,24 +22,31 @@ use xenstore_testkit::Shim;
 
 /// Live domains for the exporter's memory figure.
 pub const DOMAINS: u32 = 1000;
+/// The exporter's default --metrics-max-domains (xenstore-snoop's cli.rs).
+pub const CAP: u32 = 1024;
 
 pub struct MetricsResult {
     /// unsnooped, --metrics, full tracing.
     pub comparison: Comparison,
-    pub at_1000: Result<ExporterAt1000>,
+    pub at_1000: Result<ExporterAt>,
+    /// At 2 × DOMAINS live domains, past CAP.
+    pub at_2000: Result<ExporterAt>,
 }
 
-pub struct ExporterAt1000 {
+/// The exporter with `domains` live domains.
+pub struct ExporterAt {
+    pub domains: u32,
     pub rss_kib: u64,
     /// Sample lines in the textfile, and its bytes.
     pub series: usize,
     pub bytes: usize,
 }
 
-pub const CONFIGS: [&str; 3] = [
+pub const CONFIGS: [&str; 4] = [
     "shim",
     "shim + xenstore-snoop --metrics",
     "shim + xenstore-snoop (bpf)",
+    "shim + a BPF program on reply_stats that only tests a map (bpftrace)",
 ];
 
 pub fn run(b: &Builds, budget: &Budget) -> MetricsResult {
@@ -52,6 +61,13 @@ pub fn run(b: &Builds, budget: &Budget) -> MetricsResult {
         binary: b.snoop.clone(),
         args: vec!["--backend".into(), "bpf".into()],
     };
+    // The floor of any per-op BPF counter: the trap and the kernel's entry
+    // into a program on the probe --metrics uses. Line-buffered: it prints
+    // once, the attach marker, which must reach the file.
+    let floor = floor_script().map(|script| TracerKind::Bpftrace {
+        script,
+        buffering: "line",
+    });
     let cases = vec![
         Case::raw(Workload::Read, 1, Pin::Cpu0),
         Case::raw(Workload::Write, 1, Pin::Cpu0),
@@ -64,22 +80,47 @@ pub fn run(b: &Builds, budget: &Budget) -> MetricsResult {
         let tracer = match k {
             0 => None,
             1 => Some((&metrics, b.shim.as_path())),
-            _ => Some((&full, b.shim.as_path())),
+            2 => Some((&full, b.shim.as_path())),
+            _ => Some((
+                floor.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?,
+                b.shim.as_path(),
+            )),
         };
         run_case(d, case, budget.run, None, tracer, &mut counts)
     });
     MetricsResult {
         comparison,
-        at_1000: exporter_at_1000(b),
+        at_1000: exporter_at(b, DOMAINS),
+        at_2000: exporter_at(b, 2 * DOMAINS),
     }
 }
 
-/// The exporter's RSS once its textfile shows DOMAINS live domains.
-fn exporter_at_1000(b: &Builds) -> Result<ExporterAt1000> {
-    let dir = scratch_dir("metrics-1000")?;
-    let shim = Shim::launch("shim 1000 domains", &b.shim, dir.clone(), &[])?;
+/// bpftrace on `reply_stats` testing one map a firing; it prints the
+/// attach marker once, on its first firing, for Tracer::attach.
+fn floor_script() -> Result<std::path::PathBuf> {
+    let script = scratch_dir("metrics-floor")?.join("floor.bt");
+    std::fs::write(
+        &script,
+        format!(
+            "usdt:$1:xenstore:reply_stats /@shown == 0/ {{ @shown = 1; printf(\"{}\\n\"); }}\n",
+            crate::tracers::MARKER
+        ),
+    )?;
+    Ok(script)
+}
+
+/// The exporter's RSS once its textfile shows `domains` live domains, each
+/// of which made a request, counted (domain DOMAINS's series is there).
+fn exporter_at(b: &Builds, domains: u32) -> Result<ExporterAt> {
+    let dir = scratch_dir(&format!("metrics-{domains}"))?;
+    let shim = Shim::launch(
+        &format!("shim {domains} domains"),
+        &b.shim,
+        dir.clone(),
+        &[],
+    )?;
     let mut dom0 = Conn::connect(&shim.socket)?;
-    for domid in 1..=DOMAINS {
+    for domid in 1..=domains {
         let id = format!("{domid}\0");
         dom0.call(MsgType::Introduce, 0, &[id.as_bytes(), b"4242\0", b"7\0"])?
             .ok()
@@ -111,12 +152,13 @@ fn exporter_at_1000(b: &Builds) -> Result<ExporterAt1000> {
             }
             let text = std::fs::read_to_string(textfile.join("xenstore.prom")).unwrap_or_default();
             if !asked && text.contains("xenstore_domain_info") {
-                ask_from_every_domain(&shim.run_dir)?;
+                ask_from_every_domain(&shim.run_dir, domains)?;
                 asked = true;
             }
             if asked && text.contains(&want) {
                 let series = text.lines().filter(|l| !l.starts_with('#')).count();
-                return Ok(ExporterAt1000 {
+                return Ok(ExporterAt {
+                    domains,
                     rss_kib: rss_kib(exporter.id())?,
                     series,
                     bytes: text.len(),
@@ -133,8 +175,8 @@ fn exporter_at_1000(b: &Builds) -> Result<ExporterAt1000> {
     result
 }
 
-fn ask_from_every_domain(run_dir: &Path) -> Result<()> {
-    for domid in 1..=DOMAINS {
+fn ask_from_every_domain(run_dir: &Path, domains: u32) -> Result<()> {
+    for domid in 1..=domains {
         let socket = run_dir.join("domain").join(domid.to_string());
         let mut c = Conn::connect(&socket).with_context(|| format!("{}", socket.display()))?;
         c.read(b"name\0")?;

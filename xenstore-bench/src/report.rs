@@ -293,6 +293,14 @@ fn goals(r: &Results) -> Vec<Goal> {
             measured: worst.map_or(String::new(), |x| format!("{x:.2}")),
             met: worst.map(|x| x <= 0.5),
         });
+        for (what, target, measured, met) in crate::metrics_report::goals(m) {
+            g.push(Goal {
+                what,
+                target,
+                measured,
+                met,
+            });
+        }
     }
     if let Some(m) = &r.memory {
         let rss = |label: &str| rss_of(m, label).map(|r| r.after_kib as f64);
@@ -599,25 +607,16 @@ fn metrics_section(m: &crate::metrics_mode::MetricsResult) -> String {
         "\n## 9. Metrics mode\n\nThe shim unsnooped, under `xenstore-snoop --metrics` \
          (xsmetrics.bpf.c counts each reply, watch event and transaction end in maps; the \
          exporter reads them and writes a textfile every second here) and under full \
-         tracing (the BPF back end, every reply to user space, output to a file).\n"
+         tracing (the BPF back end, every reply to user space, output to a file); last, \
+         a bpftrace program on reply_stats that only tests a map: the floor of any per-op \
+         counter.\n"
     );
     s += &table(
         &m.comparison,
         &[("metrics ÷ shim", 1, 0), ("tracing ÷ shim", 2, 0)],
         &[("metrics ÷ shim", 1, 0), ("tracing ÷ shim", 2, 0)],
     );
-    let _ = match &m.at_1000 {
-        Ok(x) => writeln!(
-            s,
-            "\nThe exporter with {} live domains, each of which made a request: {} KiB \
-             resident, {} series, a {} KiB textfile.\n",
-            crate::metrics_mode::DOMAINS,
-            x.rss_kib,
-            x.series,
-            x.bytes / 1024
-        ),
-        Err(e) => writeln!(s, "\nThe exporter at 1000 domains: not measured: {e:#}\n"),
-    };
+    s += &crate::metrics_report::exporter_memory(m);
     s
 }
 
@@ -764,6 +763,9 @@ fn limits(r: &Results) -> String {
             ));
         }
     }
+    if let Some(m) = &r.metrics {
+        notes.extend(crate::metrics_report::limits(m));
+    }
     if notes.is_empty() {
         return String::new();
     }
@@ -875,9 +877,16 @@ mod tests {
                 per_firing: comparison(6),
             }),
             metrics: Some(crate::metrics_mode::MetricsResult {
-                comparison: comparison(3),
-                at_1000: Ok(crate::metrics_mode::ExporterAt1000 {
+                comparison: comparison(4),
+                at_1000: Ok(crate::metrics_mode::ExporterAt {
+                    domains: 1000,
                     rss_kib: 4096,
+                    series: 3000,
+                    bytes: 100_000,
+                }),
+                at_2000: Ok(crate::metrics_mode::ExporterAt {
+                    domains: 2000,
+                    rss_kib: 4100,
                     series: 3000,
                     bytes: 100_000,
                 }),

@@ -23,6 +23,9 @@ pub enum Probe {
     /// Fired just before a probe (same serial, ident, client) that may cut
     /// a long string: how long its strings were.
     Truncated,
+    /// `reply`'s numbers without its strings, for tracers that only count:
+    /// the daemon renders nothing for it.
+    ReplyStats,
 }
 
 /// The arguments every probe starts with, in order: (name, C type in
@@ -53,6 +56,19 @@ const REPLY_ARGS: [(&str, &str); 8] = [
     ("latency_ns", "uint64_t"),
 ];
 
+/// `reply_stats`'s arguments: the six, then elapsed_ns (`reply`'s
+/// latency_ns, named apart because a name has one position in the
+/// contract and arg6 is `reply`'s str3).
+const REPLY_STATS_ARGS: [(&str, &str); 7] = [
+    ARGS[0],
+    ARGS[1],
+    ARGS[2],
+    ARGS[3],
+    ARGS[4],
+    ARGS[5],
+    ("elapsed_ns", "uint64_t"),
+];
+
 /// What a probe's `extra` argument (arg3) holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Extra {
@@ -65,7 +81,7 @@ pub enum Extra {
 }
 
 impl Probe {
-    pub const ALL: [Probe; 8] = [
+    pub const ALL: [Probe; 9] = [
         Probe::Request,
         Probe::Response,
         Probe::WatchEvent,
@@ -74,6 +90,7 @@ impl Probe {
         Probe::TxEnd,
         Probe::Reply,
         Probe::Truncated,
+        Probe::ReplyStats,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -86,6 +103,7 @@ impl Probe {
             Probe::TxEnd => "tx_end",
             Probe::Reply => "reply",
             Probe::Truncated => "truncated",
+            Probe::ReplyStats => "reply_stats",
         }
     }
 
@@ -93,6 +111,7 @@ impl Probe {
     pub const fn args(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Probe::Reply => &REPLY_ARGS,
+            Probe::ReplyStats => &REPLY_STATS_ARGS,
             _ => &ARGS,
         }
     }
@@ -114,7 +133,9 @@ impl Probe {
     pub const fn extra(self) -> Extra {
         match self {
             Probe::Request => Extra::Packed(&RequestExtra::FIELDS),
-            Probe::Response | Probe::Reply => Extra::Packed(&ResponseExtra::FIELDS),
+            Probe::Response | Probe::Reply | Probe::ReplyStats => {
+                Extra::Packed(&ResponseExtra::FIELDS)
+            }
             // The connection whose request fired the event.
             Probe::WatchEvent => Extra::Whole("firer_conn"),
             Probe::ConnOpen | Probe::ConnClose => Extra::Zero,
@@ -140,6 +161,8 @@ impl Probe {
             Probe::Reply => ("path", Some("value")),
             // The name of the probe whose strings may be cut.
             Probe::Truncated => ("cut_probe", None),
+            // A static string: the error's name, "" for success.
+            Probe::ReplyStats => ("error_name", None),
         }
     }
 

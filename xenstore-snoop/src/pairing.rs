@@ -192,6 +192,8 @@ impl Pairing {
             Probe::Reply => Some(Record::completed(ev)),
             // Lengths for the record to come (cuts.rs).
             Probe::Truncated => None,
+            // For counting tracers (--metrics); the snooper never attaches it.
+            Probe::ReplyStats => None,
         }
     }
 

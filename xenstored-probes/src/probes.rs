@@ -42,6 +42,37 @@ fn reply_enabled() -> bool {
     false
 }
 
+/// Whether a tracer is attached to `reply_stats` now.
+#[inline]
+fn reply_stats_enabled() -> bool {
+    #[cfg(feature = "probes")]
+    return semaphore::reply_stats.enabled();
+    #[cfg(not(feature = "probes"))]
+    false
+}
+
+/// `reply_stats`'s str1: the error names as static C strings, in
+/// XsError's order (a test checks them), so that probe renders nothing.
+#[cfg(any(feature = "probes", test))]
+const ERROR_NAMES: [&std::ffi::CStr; 16] = [
+    c"EINVAL",
+    c"EACCES",
+    c"EEXIST",
+    c"EISDIR",
+    c"ENOENT",
+    c"ENOMEM",
+    c"ENOSPC",
+    c"EIO",
+    c"ENOTEMPTY",
+    c"ENOSYS",
+    c"EROFS",
+    c"EBUSY",
+    c"EAGAIN",
+    c"EISCONN",
+    c"E2BIG",
+    c"EPERM",
+];
+
 /// arg1 (ident) and arg2 (client) of a probe about `who`.
 #[inline]
 fn pack_who(who: &Who, op: u32, tx_id: u32) -> (u64, u64) {
@@ -258,13 +289,15 @@ pub fn response(
 
 /// What `reply` needs of the request being executed, kept from its decode
 /// while a tracer is attached to `reply` (and only then: idle, it costs
-/// one load and one branch a request).
+/// two loads and a branch a request); `reply_stats` needs only the time.
 #[derive(Default)]
 pub struct InFlight {
     /// The request kept (0: none; serials start at 1).
     serial: u64,
     /// CLOCK_MONOTONIC ns at its decode.
     decoded_ns: u64,
+    /// Whether `payload` is the request's (`reply` was traced at its decode).
+    payload_kept: bool,
     payload: Vec<u8>,
 }
 
@@ -272,11 +305,15 @@ impl InFlight {
     /// Request `serial` was decoded with `payload`.
     #[inline]
     pub fn start(&mut self, serial: u64, payload: &[u8]) {
-        if reply_enabled() {
+        let full = reply_enabled();
+        if full || reply_stats_enabled() {
             self.serial = serial;
             self.decoded_ns = monotonic_ns();
             self.payload.clear();
-            self.payload.extend_from_slice(payload);
+            self.payload_kept = full;
+            if full {
+                self.payload.extend_from_slice(payload);
+            }
         }
     }
 }
@@ -306,7 +343,35 @@ pub fn reply(
     result: Result<&[u8], (crate::wire::XsError, &str)>,
 ) {
     #[cfg(feature = "probes")]
-    if semaphore::reply.enabled() && in_flight.serial == serial {
+    if semaphore::reply_stats.enabled() && in_flight.serial == serial {
+        let latency_ns = monotonic_ns().saturating_sub(in_flight.decoded_ns);
+        let (ident, client) = pack_who(who, op, tx_id);
+        let (errno, error_name) = match result {
+            Ok(_) => (0, c""),
+            Err((e, _)) => (e.errno() as u16, ERROR_NAMES[e as usize]),
+        };
+        let extra = ResponseExtra {
+            flags: 0,
+            errno,
+            req_id,
+        };
+        crate::sdt_site!(
+            xenstore,
+            reply_stats,
+            semaphore::reply_stats,
+            [
+                "rdi" = serial,
+                "rsi" = ident,
+                "rdx" = client,
+                "rcx" = extra.pack(),
+                "r8" = error_name.as_ptr(),
+                "r9" = c"".as_ptr(),
+                "r10" = latency_ns,
+            ]
+        );
+    }
+    #[cfg(feature = "probes")]
+    if semaphore::reply.enabled() && in_flight.serial == serial && in_flight.payload_kept {
         let latency_ns = monotonic_ns().saturating_sub(in_flight.decoded_ns);
         let (ident, client) = pack_who(who, op, tx_id);
         let (errno, outcome) = match result {
@@ -410,6 +475,16 @@ pub fn tx_end(serial: u64, who: &Who, tx_id: u32, outcome: TxOutcome, reason: &s
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_names_are_the_wire_tables() {
+        use crate::wire::XsError;
+        for errno in 0..200 {
+            if let Some(e) = XsError::from_errno(errno) {
+                assert_eq!(ERROR_NAMES[e as usize].to_str(), Ok(e.name()));
+            }
+        }
+    }
 
     fn render(bytes: &[u8], max: usize) -> (Vec<u8>, bool) {
         let mut out = b"kept".to_vec();

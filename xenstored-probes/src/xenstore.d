@@ -60,6 +60,14 @@
  *              cut: the uncut byte lengths of that probe's strings (0 for a
  *              string it does not have), so a tracer can tell how many
  *              bytes were cut. Untraced, it costs a length compare.
+ * reply_stats  extra = flags << 48 | errno << 32 | req_id
+ *                                                str1 = error name ("" if none)
+ *                                                str2 = ""
+ *              arg6 elapsed_ns: reply's latency_ns. reply's numbers without
+ *              its strings, for tracers that only count (xenstore-snoop
+ *              --metrics): str1 is a static string and nothing is
+ *              rendered or kept of the request but its decode time, so
+ *              traced it costs the daemon two clock reads and the trap.
  * flags: bit 0 = str1 truncated, bit 1 = str2 truncated,
  *        bit 2 = str3 truncated.
  *
@@ -78,4 +86,5 @@ provider xenstore {
 	probe tx_end(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*);
 	probe reply(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*, char*, uint64_t);
 	probe truncated(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*);
+	probe reply_stats(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*, uint64_t);
 };

@@ -1,6 +1,6 @@
 //! The kernel side of --metrics: bpf/xsmetrics.bpf.c attached to the
-//! daemon's `reply`, `watch_event` and `tx_end` sites, counting in maps;
-//! read here once an interval into plain totals.
+//! daemon's `reply_stats` (else `reply`), `watch_event` and `tx_end` sites,
+//! counting in maps; read here once an interval into plain totals.
 
 use crate::capture::bpf::record::cookie_of;
 use crate::capture::bpf::{check_registers, explained, libbpf_log};
@@ -55,7 +55,8 @@ pub struct Totals {
 pub struct Counters {
     _links: Vec<Link>,
     skel: XsmetricsSkel<'static>,
-    pub how: &'static str,
+    /// How it attached: the reply probe counted and the links.
+    pub how: String,
 }
 
 impl Counters {
@@ -63,14 +64,24 @@ impl Counters {
     /// domains, and attaches it to the sites it counts.
     pub fn attach(target: &Target, sites: &[SdtProbe], max_domains: u32) -> Result<Counters> {
         libbpf_log::listen();
-        let wanted = [Probe::Reply, Probe::WatchEvent, Probe::TxEnd];
-        let chosen: Vec<(Probe, &SdtProbe)> = sites
+        let ours: Vec<(Probe, &SdtProbe)> = sites
             .iter()
             .filter(|s| s.provider == PROVIDER)
             .filter_map(|s| Some((Probe::from_name(&s.name)?, s)))
+            .collect();
+        // reply_stats carries what is counted and costs the daemon no
+        // strings; a shim older than it has only reply.
+        let replies = if ours.iter().any(|(p, _)| *p == Probe::ReplyStats) {
+            Probe::ReplyStats
+        } else {
+            Probe::Reply
+        };
+        let wanted = [replies, Probe::WatchEvent, Probe::TxEnd];
+        let chosen: Vec<(Probe, &SdtProbe)> = ours
+            .into_iter()
             .filter(|(p, _)| wanted.contains(p))
             .collect();
-        if !chosen.iter().any(|(p, _)| *p == Probe::Reply) {
+        if !chosen.iter().any(|(p, _)| *p == replies) {
             bail!(
                 "{} has no xenstore:reply probe, which --metrics counts: \
                  is it a xenstored-shim built with probes?",
@@ -150,11 +161,18 @@ impl Counters {
         Ok(Counters {
             _links: links,
             skel,
-            how: if multi {
-                "one uprobe-multi link"
-            } else {
-                "a uprobe link per site"
-            },
+            how: format!(
+                "{}, {}",
+                chosen
+                    .iter()
+                    .find(|(p, _)| matches!(p, Probe::Reply | Probe::ReplyStats))
+                    .map_or("?", |(p, _)| p.name()),
+                if multi {
+                    "one uprobe-multi link"
+                } else {
+                    "a uprobe link per site"
+                }
+            ),
         })
     }
 

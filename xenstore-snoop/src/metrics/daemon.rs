@@ -2,7 +2,8 @@
 //! interval: the live domains and their names, and quotas with
 //! XS_CONTROL `quota` (limits) and `quota <domid>` (a domain's use), which
 //! C xenstored answers in the same layout, so the gauges work against it
-//! too.
+//! too; and a domain's own limits with XS_GET_QUOTA where the daemon has
+//! per-domain quotas.
 
 use crate::domains::ask;
 use anyhow::{bail, Context, Result};
@@ -79,6 +80,34 @@ impl DaemonSocket {
             Ok(text) => Ok(parse_quota(&text)),
             Err(e) => bail!("CONTROL quota: {e}"),
         }
+    }
+
+    /// XS_GET_QUOTA without arguments: the names of the quotas the daemon
+    /// keeps per domain (XS_SET_QUOTA <domid> overrides: the shim, newest
+    /// xenstore.txt); None from a daemon without the message (C xenstored
+    /// 4.20 and older, oxenstored answer an error), whose limits are the
+    /// same for every domain.
+    pub fn per_domain_quotas(&mut self) -> Result<Option<Vec<String>>> {
+        Ok(self.request(MsgType::GetQuota, b"")?.ok().map(|names| {
+            String::from_utf8_lossy(&names)
+                .split([' ', '\0'])
+                .filter(|n| !n.is_empty())
+                .map(str::to_string)
+                .collect()
+        }))
+    }
+
+    /// XS_GET_QUOTA <domid> <name>: the domain's limit (its override, else
+    /// the global one); None for a domain the daemon does not know.
+    pub fn quota_limit(&mut self, domid: u32, name: &str) -> Result<Option<u64>> {
+        let payload = format!("{domid}\0{name}\0");
+        let Ok(answer) = self.request(MsgType::GetQuota, payload.as_bytes())? else {
+            return Ok(None);
+        };
+        let text = String::from_utf8_lossy(answer.strip_suffix(&[0]).unwrap_or(&answer));
+        text.parse()
+            .map(Some)
+            .with_context(|| format!("XS_GET_QUOTA {domid} {name} answered {text:?}"))
     }
 
     /// `CONTROL quota <domid>`: what the domain uses; None for a domain the

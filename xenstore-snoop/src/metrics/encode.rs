@@ -22,6 +22,8 @@ pub struct DomainView {
     pub name: Option<String>,
     /// CONTROL quota <domid>.
     pub used: Quotas,
+    /// Its limits: CONTROL quota's, or its own (XS_GET_QUOTA <domid>).
+    pub limits: Quotas,
 }
 
 /// What one exposition shows.
@@ -32,7 +34,7 @@ pub struct Snapshot {
     pub domains: BTreeMap<u32, DomainView>,
     /// Live domains past the cap: their counts go to domid="other".
     pub over_cap: Vec<u32>,
-    /// CONTROL quota: the limits.
+    /// CONTROL quota: the global limits.
     pub limits: Quotas,
 }
 
@@ -205,7 +207,7 @@ impl Collector for Snapshot {
         let quota_series = |limits: bool| -> Vec<(Labels, ConstGauge)> {
             let mut out = Vec::new();
             for (domid, d) in self.domains.iter().filter(|(&id, _)| id != 0) {
-                let values = if limits { &self.limits } else { &d.used };
+                let values = if limits { &d.limits } else { &d.used };
                 for (quota, &v) in values {
                     let labels = vec![("domid", domid.to_string()), ("quota", quota.clone())];
                     out.push((labels, ConstGauge::new(v as i64)));
@@ -223,7 +225,7 @@ impl Collector for Snapshot {
         family(
             &mut enc,
             "xenstore_domain_quota_limit",
-            "Each quota's limit for a domain (CONTROL quota)",
+            "Each quota's limit for a domain (its own, XS_GET_QUOTA <domid>, else CONTROL quota)",
             MetricType::Gauge,
             quota_series(true),
         )?;

@@ -72,7 +72,10 @@ pub fn run(args: &Args) -> Result<i32> {
         "xenstore-snoop: metrics of daemon {} ({}, {}){}{}, every {:?}",
         target.pid,
         target.binary.display(),
-        exporter.counters.as_ref().map_or("no probes", |c| c.how),
+        exporter
+            .counters
+            .as_ref()
+            .map_or("no probes", |c| c.how.as_str()),
         args.metrics_textfile
             .as_ref()
             .map(|d| format!(", to {}", d.join(serve::TEXTFILE).display()))
@@ -167,23 +170,50 @@ pub fn ask_daemon(
 ) -> Result<Snapshot> {
     let mut daemon = DaemonSocket::connect(socket)?;
     let live = daemon.live_domains(seen)?;
+    let limits = daemon.quota_limits()?;
+    let per_domain = daemon.per_domain_quotas()?.unwrap_or_default();
     let mut snapshot = Snapshot {
-        limits: daemon.quota_limits()?,
         over_cap: live.iter().skip(max_domains).copied().collect(),
         ..Snapshot::default()
     };
     for &domid in live.iter().take(max_domains) {
-        let used = if domid == 0 {
+        let (used, limits) = if domid == 0 {
             Default::default()
         } else {
             // None: it died since the list; gone next interval.
-            match daemon.quota_used(domid)? {
-                Some(u) => u,
-                None => continue,
-            }
+            let Some(used) = daemon.quota_used(domid)? else {
+                continue;
+            };
+            let Some(limits) = domain_limits(&mut daemon, domid, &limits, &per_domain)? else {
+                continue;
+            };
+            (used, limits)
         };
         let name = daemon.name(domid)?;
-        snapshot.domains.insert(domid, DomainView { name, used });
+        snapshot
+            .domains
+            .insert(domid, DomainView { name, used, limits });
     }
+    snapshot.limits = limits;
     Ok(snapshot)
+}
+
+/// `domid`'s limits: the global ones, each replaced by the domain's own
+/// where the daemon keeps that quota per domain. None: the domain died.
+fn domain_limits(
+    daemon: &mut DaemonSocket,
+    domid: u32,
+    global: &daemon::Quotas,
+    per_domain: &[String],
+) -> Result<Option<daemon::Quotas>> {
+    let mut limits = global.clone();
+    for (name, limit) in limits.iter_mut() {
+        if per_domain.contains(name) {
+            match daemon.quota_limit(domid, name)? {
+                Some(v) => *limit = v,
+                None => return Ok(None),
+            }
+        }
+    }
+    Ok(Some(limits))
 }

@@ -3,12 +3,15 @@
  * xenstore-snoop --metrics: counts the daemon's firings in maps instead of
  * sending each to user space, which reads the totals once an interval
  * (src/metrics/counters.rs). Attached as xssnoop.bpf.c is (a uprobe-multi
- * link for the daemon's process, else a uprobe per site), to `reply`,
- * `watch_event` and `tx_end` only; the probe kind is the attach cookie.
+ * link for the daemon's process, else a uprobe per site), to
+ * `reply_stats` (`reply` on a daemon without it: the same numbers, but the
+ * daemon renders strings for it), `watch_event` and `tx_end` only; the
+ * probe kind is the attach cookie.
  *
- * Same discipline as xssnoop.bpf.c, so it loads on 6.1 and on 6.12: no
- * loops at all, every index masked or compared before use, nothing newer
- * than 5.15 but the optional uprobe-multi link.
+ * Same discipline as xssnoop.bpf.c, so it loads on 6.1 and on 6.12 (a
+ * uprobe link each on 6.1, one uprobe-multi link on 6.12: checked in QEMU
+ * by tests/bpf_kernels.rs): no loops at all, every index masked or compared
+ * before use, nothing newer than 5.15 but the optional uprobe-multi link.
  */
 #include <linux/types.h>
 #include <linux/bpf.h>
@@ -23,6 +26,7 @@ enum kind {
 	K_WATCH_EVENT = 2,
 	K_TX_END = 5,
 	K_REPLY = 6,
+	K_REPLY_STATS = 8,
 };
 
 /* Message types 0..31 have a slot each; OP_OTHER takes the rest. */
@@ -149,12 +153,18 @@ static __always_inline int count(struct pt_regs *ctx)
 		add(&totals, extra < 4 ? T_TX_COMMIT + (__u32)extra : T_TX_OTHER, 1);
 		return 0;
 	}
-	if (kind != K_REPLY)
+	if (kind != K_REPLY && kind != K_REPLY_STATS)
 		return 0;
 
 	__u32 op = (ident >> 16) & 0xffff;
 	__u32 err = (extra >> 32) & 0xffff;
-	__u64 ns = ctx->r11;
+	/* reply's latency_ns (arg7), reply_stats' elapsed_ns (arg6). Both
+	 * loaded first: clang otherwise selects between the two fields'
+	 * addresses, a modified ctx pointer the verifier refuses. */
+	__u64 arg6 = ctx->r10, arg7 = ctx->r11;
+
+	asm volatile("" : "+r"(arg6), "+r"(arg7));
+	__u64 ns = kind == K_REPLY ? arg7 : arg6;
 	__u32 bucket = log2_u64(ns);
 
 	if (op > OP_OTHER)

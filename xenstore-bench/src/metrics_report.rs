@@ -1,0 +1,136 @@
+//! The metrics section's report text and goal rows that come from its own
+//! measurements: the exporter's memory at 1000 and 2000 domains, and what
+//! --metrics costs the daemon per op, against full tracing.
+
+use crate::metrics_mode::{ExporterAt, MetricsResult, CAP, DOMAINS};
+use anyhow::Result;
+
+/// At 2 × DOMAINS live domains the exporter may hold this much more than
+/// at DOMAINS: past CAP nothing more is kept per domain.
+const BOUND: f64 = 1.2;
+
+fn one(x: &Result<ExporterAt>) -> String {
+    match x {
+        Ok(x) => format!(
+            "{} live domains, each of which made a request: {} KiB resident, {} series, a {} KiB \
+             textfile",
+            x.domains,
+            x.rss_kib,
+            x.series,
+            x.bytes / 1024
+        ),
+        Err(e) => format!("not measured: {e:#}"),
+    }
+}
+
+/// The exporter's memory, as the section states it.
+pub fn exporter_memory(m: &MetricsResult) -> String {
+    format!(
+        "\nThe exporter (default --metrics-max-domains {CAP}: domains past it share domid=\"other\" \
+         and the kernel's domain table holds {CAP}) with {}; with {}.\n",
+        one(&m.at_1000),
+        one(&m.at_2000)
+    )
+}
+
+/// A goal row: (what, target, measured, met).
+pub type GoalRow = (String, &'static str, String, Option<bool>);
+
+/// The section's goal rows beside report.rs's ops/s ones.
+pub fn goals(m: &MetricsResult) -> Vec<GoalRow> {
+    vec![cpu_goal(m), rss_goal(m)]
+}
+
+/// "At least half of full tracing's cost removed", in the daemon's CPU per
+/// op (the trap and the program run on its thread): unlike ops/s, it does
+/// not move with what else the machine runs.
+fn cpu_goal(m: &MetricsResult) -> GoalRow {
+    let c = &m.comparison;
+    let mut parts = Vec::new();
+    let mut worst: Option<f64> = None;
+    for (ci, case) in c.cases.iter().enumerate().filter(|(_, k)| k.conns == 1) {
+        let cpu = |k| c.median(ci, k).map(|s| s.daemon_cpu_us);
+        if let (Some(none), Some(metrics), Some(full)) = (cpu(0), cpu(1), cpu(2)) {
+            let share = (metrics - none) / (full - none);
+            let floor = cpu(3).map_or(String::new(), |f| {
+                format!(" (an empty program's: {:.2})", (f - none) / (full - none))
+            });
+            parts.push(format!("{} {share:.2}{floor}", case.workload.name()));
+            worst = Some(worst.map_or(share, |w: f64| w.max(share)));
+        }
+    }
+    (
+        "--metrics' added daemon CPU per op ÷ full tracing's, 1 connection (pinned)".to_string(),
+        "≤ 0.5",
+        parts.join(", "),
+        worst.map(|w| w <= 0.5),
+    )
+}
+
+/// The goal "exporter RSS bounded and stated at 1000 domains".
+fn rss_goal(m: &MetricsResult) -> GoalRow {
+    let what = format!(
+        "--metrics exporter RSS at {DOMAINS} domains, and at {} (cap {CAP})",
+        2 * DOMAINS
+    );
+    match (&m.at_1000, &m.at_2000) {
+        (Ok(a), Ok(b)) => {
+            let growth = b.rss_kib as f64 / a.rss_kib as f64;
+            (
+                what,
+                "stated; ≤ 1.2× at twice the domains",
+                format!(
+                    "{} KiB ({} series); {} KiB ({} series): {growth:.2}×",
+                    a.rss_kib, a.series, b.rss_kib, b.series
+                ),
+                Some(growth <= BOUND),
+            )
+        }
+        _ => (
+            what,
+            "stated; ≤ 1.2× at twice the domains",
+            String::new(),
+            None,
+        ),
+    }
+}
+
+/// Where --metrics' cost goes, from the pinned one-connection cases'
+/// daemon CPU per op (schedstat: the uprobe's trap and the BPF program run
+/// on the daemon's thread, so they are in it).
+pub fn limits(m: &MetricsResult) -> Vec<String> {
+    let c = &m.comparison;
+    let mut notes = Vec::new();
+    for (ci, case) in c.cases.iter().enumerate().filter(|(_, k)| k.conns == 1) {
+        let cpu = |k| c.median(ci, k).map(|s| s.daemon_cpu_us);
+        let (Some(none), Some(metrics), Some(full)) = (cpu(0), cpu(1), cpu(2)) else {
+            continue;
+        };
+        let (added, full_added) = ((metrics - none) * 1e3, (full - none) * 1e3);
+        let floor = cpu(3).map_or(String::new(), |f| {
+            let f = (f - none) * 1e3;
+            format!(
+                " A BPF program on reply_stats that only tests a map adds {f:.0} ns ({:.0}% of \
+                 full tracing's): the trap and the kernel's entry into BPF, which any per-op \
+                 counter pays; --metrics' own program and the daemon's side of reply_stats add \
+                 the other {:.0} ns.",
+                100.0 * f / full_added,
+                added - f
+            )
+        });
+        notes.push(format!(
+            "Metrics mode, {}: the shim spends {none:.2} µs of CPU per op unsnooped, {metrics:.2} µs \
+             under --metrics and {full:.2} µs under full tracing: --metrics adds {added:.0} ns per op, \
+             {:.0}% of full tracing's {full_added:.0} ns (daemon CPU per op ratio {}, ops/s ratio {}). \
+             Both pay one uprobe trap per op on the daemon's thread; --metrics' firing is \
+             reply_stats (no strings rendered) and its program only adds to maps, full tracing's \
+             renders reply's strings and copies them to a ring buffer: what --metrics keeps of \
+             the cost is the trap.{floor}",
+            case.describe().replace(" | ", ", "),
+            100.0 * added / full_added,
+            c.cpu_ratio(ci, 1, 0).map_or("?".into(), |x| format!("{x:.3}")),
+            c.ratio(ci, 1, 0).map_or("?".into(), |x| format!("{x:.3}")),
+        ));
+    }
+    notes
+}
