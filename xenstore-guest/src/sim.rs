@@ -110,14 +110,15 @@ impl SimGuest {
         Ok(signalled)
     }
 
-    /// The domain dies: its page goes away first (the daemon notices), then
-    /// the rest of its directory.
+    /// The domain dies and is gone: its page and directory removed, then,
+    /// as Xen does, the simulated hypervisor marks it dying and raises
+    /// VIRQ_DOM_EXC (the daemon asks, finds it dying, releases it).
     pub fn destroy(run_dir: &Path, domid: u16) -> io::Result<()> {
         let paths = SimPaths::new(run_dir, domid);
         let (gfn, _port) = paths.discover()?;
-        SimXen::open(run_dir)?.set(domid, None)?;
         std::fs::remove_file(paths.page(gfn))?;
-        std::fs::remove_dir_all(&paths.dir)
+        std::fs::remove_dir_all(&paths.dir)?;
+        SimGuest::die(run_dir, domid)
     }
 
     /// The domain dies as on Xen: the simulated hypervisor marks it dying
@@ -178,7 +179,7 @@ mod tests {
         drop(client);
         drop(guest);
         SimGuest::destroy(&run, 6).unwrap();
-        assert!(readable(conn.fd(), 1000));
+        // The daemon hears of it from VIRQ_DOM_EXC; a wake-up sees it too.
         assert_eq!(conn.wake().unwrap(), Wake::Gone);
         assert_eq!(conn.read(&mut buf).unwrap(), 0);
         std::fs::remove_dir_all(&run).unwrap();
