@@ -62,11 +62,6 @@ pub struct DeathResult {
 /// daemon each time: the deaths shrink the host), medians.
 pub fn run(shims: &[(String, PathBuf)], levels: &[usize], rounds: usize) -> DeathResult {
     crate::scale::raise_fd_limit();
-    let most = levels.iter().copied().max().unwrap_or(0);
-    let room = guests::make_room(most).unwrap_or_else(|e| {
-        eprintln!("bench: {e:#}: the daemon may run out of simulated domains");
-        None
-    });
     let started = Instant::now();
     let curves = shims
         .iter()
@@ -93,7 +88,6 @@ pub fn run(shims: &[(String, PathBuf)], levels: &[usize], rounds: usize) -> Deat
             }
         })
         .collect();
-    guests::restore_room(room);
     DeathResult {
         curves,
         rounds,

@@ -110,14 +110,15 @@ impl SimGuest {
         Ok(signalled)
     }
 
-    /// The domain dies: its page goes away first (the daemon notices), then
-    /// the rest of its directory.
+    /// The domain dies and is gone: its page and directory removed, then,
+    /// as Xen does, the simulated hypervisor marks it dying and raises
+    /// VIRQ_DOM_EXC (the daemon asks, finds it dying, releases it).
     pub fn destroy(run_dir: &Path, domid: u16) -> io::Result<()> {
         let paths = SimPaths::new(run_dir, domid);
         let (gfn, _port) = paths.discover()?;
-        SimXen::open(run_dir)?.set(domid, None)?;
         std::fs::remove_file(paths.page(gfn))?;
-        std::fs::remove_dir_all(&paths.dir)
+        std::fs::remove_dir_all(&paths.dir)?;
+        SimGuest::die(run_dir, domid)
     }
 
     /// The domain dies as on Xen: the simulated hypervisor marks it dying
@@ -136,8 +137,13 @@ mod tests {
     use std::os::fd::RawFd;
 
     use crate::ring::Client;
+    use xenstored_probes::daemon::Daemon;
+    use xenstored_probes::detached::NoBackend;
+    use xenstored_probes::quota::Quotas;
     use xenstored_probes::ring::conn::{RingConn, Wake};
     use xenstored_probes::ring::sim::SimBackend;
+    use xenstored_probes::ring::transport::RingTransport;
+    use xenstored_probes::server::Server;
 
     fn readable(fd: RawFd, ms: u64) -> bool {
         wait_readable(fd, Duration::from_millis(ms)).unwrap()
@@ -178,9 +184,104 @@ mod tests {
         drop(client);
         drop(guest);
         SimGuest::destroy(&run, 6).unwrap();
-        assert!(readable(conn.fd(), 1000));
+        // The daemon hears of it from VIRQ_DOM_EXC; a wake-up sees it too.
         assert_eq!(conn.wake().unwrap(), Wake::Gone);
         assert_eq!(conn.read(&mut buf).unwrap(), 0);
+        std::fs::remove_dir_all(&run).unwrap();
+    }
+
+    /// This process's fd of the Unix socket bound at `path` (the inode
+    /// /proc/net/unix lists for the path, found among /proc/self/fd).
+    fn fd_bound_at(path: &Path) -> RawFd {
+        let unix = std::fs::read_to_string("/proc/net/unix").unwrap();
+        let inode = unix
+            .lines()
+            .find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() == 8 && Path::new(f[7]) == path).then(|| f[6].to_string())
+            })
+            .unwrap_or_else(|| panic!("{} not in /proc/net/unix", path.display()));
+        let target = format!("socket:[{inode}]");
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .find(|e| std::fs::read_link(e.path()).is_ok_and(|l| l.as_os_str() == target.as_str()))
+            .and_then(|e| e.file_name().to_str()?.parse().ok())
+            .unwrap_or_else(|| panic!("no fd of {target}"))
+    }
+
+    /// The daemon's event loop, one turn per call: a byte on the stop
+    /// socket raises the edge that makes `Server::run` return after it.
+    struct OneTurn {
+        server: Server,
+        stop_tx: UnixDatagram,
+        _stop_rx: UnixDatagram,
+    }
+
+    impl OneTurn {
+        fn turn(&mut self) {
+            self.stop_tx.send(&[1]).unwrap();
+            self.server.run().unwrap();
+        }
+    }
+
+    /// A guest rings after the loop's poll returned and the loop's own
+    /// drain of the doorbell takes that signal (here: the test reads the
+    /// daemon's socket in its place). The edge the guest raised is still
+    /// queued, but the next poll reports the socket as it is: writable, not
+    /// readable. The loop must read the ring anyway, or the request waits
+    /// for a signal that never comes (the soak's "no reply").
+    #[test]
+    fn a_doorbell_taken_between_poll_and_read_still_gets_the_ring_read() {
+        let run = std::env::temp_dir().join(format!("xs-sim-race-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&run);
+        SimGuest::prepare(&run, 7, 4321, 5).unwrap();
+        let ring = RingTransport::attach(&SimBackend::new(&run), 7, 4321, 5).unwrap();
+        let doorbell = fd_bound_at(&SimPaths::new(&run, 7).daemon_end(5));
+        let (stop_tx, stop_rx) = UnixDatagram::pair().unwrap();
+        let daemon = Daemon::new(Quotas::default(), Box::new(NoBackend));
+        let mut server = Server::new(daemon).unwrap();
+        server.stop_when_readable(stop_rx.as_raw_fd()).unwrap();
+        server.attach(Box::new(ring), 7).unwrap();
+        let mut turns = OneTurn {
+            server,
+            stop_tx,
+            _stop_rx: stop_rx,
+        };
+        // Settle the introduction's signals.
+        turns.turn();
+
+        let mut guest = SimGuest::open(&run, 7).unwrap();
+        let client = Client::new(Box::new(guest.take_page().unwrap()));
+        let mut request = Vec::new();
+        xenstored_probes::frame::encode(&mut request, 1, 9, 0, &[b"/\0"]);
+        assert_eq!(client.write(&request).unwrap(), request.len());
+        guest.notify().unwrap();
+        // The loop's take_signals for an earlier event, standing in.
+        assert!(readable(doorbell, 1000));
+        let mut byte = [0u8; 8];
+        // SAFETY: the daemon's socket, alive until `turns` drops; reads
+        // into a local buffer of the given size.
+        let n = unsafe {
+            libc::recv(
+                doorbell,
+                byte.as_mut_ptr() as *mut libc::c_void,
+                byte.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        assert_eq!(n, 1, "the guest's one signal");
+        turns.turn();
+        assert!(
+            guest.wait(Duration::from_secs(5)).unwrap(),
+            "no reply signalled: the request was left in the ring"
+        );
+        let mut reply = [0u8; 64];
+        assert!(client.read(&mut reply).unwrap() >= 16, "a whole header");
+        assert_eq!(reply[4..8], 9u32.to_le_bytes(), "the reply to req_id 9");
+        drop(client);
+        drop(guest);
+        drop(turns);
         std::fs::remove_dir_all(&run).unwrap();
     }
 }

@@ -181,6 +181,14 @@ impl Server {
                 // Signals first, output after: a ring's guest that frees
                 // room right after this raises a fresh edge, so a backlog
                 // never waits on a signal already taken.
+                //
+                // The signals taken may be newer than this event: a guest
+                // that queued a request and rang after the poll returned
+                // has its ring's edge consumed here. The event may say only
+                // "writable" (a datagram doorbell is writable whenever the
+                // guest reads the daemon's own notifications) and the next
+                // poll reports the fd writable, not readable, so the
+                // connection is read whatever this event said.
                 self.take_signals(id);
                 // Any readiness may mean room to write: a ring signals both
                 // directions through one event source.
@@ -197,9 +205,7 @@ impl Server {
                         c.peer_closed = true;
                     }
                 }
-                if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                    self.ready.push_back(id);
-                }
+                self.ready.push_back(id);
             }
             for _ in 0..self.ready.len() {
                 let Some(id) = self.ready.pop_front() else {

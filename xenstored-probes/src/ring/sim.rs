@@ -9,13 +9,16 @@
 //!
 //! Datagrams sent by path survive either side restarting, and a full socket
 //! buffer simply means a notification is already pending, like Xen's pending
-//! bit. The domain is gone when its page file is unlinked; the daemon watches
-//! for that with inotify, so its one pollable fd is an epoll set of the
-//! socket and the inotify watch.
+//! bit. The domain is gone when its page file is unlinked: the domain
+//! builder's destroy raises the simulated VIRQ_DOM_EXC (`xen::simulated`),
+//! as Xen does, and a wake-up finds the page's link count 0. (An inotify
+//! watch a ring did that before, but closing an inotify instance waits for
+//! the kernel's SRCU grace period, ~10 ms, in the daemon's one thread, for
+//! each domain released.)
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -206,43 +209,12 @@ pub struct SimChannel {
     own: PathBuf,
     guest: PathBuf,
     page: File,
-    inotify: OwnedFd,
-    epoll: OwnedFd,
 }
 
 impl SimChannel {
     fn open(paths: &SimPaths, port: u32, page: File) -> io::Result<SimChannel> {
         let own = paths.daemon_end(port);
         let sock = bind_fresh(&own)?;
-        // SAFETY: plain syscalls; each fd is owned right after creation.
-        let inotify = unsafe {
-            OwnedFd::from_raw_fd(cvt(libc::inotify_init1(
-                libc::IN_NONBLOCK | libc::IN_CLOEXEC,
-            ))?)
-        };
-        let cpath = std::ffi::CString::new(paths.dir.as_os_str().as_encoded_bytes())?;
-        // The directory, not the page: unlinking an open file only changes
-        // its link count, while the directory reports the name going away.
-        // SAFETY: a descriptor we own and a NUL-terminated path that lives
-        // across the call.
-        cvt(unsafe {
-            libc::inotify_add_watch(
-                inotify.as_raw_fd(),
-                cpath.as_ptr(),
-                libc::IN_DELETE | libc::IN_MOVED_FROM | libc::IN_DELETE_SELF,
-            )
-        })?;
-        // SAFETY: epoll_create1 takes no pointers; the descriptor it returns
-        // is new and owned by nothing else.
-        let epoll = unsafe { OwnedFd::from_raw_fd(cvt(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
-        for fd in [sock.as_raw_fd(), inotify.as_raw_fd()] {
-            let mut ev = libc::epoll_event {
-                events: libc::EPOLLIN as u32,
-                u64: fd as u64,
-            };
-            // SAFETY: descriptors we own and one valid epoll_event.
-            cvt(unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
-        }
         // Pending from the start: the guest may have queued requests before
         // it was introduced, and an edge-triggered loop needs an edge.
         ring_bell(&sock, &own)?;
@@ -251,8 +223,6 @@ impl SimChannel {
             own,
             guest: paths.guest_end(port),
             page,
-            inotify,
-            epoll,
         })
     }
 
@@ -267,25 +237,11 @@ impl EventChannel for SimChannel {
     }
 
     fn fd(&self) -> RawFd {
-        self.epoll.as_raw_fd()
+        self.sock.as_raw_fd()
     }
 
     fn drain(&self) -> io::Result<Liveness> {
         drain_socket(&self.sock)?;
-        let mut buf = [0u8; 4096];
-        loop {
-            // SAFETY: reads into a local buffer of the given size.
-            let n = unsafe {
-                libc::read(
-                    self.inotify.as_raw_fd(),
-                    buf.as_mut_ptr() as *mut libc::c_void,
-                    buf.len(),
-                )
-            };
-            if n <= 0 {
-                break;
-            }
-        }
         Ok(if self.page_linked()? {
             Liveness::Alive
         } else {
