@@ -9,12 +9,18 @@ use xenstore_proto::probe::{Extra, ARG_REGISTERS};
 use xenstore_proto::{Client, Field, Ident, Probe, STRINGS_MAX};
 
 const PROGRAM: &str = include_str!("../src/capture/bpf/xssnoop.bpf.c");
+/// `--metrics`' program: it unpacks the same fields and names probe kinds.
+const METRICS_PROGRAM: &str = include_str!("../src/capture/bpf/xsmetrics.bpf.c");
 
 /// The program without its comments, which quote code they do not run.
 fn code() -> String {
+    code_of(PROGRAM)
+}
+
+fn code_of(program: &str) -> String {
     let block = Regex::new(r"(?s)/\*.*?\*/").unwrap();
     let line = Regex::new(r"//[^\n]*").unwrap();
-    line.replace_all(&block.replace_all(PROGRAM, ""), "")
+    line.replace_all(&block.replace_all(program, ""), "")
         .into_owned()
 }
 
@@ -81,7 +87,44 @@ fn arguments_are_read_from_the_contracts_registers() {
 
 #[test]
 fn bit_fields_are_the_crates_shifts_and_widths() {
-    let code = code();
+    // What the in-kernel filters need: -d, --op, -p and -x.
+    let wants = [
+        ("ident", Ident::DOM.name),
+        ("ident", Ident::OP.name),
+        ("client", Client::PID.name),
+        ("extra", "errno"),
+    ];
+    check_bit_fields("xssnoop.bpf.c", &code(), &wants);
+}
+
+/// The metrics program counts by domain, op and error: the same fields.
+#[test]
+fn the_metrics_program_unpacks_the_crates_fields_and_kinds() {
+    let code = code_of(METRICS_PROGRAM);
+    let wants = [
+        ("ident", Ident::DOM.name),
+        ("ident", Ident::OP.name),
+        ("extra", "errno"),
+    ];
+    check_bit_fields("xsmetrics.bpf.c", &code, &wants);
+    // `K_REPLY = 6`: the attach cookie is the probe's place in the list.
+    let kind = Regex::new(r"K_(\w+)\s*=\s*(\d+)").unwrap();
+    let mut named = 0;
+    for c in kind.captures_iter(&code) {
+        let at: usize = c[2].parse().unwrap();
+        let probe = Probe::ALL.get(at).map(|p| p.name().to_uppercase());
+        assert_eq!(
+            probe.as_deref(),
+            Some(&c[1]),
+            "xsmetrics.bpf.c says K_{} = {at}; Probe::ALL[{at}] is {probe:?}",
+            &c[1]
+        );
+        named += 1;
+    }
+    assert!(named >= 3, "xsmetrics.bpf.c names {named} probe kinds");
+}
+
+fn check_bit_fields(program: &str, code: &str, wants: &[(&str, &str)]) {
     let extra = match Probe::Reply.extra() {
         Extra::Packed(fields) => fields,
         other => panic!("reply's extra is {other:?}, not packed"),
@@ -98,6 +141,7 @@ fn bit_fields_are_the_crates_shifts_and_widths() {
     let shifted =
         Regex::new(r"\(\s*(ident|client|extra)\s*>>\s*(\d+)\s*\)\s*&\s*(0x[0-9a-fA-F]+)").unwrap();
     let plain = Regex::new(r"[^>\w](ident|client|extra)\s*&\s*(0x[0-9a-fA-F]+)").unwrap();
+    let code = code.to_string();
     let mut found: Vec<(String, &str)> = Vec::new();
     let mut check = |arg: &str, shift: u32, mask: &str| {
         let mask = u64::from_str_radix(mask.trim_start_matches("0x"), 16).unwrap();
@@ -106,7 +150,7 @@ fn bit_fields_are_the_crates_shifts_and_widths() {
             .find(|f| f.shift == shift && f.mask() == mask)
             .unwrap_or_else(|| {
                 panic!(
-                    "xssnoop.bpf.c takes ({arg} >> {shift}) & {mask:#x}, which is no field of \
+                    "{program} takes ({arg} >> {shift}) & {mask:#x}, which is no field of \
                      {arg} in xenstore-proto: {:?}",
                     fields_of(arg)
                 )
@@ -119,16 +163,10 @@ fn bit_fields_are_the_crates_shifts_and_widths() {
     for c in plain.captures_iter(&code) {
         check(&c[1], 0, &c[2]);
     }
-    // What the in-kernel filters need: -d, --op, -p and -x.
-    for want in [
-        ("ident", Ident::DOM.name),
-        ("ident", Ident::OP.name),
-        ("client", Client::PID.name),
-        ("extra", "errno"),
-    ] {
+    for want in wants {
         assert!(
             found.iter().any(|(a, f)| a == want.0 && *f == want.1),
-            "xssnoop.bpf.c no longer takes {}.{} (found {found:?})",
+            "{program} no longer takes {}.{} (found {found:?})",
             want.0,
             want.1
         );
