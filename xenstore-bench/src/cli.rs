@@ -119,6 +119,11 @@ pub struct AllArgs {
     /// "shim (before)": what a change bought, side by side.
     #[arg(long)]
     pub shim_before: Option<PathBuf>,
+    /// S1's idle-domain levels instead of 10,100,500,1000: C xenstored
+    /// brings up about one ring domain a second at 1000, so the full curve
+    /// takes ~25 minutes.
+    #[arg(long, value_delimiter = ',')]
+    pub storm_idle: Option<Vec<usize>>,
 }
 
 #[derive(clap::Args, Debug)]

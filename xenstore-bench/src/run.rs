@@ -421,7 +421,9 @@ fn storm_section(args: &AllArgs, b: &Builds) -> String {
     if let Some(before) = &args.shim_before {
         shims.push(("shim (before)".into(), before.clone()));
     }
-    let idle = if args.quick {
+    let idle = if let Some(levels) = &args.storm_idle {
+        levels.clone()
+    } else if args.quick {
         scale_storm::QUICK_IDLE.to_vec()
     } else {
         scale_storm::IDLE.to_vec()
