@@ -272,7 +272,7 @@ impl Daemon {
                 output,
                 partial: 0,
             });
-            for (_, w) in self.watches.of(c.id) {
+            for w in self.watches.of(c.id) {
                 let home = path::domain_path(c.domid);
                 let given = match w.path.strip_prefix(&home) {
                     Some(rest) if w.relative => rest.trim_start_matches('/'),

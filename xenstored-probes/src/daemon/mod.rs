@@ -32,7 +32,7 @@ use crate::probes;
 use crate::quota::{Kind, Quotas};
 use crate::store::Store;
 use crate::transport::{Attachment, DomainBackend, Transport};
-use crate::watch::{WatchKey, WatchTable};
+use crate::watch::{Hit, WatchTable};
 use crate::wire::{Header, MsgType, XsError};
 pub use live_update::Ready as LiveUpdate;
 use log::RateLimitedLog;
@@ -63,7 +63,7 @@ pub struct Daemon {
     /// Every connection's watches.
     watches: WatchTable,
     /// The watches a change fires (kept: its capacity is reused).
-    watch_hits: Vec<WatchKey>,
+    watch_hits: Vec<Hit>,
     next_conn: u32,
     serial: u64,
     backend: Box<dyn DomainBackend>,
