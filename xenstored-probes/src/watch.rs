@@ -4,7 +4,7 @@
 use crate::path;
 use crate::tree::Change;
 use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Watch {
@@ -42,14 +42,30 @@ impl Watch {
 /// connection, each connection's in registration order).
 pub type WatchKey = (u32, u64);
 
+/// Where a watch lives in the table's slab, stable while it is registered.
+pub type Slot = u32;
+
+/// A watch a change fires: its key (the order events go out in) and its
+/// slot (where it is, found without a search).
+pub type Hit = (WatchKey, Slot);
+
 /// Every connection's watches, indexed by path so that finding the
 /// watches a change fires costs the path's depth and the matches, not
 /// the number of watches; and each connection's count and bytes (paths
 /// and tokens: the memory quota's share).
+///
+/// The watches sit in a slab and the path index holds their slots, so
+/// firing one reads it directly: no search of a tree of every watch,
+/// whose misses grew with the host.
 #[derive(Debug, Default)]
 pub struct WatchTable {
-    watches: BTreeMap<WatchKey, Watch>,
-    by_path: FxHashMap<Box<str>, BTreeSet<WatchKey>>,
+    /// Freed slots are reused: it is as long as the most watches held at once.
+    slab: Vec<Option<Watch>>,
+    free: Vec<Slot>,
+    /// Each connection's watches, in registration order.
+    order: BTreeMap<WatchKey, Slot>,
+    /// Each path's watches, in key order.
+    by_path: FxHashMap<Box<str>, Vec<Hit>>,
     per_conn: FxHashMap<u32, Usage>,
     next: u64,
 }
@@ -75,16 +91,29 @@ impl WatchTable {
         let usage = self.per_conn.entry(conn).or_default();
         usage.count += 1;
         usage.bytes += cost(&w);
-        let index = self.by_path.entry(w.path.as_str().into()).or_default();
-        index.insert(key);
-        Some(self.watches.entry(key).or_insert(w))
+        let path: Box<str> = w.path.as_str().into();
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slab[s as usize] = Some(w);
+                s
+            }
+            None => {
+                self.slab.push(Some(w));
+                (self.slab.len() - 1) as Slot
+            }
+        };
+        self.order.insert(key, slot);
+        let same_path = self.by_path.entry(path).or_default();
+        let at = same_path.partition_point(|h| h.0 < key);
+        same_path.insert(at, (key, slot));
+        self.slab[slot as usize].as_ref()
     }
 
     /// False when `conn` has no such watch (ENOENT).
     pub fn remove(&mut self, conn: u32, path: &str, token: &[u8]) -> bool {
         match self.find(conn, path, token) {
-            Some(key) => {
-                self.forget(key);
+            Some(hit) => {
+                self.forget(hit);
                 true
             }
             None => false,
@@ -93,31 +122,41 @@ impl WatchTable {
 
     /// Drops all of `conn`'s watches (it closed, or reset them).
     pub fn clear(&mut self, conn: u32) {
-        let keys: Vec<WatchKey> = self.of(conn).map(|(k, _)| *k).collect();
-        for key in keys {
-            self.forget(key);
+        let hits: Vec<Hit> = self
+            .order
+            .range((conn, 0)..=(conn, u64::MAX))
+            .map(|(k, s)| (*k, *s))
+            .collect();
+        for hit in hits {
+            self.forget(hit);
         }
         self.per_conn.remove(&conn);
     }
 
-    fn find(&self, conn: u32, path: &str, token: &[u8]) -> Option<WatchKey> {
+    fn find(&self, conn: u32, path: &str, token: &[u8]) -> Option<Hit> {
         let same_path = self.by_path.get(path)?;
-        same_path
-            .range((conn, 0)..=(conn, u64::MAX))
-            .find(|k| self.watches[k].token == token)
+        let first = same_path.partition_point(|(k, _)| k.0 < conn);
+        same_path[first..]
+            .iter()
+            .take_while(|(k, _)| k.0 == conn)
+            .find(|&&(_, s)| self.slot(s).is_some_and(|w| w.token == token))
             .copied()
     }
 
-    fn forget(&mut self, key: WatchKey) {
-        let Some(w) = self.watches.remove(&key) else {
+    fn forget(&mut self, (key, slot): Hit) {
+        let Some(w) = self.slab.get_mut(slot as usize).and_then(Option::take) else {
             return;
         };
+        self.free.push(slot);
+        self.order.remove(&key);
         if let Some(usage) = self.per_conn.get_mut(&key.0) {
             usage.count -= 1;
             usage.bytes -= cost(&w);
         }
         if let Some(same_path) = self.by_path.get_mut(w.path.as_str()) {
-            same_path.remove(&key);
+            if let Ok(i) = same_path.binary_search_by_key(&key, |h| h.0) {
+                same_path.remove(i);
+            }
             if same_path.is_empty() {
                 self.by_path.remove(w.path.as_str());
             }
@@ -125,22 +164,27 @@ impl WatchTable {
     }
 
     /// `conn`'s watches, in registration order.
-    pub fn of(&self, conn: u32) -> impl Iterator<Item = (&WatchKey, &Watch)> {
-        self.watches.range((conn, 0)..=(conn, u64::MAX))
+    pub fn of(&self, conn: u32) -> impl Iterator<Item = &Watch> {
+        self.order
+            .range((conn, 0)..=(conn, u64::MAX))
+            .filter_map(|(_, &s)| self.slot(s))
     }
 
-    pub fn get(&self, key: &WatchKey) -> Option<&Watch> {
-        self.watches.get(key)
+    /// The watch in `slot`, if one is registered there.
+    pub fn slot(&self, slot: Slot) -> Option<&Watch> {
+        self.slab.get(slot as usize)?.as_ref()
     }
 
-    /// Replaces `out` with the keys of the watches `change` fires, in
-    /// key order: for a change below a node, the watches on the path and
-    /// on each ancestor; for an exact one, those on the path only.
-    pub fn matching(&self, change: &Change, out: &mut Vec<WatchKey>) {
+    /// Replaces `out` with the watches `change` fires, in key order: for
+    /// a change below a node, the watches on the path and on each
+    /// ancestor; for an exact one, those on the path only.
+    pub fn matching(&self, change: &Change, out: &mut Vec<Hit>) {
         out.clear();
+        let mut lists = 0;
         let mut add = |p: &str| {
-            if let Some(keys) = self.by_path.get(p) {
-                out.extend(keys.iter().copied());
+            if let Some(hits) = self.by_path.get(p) {
+                out.extend_from_slice(hits);
+                lists += 1;
             }
         };
         if change.exact {
@@ -150,7 +194,10 @@ impl WatchTable {
                 add(p);
             }
         }
-        out.sort_unstable();
+        // One path's list is in key order already.
+        if lists > 1 {
+            out.sort_unstable_by_key(|h| h.0);
+        }
     }
 
     /// How many watches `conn` has.
@@ -164,11 +211,11 @@ impl WatchTable {
     }
 
     pub fn len(&self) -> usize {
-        self.watches.len()
+        self.order.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.watches.is_empty()
+        self.order.is_empty()
     }
 }
 
@@ -293,8 +340,13 @@ mod tests {
                 }
             }
             let c = change(&paths[next(paths.len())], next(2) == 0);
-            let mut found = Vec::new();
-            table.matching(&c, &mut found);
+            let mut hits = Vec::new();
+            table.matching(&c, &mut hits);
+            let found: Vec<WatchKey> = hits.iter().map(|h| h.0).collect();
+            for &(k, s) in &hits {
+                let w = table.slot(s).expect("a hit's slot holds its watch");
+                assert!(naive.iter().any(|(nk, nw)| *nk == k && nw == w));
+            }
             let mut expected: Vec<WatchKey> = naive
                 .iter()
                 .filter(|(_, w)| w.matches(&c))

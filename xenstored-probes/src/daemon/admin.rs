@@ -270,7 +270,7 @@ fn memreport(d: &Daemon) -> String {
     let mut s = format!(
         "xenstored-shim memory report\nnodes: {}\nconnections: {}\n",
         d.store.len(),
-        d.conns.values().count()
+        d.conns.len()
     );
     for domid in d.domains.ids() {
         s += &format!(

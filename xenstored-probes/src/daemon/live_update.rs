@@ -171,8 +171,9 @@ impl Daemon {
             return;
         };
         let open: Vec<u32> = self
-            .conns
-            .values()
+            .conn_ids()
+            .iter()
+            .filter_map(|id| self.conns.get(id))
             .filter(|c| !c.transactions.is_empty())
             .map(|c| c.domid)
             .collect();
@@ -188,8 +189,7 @@ impl Daemon {
             self.respond(session.conn, held.serial, &held.header, Ok(&reply));
             return;
         }
-        let ids: Vec<u32> = self.conns.keys().copied().collect();
-        for id in ids {
+        for id in self.conn_ids() {
             if let Some(c) = self.conns.get_mut(&id) {
                 c.drop_transactions(held.serial, "live update");
             }
@@ -242,7 +242,7 @@ impl Daemon {
             }),
             ..State::default()
         };
-        for c in self.conns.values() {
+        for c in self.conn_ids().iter().filter_map(|id| self.conns.get(id)) {
             let kind = match c.transport().inherited_fd() {
                 Some(fd) => ConnKind::Socket { fd },
                 None if c.domid != 0 || c.transport().kind() == "ring" => ConnKind::Ring {
@@ -272,7 +272,7 @@ impl Daemon {
                 output,
                 partial: 0,
             });
-            for (_, w) in self.watches.of(c.id) {
+            for w in self.watches.of(c.id) {
                 let home = path::domain_path(c.domid);
                 let given = match w.path.strip_prefix(&home) {
                     Some(rest) if w.relative => rest.trim_start_matches('/'),

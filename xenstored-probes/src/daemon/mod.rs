@@ -32,7 +32,7 @@ use crate::probes;
 use crate::quota::{Kind, Quotas};
 use crate::store::Store;
 use crate::transport::{Attachment, DomainBackend, Transport};
-use crate::watch::{WatchKey, WatchTable};
+use crate::watch::{Hit, WatchTable};
 use crate::wire::{Header, MsgType, XsError};
 pub use live_update::Ready as LiveUpdate;
 use log::RateLimitedLog;
@@ -57,13 +57,16 @@ pub struct Daemon {
     store: Store,
     quotas: Quotas,
     domains: Domains,
-    conns: BTreeMap<u32, Connection>,
+    /// By id through a hash: every request and every watch hit looks one
+    /// up, and a tree's search grew with the host. Walked in id order
+    /// (`conn_ids`) where the order shows.
+    conns: FxHashMap<u32, Connection>,
     /// Each domain's connections, so per-domain work never scans them all.
     conns_of: FxHashMap<u32, Vec<u32>>,
     /// Every connection's watches.
     watches: WatchTable,
     /// The watches a change fires (kept: its capacity is reused).
-    watch_hits: Vec<WatchKey>,
+    watch_hits: Vec<Hit>,
     next_conn: u32,
     serial: u64,
     backend: Box<dyn DomainBackend>,
@@ -118,7 +121,7 @@ impl Daemon {
             store: Store::new(),
             quotas,
             domains: Domains::default(),
-            conns: BTreeMap::new(),
+            conns: FxHashMap::default(),
             conns_of: FxHashMap::default(),
             watches: WatchTable::default(),
             watch_hits: Vec::new(),
@@ -194,6 +197,13 @@ impl Daemon {
 
     pub fn conn(&self, id: u32) -> Option<&Connection> {
         self.conns.get(&id)
+    }
+
+    /// Every connection's id, in the order they were opened.
+    fn conn_ids(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = self.conns.keys().copied().collect();
+        ids.sort_unstable();
+        ids
     }
 
     /// The connection a request came from.
@@ -350,7 +360,7 @@ impl Daemon {
 /// What `domid`'s connections cost its memory quota (see
 /// `Daemon::conns_memory`), from the fields a caller may have split.
 fn conns_memory(
-    conns: &BTreeMap<u32, Connection>,
+    conns: &FxHashMap<u32, Connection>,
     conns_of: &FxHashMap<u32, Vec<u32>>,
     watches: &WatchTable,
     domid: u32,

@@ -49,7 +49,7 @@ pub(super) fn watch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
     };
     let who = conn.who();
     let room = event_room(&d.store, &d.quotas, &d.watches, conn);
-    if let Some((_, w)) = d.watches.of(call.conn).last() {
+    if let Some(w) = d.watches.of(call.conn).last() {
         let event_path = w.event_path(&w.path, domid);
         if event_cost(event_path, &w.token) < room {
             let out = conn.output();
@@ -143,8 +143,8 @@ impl Daemon {
         };
         let mut hits = std::mem::take(&mut self.watch_hits);
         self.watches.matching(change, &mut hits);
-        for mine in hits.chunk_by(|a, b| a.0 == b.0) {
-            let Some(conn) = self.conns.get_mut(&mine[0].0) else {
+        for mine in hits.chunk_by(|a, b| a.0 .0 == b.0 .0) {
+            let Some(conn) = self.conns.get_mut(&mine[0].0 .0) else {
                 continue;
             };
             let (who, domid, ident) = (conn.who(), conn.domid, conn.ident);
@@ -153,7 +153,7 @@ impl Daemon {
             }
             let mut queued = false;
             let mut room = event_room(store, &self.quotas, &self.watches, conn);
-            for w in mine.iter().filter_map(|k| self.watches.get(k)) {
+            for w in mine.iter().filter_map(|&(_, s)| self.watches.slot(s)) {
                 let event_path = w.event_path(&change.path, domid);
                 // As C xenstored, an event that would take an unprivileged
                 // receiver to its memory quota is dropped.
