@@ -69,8 +69,8 @@ pub fn render(r: &DeathResult) -> String {
     s += "\nWhat limits these figures: the shim alone. C xenstored 4.17 and oxenstored 4.17 \
           run here under the conformance stub (`tests/peer/xenstub.c`), whose domain list is \
           fixed when the daemon starts (`XENSTUB_DOMIDS`) and whose VIRQ_DOM_EXC port never \
-          fires; it binds at most 64 rings, and under it C xenstored stops answering guests \
-          past a few dozen domains and oxenstored answers none (see S2). Modelling a death \
+          fires (it serves 1000+ ring domains since S1 needed it, but cannot kill one). \
+          Modelling a death \
           there means the stub reading this run's domain table and raising the VIRQ's port: \
           not done. \
           Upstream's cost is known from its code: on each VIRQ_DOM_EXC both ask about every \
