@@ -218,7 +218,11 @@ impl Host {
 
 /// Runs `op` (given its call number) for `run`, daemon `pid` pinned with
 /// this thread on CPU 0: each call's latency, and the daemon's CPU per call.
-fn timed(pid: u32, run: Duration, mut op: impl FnMut(usize) -> Result<()>) -> Result<Sample> {
+pub(crate) fn timed(
+    pid: u32,
+    run: Duration,
+    mut op: impl FnMut(usize) -> Result<()>,
+) -> Result<Sample> {
     Pin::Cpu0.apply_to_process(pid)?;
     Pin::Cpu0.apply_here()?;
     op(0)?; // warm

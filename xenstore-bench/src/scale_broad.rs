@@ -5,9 +5,8 @@
 //! paths nothing writes; one client writes a backend node of a domain
 //! (spread over all N) and waits until the broad watcher has the event.
 
-use crate::affinity::Pin;
 use crate::client::Conn;
-use crate::daemons::cpu_ns;
+use crate::scale::timed;
 use crate::scale_store::Start;
 use crate::stats::Sample;
 use anyhow::{bail, Context, Result};
@@ -82,31 +81,15 @@ impl Host {
 
     fn measure(&mut self, run: Duration) -> Result<Sample> {
         let (load, broad, n) = (&mut self.load, &mut self.broad, self.idle.len());
-        let pid = self.daemon.pid();
-        Pin::Cpu0.apply_to_process(pid)?;
-        Pin::Cpu0.apply_here()?;
-        let cpu_before = cpu_ns(pid)?;
-        let began = Instant::now();
-        let mut lat = Vec::with_capacity(1 << 14);
-        let mut op = 0usize;
-        while began.elapsed() < run {
+        timed(self.daemon.pid(), run, |op| {
             let path = state_path(op.wrapping_mul(7919) % n + 1);
-            let t = Instant::now();
             load.write(0, path.as_bytes(), b"4")?.ok()?;
             let got = broad.event(EVENT_TIMEOUT)?;
             if got != path.as_bytes() {
                 bail!("the broad watcher got {:?}", String::from_utf8_lossy(got));
             }
-            lat.push(t.elapsed().as_nanos().min(u32::MAX as u128) as u32);
-            op += 1;
-        }
-        let secs = began.elapsed().as_secs_f64();
-        let cpu = cpu_ns(pid)? - cpu_before;
-        Pin::Free.apply_here()?;
-        Pin::Free.apply_to_process(pid)?;
-        let mut s = Sample::from_latencies(lat, secs);
-        s.daemon_cpu_us = cpu as f64 / 1000.0 / s.ops.max(1) as f64;
-        Ok(s)
+            Ok(())
+        })
     }
 }
 

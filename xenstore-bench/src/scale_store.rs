@@ -13,6 +13,7 @@
 use crate::affinity::Pin;
 use crate::client::Conn;
 use crate::daemons::{self, cpu_ns, rss_kib, Daemon};
+use crate::scale::timed;
 use crate::stats::Sample;
 use anyhow::{bail, Context, Result};
 use std::time::{Duration, Instant};
@@ -375,7 +376,7 @@ impl Host {
 
     fn create_remove(&mut self, run: Duration) -> Result<Sample> {
         let load = &mut self.load;
-        let mut s = timed(self.daemon.pid(), run, || {
+        let mut s = timed(self.daemon.pid(), run, |_| {
             load.write(0, SCRATCH.as_bytes(), b"1")?.ok()?;
             load.call(MsgType::Rm, 0, &[SCRATCH.as_bytes(), b"\0"])?
                 .ok()?;
@@ -399,7 +400,7 @@ impl Host {
             return Ok(Err(format!("{e:#}")));
         }
         let load = &mut self.load;
-        let s = timed(self.daemon.pid(), run, || {
+        let s = timed(self.daemon.pid(), run, |_| {
             load.directory(b"/local/domain")?.ok()?;
             Ok(())
         })?;
@@ -414,7 +415,7 @@ impl Host {
             Err(e) => return Ok(Err(format!("{e:#}"))),
         }
         let load = &mut self.load;
-        let s = timed(self.daemon.pid(), run, || {
+        let s = timed(self.daemon.pid(), run, |_| {
             list_part(load, "/local/domain")?;
             Ok(())
         })?;
@@ -573,29 +574,6 @@ fn names(listing: &[u8]) -> Vec<String> {
         .filter(|n| !n.is_empty())
         .map(|n| String::from_utf8_lossy(n).into_owned())
         .collect()
-}
-
-/// Runs `op` for `run`, the daemon pinned with this thread on CPU 0: each
-/// call's latency and the daemon's CPU per call.
-fn timed(pid: u32, run: Duration, mut op: impl FnMut() -> Result<()>) -> Result<Sample> {
-    Pin::Cpu0.apply_to_process(pid)?;
-    Pin::Cpu0.apply_here()?;
-    op()?; // warm
-    let cpu_before = cpu_ns(pid)?;
-    let began = Instant::now();
-    let mut lat = Vec::with_capacity(1 << 14);
-    while began.elapsed() < run {
-        let t = Instant::now();
-        op()?;
-        lat.push(t.elapsed().as_nanos().min(u32::MAX as u128) as u32);
-    }
-    let secs = began.elapsed().as_secs_f64();
-    let cpu = cpu_ns(pid)? - cpu_before;
-    Pin::Free.apply_here()?;
-    Pin::Free.apply_to_process(pid)?;
-    let mut s = Sample::from_latencies(lat, secs);
-    s.daemon_cpu_us = cpu as f64 / 1000.0 / s.ops.max(1) as f64;
-    Ok(s)
 }
 
 /// Runs the plan: at each level every daemon grows its store, then is

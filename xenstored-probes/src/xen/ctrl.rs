@@ -23,6 +23,23 @@ pub struct DomInfo {
     pub dying: bool,
 }
 
+/// The three states the tests of the verdict and the monitor start from.
+#[cfg(test)]
+impl DomInfo {
+    pub const RUNNING: DomInfo = DomInfo {
+        shutdown: false,
+        dying: false,
+    };
+    pub const SHUT: DomInfo = DomInfo {
+        shutdown: true,
+        dying: false,
+    };
+    pub const DYING: DomInfo = DomInfo {
+        shutdown: true,
+        dying: true,
+    };
+}
+
 /// What to do about one introduced domain after VIRQ_DOM_EXC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -212,36 +229,23 @@ mod tests {
         assert_eq!(unsafe { xss_dominfo_batch() } as usize, BATCH);
     }
 
-    const RUNNING: DomInfo = DomInfo {
-        shutdown: false,
-        dying: false,
-    };
-    const SHUT: DomInfo = DomInfo {
-        shutdown: true,
-        dying: false,
-    };
-    const DYING: DomInfo = DomInfo {
-        shutdown: true,
-        dying: true,
-    };
-
     #[test]
     fn a_running_domain_is_left_alone() {
-        assert_eq!(verdict(Some(RUNNING), false), Verdict::Unchanged);
+        assert_eq!(verdict(Some(DomInfo::RUNNING), false), Verdict::Unchanged);
         // resumed after an announced shutdown: still nothing to do
-        assert_eq!(verdict(Some(RUNNING), true), Verdict::Unchanged);
+        assert_eq!(verdict(Some(DomInfo::RUNNING), true), Verdict::Unchanged);
     }
 
     #[test]
     fn a_shutdown_is_announced_once() {
-        assert_eq!(verdict(Some(SHUT), false), Verdict::ShutDown);
-        assert_eq!(verdict(Some(SHUT), true), Verdict::Unchanged);
+        assert_eq!(verdict(Some(DomInfo::SHUT), false), Verdict::ShutDown);
+        assert_eq!(verdict(Some(DomInfo::SHUT), true), Verdict::Unchanged);
     }
 
     #[test]
     fn dying_or_gone_domains_are_dead_whatever_was_announced() {
         for announced in [false, true] {
-            assert_eq!(verdict(Some(DYING), announced), Verdict::Dead);
+            assert_eq!(verdict(Some(DomInfo::DYING), announced), Verdict::Dead);
             assert_eq!(verdict(None, announced), Verdict::Dead);
             let dying_unshut = DomInfo {
                 shutdown: false,

@@ -127,19 +127,6 @@ mod tests {
         }
     }
 
-    const RUNNING: DomInfo = DomInfo {
-        shutdown: false,
-        dying: false,
-    };
-    const SHUT: DomInfo = DomInfo {
-        shutdown: true,
-        dying: false,
-    };
-    const DYING: DomInfo = DomInfo {
-        shutdown: true,
-        dying: true,
-    };
-
     fn table(domains: &[(u32, DomInfo)]) -> Table {
         Table {
             domains: domains.iter().copied().collect(),
@@ -153,12 +140,12 @@ mod tests {
         // 5 is absent: gone. 3's shutdown was announced already; 7 is not
         // introduced and changes nothing.
         let mut xen = table(&[
-            (0, RUNNING),
-            (1, RUNNING),
-            (2, SHUT),
-            (3, SHUT),
-            (4, DYING),
-            (7, DYING),
+            (0, DomInfo::RUNNING),
+            (1, DomInfo::RUNNING),
+            (2, DomInfo::SHUT),
+            (3, DomInfo::SHUT),
+            (4, DomInfo::DYING),
+            (7, DomInfo::DYING),
         ]);
         let domains = [(1, false), (2, false), (3, true), (4, true), (5, false)];
         let got = changes(&mut xen, &domains);
@@ -176,12 +163,12 @@ mod tests {
     #[test]
     fn queries_go_by_batches_of_domains() {
         let n = 2 * BATCH as u32 + 10;
-        let mut all: Vec<(u32, DomInfo)> = (1..=n).map(|d| (d, RUNNING)).collect();
+        let mut all: Vec<(u32, DomInfo)> = (1..=n).map(|d| (d, DomInfo::RUNNING)).collect();
         for d in (1..=n).step_by(10) {
-            all[d as usize - 1].1 = DYING;
+            all[d as usize - 1].1 = DomInfo::DYING;
         }
         // Never introduced, between introduced ones: listed, not released.
-        all.push((n + 5, DYING));
+        all.push((n + 5, DomInfo::DYING));
         let mut xen = table(&all);
         // The last one was destroyed whole: no longer listed.
         let domains: Vec<(u32, bool)> = (1..=n).chain([n + 7]).map(|d| (d, false)).collect();
@@ -199,7 +186,7 @@ mod tests {
     /// A failing query keeps the domains it was for, and the ones after.
     #[test]
     fn a_failed_query_keeps_its_domains() {
-        let mut xen = table(&[(1, DYING), (2, DYING)]);
+        let mut xen = table(&[(1, DomInfo::DYING), (2, DomInfo::DYING)]);
         xen.failing = Some(1);
         let got = changes(&mut xen, &[(1, false), (2, false)]);
         assert_eq!(got, DomainChanges::default());
