@@ -183,6 +183,15 @@ impl Connection {
         self.transport
     }
 
+    /// True when `event` may have brought input to read (see
+    /// `Transport::readiness_names_direction`).
+    pub fn may_have_input(&self, event: &mio::event::Event) -> bool {
+        !self.transport.readiness_names_direction()
+            || event.is_readable()
+            || event.is_read_closed()
+            || event.is_error()
+    }
+
     /// True when the end of this connection's input means its domain died
     /// unreleased (see `Transport::eof_means_domain_gone`).
     pub fn end_means_domain_gone(&self) -> bool {
