@@ -205,7 +205,9 @@ impl Server {
                         c.peer_closed = true;
                     }
                 }
-                self.ready.push_back(id);
+                if self.daemon.conn(id).is_some_and(|c| c.may_have_input(ev)) {
+                    self.ready.push_back(id);
+                }
             }
             for _ in 0..self.ready.len() {
                 let Some(id) = self.ready.pop_front() else {
@@ -297,6 +299,11 @@ impl Server {
     /// queued output must be tried now.
     fn serve(&mut self, id: u32) {
         self.receive_and_execute(id);
+        // The watchers' events go out before the reply (connections are
+        // flushed in the order their output was queued): a client that has
+        // its reply finds the events it caused delivered, and one sharing
+        // a CPU with the daemon is woken once, not once for each.
+        self.apply_effects();
         if self
             .daemon
             .conn(id)
