@@ -115,11 +115,9 @@ impl Server {
         let id = self.daemon.open(domid, transport);
         let registry = self.poll.registry();
         let registered = self.daemon.conn_mut(id).map_or(Ok(()), |conn| {
-            registry.register(
-                conn.source(),
-                Token(id as usize),
-                Interest::READABLE | Interest::WRITABLE,
-            )
+            let interest = conn.interest();
+            conn.polled = Some(interest);
+            registry.register(conn.source(), Token(id as usize), interest)
         });
         if let Err(e) = registered {
             self.daemon.close(id, 0, "register failed");
@@ -410,7 +408,26 @@ impl Server {
         match conn.flush() {
             Ok(true) => self.ready.push_back(id),
             Ok(false) => {}
-            Err(reason) => self.daemon.close(id, 0, &reason),
+            Err(reason) => return self.daemon.close(id, 0, &reason),
+        }
+        self.repoll(id);
+    }
+
+    /// Polls connection `id` for what it needs now (`Connection::interest`):
+    /// room to write only while its output waits. Changing that re-checks
+    /// readiness, so room that came before it is still reported.
+    fn repoll(&mut self, id: u32) {
+        let Some(conn) = self.daemon.conn_mut(id) else {
+            return;
+        };
+        let want = conn.interest();
+        if conn.polled == Some(want) {
+            return;
+        }
+        conn.polled = Some(want);
+        let registry = self.poll.registry();
+        if let Err(e) = registry.reregister(conn.source(), Token(id as usize), want) {
+            self.daemon.close(id, 0, &format!("poll: {e}"));
         }
     }
 
