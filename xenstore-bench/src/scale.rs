@@ -14,7 +14,7 @@ use crate::affinity::Pin;
 use crate::client::Conn;
 use crate::daemons::{self, cpu_ns, Daemon};
 use crate::guests::{self, RingGuest};
-use crate::stats::{median_sample, Sample};
+use crate::stats::{median, median_sample, Sample};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -55,6 +55,9 @@ pub struct Point {
     /// of finding and sending the event, without a different connection
     /// (socket, ring, output buffer) to touch each time.
     pub fan_out_one: Sample,
+    /// The share of the daemon's CPU in S2 (spread) spent in the kernel
+    /// (/proc's system time over user plus system, sampled at the tick).
+    pub fan_out_kernel: f64,
 }
 
 /// A daemon's curve (one point per level), or why it has none.
@@ -182,13 +185,16 @@ impl Host {
     /// Writes below the watched path of an idle connection or domain
     /// (alternately, each spread over all of them, or the first of each
     /// when `one`); each write is timed until its watcher has the event.
-    fn fan_out(&mut self, run: Duration, one: bool) -> Result<Sample> {
+    /// Also returns the kernel's share of the daemon's CPU in that run.
+    fn fan_out(&mut self, run: Duration, one: bool) -> Result<(Sample, f64)> {
         let (load, idle, guests) = (&mut self.load, &mut self.idle, &mut self.guests);
         let n = idle.len();
         if n == 0 {
-            return Ok(Sample::default());
+            return Ok((Sample::default(), f64::NAN));
         }
-        timed(self.daemon.pid(), run, |op| {
+        let pid = self.daemon.pid();
+        let before = user_and_system_ticks(pid)?;
+        let sample = timed(pid, run, |op| {
             let i = if one { 0 } else { op.wrapping_mul(7919) % n };
             if op % 2 == 1 && !guests.is_empty() {
                 let count = guests.len();
@@ -212,8 +218,28 @@ impl Host {
                 );
             }
             Ok(())
-        })
+        })?;
+        let after = user_and_system_ticks(pid)?;
+        let (user, system) = (after.0 - before.0, after.1 - before.1);
+        let kernel = system as f64 / (user + system).max(1) as f64;
+        Ok((sample, kernel))
     }
+}
+
+/// The user and system CPU time of process `pid` so far, in clock ticks
+/// (/proc/PID/stat's utime and stime, all threads).
+fn user_and_system_ticks(pid: u32) -> Result<(u64, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The fields after the command name, which is in parentheses.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| -> Result<u64> {
+        f.get(i)
+            .and_then(|v| v.parse().ok())
+            .with_context(|| format!("/proc/{pid}/stat field {}", i + 3))
+    };
+    // utime and stime are fields 14 and 15; `rest` starts at field 3.
+    Ok((tick(11)?, tick(12)?))
 }
 
 /// Runs `op` (given its call number) for `run`, daemon `pid` pinned with
@@ -318,10 +344,13 @@ pub fn run(plan: &Plan) -> ScaleResult {
                         h.grow(n)
                             .with_context(|| format!("open {n} idle connections"))?;
                     }
+                    let idle_tax = h.idle_tax(plan.run).context("S5")?;
+                    let (fan_out, fan_out_kernel) = h.fan_out(plan.run, false).context("S2")?;
                     let point = Point {
-                        idle_tax: h.idle_tax(plan.run).context("S5")?,
-                        fan_out: h.fan_out(plan.run, false).context("S2")?,
-                        fan_out_one: h.fan_out(plan.run, true).context("S2, one watcher")?,
+                        idle_tax,
+                        fan_out,
+                        fan_out_one: h.fan_out(plan.run, true).context("S2, one watcher")?.0,
+                        fan_out_kernel,
                     };
                     if plan.check_quiet {
                         h.quiet()?;
@@ -343,6 +372,7 @@ pub fn run(plan: &Plan) -> ScaleResult {
                     idle_tax: median_sample(&tax),
                     fan_out: median_sample(&fan),
                     fan_out_one: median_sample(&one),
+                    fan_out_kernel: median(s.iter().map(|p| p.fan_out_kernel).collect()),
                 });
             }
         }

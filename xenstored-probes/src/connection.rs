@@ -10,6 +10,7 @@ use crate::perms::Identity;
 use crate::probes::{self, TxOutcome, Who};
 use crate::transaction::Transaction;
 use crate::transport::Transport;
+use mio::Interest;
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::rc::Rc;
@@ -44,6 +45,8 @@ pub struct Connection {
     /// The event loop saw the peer hang up: read until the end, because a
     /// short read no longer means a later edge will come.
     pub peer_closed: bool,
+    /// What the event loop polls it for now (see `interest`).
+    pub polled: Option<Interest>,
 }
 
 /// What one read from the transport brought.
@@ -83,6 +86,7 @@ impl Connection {
             throttled: false,
             dirty: false,
             peer_closed: false,
+            polled: None,
         }
     }
 
@@ -181,6 +185,28 @@ impl Connection {
     /// fresh connection after a ring reset).
     pub fn into_transport(self) -> Box<dyn Transport> {
         self.transport
+    }
+
+    /// What to poll it for now. A socket is polled for room to write only
+    /// while output waits: otherwise every event a watcher reads would
+    /// wake the daemon to poll that watcher's (at a thousand connections,
+    /// cold) socket for nothing. Other transports signal both directions
+    /// through one source, and are always polled for both.
+    pub fn interest(&self) -> Interest {
+        if self.transport.readiness_names_direction() && self.pending().is_empty() {
+            Interest::READABLE
+        } else {
+            Interest::READABLE | Interest::WRITABLE
+        }
+    }
+
+    /// True when `event` may have brought input to read (see
+    /// `Transport::readiness_names_direction`).
+    pub fn may_have_input(&self, event: &mio::event::Event) -> bool {
+        !self.transport.readiness_names_direction()
+            || event.is_readable()
+            || event.is_read_closed()
+            || event.is_error()
     }
 
     /// True when the end of this connection's input means its domain died

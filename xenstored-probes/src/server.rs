@@ -115,11 +115,9 @@ impl Server {
         let id = self.daemon.open(domid, transport);
         let registry = self.poll.registry();
         let registered = self.daemon.conn_mut(id).map_or(Ok(()), |conn| {
-            registry.register(
-                conn.source(),
-                Token(id as usize),
-                Interest::READABLE | Interest::WRITABLE,
-            )
+            let interest = conn.interest();
+            conn.polled = Some(interest);
+            registry.register(conn.source(), Token(id as usize), interest)
         });
         if let Err(e) = registered {
             self.daemon.close(id, 0, "register failed");
@@ -205,7 +203,9 @@ impl Server {
                         c.peer_closed = true;
                     }
                 }
-                self.ready.push_back(id);
+                if self.daemon.conn(id).is_some_and(|c| c.may_have_input(ev)) {
+                    self.ready.push_back(id);
+                }
             }
             for _ in 0..self.ready.len() {
                 let Some(id) = self.ready.pop_front() else {
@@ -297,6 +297,11 @@ impl Server {
     /// queued output must be tried now.
     fn serve(&mut self, id: u32) {
         self.receive_and_execute(id);
+        // The watchers' events go out before the reply (connections are
+        // flushed in the order their output was queued): a client that has
+        // its reply finds the events it caused delivered, and one sharing
+        // a CPU with the daemon is woken once, not once for each.
+        self.apply_effects();
         if self
             .daemon
             .conn(id)
@@ -403,7 +408,26 @@ impl Server {
         match conn.flush() {
             Ok(true) => self.ready.push_back(id),
             Ok(false) => {}
-            Err(reason) => self.daemon.close(id, 0, &reason),
+            Err(reason) => return self.daemon.close(id, 0, &reason),
+        }
+        self.repoll(id);
+    }
+
+    /// Polls connection `id` for what it needs now (`Connection::interest`):
+    /// room to write only while its output waits. Changing that re-checks
+    /// readiness, so room that came before it is still reported.
+    fn repoll(&mut self, id: u32) {
+        let Some(conn) = self.daemon.conn_mut(id) else {
+            return;
+        };
+        let want = conn.interest();
+        if conn.polled == Some(want) {
+            return;
+        }
+        conn.polled = Some(want);
+        let registry = self.poll.registry();
+        if let Err(e) = registry.reregister(conn.source(), Token(id as usize), want) {
+            self.daemon.close(id, 0, &format!("poll: {e}"));
         }
     }
 

@@ -29,6 +29,14 @@ pub trait Transport {
     fn short_read_drains(&self) -> bool {
         false
     }
+    /// True when an event that does not say readable brought no input (a
+    /// stream socket reports each direction apart): the event loop then
+    /// skips the read, which at a thousand connections touched a cold
+    /// socket for every event a watcher read. False (the default): any
+    /// event may mean input (a ring's doorbell rings for both directions).
+    fn readiness_names_direction(&self) -> bool {
+        false
+    }
     /// Takes the peer's signals without taking its data, for a connection
     /// that is not being read (over a quota, or its output backed up):
     /// what `read` would report of the peer being gone (Ok(0)) or of a

@@ -87,6 +87,9 @@ impl Transport for SocketTransport {
     fn short_read_drains(&self) -> bool {
         true
     }
+    fn readiness_names_direction(&self) -> bool {
+        true
+    }
     fn inherited_fd(&self) -> Option<std::os::fd::RawFd> {
         (!self.domain).then(|| self.stream.as_raw_fd())
     }

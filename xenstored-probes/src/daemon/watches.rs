@@ -119,27 +119,31 @@ impl Daemon {
     /// Queues a watch event for every watch `change` matches whose
     /// connection may read the node (or its parent, or the node as it was).
     pub(super) fn fire(&mut self, serial: u64, firer: u32, change: &Change) {
-        // Looked up once, and only when an unprivileged watcher matches.
+        // Each looked up once, and only when an unprivileged watcher needs
+        // it: the parent only for one the node itself does not admit (a
+        // lookup in a large store misses the cache).
         let store = &self.store;
-        let perms = std::cell::OnceCell::new();
+        let node_perms = std::cell::OnceCell::new();
+        let parent_perms = std::cell::OnceCell::new();
         let allowed = |who: &Identity| {
             if who.privileged {
                 return true;
             }
-            let &(node_perms, parent_perms) = perms.get_or_init(|| {
-                let node = store.node(&change.path).map(|n| n.perms);
-                let parent = if change.path.starts_with('/') && change.path != "/" {
-                    store.node(path::parent(&change.path)).map(|n| n.perms)
-                } else {
-                    None
-                };
-                (node, parent)
-            });
+            let node = *node_perms.get_or_init(|| store.node(&change.path).map(|n| n.perms));
             let can_read = |p: Option<&[Perm]>| p.is_some_and(|p| p.for_identity(who) & READ != 0);
-            if can_read(change.old_perms.as_deref()) || can_read(node_perms) {
+            if can_read(change.old_perms.as_deref()) || can_read(node) {
                 return true;
             }
-            (node_perms.is_some() || change.old_perms.is_some()) && can_read(parent_perms)
+            if node.is_none() && change.old_perms.is_none() {
+                return false;
+            }
+            let parent = *parent_perms.get_or_init(|| {
+                let has_parent = change.path.starts_with('/') && change.path != "/";
+                has_parent
+                    .then(|| store.node(path::parent(&change.path)).map(|n| n.perms))
+                    .flatten()
+            });
+            can_read(parent)
         };
         let mut hits = std::mem::take(&mut self.watch_hits);
         self.watches.matching(change, &mut hits);

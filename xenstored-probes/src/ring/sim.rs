@@ -16,6 +16,7 @@
 //! the kernel's SRCU grace period, ~10 ms, in the daemon's one thread, for
 //! each domain released.)
 
+use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
@@ -82,21 +83,21 @@ impl SimPaths {
 pub fn ring_bell(sock: &UnixDatagram, to: &Path) -> io::Result<()> {
     match sock.send_to(&[1], to) {
         Ok(_) => Ok(()),
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::NotFound
-                    | io::ErrorKind::ConnectionRefused
-                    | io::ErrorKind::WouldBlock
-            ) =>
-        {
-            Ok(())
-        }
-        Err(e) => Err(io::Error::new(
-            e.kind(),
-            format!("notify {}: {e}", to.display()),
-        )),
+        Err(e) if quiet(&e) || e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+        Err(e) => Err(notify_error(to, e)),
     }
+}
+
+/// Nobody is bound at the path (yet, or any more).
+fn quiet(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
+    )
+}
+
+fn notify_error(to: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("notify {}: {e}", to.display()))
 }
 
 /// Reads every pending notification byte.
@@ -208,6 +209,11 @@ pub struct SimChannel {
     sock: UnixDatagram,
     own: PathBuf,
     guest: PathBuf,
+    /// Connected to the guest's end: a notification looks up no path
+    /// (sending by path walked the run directory's dentries for every
+    /// event, a cost that grew with the domains there, as Xen's evtchn
+    /// notify does not). Found again by path when that guest socket went.
+    bell: RefCell<Option<UnixDatagram>>,
     page: File,
 }
 
@@ -222,8 +228,40 @@ impl SimChannel {
             sock,
             own,
             guest: paths.guest_end(port),
+            bell: RefCell::new(None),
             page,
         })
+    }
+
+    /// Rings the guest through the connected bell, connecting it first
+    /// (again, if the guest process that bound its end has gone: a
+    /// successor binds a fresh socket at the same path). What a guest
+    /// that is not there (yet) or a full buffer cannot take, it finds on
+    /// the ring when it next looks, as with `ring_bell`.
+    fn ring(&self) -> io::Result<()> {
+        let mut bell = self.bell.borrow_mut();
+        for _ in 0..2 {
+            if bell.is_none() {
+                let sock = UnixDatagram::unbound()?;
+                sock.set_nonblocking(true)?;
+                match sock.connect(&self.guest) {
+                    Ok(()) => *bell = Some(sock),
+                    Err(e) if quiet(&e) => return Ok(()),
+                    Err(e) => return Err(notify_error(&self.guest, e)),
+                }
+            }
+            let Some(sock) = bell.as_ref() else {
+                return Ok(());
+            };
+            match sock.send(&[1]) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                // The guest's socket closed: connect to whoever bound the path since.
+                Err(e) if quiet(&e) => *bell = None,
+                Err(e) => return Err(notify_error(&self.guest, e)),
+            }
+        }
+        Ok(())
     }
 
     fn page_linked(&self) -> io::Result<bool> {
@@ -233,7 +271,7 @@ impl SimChannel {
 
 impl EventChannel for SimChannel {
     fn notify(&self) -> io::Result<()> {
-        ring_bell(&self.sock, &self.guest)
+        self.ring()
     }
 
     fn fd(&self) -> RawFd {
