@@ -127,7 +127,7 @@ impl Server {
             self.apply_effects();
             return Err(e);
         }
-        self.ready.push(id);
+        self.queue(id);
         Ok(id)
     }
 
@@ -206,7 +206,7 @@ impl Server {
                         c.peer_closed = true;
                     }
                 }
-                self.ready.push(id);
+                self.queue(id);
             }
             self.serve_ready();
             self.daemon.live_update_check();
@@ -257,7 +257,7 @@ impl Server {
                 self.stalled.swap_remove(i);
             } else if self.daemon.may_read(id) {
                 self.stalled.swap_remove(i);
-                self.ready.push(id);
+                self.queue(id);
             } else {
                 i += 1;
             }
@@ -275,6 +275,15 @@ impl Server {
         true
     }
 
+    /// Connection `id` may have input to serve (see turns.rs).
+    fn queue(&mut self, id: u32) {
+        let in_transaction = self
+            .daemon
+            .conn(id)
+            .is_some_and(|c| !c.transactions.is_empty());
+        self.ready.push(id, in_transaction);
+    }
+
     /// Serves up to TURNS_PER_POLL turns, least served connection first
     /// (turns.rs), and returns to the poll for new arrivals. What a
     /// connection's turns queued goes out when another's turn begins, so
@@ -289,7 +298,7 @@ impl Server {
                 self.end_turns(prev);
             }
             if self.turn(id) {
-                self.ready.push(id);
+                self.queue(id);
             }
             last = Some(id);
         }
@@ -409,7 +418,7 @@ impl Server {
             return;
         };
         match conn.flush() {
-            Ok(true) => self.ready.push(id),
+            Ok(true) => self.queue(id),
             Ok(false) => {}
             Err(reason) => self.daemon.close(id, 0, &reason),
         }

@@ -2,10 +2,10 @@
 //! consumed the least service, as a fair CPU scheduler runs the task with
 //! the least virtual runtime. Each connection's virtual time counts the
 //! requests it has had executed; one request is one turn. A connection
-//! that waited idle comes back at most CREDIT turns behind the clock (the
-//! virtual time last served), so a light client's request is served
-//! before a busy one's backlog, and no client, however long it slept,
-//! gets more than CREDIT turns ahead of the others.
+//! that becomes ready is placed within CREDIT turns of the clock (the
+//! virtual time last served): a light client's request is served before a
+//! busy one's backlog, no client gains more than CREDIT turns by sleeping,
+//! and none falls more than CREDIT behind for what it was served before.
 
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
@@ -32,13 +32,21 @@ pub struct Turns {
 
 impl Turns {
     /// Connection `id` may have input: it gets a place (once) in the queue.
-    pub fn push(&mut self, id: u32) {
+    /// One `in_transaction` is not put behind the clock: the longer a
+    /// transaction stays open, the likelier it conflicts, and its client
+    /// then runs it again from the start.
+    pub fn push(&mut self, id: u32, in_transaction: bool) {
         let a = self.accounts.entry(id).or_default();
         if a.queued {
             return;
         }
         a.queued = true;
-        a.vtime = a.vtime.max(self.clock.saturating_sub(CREDIT));
+        let latest = if in_transaction {
+            self.clock
+        } else {
+            self.clock + CREDIT
+        };
+        a.vtime = a.vtime.clamp(self.clock.saturating_sub(CREDIT), latest);
         self.arrivals += 1;
         self.heap.push(Reverse((a.vtime, self.arrivals, id)));
     }
@@ -80,8 +88,8 @@ mod tests {
     #[test]
     fn a_connection_is_queued_once() {
         let mut t = Turns::default();
-        t.push(1);
-        t.push(1);
+        t.push(1, false);
+        t.push(1, false);
         assert_eq!(order(&mut t), [1]);
     }
 
@@ -90,12 +98,27 @@ mod tests {
         let mut t = Turns::default();
         // connection 1 has had 10 turns in a row
         for _ in 0..10 {
-            t.push(1);
+            t.push(1, false);
             t.pop();
         }
-        t.push(1);
-        t.push(2);
+        t.push(1, false);
+        t.push(2, false);
         assert_eq!(order(&mut t), [2, 1]);
+    }
+
+    #[test]
+    fn a_transaction_is_not_put_behind_the_clock() {
+        let mut t = Turns::default();
+        // 1 and 2 served alike, 2 last; 1 then opens a transaction
+        for _ in 0..10 {
+            for id in [2, 1] {
+                t.push(id, false);
+                t.pop();
+            }
+        }
+        t.push(2, false);
+        t.push(1, true);
+        assert_eq!(order(&mut t), [1, 2]);
     }
 
     #[test]
@@ -103,19 +126,19 @@ mod tests {
         let mut t = Turns::default();
         // 1 and 2 busy for 100 turns each, 3 asleep
         for _ in 0..100 {
-            t.push(1);
-            t.push(2);
+            t.push(1, false);
+            t.push(2, false);
             t.pop();
             t.pop();
         }
         let mut served = Vec::new();
-        t.push(1);
-        t.push(2);
-        t.push(3);
+        t.push(1, false);
+        t.push(2, false);
+        t.push(3, false);
         for _ in 0..3 * CREDIT {
             let id = t.pop().unwrap();
             served.push(id);
-            t.push(id);
+            t.push(id, false);
         }
         let ahead = served.iter().take_while(|&&id| id == 3).count() as u64;
         assert!((1..=CREDIT + 1).contains(&ahead), "{served:?}");
@@ -126,7 +149,7 @@ mod tests {
     fn closed_connections_are_forgotten() {
         let mut t = Turns::default();
         for id in 0..1000 {
-            t.push(id);
+            t.push(id, false);
             t.pop();
         }
         t.forget_closed(1, |id| id == 999);
