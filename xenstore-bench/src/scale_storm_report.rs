@@ -94,8 +94,8 @@ const OXENSTORED_EINVAL: &str = "\nWhy oxenstored 4.17 fails a storm: it answers
      answers EINVAL. Its log shows exactly that order for each EINVAL: `Apportioning blame for \
      EAGAIN in txn N`, one or more `Blaming domain ...`, then the EINVAL and no commit. Only \
      commits of guests on rings enter that history (dom0 sockets are left out), so it \
-     takes guests committing while xl's transactions conflict: every P=100 storm here, and \
-     one P=10 storm in four at K=10.\n";
+     takes guests committing while xl's transactions conflict: every P=100 storm in our runs, \
+     and some P=10 ones (one K=10 run in five, and the one K=100 run).\n";
 
 /// A lifecycle ended by EINVAL to its commit (see OXENSTORED_EINVAL).
 fn is_replay_einval(why: &str) -> bool {
