@@ -12,6 +12,7 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 use xenstore_proto::wire::{Header, HEADER_LEN};
 
+const READ: u32 = 2;
 const WATCH: u32 = 4;
 const WRITE: u32 = 11;
 const WATCH_EVENT: u32 = 15;
@@ -76,8 +77,15 @@ fn a_light_request_is_served_before_a_busy_backlog_drains() {
         assert_eq!(next(c).0.ty, WRITE);
         assert_eq!(event(&mut watcher), format!("/order/{name}-ready"));
     }
+    // And one more on the watcher: the daemon has taken every readiness
+    // the two had raised (their clients reading the replies), so the next
+    // poll reports them in the order their requests arrive.
+    watcher
+        .write_all(&wire::message(READ, 2, 0, b"/order\0"))
+        .unwrap();
+    assert_eq!(next(&mut watcher).0.ty, READ);
 
-    // Both arrive while the daemon is stopped, the backlog first: it is
+    // Both arrive while the daemon is stopped, the backlog first: busy is
     // first among the connections the next poll reports.
     common::signal(shim.pid(), SIGSTOP);
     common::wait_for("the daemon to stop", common::TIMEOUT, || {
