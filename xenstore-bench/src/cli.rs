@@ -119,9 +119,10 @@ pub struct AllArgs {
     /// "shim (before)": what a change bought, side by side.
     #[arg(long)]
     pub shim_before: Option<PathBuf>,
-    /// S1's idle-domain levels instead of 10,100,500,1000: C xenstored
-    /// brings up about one ring domain a second at 1000, so the full curve
-    /// takes ~25 minutes.
+    /// S1's idle-domain levels instead of 10,100,500,1000: C xenstored's
+    /// cost per request grows with the domains, so the full curve takes
+    /// ~20 minutes (C: ~8 to grow from 500 to 1000 idle domains, ~5 for
+    /// its K=1000, P=100 storm).
     #[arg(long, value_delimiter = ',')]
     pub storm_idle: Option<Vec<usize>>,
 }

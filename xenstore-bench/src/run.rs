@@ -462,6 +462,9 @@ pub fn storm_smoke(shim: &std::path::Path, idle: usize, parallel: usize) -> Resu
     if let Some(e) = &curve.error {
         bail!("{e:#}");
     }
+    if let Some((k, p, why)) = curve.failed.first() {
+        bail!("K={k} P={p}: {why}");
+    }
     let storms = &curve.storms;
     if let Some(why) = &curve.no_rings {
         bail!("the shim served no ring domains: {why}");

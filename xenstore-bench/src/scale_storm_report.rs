@@ -36,6 +36,9 @@ pub fn render(r: &StormResult) -> String {
         );
         for &k in &r.idle {
             for c in &r.curves {
+                if c.failed.iter().any(|f| (f.0, f.1) == (k, p)) {
+                    let _ = writeln!(s, "| {k} | {} | failed (below) | – | – | – | – |", c.label);
+                }
                 let Some(x) = find(&c.storms, k, p) else {
                     continue;
                 };
@@ -66,11 +69,37 @@ pub fn render(r: &StormResult) -> String {
                 c.label
             );
         }
+        for (k, p, why) in &c.failed {
+            let _ = writeln!(s, "\n{} at K={k}, P={p} failed: {why}", c.label);
+        }
+        if c.failed.iter().any(|f| is_replay_einval(&f.2)) {
+            s += OXENSTORED_EINVAL;
+        }
         if let Some(e) = &c.error {
             let _ = writeln!(s, "\n{} stopped: {e:#}", c.label);
         }
     }
     s
+}
+
+/// oxenstored's answer to some conflicted commits, found in its debug log
+/// (`xenstored-log-level = debug`) of a K=10, P=100 storm.
+const OXENSTORED_EINVAL: &str = "\nWhy oxenstored 4.17 fails a storm: it answers EINVAL to a \
+     conflicted TRANSACTION_END, and libxl gives up on EINVAL (the bench does too). After a \
+     conflict, oxenstored replays the transaction on the current store (`transaction_replay` \
+     in process.ml); when that fails it apportions blame by replaying the transaction again \
+     against each guest commit in its history (`judge_and_sentence`). That second pass runs in \
+     the replay's `Transaction_again` handler, outside the `try` that turns the replay's \
+     failures into EAGAIN, so an exception raised there reaches `input_handle_error`, which \
+     answers EINVAL. Its log shows exactly that order for each EINVAL: `Apportioning blame for \
+     EAGAIN in txn N`, one or more `Blaming domain ...`, then the EINVAL and no commit. Only \
+     commits of guests on rings enter that history (dom0 sockets are left out), so it \
+     takes guests committing while xl's transactions conflict: every P=100 storm in our runs, \
+     and some P=10 ones (one K=10 run in five, and the one K=100 run).\n";
+
+/// A lifecycle ended by EINVAL to its commit (see OXENSTORED_EINVAL).
+fn is_replay_einval(why: &str) -> bool {
+    why.contains("XS_TRANSACTION_END") && why.contains("EINVAL")
 }
 
 fn find(storms: &[Row], k: usize, p: usize) -> Option<&Storm> {
@@ -114,20 +143,17 @@ fn goal(r: &StormResult) -> String {
         );
     };
     for (label, want) in [("C xenstored", 10.0), ("oxenstored", 3.0)] {
+        let what = format!("wall ≥ {want}× faster than {label}");
         match get(label) {
             Some(o) => {
                 let x = o.wall.as_secs_f64() / shim.wall.as_secs_f64();
-                row(
-                    &format!("wall ≥ {want}× faster than {label}"),
-                    format!("{x:.1}×"),
-                    x >= want,
-                );
+                row(&what, format!("{x:.1}×"), x >= want);
             }
-            None => row(
-                &format!("wall ≥ {want}× faster than {label}"),
-                "–".into(),
-                false,
-            ),
+            None => match fewer_at_once(r, label, k, p) {
+                // not the goal's P, so not met, but the nearest measure
+                Some((q, x)) => row(&what, format!("– at P={p}; {x:.1}× at P={q}"), false),
+                None => row(&what, "–".into(), false),
+            },
         }
     }
     match get("C xenstored") {
@@ -148,6 +174,21 @@ fn goal(r: &StormResult) -> String {
         ms <= 1.0,
     );
     s
+}
+
+/// The shim's speed-up over `label` at K=`k` with the most lifecycles at
+/// once below `p` that both ran: (that P, the ratio of wall times).
+fn fewer_at_once(r: &StormResult, label: &str, k: usize, p: usize) -> Option<(usize, f64)> {
+    let curve = |l: &str| r.curves.iter().find(|c| c.label == l);
+    let (shim, other) = (curve("shim")?, curve(label)?);
+    r.parallel
+        .iter()
+        .filter(|&&q| q < p)
+        .filter_map(|&q| {
+            let (a, b) = (find(&shim.storms, k, q)?, find(&other.storms, k, q)?);
+            Some((q, b.wall.as_secs_f64() / a.wall.as_secs_f64()))
+        })
+        .max_by_key(|&(q, _)| q)
 }
 
 /// `report` with this section replaced by `section` (appended if it has

@@ -232,6 +232,11 @@ impl Connection {
         Ok(Received::Bytes { drained })
     }
 
+    /// Whether a whole request was read and not yet executed.
+    pub fn has_request(&self) -> bool {
+        self.input.has_message()
+    }
+
     /// Takes the transport's signals only (see `Transport::read_signals`).
     pub fn receive_signals(&mut self) -> io::Result<Received> {
         match self.transport.read_signals()? {

@@ -76,6 +76,16 @@ impl InBuf {
         Ok(Some((header, &self.data[from..from + header.len as usize])))
     }
 
+    /// Whether a whole message (or an oversized header) waits to be taken.
+    pub fn has_message(&self) -> bool {
+        let avail = &self.data[self.start..self.end];
+        if avail.len() < HEADER_LEN {
+            return false;
+        }
+        let header = Header::decode(avail[..HEADER_LEN].try_into().unwrap());
+        header.len as usize > PAYLOAD_MAX || avail.len() >= HEADER_LEN + header.len as usize
+    }
+
     /// The bytes received and not yet taken as messages.
     pub fn unconsumed(&self) -> &[u8] {
         &self.data[self.start..self.end]

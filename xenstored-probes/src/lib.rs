@@ -26,6 +26,7 @@ pub mod trace;
 pub mod transaction;
 pub mod transport;
 pub mod tree;
+pub mod turns;
 pub mod unix;
 pub mod update;
 pub mod watch;

@@ -11,9 +11,9 @@ use crate::ring;
 use crate::service::log;
 use crate::service::notable::{Kind, Notable};
 use crate::transport::{Attachment, DomainMonitor, Listener, Transport};
+use crate::turns::Turns;
 use mio::{Events, Interest, Poll, Token};
 use rustc_hash::FxHashMap;
-use std::collections::VecDeque;
 use std::io;
 use std::time::Duration;
 
@@ -23,8 +23,9 @@ const LISTENER_BASE: usize = 1 << 40;
 const STOP: usize = LISTENER_BASE - 1;
 /// The domain monitor's token (likewise).
 const DOMAIN_MONITOR: usize = LISTENER_BASE - 2;
-/// Reads per connection before others get a turn.
-const READS_PER_TURN: usize = 16;
+/// Turns (one request each) served between two polls: a request that
+/// arrives meanwhile waits for this many, not for every ready connection.
+const TURNS_PER_POLL: usize = 8;
 
 struct Port {
     listener: Box<dyn Listener>,
@@ -36,8 +37,8 @@ pub struct Server {
     daemon: Daemon,
     ports: FxHashMap<usize, Port>,
     next_port: usize,
-    /// Connections that may have unread input.
-    ready: VecDeque<u32>,
+    /// Connections that may have unread input, least served first.
+    ready: Turns,
     /// Connections of domains over a quota (outstanding requests, memory):
     /// not read from until deliveries bring them under (Daemon::may_read).
     stalled: Vec<u32>,
@@ -62,7 +63,7 @@ impl Server {
             daemon,
             ports: FxHashMap::default(),
             next_port: LISTENER_BASE,
-            ready: VecDeque::new(),
+            ready: Turns::default(),
             stalled: Vec::new(),
             retry_accept: Vec::new(),
             spare_effects: Effects::default(),
@@ -124,7 +125,7 @@ impl Server {
             self.apply_effects();
             return Err(e);
         }
-        self.ready.push_back(id);
+        self.queue(id);
         Ok(id)
     }
 
@@ -204,26 +205,10 @@ impl Server {
                     }
                 }
                 if self.daemon.conn(id).is_some_and(|c| c.may_have_input(ev)) {
-                    self.ready.push_back(id);
+                    self.queue(id);
                 }
             }
-            for _ in 0..self.ready.len() {
-                let Some(id) = self.ready.pop_front() else {
-                    break;
-                };
-                self.serve(id);
-                // Reading a ring consumes its doorbell, which may have said
-                // "room to write" after the flush above: write now, or
-                // nothing will ask again.
-                if self
-                    .daemon
-                    .conn(id)
-                    .is_some_and(|c| !c.pending().is_empty())
-                {
-                    self.flush(id);
-                }
-                self.apply_effects();
-            }
+            self.serve_ready();
             self.daemon.live_update_check();
             self.apply_effects();
             self.unstall();
@@ -272,7 +257,7 @@ impl Server {
                 self.stalled.swap_remove(i);
             } else if self.daemon.may_read(id) {
                 self.stalled.swap_remove(i);
-                self.ready.push_back(id);
+                self.queue(id);
             } else {
                 i += 1;
             }
@@ -290,17 +275,49 @@ impl Server {
         true
     }
 
-    /// Reads and executes what connection `id` sent, a bounded amount,
-    /// then writes what it can. Reading took the transport's signals, and
-    /// a signal meaning "room to write" taken here is one the event loop
-    /// will never report (its readiness is re-checked, and gone): the
-    /// queued output must be tried now.
-    fn serve(&mut self, id: u32) {
-        self.receive_and_execute(id);
-        // The watchers' events go out before the reply (connections are
-        // flushed in the order their output was queued): a client that has
-        // its reply finds the events it caused delivered, and one sharing
-        // a CPU with the daemon is woken once, not once for each.
+    /// Connection `id` may have input to serve (see turns.rs).
+    fn queue(&mut self, id: u32) {
+        let in_transaction = self
+            .daemon
+            .conn(id)
+            .is_some_and(|c| !c.transactions.is_empty());
+        self.ready.push(id, in_transaction);
+    }
+
+    /// Serves up to TURNS_PER_POLL turns, least served connection first
+    /// (turns.rs), and returns to the poll for new arrivals. What a
+    /// connection's turns queued goes out when another's turn begins, so
+    /// a client that sent many requests gets their replies in one write.
+    fn serve_ready(&mut self) {
+        let mut last = None;
+        for _ in 0..TURNS_PER_POLL {
+            let Some(id) = self.ready.pop() else {
+                break;
+            };
+            if let Some(prev) = last.filter(|&prev| prev != id) {
+                self.end_turns(prev);
+            }
+            if self.turn(id) {
+                self.queue(id);
+            }
+            last = Some(id);
+        }
+        if let Some(prev) = last {
+            self.end_turns(prev);
+        }
+        let daemon = &self.daemon;
+        self.ready
+            .forget_closed(daemon.conn_count(), |id| daemon.conn(id).is_some());
+    }
+
+    /// Reading took the transport's signals, and a signal meaning "room to
+    /// write" taken there is one the event loop will never report (its
+    /// readiness is re-checked, and gone): queued output is tried now.
+    /// The watchers' events go out before the replies (connections are
+    /// flushed in the order their output was queued): a client that has
+    /// its reply finds the events it caused delivered, and one sharing a
+    /// CPU with the daemon is woken once, not once for each.
+    fn end_turns(&mut self, id: u32) {
         self.apply_effects();
         if self
             .daemon
@@ -311,61 +328,60 @@ impl Server {
         }
     }
 
-    fn receive_and_execute(&mut self, id: u32) {
-        // Requests left waiting by a stall run before anything more is read.
-        if !self.daemon.execute_input(id) {
-            return;
+    /// Connection `id`'s turn: its next request is executed, read first
+    /// if none is waiting. True when it may have more.
+    fn turn(&mut self, id: u32) -> bool {
+        let Some(conn) = self.daemon.conn(id) else {
+            return false;
+        };
+        let held = conn.throttled();
+        let waiting = conn.has_request();
+        if held || self.stall_if_over_quota(id) {
+            self.take_signals(id);
+            return false;
         }
-        for _ in 0..READS_PER_TURN {
-            let Some(conn) = self.daemon.conn_mut(id) else {
-                return;
-            };
-            let held = conn.throttled();
-            if held || self.stall_if_over_quota(id) {
-                self.take_signals(id);
-                return;
+        let mut drained = true;
+        if !waiting {
+            match self.receive(id) {
+                Some(d) => drained = d,
+                None => return false,
             }
-            let Some(conn) = self.daemon.conn_mut(id) else {
-                return;
-            };
-            let drained = match conn.receive() {
-                Ok(Received::Bytes { drained }) => drained,
+        }
+        if !self.daemon.execute_input(id, 1) {
+            return false;
+        }
+        let Some(conn) = self.daemon.conn_mut(id) else {
+            return false;
+        };
+        if conn.throttle_if_backed_up() {
+            return false;
+        }
+        conn.has_request() || !drained
+    }
+
+    /// Reads once from connection `id`: Some(drained) when bytes came,
+    /// None when nothing did (or it ended, and is closed).
+    fn receive(&mut self, id: u32) -> Option<bool> {
+        loop {
+            let conn = self.daemon.conn_mut(id)?;
+            match conn.receive() {
+                Ok(Received::Bytes { drained }) => return Some(drained),
                 Ok(Received::End) if conn.end_means_domain_gone() => {
                     self.daemon.domain_gone(id);
-                    return;
                 }
-                Ok(Received::End) => {
-                    self.daemon.close(id, 0, "eof");
-                    return;
-                }
+                Ok(Received::End) => self.daemon.close(id, 0, "eof"),
                 Err(e) if ring::transport::is_session_reset(&e) => {
                     self.reset(id, &e.to_string());
-                    return;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     let reason = format!("read error: {e}");
                     self.daemon.close(id, 0, &reason);
-                    return;
                 }
-            };
-            if !self.daemon.execute_input(id) {
-                return;
             }
-            if self
-                .daemon
-                .conn_mut(id)
-                .is_some_and(|c| c.throttle_if_backed_up())
-            {
-                return;
-            }
-            if drained {
-                return;
-            }
+            return None;
         }
-        // More may be waiting: come back after the others had a turn.
-        self.ready.push_back(id);
     }
 
     /// Connection `id` is not being read (stalled or throttled), but its
@@ -406,7 +422,7 @@ impl Server {
             return;
         };
         match conn.flush() {
-            Ok(true) => self.ready.push_back(id),
+            Ok(true) => self.queue(id),
             Ok(false) => {}
             Err(reason) => return self.daemon.close(id, 0, &reason),
         }

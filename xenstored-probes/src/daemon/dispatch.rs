@@ -105,14 +105,14 @@ enum Done {
 }
 
 impl Daemon {
-    /// Executes every complete message connection `id` has received;
-    /// false when that closed it.
-    pub fn execute_input(&mut self, id: u32) -> bool {
+    /// Executes up to `most` of the complete messages connection `id` has
+    /// received, in order; false when that closed it.
+    pub fn execute_input(&mut self, id: u32, most: usize) -> bool {
         let Some(conn) = self.conns.get_mut(&id) else {
             return false;
         };
         let mut input = conn.take_input();
-        loop {
+        for _ in 0..most {
             // As C xenstored, a domain over a quota is not read from: its
             // next request waits until replies and events drain.
             if !self.may_read(id) {

@@ -199,6 +199,11 @@ impl Daemon {
         self.conns.get(&id)
     }
 
+    /// How many connections are open.
+    pub fn conn_count(&self) -> usize {
+        self.conns.len()
+    }
+
     /// Every connection's id, in the order they were opened.
     fn conn_ids(&self) -> Vec<u32> {
         let mut ids: Vec<u32> = self.conns.keys().copied().collect();

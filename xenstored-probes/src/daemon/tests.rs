@@ -823,10 +823,10 @@ fn execute_input_stops_at_the_outstanding_quota() {
         })
         .unwrap();
     conn.restore_input(input);
-    assert!(d.execute_input(guest));
+    assert!(d.execute_input(guest, usize::MAX));
     assert_eq!(drain(&mut d, guest).len(), 2, "two answered, three wait");
-    assert!(d.execute_input(guest));
+    assert!(d.execute_input(guest, usize::MAX));
     assert_eq!(drain(&mut d, guest).len(), 2);
-    assert!(d.execute_input(guest));
+    assert!(d.execute_input(guest, usize::MAX));
     assert_eq!(drain(&mut d, guest).len(), 1);
 }

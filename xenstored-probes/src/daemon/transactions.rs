@@ -89,7 +89,14 @@ impl Daemon {
             self.quotas.get(Kind::TransactionNodes, call.who.domid) as usize
         };
         // A transaction's copies are charged to its owner, the caller.
-        let (caller, outside) = (call.who.domid, self.memory_outside(call));
+        // dom0 has no memory quota: its use is not summed (that would be
+        // a walk over all of dom0's connections for every request).
+        let caller = call.who.domid;
+        let outside = if caller == 0 {
+            0
+        } else {
+            self.memory_outside(call)
+        };
         let besides = |domid: u32| if domid == caller { outside } else { 0 };
         let allowance = |domid| memory_allowance(&self.quotas, domid, besides);
         let tx = self

@@ -1,0 +1,123 @@
+//! The event loop's turns (xenstored-probes/src/turns.rs) on the real
+//! daemon: a client that sent one request is served before another
+//! client's queued backlog drains, and each client's requests still run in
+//! the order it sent them. The order is read from a watcher, which hears
+//! every write in the order the daemon executed it.
+mod common;
+
+use common::shim::Shim;
+use common::wire;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+use xenstore_proto::wire::{Header, HEADER_LEN};
+
+const READ: u32 = 2;
+const WATCH: u32 = 4;
+const WRITE: u32 = 11;
+const WATCH_EVENT: u32 = 15;
+const SIGSTOP: i32 = 19;
+const SIGCONT: i32 = 18;
+/// The busy client's queued requests: ~36 KiB, more than the daemon reads
+/// at once, less than a socket buffer holds (the writes never block).
+const BACKLOG: u32 = 1000;
+
+fn connect(shim: &Shim) -> UnixStream {
+    let s = UnixStream::connect(&shim.socket).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s
+}
+
+fn write(path: &str, value: &str) -> Vec<u8> {
+    wire::message(WRITE, 0, 0, format!("{path}\0{value}").as_bytes())
+}
+
+/// The next message: its header and payload.
+fn next(s: &mut UnixStream) -> (Header, Vec<u8>) {
+    let mut h = [0u8; HEADER_LEN];
+    s.read_exact(&mut h).expect("a message within 30 s");
+    let header = Header::decode(&h);
+    let mut body = vec![0; header.len as usize];
+    s.read_exact(&mut body).unwrap();
+    (header, body)
+}
+
+/// The path of the next watch event.
+fn event(s: &mut UnixStream) -> String {
+    let (h, body) = next(s);
+    assert_eq!(h.ty, WATCH_EVENT, "{:?}", String::from_utf8_lossy(&body));
+    let path = body.split(|&b| b == 0).next().unwrap();
+    String::from_utf8(path.to_vec()).unwrap()
+}
+
+fn stopped(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // the state follows the parenthesised command name
+    stat.rsplit(')')
+        .next()
+        .unwrap()
+        .trim_start()
+        .starts_with('T')
+}
+
+#[test]
+fn a_light_request_is_served_before_a_busy_backlog_drains() {
+    let shim = Shim::start();
+    let mut watcher = connect(&shim);
+    watcher
+        .write_all(&wire::message(WATCH, 1, 0, b"/order\0t\0"))
+        .unwrap();
+    assert_eq!(next(&mut watcher).0.ty, WATCH);
+    assert_eq!(event(&mut watcher), "/order");
+    let (mut busy, mut light) = (connect(&shim), connect(&shim));
+    // A round trip each: both are accepted and idle.
+    for (c, name) in [(&mut busy, "busy"), (&mut light, "light")] {
+        c.write_all(&write(&format!("/order/{name}-ready"), ""))
+            .unwrap();
+        assert_eq!(next(c).0.ty, WRITE);
+        assert_eq!(event(&mut watcher), format!("/order/{name}-ready"));
+    }
+    // And one more on the watcher: the daemon has taken every readiness
+    // the two had raised (their clients reading the replies), so the next
+    // poll reports them in the order their requests arrive.
+    watcher
+        .write_all(&wire::message(READ, 2, 0, b"/order\0"))
+        .unwrap();
+    assert_eq!(next(&mut watcher).0.ty, READ);
+
+    // Both arrive while the daemon is stopped, the backlog first: busy is
+    // first among the connections the next poll reports.
+    common::signal(shim.pid(), SIGSTOP);
+    common::wait_for("the daemon to stop", common::TIMEOUT, || {
+        stopped(shim.pid())
+    });
+    let backlog: Vec<u8> = (0..BACKLOG)
+        .flat_map(|i| write(&format!("/order/busy/{i}"), "v"))
+        .collect();
+    busy.write_all(&backlog).unwrap();
+    light.write_all(&write("/order/light", "v")).unwrap();
+    common::signal(shim.pid(), SIGCONT);
+
+    let mut busy_before_light = None;
+    let mut next_busy = 0;
+    while next_busy < BACKLOG || busy_before_light.is_none() {
+        let path = event(&mut watcher);
+        if path == "/order/light" {
+            busy_before_light = Some(next_busy);
+            continue;
+        }
+        assert_eq!(path, format!("/order/busy/{next_busy}"), "busy's order");
+        next_busy += 1;
+    }
+    let before = busy_before_light.unwrap();
+    assert!(
+        before < BACKLOG,
+        "the light client's write ran after all {BACKLOG} of the busy client's"
+    );
+    // Its reply came too, and every one of the backlog's.
+    assert_eq!(next(&mut light).0.ty, WRITE);
+    for _ in 0..BACKLOG {
+        assert_eq!(next(&mut busy).0.ty, WRITE);
+    }
+    eprintln!("the light write ran after {before} of {BACKLOG} queued busy writes");
+}
