@@ -10,6 +10,7 @@ use crate::daemon::{Daemon, Effects};
 use crate::ring;
 use crate::service::log;
 use crate::service::notable::{Kind, Notable};
+use crate::stats_batch;
 use crate::transport::{Attachment, DomainMonitor, Listener, Transport};
 use mio::{Events, Interest, Poll, Token};
 use rustc_hash::FxHashMap;
@@ -155,7 +156,7 @@ impl Server {
             } else {
                 None
             };
-            match self.poll.poll(&mut events, timeout) {
+            match self.poll.poll(&mut events, with_stats_deadline(timeout)) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 r => r?,
             }
@@ -228,8 +229,11 @@ impl Server {
             self.apply_effects();
             self.unstall();
             if stop || self.daemon.live_update_ready() {
+                // Held counts reach the tracer before an exit or an exec.
+                stats_batch::flush();
                 return Ok(());
             }
+            stats_batch::flush_if_due();
         }
     }
 
@@ -454,5 +458,14 @@ impl Server {
             }
         }
         self.spare_effects = fx;
+    }
+}
+
+/// `timeout`, shortened to when the held `stats_batch` records are due,
+/// so an idle daemon still fires them within their bound.
+fn with_stats_deadline(timeout: Option<Duration>) -> Option<Duration> {
+    match (timeout, stats_batch::until_due()) {
+        (Some(t), Some(due)) => Some(t.min(due)),
+        (t, due) => t.or(due),
     }
 }
