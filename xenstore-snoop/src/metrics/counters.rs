@@ -1,6 +1,7 @@
 //! The kernel side of --metrics: bpf/xsmetrics.bpf.c attached to the
-//! daemon's `reply_stats` (else `reply`), `watch_event` and `tx_end` sites,
-//! counting in maps; read here once an interval into plain totals.
+//! daemon's `stats_batch` site (on an older daemon, to `reply_stats` or
+//! else `reply`, and `watch_event` and `tx_end`), counting in maps; read
+//! here once an interval into plain totals.
 
 use crate::capture::bpf::record::cookie_of;
 use crate::capture::bpf::{check_registers, explained, libbpf_log};
@@ -35,6 +36,7 @@ const T_WATCH_EVENTS: u32 = 0;
 const T_TX_COMMIT: u32 = 1;
 const T_TX_OTHER: u32 = 5;
 const T_DOMAIN_OVERFLOW: u32 = 6;
+const T_RECORDS_LOST: u32 = 7;
 
 /// Totals since the program was attached.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -48,6 +50,8 @@ pub struct Totals {
     pub transactions: [u64; 5],
     /// Firings counted only in the totals: the domain table was full.
     pub domain_overflow: u64,
+    /// Batched records not counted at all (unreadable, or an unknown kind).
+    pub records_lost: u64,
     /// domid → (requests, errors, watch events).
     pub domains: BTreeMap<u32, [u64; 3]>,
 }
@@ -69,19 +73,12 @@ impl Counters {
             .filter(|s| s.provider == PROVIDER)
             .filter_map(|s| Some((Probe::from_name(&s.name)?, s)))
             .collect();
-        // reply_stats carries what is counted and costs the daemon no
-        // strings; a shim older than it has only reply.
-        let replies = if ours.iter().any(|(p, _)| *p == Probe::ReplyStats) {
-            Probe::ReplyStats
-        } else {
-            Probe::Reply
-        };
-        let wanted = [replies, Probe::WatchEvent, Probe::TxEnd];
+        let wanted = counted_probes(&ours);
         let chosen: Vec<(Probe, &SdtProbe)> = ours
             .into_iter()
             .filter(|(p, _)| wanted.contains(p))
             .collect();
-        if !chosen.iter().any(|(p, _)| *p == replies) {
+        if !chosen.iter().any(|(p, _)| *p == wanted[0]) {
             bail!(
                 "{} has no xenstore:reply probe, which --metrics counts: \
                  is it a xenstored-shim built with probes?",
@@ -165,7 +162,10 @@ impl Counters {
                 "{}, {}",
                 chosen
                     .iter()
-                    .find(|(p, _)| matches!(p, Probe::Reply | Probe::ReplyStats))
+                    .find(|(p, _)| matches!(
+                        p,
+                        Probe::Reply | Probe::ReplyStats | Probe::StatsBatch
+                    ))
                     .map_or("?", |(p, _)| p.name()),
                 if multi {
                     "one uprobe-multi link"
@@ -202,6 +202,7 @@ impl Counters {
         }
         debug_assert_eq!(T_TX_COMMIT + 4, T_TX_OTHER);
         t.domain_overflow = percpu_sum(&maps.totals, T_DOMAIN_OVERFLOW)?;
+        t.records_lost = percpu_sum(&maps.totals, T_RECORDS_LOST)?;
         for key in maps.domains.keys() {
             let Some(v) = maps.domains.lookup(&key, MapFlags::ANY)? else {
                 continue; // deleted meanwhile
@@ -218,6 +219,23 @@ impl Counters {
     pub fn forget_domain(&self, domid: u32) {
         let _ = self.skel.maps.domains.delete(&domid.to_ne_bytes());
     }
+}
+
+/// The probes to count on, the one carrying replies first: `stats_batch`
+/// alone (it carries all three kinds of event, one trap per batch) where
+/// the daemon has it; else `reply_stats` (no strings rendered) or, on a
+/// shim older than both, `reply`, each with `watch_event` and `tx_end`.
+fn counted_probes(ours: &[(Probe, &SdtProbe)]) -> Vec<Probe> {
+    let has = |probe| ours.iter().any(|(p, _)| *p == probe);
+    if has(Probe::StatsBatch) {
+        return vec![Probe::StatsBatch];
+    }
+    let replies = if has(Probe::ReplyStats) {
+        Probe::ReplyStats
+    } else {
+        Probe::Reply
+    };
+    vec![replies, Probe::WatchEvent, Probe::TxEnd]
 }
 
 fn percpu_sum(map: &dyn MapCore, key: u32) -> Result<u64> {
