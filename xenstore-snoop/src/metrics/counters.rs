@@ -180,19 +180,22 @@ impl Counters {
     pub fn read(&self) -> Result<Totals> {
         let maps = &self.skel.maps;
         let mut t = Totals::default();
+        let requests = percpu_array_sums(&maps.requests)?;
+        let latency = percpu_array_sums(&maps.latency)?;
+        let at = |sums: &[u64], i: u32| sums.get(i as usize).copied().unwrap_or(0);
         for op in 0..OPS {
             for err in 0..ERRS {
-                let n = percpu_sum(&maps.requests, op * ERRS + err)?;
+                let n = at(&requests, op * ERRS + err);
                 if n > 0 {
                     t.requests.insert((op, err), n);
                 }
             }
             let mut buckets = [0u64; BUCKETS];
             for (b, slot) in buckets.iter_mut().enumerate() {
-                *slot = percpu_sum(&maps.latency, op * LAT_SLOTS + b as u32)?;
+                *slot = at(&latency, op * LAT_SLOTS + b as u32);
             }
             if buckets.iter().any(|&n| n > 0) {
-                let sum = percpu_sum(&maps.latency, op * LAT_SLOTS + BUCKETS as u32)?;
+                let sum = at(&latency, op * LAT_SLOTS + BUCKETS as u32);
                 t.latency.insert(op, (buckets, sum));
             }
         }
@@ -236,6 +239,65 @@ fn counted_probes(ours: &[(Probe, &SdtProbe)]) -> Vec<Probe> {
         Probe::Reply
     };
     vec![replies, Probe::WatchEvent, Probe::TxEnd]
+}
+
+/// Every entry of per-CPU array `map` of u64s, summed over the CPUs, by
+/// index: one BPF_MAP_LOOKUP_BATCH call (5.6+) where a lookup each would
+/// take thousands (libbpf-rs batches no per-CPU map, hence libbpf's call).
+fn percpu_array_sums(map: &dyn MapCore) -> Result<Vec<u64>> {
+    use std::os::fd::AsRawFd;
+    let what = || format!("reading {}", map.name().to_string_lossy());
+    let entries = map.max_entries() as usize;
+    let cpus = libbpf_rs::num_possible_cpus().with_context(what)?;
+    // The kernel gives a per-CPU value as one 8-byte slot per possible CPU.
+    debug_assert_eq!(map.value_size(), 8);
+    let mut keys = vec![0u32; entries];
+    let mut values = vec![0u64; entries * cpus];
+    let opts = libbpf_rs::libbpf_sys::bpf_map_batch_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_batch_opts>() as _,
+        ..Default::default()
+    };
+    // Where the next call starts (the kernel's cursor), and how many read.
+    let (mut cursor, mut read) = (None::<u32>, 0usize);
+    while read < entries {
+        let mut next = 0u32;
+        let mut count = (entries - read) as u32;
+        let start = cursor
+            .as_mut()
+            .map_or(std::ptr::null_mut(), |c| (c as *mut u32).cast());
+        // SAFETY: keys[read..] has room for `count` u32 keys and
+        // values[read * cpus..] for `count` values of `cpus` u64s, which is
+        // what the kernel writes for a per-CPU array of u64s; start (NULL:
+        // the first entry) and next are one u32 key each. All outlive the
+        // call.
+        let ret = unsafe {
+            libbpf_rs::libbpf_sys::bpf_map_lookup_batch(
+                map.as_fd().as_raw_fd(),
+                start,
+                (&mut next as *mut u32).cast(),
+                keys[read..].as_mut_ptr().cast(),
+                values[read * cpus..].as_mut_ptr().cast(),
+                &mut count,
+                &opts,
+            )
+        };
+        // ENOENT: the read reached the map's end, `count` entries in.
+        if ret < 0 && ret != -libc::ENOENT {
+            return Err(std::io::Error::from_raw_os_error(-ret)).with_context(what);
+        }
+        read += count as usize;
+        if ret < 0 || count == 0 {
+            break;
+        }
+        cursor = Some(next);
+    }
+    let mut sums = vec![0u64; entries];
+    for (i, key) in keys.iter().take(read).enumerate() {
+        if let Some(sum) = sums.get_mut(*key as usize) {
+            *sum = values[i * cpus..(i + 1) * cpus].iter().sum();
+        }
+    }
+    Ok(sums)
 }
 
 fn percpu_sum(map: &dyn MapCore, key: u32) -> Result<u64> {
