@@ -127,14 +127,14 @@ fn fire(batch: &mut Batch) {
     batch.len = 0;
 }
 
-/// How many records are held now (for tests).
-pub fn held() -> usize {
-    BATCH.with(|cell| cell.try_borrow().map_or(0, |b| b.len))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// How many records are held now.
+    fn held() -> usize {
+        BATCH.with(|cell| cell.try_borrow().map_or(0, |b| b.len))
+    }
 
     fn record(domid: u16) -> StatsRecord {
         StatsRecord {
