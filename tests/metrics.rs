@@ -432,3 +432,48 @@ fn an_older_shim_is_counted_on_reply_stats_or_reply() {
         assert!(ended.status.success(), "{:?}", ended.stderr);
     }
 }
+
+/// A scrape counts every event before it, although the shim hands its
+/// records over in batches up to 100 ms late: the exporter asks a CONTROL
+/// before it reads its counts, and the shim fires what it holds before it
+/// answers one. Each write is scraped once, at once, with no wait.
+#[test]
+fn a_scrape_counts_every_event_before_it() {
+    if !common::need_root("a_scrape_counts_every_event_before_it") {
+        return;
+    }
+    let shim = Shim::private_copy();
+    let mut exporter = Watched::spawn(
+        "xenstore-snoop --metrics",
+        Command::new(common::bin("xenstore-snoop"))
+            .args(["--metrics", "--metrics-listen", "127.0.0.1:0"])
+            .arg("--daemon-pid")
+            .arg(shim.pid().to_string())
+            .arg("--socket")
+            .arg(&shim.socket)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+        false,
+    );
+    exporter.wait_ready("the exporter to attach", TIMEOUT, |_, err| {
+        err.iter().any(|l| l.contains("/metrics"))
+    });
+    let banner = exporter.stderr().concat();
+    assert!(banner.contains(", stats_batch, "), "{banner}");
+    let port: u16 = banner
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {banner}"));
+    let mut xs = Xs::connect(&shim.socket).unwrap();
+    for n in 1..=5 {
+        xs.write(0, "/scraped", &n.to_string()).unwrap();
+        let text = http_get(port, "/metrics").expect("a scrape");
+        let want = format!(r#"xenstore_requests_total{{op="XS_WRITE",result="ok"}} {n}"#);
+        assert!(text.lines().any(|l| l == want), "want {want} in\n{text}");
+    }
+    let ended = exporter.stop(SIGTERM, TIMEOUT);
+    assert!(ended.status.success(), "{:?}", ended.stderr);
+}

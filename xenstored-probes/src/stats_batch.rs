@@ -3,7 +3,9 @@
 //! batch, so a counting tracer takes one trap per batch rather than one
 //! per request. A batch fires when full, when its first record is
 //! [`FLUSH_AFTER_MS`] old (the event loop wakes for that: [`until_due`]),
-//! and before the daemon exits or execs ([`flush`]). One event loop thread
+//! before the daemon exits or execs, and before it answers a CONTROL
+//! ([`flush`]: an exporter asking one then counts every event before its
+//! question). One event loop thread
 //! adds and fires, so the batch is the thread's own.
 
 use std::cell::RefCell;

@@ -78,9 +78,11 @@
  *              tx_end count, one firing per 256 events instead of one
  *              each: only while it is traced, the daemon appends a record
  *              per event and fires when 256 are held, when the first held
- *              is 100 ms old (an idle daemon wakes for it), and before it
- *              exits or execs a live update. Counts arrive up to 100 ms
- *              late. The records are valid only during the firing.
+ *              is 100 ms old (an idle daemon wakes for it), before it
+ *              exits or execs a live update, and before it answers an
+ *              XS_CONTROL. Counts arrive up to 100 ms late, but a tracer
+ *              that asks a CONTROL first has every earlier event's. The
+ *              records are valid only during the firing.
  * flags: bit 0 = str1 truncated, bit 1 = str2 truncated,
  *        bit 2 = str3 truncated.
  *
