@@ -345,13 +345,12 @@ pub fn reply(
     result: Result<&[u8], (crate::wire::XsError, &str)>,
 ) {
     if stats_batch::enabled() && in_flight.serial == serial {
-        let now = monotonic_ns();
         let errno = match result {
             Ok(_) => 0,
             Err((e, _)) => e.errno() as u16, // Linux errnos fit 16 bits
         };
         let record = StatsRecord {
-            elapsed_ns: now.saturating_sub(in_flight.decoded_ns),
+            elapsed_ns: monotonic_ns().saturating_sub(in_flight.decoded_ns),
             pid: who.pid,
             domid: who.domid,
             op: Ident::op_of(op),
@@ -359,7 +358,7 @@ pub fn reply(
             kind: StatsKind::Reply as u8,
             ..Default::default()
         };
-        stats_batch::add(record, Some(now));
+        stats_batch::add(record);
     }
     #[cfg(feature = "probes")]
     if semaphore::reply_stats.enabled() && in_flight.serial == serial {
@@ -458,7 +457,7 @@ pub fn watch_event(serial: u64, who: &Who, firer: u32, path: &[u8], token: &[u8]
             kind: StatsKind::WatchEvent as u8,
             ..Default::default()
         };
-        stats_batch::add(record, None);
+        stats_batch::add(record);
     }
     fire!(watch_event, |strings| {
         let (ident, client) = pack_who(who, crate::wire::MsgType::WatchEvent as u32, 0);
@@ -500,7 +499,7 @@ pub fn tx_end(serial: u64, who: &Who, tx_id: u32, outcome: TxOutcome, reason: &s
             outcome: outcome.code() as u8,
             ..Default::default()
         };
-        stats_batch::add(record, None);
+        stats_batch::add(record);
     }
     fire!(tx_end, |strings| {
         let op = crate::wire::MsgType::TransactionEnd as u32;

@@ -24,6 +24,8 @@ const LISTENER_BASE: usize = 1 << 40;
 const STOP: usize = LISTENER_BASE - 1;
 /// The domain monitor's token (likewise).
 const DOMAIN_MONITOR: usize = LISTENER_BASE - 2;
+/// stats_batch's deadline timer's token (likewise).
+const STATS_DEADLINE: usize = LISTENER_BASE - 3;
 /// Reads per connection before others get a turn.
 const READS_PER_TURN: usize = 16;
 
@@ -58,8 +60,10 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
 impl Server {
     pub fn new(daemon: Daemon) -> io::Result<Server> {
+        let poll = Poll::new()?;
+        poll_stats_deadline(&poll)?;
         Ok(Server {
-            poll: Poll::new()?,
+            poll,
             daemon,
             ports: FxHashMap::default(),
             next_port: LISTENER_BASE,
@@ -156,7 +160,7 @@ impl Server {
             } else {
                 None
             };
-            match self.poll.poll(&mut events, with_stats_deadline(timeout)) {
+            match self.poll.poll(&mut events, timeout) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 r => r?,
             }
@@ -172,6 +176,10 @@ impl Server {
                 }
                 if token == DOMAIN_MONITOR {
                     self.check_domains();
+                    continue;
+                }
+                if token == STATS_DEADLINE {
+                    stats_batch::on_deadline();
                     continue;
                 }
                 if token >= LISTENER_BASE {
@@ -233,7 +241,6 @@ impl Server {
                 stats_batch::flush();
                 return Ok(());
             }
-            stats_batch::flush_if_due();
         }
     }
 
@@ -461,11 +468,16 @@ impl Server {
     }
 }
 
-/// `timeout`, shortened to when the held `stats_batch` records are due,
-/// so an idle daemon still fires them within their bound.
-fn with_stats_deadline(timeout: Option<Duration>) -> Option<Duration> {
-    match (timeout, stats_batch::until_due()) {
-        (Some(t), Some(due)) => Some(t.min(due)),
-        (t, due) => t.or(due),
+/// Polls `stats_batch`'s deadline timer, so an idle daemon still fires the
+/// records it holds within their bound (events: [`STATS_DEADLINE`]).
+fn poll_stats_deadline(poll: &Poll) -> io::Result<()> {
+    match stats_batch::deadline_fd() {
+        Some(fd) => poll.registry().register(
+            &mut mio::unix::SourceFd(&fd),
+            Token(STATS_DEADLINE),
+            Interest::READABLE,
+        ),
+        // No timerfd: batches fire when full, at a CONTROL and at exit.
+        None => Ok(()),
     }
 }
