@@ -114,10 +114,17 @@ pub fn limits(m: &MetricsResult) -> Vec<String> {
         let (added, full_added) = ((metrics - none) * 1e3, (full - none) * 1e3);
         let added_by = |k| cpu(k).map(|f| (f - none) * 1e3);
         let batch_floor = added_by(4).map_or(String::new(), |b| {
+            let counting = if added > b {
+                format!(
+                    "counting the records in maps adds the other {:.0} ns",
+                    added - b
+                )
+            } else {
+                "counting the records in maps adds nothing this run could tell apart".to_string()
+            };
             format!(
                 " An empty program on stats_batch adds {b:.0} ns: the daemon's records and the \
-                 batch's trap; counting the records in maps adds the other {:.0} ns.",
-                added - b
+                 batch's trap; {counting}."
             )
         });
         let per_op_floor = added_by(3).map_or(String::new(), |f| {
