@@ -336,13 +336,13 @@ fn counts_in_the_kernel(kernel: &str, how: &str) {
 #[test]
 fn debian12s_kernel_6_1_runs_the_metrics_program() {
     if prerequisites("debian12s_kernel_6_1_runs_the_metrics_program") {
-        counts_in_the_kernel("6.1", "reply_stats, a uprobe link per site");
+        counts_in_the_kernel("6.1", "stats_batch, a uprobe link per site");
     }
 }
 
 #[test]
 fn debian13s_kernel_6_12_runs_the_metrics_program() {
     if prerequisites("debian13s_kernel_6_12_runs_the_metrics_program") {
-        counts_in_the_kernel("6.12", "reply_stats, one uprobe-multi link");
+        counts_in_the_kernel("6.12", "stats_batch, one uprobe-multi link");
     }
 }

@@ -1,6 +1,8 @@
 //! bpftrace attached by binary path to a live shim sees a request, its
 //! response under the same serial, and the watch event that request fired;
 //! and a real client's request fires `reply` once, with the whole operation.
+//! `stats_batch` fires a full batch at once and an idle daemon's held
+//! records within its bound.
 mod common;
 
 use common::process::{BoundedOutput, StopOnDrop};
@@ -350,4 +352,103 @@ usdt:{bin}:{PROVIDER}:{probe} {{
         field(&read, "elapsed").parse::<u64>().unwrap() > 0,
         "{read}"
     );
+}
+
+/// `stats_batch` as a tracer other than --metrics reads it: 1000 pipelined
+/// requests arrive in batches of at most 256, at least one of them full
+/// (a full batch fires at once, not at its deadline), and every record
+/// arrives: the last few while the daemon is idle (the event loop wakes
+/// for the deadline). Then one request on an idle daemon arrives alone,
+/// its record as the crate lays it out.
+#[test]
+fn stats_batch_fires_full_batches_at_once_and_an_idle_daemons_within_its_bound() {
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+    use xenstore_proto::stats::{StatsKind, BATCH_RECORDS, LAYOUT, RECORD_FIELDS};
+    let test = "stats_batch_fires_full_batches_at_once_and_an_idle_daemons_within_its_bound";
+    if !common::need_root(test) {
+        return;
+    }
+    let shim = Shim::private_copy();
+    let (bin, probe) = (shim.binary.display(), Probe::StatsBatch.name());
+    let at = |name: &str| RECORD_FIELDS.iter().find(|f| f.0 == name).unwrap().1;
+    let (kind, op, errno, domid, pid) = (at("kind"), at("op"), at("errno"), at("domid"), at("pid"));
+    let script = format!(
+        r#"
+BEGIN {{ printf("READY\n"); }}
+usdt:{bin}:{PROVIDER}:{probe} {{
+  $r = (uint64)reg("r10");
+  printf("BATCH n=%llu layout=%s kind=%u op=%u errno=%u dom=%u pid=%u\n", arg3, str(arg4),
+         *(uint8 *)uptr($r + {kind}), *(uint16 *)uptr($r + {op}),
+         *(uint16 *)uptr($r + {errno}), *(uint16 *)uptr($r + {domid}),
+         *(uint32 *)uptr($r + {pid}));
+}}
+"#
+    );
+    let (_bt, rx) = bpftrace(&script);
+    let batches_until = |total: u64, lines: &mut Vec<String>| {
+        let deadline = Instant::now() + TIMEOUT;
+        let mut sum = 0;
+        while sum < total {
+            let wait = deadline.saturating_duration_since(Instant::now());
+            let line = rx
+                .recv_timeout(wait)
+                .unwrap_or_else(|_| panic!("{sum} of {total} records arrived: {lines:#?}"));
+            sum += field(&line, "n").parse::<u64>().unwrap();
+            lines.push(line);
+        }
+        assert_eq!(sum, total, "{lines:#?}");
+    };
+
+    // Written at once, so the daemon reads them faster than its deadline.
+    let requests = 1000;
+    let mut stream = UnixStream::connect(&shim.socket).unwrap();
+    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let burst: Vec<u8> = (0..requests)
+        .flat_map(|i| common::wire::message(MsgType::Read as u32, i, 0, b"/sb/none\0"))
+        .collect();
+    stream.write_all(&burst).unwrap();
+    for _ in 0..requests {
+        common::wire::reply(&mut stream);
+    }
+    let mut lines = Vec::new();
+    batches_until(requests as u64, &mut lines);
+    let sizes: Vec<usize> = lines
+        .iter()
+        .map(|l| field(l, "n").parse().unwrap())
+        .collect();
+    assert!(sizes.iter().all(|&n| n <= BATCH_RECORDS), "{sizes:?}");
+    assert!(sizes.contains(&BATCH_RECORDS), "no full batch: {sizes:?}");
+    eprintln!("stats_batch: 1000 requests in batches of {sizes:?}");
+
+    // One request, then nothing: it arrives alone, on the deadline.
+    let (header, body) = {
+        stream
+            .write_all(&common::wire::message(
+                MsgType::Read as u32,
+                1,
+                0,
+                b"/sb/none\0",
+            ))
+            .unwrap();
+        common::wire::reply(&mut stream)
+    };
+    assert_eq!(header.ty, MsgType::Error as u32, "{body:?}");
+    let mut lines = Vec::new();
+    batches_until(1, &mut lines);
+    let line = &lines[0];
+    assert_eq!(field(line, "layout"), LAYOUT.to_str().unwrap(), "{line}");
+    assert_eq!(
+        field(line, "kind"),
+        (StatsKind::Reply as u8).to_string(),
+        "{line}"
+    );
+    assert_eq!(
+        field(line, "op"),
+        (MsgType::Read as u32).to_string(),
+        "{line}"
+    );
+    assert_eq!(field(line, "errno"), "2", "ENOENT: {line}");
+    assert_eq!(field(line, "dom"), "0", "{line}");
+    assert_eq!(field(line, "pid"), std::process::id().to_string(), "{line}");
 }

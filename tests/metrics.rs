@@ -171,8 +171,9 @@ fn prometheus_sees_what_a_known_workload_did() {
         err.iter().any(|l| l.contains("/metrics"))
     });
     let banner = exporter.stderr().concat();
-    // Counting on the string-free reply probe the shim has.
-    assert!(banner.contains(", reply_stats, "), "{banner}");
+    // Counting on the batched probe the shim has: counts arrive up to
+    // its flush bound late, and every wait below polls.
+    assert!(banner.contains(", stats_batch, "), "{banner}");
     let exporter_port: u16 = banner
         .split("http://127.0.0.1:")
         .nth(1)
@@ -332,6 +333,146 @@ fn prometheus_sees_what_a_known_workload_did() {
         gone("xenstore_domain_info");
         gone("xenstore_domain_requests_total");
         gone("xenstore_domain_quota_used");
+    }
+    let ended = exporter.stop(SIGTERM, TIMEOUT);
+    assert!(ended.status.success(), "{:?}", ended.stderr);
+}
+
+/// A private copy of the shim as an older one looks to the exporter: the
+/// USDT notes of the probes `hidden` renamed (same length, a name no
+/// tracer knows), so no tracer finds or raises them.
+fn shim_without_probes(hidden: &[&str]) -> Shim {
+    let dir = scratch_dir("metrics-older-shim").unwrap();
+    let mut image = std::fs::read(common::bin("xenstored-shim")).unwrap();
+    for name in hidden {
+        // A note names its provider, then its probe, each NUL-ended.
+        let note = format!("{}\0{name}\0", xenstore_proto::PROVIDER);
+        let at: Vec<usize> = image
+            .windows(note.len())
+            .enumerate()
+            .filter(|(_, w)| *w == note.as_bytes())
+            .map(|(i, _)| i)
+            .collect();
+        assert!(!at.is_empty(), "no note for {name}");
+        for i in at {
+            let name_at = i + xenstore_proto::PROVIDER.len() + 1;
+            image[name_at..name_at + name.len()].fill(b'_');
+        }
+    }
+    let binary = dir.join("xenstored-shim");
+    std::fs::write(&binary, &image).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+    Shim::launch("older xenstored-shim", &binary, dir, &[]).unwrap()
+}
+
+/// The exporter's fallbacks, on a real shim whose notes lack the probes it
+/// prefers: without `stats_batch` it counts on `reply_stats`, without both
+/// on `reply` (each with `watch_event` and `tx_end`); its banner names the
+/// probe and its textfile counts a known workload exactly.
+#[test]
+fn an_older_shim_is_counted_on_reply_stats_or_reply() {
+    if !common::need_root("an_older_shim_is_counted_on_reply_stats_or_reply") {
+        return;
+    }
+    let cases: [(&[&str], &str); 2] = [
+        (&["stats_batch"], "reply_stats"),
+        (&["stats_batch", "reply_stats"], "reply"),
+    ];
+    for (hidden, counted) in cases {
+        let shim = shim_without_probes(hidden);
+        let textfile = private_dir(&format!("metrics-older-{counted}"));
+        std::fs::create_dir_all(&textfile).unwrap();
+        let mut exporter = Watched::spawn(
+            "xenstore-snoop --metrics",
+            Command::new(common::bin("xenstore-snoop"))
+                .args(["--metrics", "--interval", "0.2", "--daemon-pid"])
+                .arg(shim.pid().to_string())
+                .arg("--socket")
+                .arg(&shim.socket)
+                .arg("--metrics-textfile")
+                .arg(&textfile)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped()),
+            false,
+        );
+        exporter.wait_ready("the exporter to attach", TIMEOUT, |_, err| {
+            err.iter().any(|l| l.contains("metrics of daemon"))
+        });
+        let banner = exporter.stderr().concat();
+        assert!(banner.contains(&format!(", {counted}, ")), "{banner}");
+
+        let mut xs = Xs::connect(&shim.socket).unwrap();
+        for node in ["/fb/a", "/fb/b", "/fb/c"] {
+            xs.write(0, node, "1").unwrap();
+        }
+        xs.watch("/fb", "tok").unwrap();
+        assert_eq!(xs_error(xs.read(0, "/fb/missing")), "ENOENT");
+        let tx = xs.transaction_start().unwrap();
+        xs.write(tx, "/fb/d", "1").unwrap();
+        xs.transaction_end(tx, true).unwrap();
+        let want = [
+            r#"xenstore_requests_total{op="XS_WRITE",result="ok"} 4"#,
+            r#"xenstore_requests_total{op="XS_READ",result="ENOENT"} 1"#,
+            r#"xenstore_requests_total{op="XS_TRANSACTION_END",result="ok"} 1"#,
+            // The watch's first event, and /fb/d's at the commit.
+            "xenstore_watch_events_total 2",
+            r#"xenstore_transactions_total{outcome="commit"} 1"#,
+        ];
+        let prom = textfile.join("xenstore.prom");
+        let mut text = String::new();
+        let counted_all =
+            xenstore_testkit::wait::wait_until("the workload counted", TIMEOUT, || {
+                text = std::fs::read_to_string(&prom).unwrap_or_default();
+                want.iter().all(|w| text.lines().any(|l| l == *w))
+            });
+        assert!(counted_all.is_ok(), "{counted}: want {want:#?} in\n{text}");
+        let ended = exporter.stop(SIGTERM, TIMEOUT);
+        assert!(ended.status.success(), "{:?}", ended.stderr);
+    }
+}
+
+/// A scrape counts every event before it, although the shim hands its
+/// records over in batches up to 100 ms late: the exporter asks a CONTROL
+/// before it reads its counts, and the shim fires what it holds before it
+/// answers one. Each write is scraped once, at once, with no wait.
+#[test]
+fn a_scrape_counts_every_event_before_it() {
+    if !common::need_root("a_scrape_counts_every_event_before_it") {
+        return;
+    }
+    let shim = Shim::private_copy();
+    let mut exporter = Watched::spawn(
+        "xenstore-snoop --metrics",
+        Command::new(common::bin("xenstore-snoop"))
+            .args(["--metrics", "--metrics-listen", "127.0.0.1:0"])
+            .arg("--daemon-pid")
+            .arg(shim.pid().to_string())
+            .arg("--socket")
+            .arg(&shim.socket)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+        false,
+    );
+    exporter.wait_ready("the exporter to attach", TIMEOUT, |_, err| {
+        err.iter().any(|l| l.contains("/metrics"))
+    });
+    let banner = exporter.stderr().concat();
+    assert!(banner.contains(", stats_batch, "), "{banner}");
+    let port: u16 = banner
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {banner}"));
+    let mut xs = Xs::connect(&shim.socket).unwrap();
+    for n in 1..=5 {
+        xs.write(0, "/scraped", &n.to_string()).unwrap();
+        let text = http_get(port, "/metrics").expect("a scrape");
+        let want = format!(r#"xenstore_requests_total{{op="XS_WRITE",result="ok"}} {n}"#);
+        assert!(text.lines().any(|l| l == want), "want {want} in\n{text}");
     }
     let ended = exporter.stop(SIGTERM, TIMEOUT);
     assert!(ended.status.success(), "{:?}", ended.stderr);

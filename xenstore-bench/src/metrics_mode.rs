@@ -1,6 +1,8 @@
 //! The metrics section: the shim unsnooped, under `xenstore-snoop
-//! --metrics` (counting in the kernel) and under full tracing (the BPF back
-//! end, every reply to user space), side by side; and the exporter's
+//! --metrics` (counting in the kernel, from the daemon's batched records)
+//! and under full tracing (the BPF back end, every reply to user space),
+//! side by side with two floors (an empty program on a per-op probe and on
+//! the batched one); and the exporter's
 //! resident memory with 1000 live domains, each of which made a request,
 //! and with twice as many (past its cap on domains with series of their
 //! own): what bounds it.
@@ -42,11 +44,12 @@ pub struct ExporterAt {
     pub bytes: usize,
 }
 
-pub const CONFIGS: [&str; 4] = [
+pub const CONFIGS: [&str; 5] = [
     "shim",
     "shim + xenstore-snoop --metrics",
     "shim + xenstore-snoop (bpf)",
     "shim + a BPF program on reply_stats that only tests a map (bpftrace)",
+    "shim + a BPF program on stats_batch that only tests a map (bpftrace)",
 ];
 
 pub fn run(b: &Builds, budget: &Budget) -> MetricsResult {
@@ -62,12 +65,17 @@ pub fn run(b: &Builds, budget: &Budget) -> MetricsResult {
         args: vec!["--backend".into(), "bpf".into()],
     };
     // The floor of any per-op BPF counter: the trap and the kernel's entry
-    // into a program on the probe --metrics uses. Line-buffered: it prints
-    // once, the attach marker, which must reach the file.
-    let floor = floor_script().map(|script| TracerKind::Bpftrace {
-        script,
-        buffering: "line",
-    });
+    // into a program on reply_stats, a probe firing once per op. Then the
+    // floor of --metrics itself: the daemon's records and one trap per
+    // batch, counting nothing. Line-buffered: each prints once, the attach
+    // marker, which must reach the file.
+    let empty_on = |probe: &str| {
+        empty_program(probe).map(|script| TracerKind::Bpftrace {
+            script,
+            buffering: "line",
+        })
+    };
+    let (per_op_floor, batch_floor) = (empty_on("reply_stats"), empty_on("stats_batch"));
     let cases = vec![
         Case::raw(Workload::Read, 1, Pin::Cpu0),
         Case::raw(Workload::Write, 1, Pin::Cpu0),
@@ -81,10 +89,8 @@ pub fn run(b: &Builds, budget: &Budget) -> MetricsResult {
             0 => None,
             1 => Some((&metrics, b.shim.as_path())),
             2 => Some((&full, b.shim.as_path())),
-            _ => Some((
-                floor.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?,
-                b.shim.as_path(),
-            )),
+            3 => Some((floor(&per_op_floor)?, b.shim.as_path())),
+            _ => Some((floor(&batch_floor)?, b.shim.as_path())),
         };
         run_case(d, case, budget.run, None, tracer, &mut counts)
     });
@@ -95,14 +101,19 @@ pub fn run(b: &Builds, budget: &Budget) -> MetricsResult {
     }
 }
 
-/// bpftrace on `reply_stats` testing one map a firing; it prints the
-/// attach marker once, on its first firing, for Tracer::attach.
-fn floor_script() -> Result<std::path::PathBuf> {
-    let script = scratch_dir("metrics-floor")?.join("floor.bt");
+/// A floor's tracer, or why it could not be made.
+fn floor(f: &Result<TracerKind>) -> Result<&TracerKind> {
+    f.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))
+}
+
+/// bpftrace on `probe` testing one map a firing; it prints the attach
+/// marker once, on its first firing, for Tracer::attach.
+fn empty_program(probe: &str) -> Result<std::path::PathBuf> {
+    let script = scratch_dir(&format!("metrics-floor-{probe}"))?.join("floor.bt");
     std::fs::write(
         &script,
         format!(
-            "usdt:$1:xenstore:reply_stats /@shown == 0/ {{ @shown = 1; printf(\"{}\\n\"); }}\n",
+            "usdt:$1:xenstore:{probe} /@shown == 0/ {{ @shown = 1; printf(\"{}\\n\"); }}\n",
             crate::tracers::MARKER
         ),
     )?;

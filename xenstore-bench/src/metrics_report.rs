@@ -52,9 +52,14 @@ fn cpu_goal(m: &MetricsResult) -> GoalRow {
         let cpu = |k| c.median(ci, k).map(|s| s.daemon_cpu_us);
         if let (Some(none), Some(metrics), Some(full)) = (cpu(0), cpu(1), cpu(2)) {
             let share = (metrics - none) / (full - none);
-            let floor = cpu(3).map_or(String::new(), |f| {
-                format!(" (an empty program's: {:.2})", (f - none) / (full - none))
-            });
+            let of_full = |k| cpu(k).map(|f| (f - none) / (full - none));
+            let floor = match (of_full(4), of_full(3)) {
+                (Some(batch), Some(per_op)) => format!(
+                    " (an empty program on stats_batch: {batch:.2}; on reply_stats, per op: \
+                     {per_op:.2})"
+                ),
+                _ => String::new(),
+            };
             parts.push(format!("{} {share:.2}{floor}", case.workload.name()));
             worst = Some(worst.map_or(share, |w: f64| w.max(share)));
         }
@@ -107,29 +112,44 @@ pub fn limits(m: &MetricsResult) -> Vec<String> {
             continue;
         };
         let (added, full_added) = ((metrics - none) * 1e3, (full - none) * 1e3);
-        let floor = cpu(3).map_or(String::new(), |f| {
-            let f = (f - none) * 1e3;
+        let added_by = |k| cpu(k).map(|f| (f - none) * 1e3);
+        let batch_floor = added_by(4).map_or(String::new(), |b| {
+            let counting = if added > b {
+                format!(
+                    "counting the records in maps adds the other {:.0} ns",
+                    added - b
+                )
+            } else {
+                "counting the records in maps adds nothing this run could tell apart".to_string()
+            };
             format!(
-                " A BPF program on reply_stats that only tests a map adds {f:.0} ns ({:.0}% of \
-                 full tracing's): the trap and the kernel's entry into BPF, which any per-op \
-                 counter pays; --metrics' own program and the daemon's side of reply_stats add \
-                 the other {:.0} ns.",
-                100.0 * f / full_added,
-                added - f
+                " An empty program on stats_batch adds {b:.0} ns: the daemon's records and the \
+                 batch's trap; {counting}."
+            )
+        });
+        let per_op_floor = added_by(3).map_or(String::new(), |f| {
+            format!(
+                " An empty program on reply_stats, a probe firing once per op, adds {f:.0} ns \
+                 ({:.0}% of full tracing's): the trap and the kernel's entry into BPF, which a \
+                 counter taking a trap per request pays and --metrics no longer does.",
+                100.0 * f / full_added
             )
         });
         notes.push(format!(
             "Metrics mode, {}: the shim spends {none:.2} µs of CPU per op unsnooped, {metrics:.2} µs \
              under --metrics and {full:.2} µs under full tracing: --metrics adds {added:.0} ns per op, \
              {:.0}% of full tracing's {full_added:.0} ns (daemon CPU per op ratio {}, ops/s ratio {}). \
-             Both pay one uprobe trap per op on the daemon's thread; --metrics' firing is \
-             reply_stats (no strings rendered) and its program only adds to maps, full tracing's \
-             renders reply's strings and copies them to a ring buffer: what --metrics keeps of \
-             the cost is the trap.{floor}",
+             --metrics counts on stats_batch: the daemon appends a 24-byte record per reply, watch \
+             event and transaction end (reading the clock twice a request) and traps once per \
+             {} records or {} ms, and the program counts each record in maps on the daemon's \
+             thread; full tracing traps on every reply, renders its strings and copies them to a \
+             ring buffer.{batch_floor}{per_op_floor}",
             case.describe().replace(" | ", ", "),
             100.0 * added / full_added,
             c.cpu_ratio(ci, 1, 0).map_or("?".into(), |x| format!("{x:.3}")),
             c.ratio(ci, 1, 0).map_or("?".into(), |x| format!("{x:.3}")),
+            xenstore_proto::stats::BATCH_RECORDS,
+            xenstore_proto::stats::FLUSH_AFTER_MS,
         ));
     }
     notes

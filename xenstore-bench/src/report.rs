@@ -605,11 +605,13 @@ fn metrics_section(m: &crate::metrics_mode::MetricsResult) -> String {
     let _ = writeln!(
         s,
         "\n## 9. Metrics mode\n\nThe shim unsnooped, under `xenstore-snoop --metrics` \
-         (xsmetrics.bpf.c counts each reply, watch event and transaction end in maps; the \
-         exporter reads them and writes a textfile every second here) and under full \
-         tracing (the BPF back end, every reply to user space, output to a file); last, \
-         a bpftrace program on reply_stats that only tests a map: the floor of any per-op \
-         counter.\n"
+         (the daemon batches a record per reply, watch event and transaction end into \
+         stats_batch firings; xsmetrics.bpf.c counts each record in maps; the exporter \
+         reads them and writes a textfile every second here) and under full tracing (the \
+         BPF back end, every reply to user space, output to a file); then a bpftrace \
+         program on reply_stats that only tests a map (the floor of any counter taking a \
+         trap per op), and one on stats_batch (the floor of --metrics: the daemon's \
+         records and a trap per batch).\n"
     );
     s += &table(
         &m.comparison,
@@ -877,7 +879,7 @@ mod tests {
                 per_firing: comparison(6),
             }),
             metrics: Some(crate::metrics_mode::MetricsResult {
-                comparison: comparison(4),
+                comparison: comparison(5),
                 at_1000: Ok(crate::metrics_mode::ExporterAt {
                     domains: 1000,
                     rss_kib: 4096,

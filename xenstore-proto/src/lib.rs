@@ -6,7 +6,8 @@
 //! - [`probe`]: the `xenstore` USDT provider's probe list and what each
 //!   argument carries; [`packing`]: how several integers share one 64-bit
 //!   argument, by named shift and width, with pack and unpack; [`peer`]:
-//!   how `conn_open` describes the peer.
+//!   how `conn_open` describes the peer; [`stats`]: the records
+//!   `stats_batch` carries.
 //!
 //! To add a message type: [`wire`]. To add a probe or a field: [`probe`] and
 //! [`packing`], then xenstored-probes/src/xenstore.d and the scripts, which
@@ -16,6 +17,7 @@ pub mod packing;
 pub mod peer;
 pub mod probe;
 pub mod reason;
+pub mod stats;
 pub mod wire;
 
 pub use packing::{flag, Client, CutExtra, Field, Ident, RequestExtra, ResponseExtra};

@@ -26,6 +26,10 @@ pub enum Probe {
     /// `reply`'s numbers without its strings, for tracers that only count:
     /// the daemon renders nothing for it.
     ReplyStats,
+    /// What `reply_stats`, `watch_event` and `tx_end` count, batched: a
+    /// pointer to [`crate::stats::StatsRecord`]s and their number, one
+    /// firing per batch (full, or [`crate::stats::FLUSH_AFTER_MS`] old).
+    StatsBatch,
 }
 
 /// The arguments every probe starts with, in order: (name, C type in
@@ -69,6 +73,19 @@ const REPLY_STATS_ARGS: [(&str, &str); 7] = [
     ("elapsed_ns", "uint64_t"),
 ];
 
+/// `stats_batch`'s arguments: the six (serial, ident and client 0, extra
+/// the record count, str1 the layout's name, str2 ""), then the records'
+/// address.
+const STATS_BATCH_ARGS: [(&str, &str); 7] = [
+    ARGS[0],
+    ARGS[1],
+    ARGS[2],
+    ARGS[3],
+    ARGS[4],
+    ARGS[5],
+    ("records", "uint64_t"),
+];
+
 /// What a probe's `extra` argument (arg3) holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Extra {
@@ -81,7 +98,7 @@ pub enum Extra {
 }
 
 impl Probe {
-    pub const ALL: [Probe; 9] = [
+    pub const ALL: [Probe; 10] = [
         Probe::Request,
         Probe::Response,
         Probe::WatchEvent,
@@ -91,6 +108,7 @@ impl Probe {
         Probe::Reply,
         Probe::Truncated,
         Probe::ReplyStats,
+        Probe::StatsBatch,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -104,6 +122,7 @@ impl Probe {
             Probe::Reply => "reply",
             Probe::Truncated => "truncated",
             Probe::ReplyStats => "reply_stats",
+            Probe::StatsBatch => "stats_batch",
         }
     }
 
@@ -112,6 +131,7 @@ impl Probe {
         match self {
             Probe::Reply => &REPLY_ARGS,
             Probe::ReplyStats => &REPLY_STATS_ARGS,
+            Probe::StatsBatch => &STATS_BATCH_ARGS,
             _ => &ARGS,
         }
     }
@@ -142,6 +162,8 @@ impl Probe {
             // A [`TxOutcome`] code.
             Probe::TxEnd => Extra::Whole("outcome"),
             Probe::Truncated => Extra::Packed(&CutExtra::FIELDS),
+            // How many records `records` points at.
+            Probe::StatsBatch => Extra::Whole("record_count"),
         }
     }
 
@@ -163,6 +185,8 @@ impl Probe {
             Probe::Truncated => ("cut_probe", None),
             // A static string: the error's name, "" for success.
             Probe::ReplyStats => ("error_name", None),
+            // [`crate::stats::LAYOUT`].
+            Probe::StatsBatch => ("layout", None),
         }
     }
 

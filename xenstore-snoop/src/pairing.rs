@@ -194,6 +194,7 @@ impl Pairing {
             Probe::Truncated => None,
             // For counting tracers (--metrics); the snooper never attaches it.
             Probe::ReplyStats => None,
+            Probe::StatsBatch => None,
         }
     }
 

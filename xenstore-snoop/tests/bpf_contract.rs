@@ -186,3 +186,47 @@ fn each_string_has_room_for_all_a_probe_sends() {
         "STR_MAX {str_max} < xenstore_proto::STRINGS_MAX {STRINGS_MAX}"
     );
 }
+
+/// `stats_batch`'s records: the C struct has the crate's fields at the
+/// crate's offsets and sizes, its kinds are the crate's codes, and its
+/// batch is the crate's size.
+#[test]
+fn the_metrics_programs_batch_record_is_the_crates() {
+    use xenstore_proto::stats::{StatsKind, BATCH_RECORDS, RECORD_FIELDS, RECORD_SIZE};
+    let code = code_of(METRICS_PROGRAM);
+    let body = Regex::new(r"struct stats_record\s*\{([^}]*)\}")
+        .unwrap()
+        .captures(&code)
+        .expect("xsmetrics.bpf.c declares `struct stats_record`")[1]
+        .to_string();
+    let member = Regex::new(r"__u(8|16|32|64)\s+(\w+)\s*;").unwrap();
+    let mut offset = 0usize;
+    let mut fields = Vec::new();
+    for c in member.captures_iter(&body) {
+        let size = c[1].parse::<usize>().unwrap() / 8;
+        offset = offset.next_multiple_of(size); // C's natural alignment
+        fields.push((c[2].to_string(), offset, size));
+        offset += size;
+    }
+    let want: Vec<(String, usize, usize)> = RECORD_FIELDS
+        .iter()
+        .map(|&(name, at, size)| (name.to_string(), at, size))
+        .collect();
+    assert_eq!(fields, want, "struct stats_record vs StatsRecord");
+    assert_eq!(offset, RECORD_SIZE, "struct stats_record's size");
+    let define = Regex::new(r"#define BATCH_RECORDS (\d+)").unwrap();
+    let records: usize = define.captures(&code).expect("#define BATCH_RECORDS")[1]
+        .parse()
+        .unwrap();
+    assert_eq!(records, BATCH_RECORDS);
+    let kind = Regex::new(r"\bS_(\w+)\s*=\s*(\d+)").unwrap();
+    let kinds: Vec<(String, u8)> = kind
+        .captures_iter(&code)
+        .map(|c| (c[1].to_lowercase(), c[2].parse().unwrap()))
+        .collect();
+    let want: Vec<(String, u8)> = StatsKind::ALL
+        .iter()
+        .map(|k| (k.name().to_string(), *k as u8))
+        .collect();
+    assert_eq!(kinds, want, "enum stats_kind vs StatsKind");
+}

@@ -21,6 +21,7 @@ pub mod ring;
 pub mod sdt;
 pub mod server;
 pub mod service;
+pub mod stats_batch;
 pub mod store;
 pub mod trace;
 pub mod transaction;

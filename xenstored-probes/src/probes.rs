@@ -5,6 +5,7 @@
 //! itself is xenstore-proto's, the probe sites sdt.rs's. Every argument is
 //! built only after the probe's semaphore says a tracer is attached.
 
+use crate::stats_batch::{self, StatsKind, StatsRecord};
 pub use xenstore_proto::probe::{TxOutcome, STR1_MAX, STRINGS_MAX};
 use xenstore_proto::{flag, Client, CutExtra, Ident, RequestExtra, ResponseExtra};
 
@@ -21,7 +22,7 @@ pub struct Who {
 /// by build.rs.
 #[cfg(feature = "probes")]
 #[allow(non_upper_case_globals)]
-mod semaphore {
+pub(crate) mod semaphore {
     use crate::sdt::Semaphore;
     include!(concat!(env!("OUT_DIR"), "/semaphores.rs"));
 }
@@ -289,7 +290,8 @@ pub fn response(
 
 /// What `reply` needs of the request being executed, kept from its decode
 /// while a tracer is attached to `reply` (and only then: idle, it costs
-/// two loads and a branch a request); `reply_stats` needs only the time.
+/// a few loads and branches a request); `reply_stats` and `stats_batch`
+/// need only the time.
 #[derive(Default)]
 pub struct InFlight {
     /// The request kept (0: none; serials start at 1).
@@ -306,7 +308,7 @@ impl InFlight {
     #[inline]
     pub fn start(&mut self, serial: u64, payload: &[u8]) {
         let full = reply_enabled();
-        if full || reply_stats_enabled() {
+        if full || reply_stats_enabled() || stats_batch::enabled() {
             self.serial = serial;
             self.decoded_ns = monotonic_ns();
             self.payload.clear();
@@ -318,7 +320,7 @@ impl InFlight {
     }
 }
 
-fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -342,6 +344,22 @@ pub fn reply(
     req_id: u32,
     result: Result<&[u8], (crate::wire::XsError, &str)>,
 ) {
+    if stats_batch::enabled() && in_flight.serial == serial {
+        let errno = match result {
+            Ok(_) => 0,
+            Err((e, _)) => e.errno() as u16, // Linux errnos fit 16 bits
+        };
+        let record = StatsRecord {
+            elapsed_ns: monotonic_ns().saturating_sub(in_flight.decoded_ns),
+            pid: who.pid,
+            domid: who.domid,
+            op: Ident::op_of(op),
+            errno,
+            kind: StatsKind::Reply as u8,
+            ..Default::default()
+        };
+        stats_batch::add(record);
+    }
     #[cfg(feature = "probes")]
     if semaphore::reply_stats.enabled() && in_flight.serial == serial {
         let latency_ns = monotonic_ns().saturating_sub(in_flight.decoded_ns);
@@ -432,6 +450,15 @@ pub fn reply(
 pub fn watch_event(serial: u64, who: &Who, firer: u32, path: &[u8], token: &[u8]) {
     let event = crate::wire::MsgType::WatchEvent as u32;
     crate::trace::message(true, who.conn, event, &[path, b"\0", token, b"\0"]);
+    if stats_batch::enabled() {
+        let record = StatsRecord {
+            pid: who.pid,
+            domid: who.domid,
+            kind: StatsKind::WatchEvent as u8,
+            ..Default::default()
+        };
+        stats_batch::add(record);
+    }
     fire!(watch_event, |strings| {
         let (ident, client) = pack_who(who, crate::wire::MsgType::WatchEvent as u32, 0);
         render_pair(&mut strings, path, token);
@@ -464,6 +491,16 @@ pub fn conn_close(serial: u64, who: &Who, reason: &str) {
 
 #[inline]
 pub fn tx_end(serial: u64, who: &Who, tx_id: u32, outcome: TxOutcome, reason: &str) {
+    if stats_batch::enabled() {
+        let record = StatsRecord {
+            pid: who.pid,
+            domid: who.domid,
+            kind: StatsKind::TxEnd as u8,
+            outcome: outcome.code() as u8,
+            ..Default::default()
+        };
+        stats_batch::add(record);
+    }
     fire!(tx_end, |strings| {
         let op = crate::wire::MsgType::TransactionEnd as u32;
         let (ident, client) = pack_who(who, op, tx_id);

@@ -10,6 +10,7 @@ use crate::daemon::{Daemon, Effects};
 use crate::ring;
 use crate::service::log;
 use crate::service::notable::{Kind, Notable};
+use crate::stats_batch;
 use crate::transport::{Attachment, DomainMonitor, Listener, Transport};
 use crate::turns::Turns;
 use mio::{Events, Interest, Poll, Token};
@@ -26,6 +27,8 @@ const DOMAIN_MONITOR: usize = LISTENER_BASE - 2;
 /// Turns (one request each) served between two polls: a request that
 /// arrives meanwhile waits for this many, not for every ready connection.
 const TURNS_PER_POLL: usize = 8;
+/// stats_batch's deadline timer's token (likewise).
+const STATS_DEADLINE: usize = LISTENER_BASE - 3;
 
 struct Port {
     listener: Box<dyn Listener>,
@@ -58,8 +61,10 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
 impl Server {
     pub fn new(daemon: Daemon) -> io::Result<Server> {
+        let poll = Poll::new()?;
+        poll_stats_deadline(&poll)?;
         Ok(Server {
-            poll: Poll::new()?,
+            poll,
             daemon,
             ports: FxHashMap::default(),
             next_port: LISTENER_BASE,
@@ -172,6 +177,10 @@ impl Server {
                     self.check_domains();
                     continue;
                 }
+                if token == STATS_DEADLINE {
+                    stats_batch::on_deadline();
+                    continue;
+                }
                 if token >= LISTENER_BASE {
                     self.accept(token);
                     continue;
@@ -213,6 +222,8 @@ impl Server {
             self.apply_effects();
             self.unstall();
             if stop || self.daemon.live_update_ready() {
+                // Held counts reach the tracer before an exit or an exec.
+                stats_batch::flush();
                 return Ok(());
             }
         }
@@ -494,5 +505,19 @@ impl Server {
             }
         }
         self.spare_effects = fx;
+    }
+}
+
+/// Polls `stats_batch`'s deadline timer, so an idle daemon still fires the
+/// records it holds within their bound (events: [`STATS_DEADLINE`]).
+fn poll_stats_deadline(poll: &Poll) -> io::Result<()> {
+    match stats_batch::deadline_fd() {
+        Some(fd) => poll.registry().register(
+            &mut mio::unix::SourceFd(&fd),
+            Token(STATS_DEADLINE),
+            Interest::READABLE,
+        ),
+        // No timerfd: batches fire when full, at a CONTROL and at exit.
+        None => Ok(()),
     }
 }

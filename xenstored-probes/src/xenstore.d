@@ -68,6 +68,21 @@
  *              --metrics): str1 is a static string and nothing is
  *              rendered or kept of the request but its decode time, so
  *              traced it costs the daemon two clock reads and the trap.
+ * stats_batch  extra = record_count              str1 = layout ("stats_record/1")
+ *                                                str2 = ""
+ *              arg6 records: the address of record_count 24-byte records
+ *              (xenstore_proto::stats::StatsRecord: u64 elapsed_ns, u32
+ *              pid, u16 domid, u16 op, u16 errno, u8 kind (0 reply, 1
+ *              watch_event, 2 tx_end), u8 outcome, u32 reserved), serial,
+ *              ident and client 0. What reply_stats, watch_event and
+ *              tx_end count, one firing per 256 events instead of one
+ *              each: only while it is traced, the daemon appends a record
+ *              per event and fires when 256 are held, when the first held
+ *              is 100 ms old (an idle daemon wakes for it), before it
+ *              exits or execs a live update, and before it answers an
+ *              XS_CONTROL. Counts arrive up to 100 ms late, but a tracer
+ *              that asks a CONTROL first has every earlier event's. The
+ *              records are valid only during the firing.
  * flags: bit 0 = str1 truncated, bit 1 = str2 truncated,
  *        bit 2 = str3 truncated.
  *
@@ -87,4 +102,5 @@ provider xenstore {
 	probe reply(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*, char*, uint64_t);
 	probe truncated(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*);
 	probe reply_stats(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*, uint64_t);
+	probe stats_batch(uint64_t, uint64_t, uint64_t, uint64_t, char*, char*, uint64_t);
 };

@@ -1,6 +1,7 @@
 //! The kernel side of --metrics: bpf/xsmetrics.bpf.c attached to the
-//! daemon's `reply_stats` (else `reply`), `watch_event` and `tx_end` sites,
-//! counting in maps; read here once an interval into plain totals.
+//! daemon's `stats_batch` site (on an older daemon, to `reply_stats` or
+//! else `reply`, and `watch_event` and `tx_end`), counting in maps; read
+//! here once an interval into plain totals.
 
 use crate::capture::bpf::record::cookie_of;
 use crate::capture::bpf::{check_registers, explained, libbpf_log};
@@ -35,6 +36,7 @@ const T_WATCH_EVENTS: u32 = 0;
 const T_TX_COMMIT: u32 = 1;
 const T_TX_OTHER: u32 = 5;
 const T_DOMAIN_OVERFLOW: u32 = 6;
+const T_RECORDS_LOST: u32 = 7;
 
 /// Totals since the program was attached.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -48,6 +50,8 @@ pub struct Totals {
     pub transactions: [u64; 5],
     /// Firings counted only in the totals: the domain table was full.
     pub domain_overflow: u64,
+    /// Batched records not counted at all (unreadable, or an unknown kind).
+    pub records_lost: u64,
     /// domid → (requests, errors, watch events).
     pub domains: BTreeMap<u32, [u64; 3]>,
 }
@@ -69,19 +73,12 @@ impl Counters {
             .filter(|s| s.provider == PROVIDER)
             .filter_map(|s| Some((Probe::from_name(&s.name)?, s)))
             .collect();
-        // reply_stats carries what is counted and costs the daemon no
-        // strings; a shim older than it has only reply.
-        let replies = if ours.iter().any(|(p, _)| *p == Probe::ReplyStats) {
-            Probe::ReplyStats
-        } else {
-            Probe::Reply
-        };
-        let wanted = [replies, Probe::WatchEvent, Probe::TxEnd];
+        let wanted = counted_probes(&ours);
         let chosen: Vec<(Probe, &SdtProbe)> = ours
             .into_iter()
             .filter(|(p, _)| wanted.contains(p))
             .collect();
-        if !chosen.iter().any(|(p, _)| *p == replies) {
+        if !chosen.iter().any(|(p, _)| *p == wanted[0]) {
             bail!(
                 "{} has no xenstore:reply probe, which --metrics counts: \
                  is it a xenstored-shim built with probes?",
@@ -165,7 +162,10 @@ impl Counters {
                 "{}, {}",
                 chosen
                     .iter()
-                    .find(|(p, _)| matches!(p, Probe::Reply | Probe::ReplyStats))
+                    .find(|(p, _)| matches!(
+                        p,
+                        Probe::Reply | Probe::ReplyStats | Probe::StatsBatch
+                    ))
                     .map_or("?", |(p, _)| p.name()),
                 if multi {
                     "one uprobe-multi link"
@@ -180,19 +180,22 @@ impl Counters {
     pub fn read(&self) -> Result<Totals> {
         let maps = &self.skel.maps;
         let mut t = Totals::default();
+        let requests = percpu_array_sums(&maps.requests)?;
+        let latency = percpu_array_sums(&maps.latency)?;
+        let at = |sums: &[u64], i: u32| sums.get(i as usize).copied().unwrap_or(0);
         for op in 0..OPS {
             for err in 0..ERRS {
-                let n = percpu_sum(&maps.requests, op * ERRS + err)?;
+                let n = at(&requests, op * ERRS + err);
                 if n > 0 {
                     t.requests.insert((op, err), n);
                 }
             }
             let mut buckets = [0u64; BUCKETS];
             for (b, slot) in buckets.iter_mut().enumerate() {
-                *slot = percpu_sum(&maps.latency, op * LAT_SLOTS + b as u32)?;
+                *slot = at(&latency, op * LAT_SLOTS + b as u32);
             }
             if buckets.iter().any(|&n| n > 0) {
-                let sum = percpu_sum(&maps.latency, op * LAT_SLOTS + BUCKETS as u32)?;
+                let sum = at(&latency, op * LAT_SLOTS + BUCKETS as u32);
                 t.latency.insert(op, (buckets, sum));
             }
         }
@@ -202,6 +205,7 @@ impl Counters {
         }
         debug_assert_eq!(T_TX_COMMIT + 4, T_TX_OTHER);
         t.domain_overflow = percpu_sum(&maps.totals, T_DOMAIN_OVERFLOW)?;
+        t.records_lost = percpu_sum(&maps.totals, T_RECORDS_LOST)?;
         for key in maps.domains.keys() {
             let Some(v) = maps.domains.lookup(&key, MapFlags::ANY)? else {
                 continue; // deleted meanwhile
@@ -218,6 +222,82 @@ impl Counters {
     pub fn forget_domain(&self, domid: u32) {
         let _ = self.skel.maps.domains.delete(&domid.to_ne_bytes());
     }
+}
+
+/// The probes to count on, the one carrying replies first: `stats_batch`
+/// alone (it carries all three kinds of event, one trap per batch) where
+/// the daemon has it; else `reply_stats` (no strings rendered) or, on a
+/// shim older than both, `reply`, each with `watch_event` and `tx_end`.
+fn counted_probes(ours: &[(Probe, &SdtProbe)]) -> Vec<Probe> {
+    let has = |probe| ours.iter().any(|(p, _)| *p == probe);
+    if has(Probe::StatsBatch) {
+        return vec![Probe::StatsBatch];
+    }
+    let replies = if has(Probe::ReplyStats) {
+        Probe::ReplyStats
+    } else {
+        Probe::Reply
+    };
+    vec![replies, Probe::WatchEvent, Probe::TxEnd]
+}
+
+/// Every entry of per-CPU array `map` of u64s, summed over the CPUs, by
+/// index: one BPF_MAP_LOOKUP_BATCH call (5.6+) where a lookup each would
+/// take thousands (libbpf-rs batches no per-CPU map, hence libbpf's call).
+fn percpu_array_sums(map: &dyn MapCore) -> Result<Vec<u64>> {
+    use std::os::fd::AsRawFd;
+    let what = || format!("reading {}", map.name().to_string_lossy());
+    let entries = map.max_entries() as usize;
+    let cpus = libbpf_rs::num_possible_cpus().with_context(what)?;
+    // The kernel gives a per-CPU value as one 8-byte slot per possible CPU.
+    debug_assert_eq!(map.value_size(), 8);
+    let mut keys = vec![0u32; entries];
+    let mut values = vec![0u64; entries * cpus];
+    let opts = libbpf_rs::libbpf_sys::bpf_map_batch_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_batch_opts>() as _,
+        ..Default::default()
+    };
+    // Where the next call starts (the kernel's cursor), and how many read.
+    let (mut cursor, mut read) = (None::<u32>, 0usize);
+    while read < entries {
+        let mut next = 0u32;
+        let mut count = (entries - read) as u32;
+        let start = cursor
+            .as_mut()
+            .map_or(std::ptr::null_mut(), |c| (c as *mut u32).cast());
+        // SAFETY: keys[read..] has room for `count` u32 keys and
+        // values[read * cpus..] for `count` values of `cpus` u64s, which is
+        // what the kernel writes for a per-CPU array of u64s; start (NULL:
+        // the first entry) and next are one u32 key each. All outlive the
+        // call.
+        let ret = unsafe {
+            libbpf_rs::libbpf_sys::bpf_map_lookup_batch(
+                map.as_fd().as_raw_fd(),
+                start,
+                (&mut next as *mut u32).cast(),
+                keys[read..].as_mut_ptr().cast(),
+                values[read * cpus..].as_mut_ptr().cast(),
+                &mut count,
+                &opts,
+            )
+        };
+        // ENOENT: the read reached the map's end, `count` entries in.
+        if ret < 0 && ret != -libc::ENOENT {
+            return Err(std::io::Error::from_raw_os_error(-ret)).with_context(what);
+        }
+        read += count as usize;
+        if ret < 0 || count == 0 {
+            break;
+        }
+        cursor = Some(next);
+    }
+    let mut sums = vec![0u64; entries];
+    for (i, key) in keys.iter().take(read).enumerate() {
+        if let Some(sum) = sums.get_mut(*key as usize) {
+            *sum = values[i * cpus..(i + 1) * cpus].iter().sum();
+        }
+    }
+    Ok(sums)
 }
 
 fn percpu_sum(map: &dyn MapCore, key: u32) -> Result<u64> {

@@ -155,9 +155,13 @@ impl Collector for Snapshot {
         family(
             &mut enc,
             "xenstore_events_lost",
-            "Probe firings counted in the totals but not per domain (the domain table was full)",
+            "Events counted in the totals but not per domain (the domain table was full), \
+             or not counted at all (a batch of them the kernel could not read)",
             MetricType::Counter,
-            [(Labels::new(), ConstCounter::new(t.domain_overflow))],
+            [(
+                Labels::new(),
+                ConstCounter::new(t.domain_overflow + t.records_lost),
+            )],
         )?;
         family(
             &mut enc,

@@ -141,12 +141,17 @@ impl Exporter {
     }
 
     fn snapshot(&mut self) -> Result<Snapshot> {
+        let mut daemon = DaemonSocket::connect(&self.socket)?;
+        // Asked before the totals are read: the shim fires the records it
+        // holds for stats_batch before it answers a CONTROL, so the totals
+        // count every event before this snapshot, not up to 100 ms less.
+        let limits = daemon.quota_limits()?;
         let totals = match &self.counters {
             Some(c) => c.read()?,
             None => Default::default(),
         };
         let seen = totals.domains.keys().copied();
-        let mut snapshot = ask_daemon(&self.socket, seen, self.max_domains)?;
+        let mut snapshot = ask(&mut daemon, limits, seen, self.max_domains)?;
         for dead in totals.domains.keys() {
             if !snapshot.domains.contains_key(dead) && !snapshot.over_cap.contains(dead) {
                 if let Some(c) = &self.counters {
@@ -169,8 +174,19 @@ pub fn ask_daemon(
     max_domains: usize,
 ) -> Result<Snapshot> {
     let mut daemon = DaemonSocket::connect(socket)?;
-    let live = daemon.live_domains(seen)?;
     let limits = daemon.quota_limits()?;
+    ask(&mut daemon, limits, seen, max_domains)
+}
+
+/// [`ask_daemon`] on a connected `daemon` whose global quota `limits` are
+/// known.
+fn ask(
+    daemon: &mut DaemonSocket,
+    limits: daemon::Quotas,
+    seen: impl Iterator<Item = u32>,
+    max_domains: usize,
+) -> Result<Snapshot> {
+    let live = daemon.live_domains(seen)?;
     let per_domain = daemon.per_domain_quotas()?.unwrap_or_default();
     let mut snapshot = Snapshot {
         over_cap: live.iter().skip(max_domains).copied().collect(),
@@ -184,7 +200,7 @@ pub fn ask_daemon(
             let Some(used) = daemon.quota_used(domid)? else {
                 continue;
             };
-            let Some(limits) = domain_limits(&mut daemon, domid, &limits, &per_domain)? else {
+            let Some(limits) = domain_limits(daemon, domid, &limits, &per_domain)? else {
                 continue;
             };
             (used, limits)

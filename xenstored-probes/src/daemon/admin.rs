@@ -46,6 +46,9 @@ fn arg(a: &[u8]) -> String {
 /// Answers itself: live-update -s leaves its request unanswered until the
 /// update (the new image sends the "OK").
 pub(super) fn control(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
+    // An exporter asks a CONTROL (xenstore-snoop --metrics: quota) before
+    // it reads its counts: they then hold every event before its question.
+    crate::stats_batch::flush();
     let mut reply = Vec::new();
     let args = request::control(p)?;
     if let [b"live-update", rest @ ..] = args.as_slice() {

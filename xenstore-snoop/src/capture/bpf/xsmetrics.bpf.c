@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * xenstore-snoop --metrics: counts the daemon's firings in maps instead of
+ * xenstore-snoop --metrics: counts the daemon's events in maps instead of
  * sending each to user space, which reads the totals once an interval
  * (src/metrics/counters.rs). Attached as xssnoop.bpf.c is (a uprobe-multi
- * link for the daemon's process, else a uprobe per site), to
- * `reply_stats` (`reply` on a daemon without it: the same numbers, but the
- * daemon renders strings for it), `watch_event` and `tx_end` only; the
- * probe kind is the attach cookie.
+ * link for the daemon's process, else a uprobe per site); the probe kind
+ * is the attach cookie. It attaches to `stats_batch` alone where the
+ * daemon has it: up to 256 events' records per firing, one trap per batch
+ * instead of one per request. On an older daemon it attaches to
+ * `reply_stats` (`reply` on one without that: the same numbers, but the
+ * daemon renders strings for it), `watch_event` and `tx_end`.
  *
  * Same discipline as xssnoop.bpf.c, so it loads on 6.1 and on 6.12 (a
  * uprobe link each on 6.1, one uprobe-multi link on 6.12: checked in QEMU
- * by tests/bpf_kernels.rs): no loops at all, every index masked or compared
- * before use, nothing newer than 5.15 but the optional uprobe-multi link.
+ * by tests/bpf_kernels.rs): no loops in the program itself (a batch's
+ * records are counted by bpf_loop, 5.17+), every index masked or compared
+ * before use, nothing newer than 5.17 but the optional uprobe-multi link.
  */
 #include <linux/types.h>
 #include <linux/bpf.h>
@@ -27,7 +30,30 @@ enum kind {
 	K_TX_END = 5,
 	K_REPLY = 6,
 	K_REPLY_STATS = 8,
+	K_STATS_BATCH = 9,
 };
+
+/* stats_batch's records: xenstore_proto::stats::StatsRecord (checked by
+ * tests/bpf_contract.rs), BATCH_RECORDS of them at most per firing. */
+struct stats_record {
+	__u64 elapsed_ns;
+	__u32 pid;
+	__u16 domid;
+	__u16 op;
+	__u16 errno;
+	__u8 kind;
+	__u8 outcome;
+	__u32 reserved;
+};
+
+/* A record's kind: xenstore_proto::stats::StatsKind. */
+enum stats_kind {
+	S_REPLY = 0,
+	S_WATCH_EVENT = 1,
+	S_TX_END = 2,
+};
+
+#define BATCH_RECORDS 256
 
 /* Message types 0..31 have a slot each; OP_OTHER takes the rest. */
 #define OPS 33
@@ -47,6 +73,8 @@ enum total {
 	T_TX_OTHER = T_TX_COMMIT + 4,
 	/* Firings counted only in the totals: the domain table was full. */
 	T_DOMAIN_OVERFLOW,
+	/* Batched records not counted at all: unreadable or past the cap. */
+	T_RECORDS_LOST,
 	T_SLOTS,
 };
 
@@ -75,6 +103,19 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } totals SEC(".maps");
+
+/* Where a batch is copied to be counted: one per CPU, as the program runs
+ * with migration off and only the daemon's one event loop thread fires. */
+struct batch {
+	struct stats_record records[BATCH_RECORDS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct batch);
+} scratch SEC(".maps");
 
 struct domain_counts {
 	__u64 requests;
@@ -129,43 +170,25 @@ static __always_inline struct domain_counts *domain(__u32 dom)
 	return c;
 }
 
-static __always_inline int count(struct pt_regs *ctx)
+static __always_inline void count_watch_event(__u32 dom)
 {
-	/* Arguments in rdi rsi rdx rcx r8 r9 r10 r11
-	 * (xenstore_proto::probe::ARG_REGISTERS). */
-	__u32 kind = bpf_get_attach_cookie(ctx);
-	__u64 ident = ctx->rsi;
-	__u64 extra = ctx->rcx;
-	__u32 dom = ident & 0xffff;
 	struct domain_counts *d;
 
-	if ((ctx->rdx & 0xffffffff) == exporter_pid)
-		return 0;
+	add(&totals, T_WATCH_EVENTS, 1);
+	d = domain(dom);
+	if (d)
+		__sync_fetch_and_add(&d->watch_events, 1);
+}
 
-	if (kind == K_WATCH_EVENT) {
-		add(&totals, T_WATCH_EVENTS, 1);
-		d = domain(dom);
-		if (d)
-			__sync_fetch_and_add(&d->watch_events, 1);
-		return 0;
-	}
-	if (kind == K_TX_END) {
-		add(&totals, extra < 4 ? T_TX_COMMIT + (__u32)extra : T_TX_OTHER, 1);
-		return 0;
-	}
-	if (kind != K_REPLY && kind != K_REPLY_STATS)
-		return 0;
+static __always_inline void count_tx_end(__u64 outcome)
+{
+	add(&totals, outcome < 4 ? T_TX_COMMIT + (__u32)outcome : T_TX_OTHER, 1);
+}
 
-	__u32 op = (ident >> 16) & 0xffff;
-	__u32 err = (extra >> 32) & 0xffff;
-	/* reply's latency_ns (arg7), reply_stats' elapsed_ns (arg6). Both
-	 * loaded first: clang otherwise selects between the two fields'
-	 * addresses, a modified ctx pointer the verifier refuses. */
-	__u64 arg6 = ctx->r10, arg7 = ctx->r11;
-
-	asm volatile("" : "+r"(arg6), "+r"(arg7));
-	__u64 ns = kind == K_REPLY ? arg7 : arg6;
+static __always_inline void count_reply(__u32 dom, __u32 op, __u32 err, __u64 ns)
+{
 	__u32 bucket = log2_u64(ns);
+	struct domain_counts *d;
 
 	if (op > OP_OTHER)
 		op = OP_OTHER;
@@ -182,6 +205,92 @@ static __always_inline int count(struct pt_regs *ctx)
 		if (err)
 			__sync_fetch_and_add(&d->errors, 1);
 	}
+}
+
+/* bpf_loop's body: counts record i of this CPU's copied batch. */
+static long count_record(__u64 i, void *unused)
+{
+	__u32 zero = 0;
+	struct batch *b = bpf_map_lookup_elem(&scratch, &zero);
+	struct stats_record *r;
+
+	if (!b)
+		return 1;
+	r = &b->records[i & (BATCH_RECORDS - 1)];
+	if (r->pid == exporter_pid)
+		return 0;
+	if (r->kind == S_REPLY)
+		count_reply(r->domid, r->op, r->errno, r->elapsed_ns);
+	else if (r->kind == S_WATCH_EVENT)
+		count_watch_event(r->domid);
+	else if (r->kind == S_TX_END)
+		count_tx_end(r->outcome);
+	else
+		add(&totals, T_RECORDS_LOST, 1);
+	return 0;
+}
+
+/* stats_batch: extra (rcx) records at the address in r10, copied in one
+ * read and counted one by one. */
+static __always_inline int count_batch(struct pt_regs *ctx)
+{
+	__u64 n = ctx->rcx;
+	const void *records = (const void *)ctx->r10;
+	__u32 zero = 0;
+	struct batch *b = bpf_map_lookup_elem(&scratch, &zero);
+
+	if (!b)
+		return 0;
+	if (n > BATCH_RECORDS) {
+		add(&totals, T_RECORDS_LOST, n - BATCH_RECORDS);
+		n = BATCH_RECORDS;
+	}
+	/* Keeps the bound on n in the register the size is computed from. */
+	asm volatile("" : "+r"(n));
+	if (n > BATCH_RECORDS)
+		return 0;
+	if (bpf_probe_read_user(b->records, n * sizeof(struct stats_record), records)) {
+		add(&totals, T_RECORDS_LOST, n);
+		return 0;
+	}
+	bpf_loop(n, count_record, NULL, 0);
+	return 0;
+}
+
+static __always_inline int count(struct pt_regs *ctx)
+{
+	/* Arguments in rdi rsi rdx rcx r8 r9 r10 r11
+	 * (xenstore_proto::probe::ARG_REGISTERS). */
+	__u32 kind = bpf_get_attach_cookie(ctx);
+	__u64 ident = ctx->rsi;
+	__u64 extra = ctx->rcx;
+	__u32 dom = ident & 0xffff;
+
+	if (kind == K_STATS_BATCH)
+		return count_batch(ctx);
+	if ((ctx->rdx & 0xffffffff) == exporter_pid)
+		return 0;
+
+	if (kind == K_WATCH_EVENT) {
+		count_watch_event(dom);
+		return 0;
+	}
+	if (kind == K_TX_END) {
+		count_tx_end(extra);
+		return 0;
+	}
+	if (kind != K_REPLY && kind != K_REPLY_STATS)
+		return 0;
+
+	__u32 op = (ident >> 16) & 0xffff;
+	__u32 err = (extra >> 32) & 0xffff;
+	/* reply's latency_ns (arg7), reply_stats' elapsed_ns (arg6). Both
+	 * loaded first: clang otherwise selects between the two fields'
+	 * addresses, a modified ctx pointer the verifier refuses. */
+	__u64 arg6 = ctx->r10, arg7 = ctx->r11;
+
+	asm volatile("" : "+r"(arg6), "+r"(arg7));
+	count_reply(dom, op, err, kind == K_REPLY ? arg7 : arg6);
 	return 0;
 }
 

@@ -49,6 +49,7 @@ enum kind {
 	K_REPLY,
 	K_TRUNCATED,
 	K_REPLY_STATS, /* never attached: for --metrics (xsmetrics.bpf.c) */
+	K_STATS_BATCH, /* never attached: for --metrics (xsmetrics.bpf.c) */
 };
 
 /* Room for each string; the daemon keeps all of a probe's strings
