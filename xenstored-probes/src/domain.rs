@@ -2,6 +2,7 @@
 //! until RELEASE. Which connections belong to a domain is the daemon's
 //! business (daemon.rs); this is the registry.
 
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
 /// First domid Xen reserves (DOMID_FIRST_RESERVED).
@@ -30,44 +31,85 @@ pub struct Domain {
 }
 
 #[derive(Debug)]
-pub struct Domains(BTreeMap<u32, Domain>);
+pub struct Domains {
+    all: BTreeMap<u32, Domain>,
+    /// The domains whose `target` is the key, so a target's release finds
+    /// the connections acting for it without a pass over all of them.
+    targeted_by: FxHashMap<u32, Vec<u32>>,
+}
 
 impl Default for Domains {
     fn default() -> Self {
-        let mut m = BTreeMap::new();
-        m.insert(0, Domain::default());
-        Domains(m)
+        let mut all = BTreeMap::new();
+        all.insert(0, Domain::default());
+        Domains {
+            all,
+            targeted_by: FxHashMap::default(),
+        }
     }
 }
 
 impl Domains {
     pub fn get(&self, domid: u32) -> Option<&Domain> {
-        self.0.get(&domid)
+        self.all.get(&domid)
     }
 
+    /// Its `target` is changed through [`Domains::set_target`] only.
     pub fn get_mut(&mut self, domid: u32) -> Option<&mut Domain> {
-        self.0.get_mut(&domid)
+        self.all.get_mut(&domid)
+    }
+
+    /// SET_TARGET; None when `domid` is unknown.
+    pub fn set_target(&mut self, domid: u32, target: u32) -> Option<()> {
+        let old = self.all.get_mut(&domid)?.target.replace(target);
+        self.untarget(domid, old);
+        self.targeted_by.entry(target).or_default().push(domid);
+        Some(())
+    }
+
+    /// The domains acting for `target` (kept after `target` is removed, as
+    /// their own `target` is).
+    pub fn targeting(&self, target: u32) -> impl Iterator<Item = u32> + '_ {
+        self.targeted_by.get(&target).into_iter().flatten().copied()
+    }
+
+    fn untarget(&mut self, domid: u32, target: Option<u32>) {
+        let Some(t) = target else { return };
+        if let Some(v) = self.targeted_by.get_mut(&t) {
+            v.retain(|&x| x != domid);
+            if v.is_empty() {
+                self.targeted_by.remove(&t);
+            }
+        }
     }
 
     pub fn is_introduced(&self, domid: u32) -> bool {
-        domid == DOMID_SELF || self.0.contains_key(&domid)
+        domid == DOMID_SELF || self.all.contains_key(&domid)
     }
 
     pub fn insert(&mut self, domid: u32, d: Domain) {
-        self.0.insert(domid, d);
+        let target = d.target;
+        if let Some(old) = self.all.insert(domid, d) {
+            self.untarget(domid, old.target);
+        }
+        if let Some(t) = target {
+            self.targeted_by.entry(t).or_default().push(domid);
+        }
     }
 
     pub fn remove(&mut self, domid: u32) -> Option<Domain> {
-        self.0.remove(&domid)
+        let d = self.all.remove(&domid)?;
+        self.untarget(domid, d.target);
+        Some(d)
     }
 
     pub fn ids(&self) -> impl Iterator<Item = u32> + '_ {
-        self.0.keys().copied()
+        self.all.keys().copied()
     }
 
     /// Introduced guests (not dom0) and whether their shutdown was announced.
     pub fn guests(&self) -> Vec<(u32, bool)> {
-        self.0
+        self.all
             .iter()
             .filter(|(&id, _)| id != 0)
             .map(|(&id, d)| (id, d.shutdown))

@@ -117,11 +117,9 @@ pub(super) fn set_target(d: &mut Daemon, _: &Call, p: &[u8]) -> Result<(), Fail>
     if d.domains.get(req.target).is_none() {
         return Err(Fail::new(XsError::Enoent, Reason::Target));
     }
-    let dom = d
-        .domains
-        .get_mut(req.domid)
+    d.domains
+        .set_target(req.domid, req.target)
         .ok_or(Fail::new(XsError::Enoent, Reason::Domain))?;
-    dom.target = Some(req.target);
     for id in d.conns_of.get(&req.domid).into_iter().flatten() {
         if let Some(c) = d.conns.get_mut(id) {
             c.ident.target = Some(req.target);
@@ -243,23 +241,29 @@ impl Daemon {
             self.backend.release(domid);
             self.effects.released.push(domid);
         }
-        let released = |d: &u32| domids.binary_search(d).is_ok();
-        for c in self.conns.values_mut() {
-            if c.ident.target.is_some_and(|t| released(&t)) {
-                c.ident.target = None;
+        for &t in domids {
+            for x in self.domains.targeting(t) {
+                for id in self.conns_of.get(&x).into_iter().flatten() {
+                    if let Some(c) = self.conns.get_mut(id) {
+                        if c.ident.target == Some(t) {
+                            c.ident.target = None;
+                        }
+                    }
+                }
             }
         }
-        for p in self.store.owned_paths(domids) {
-            if p == "/" || self.store.node(&p).is_none() {
+        let found = self.store.mentioning(domids);
+        for p in &found.owned {
+            if p == "/" || self.store.node(p).is_none() {
                 continue;
             }
-            if let Ok(changes) = tree::remove(&mut self.store, &p, &Identity::dom0()) {
+            if let Ok(changes) = tree::remove(&mut self.store, p, &Identity::dom0()) {
                 for c in &changes {
                     self.fire(serial, firer, c);
                 }
             }
         }
-        self.store.ignore_domains_in_perms(domids);
+        self.store.ignore_released(&found.named, domids);
         self.fire(serial, firer, &special(path::RELEASE_DOMAIN));
     }
 }
