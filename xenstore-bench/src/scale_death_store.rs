@@ -11,7 +11,7 @@
 //! should not.
 
 use crate::client::Conn;
-use crate::daemons::{self, cpu_ns};
+use crate::daemons::{self, cpu_ns, rss_kib};
 use crate::guests;
 use crate::scale_store::{domain_tree, nodes_per_domain};
 use anyhow::{bail, Context, Result};
@@ -38,6 +38,9 @@ pub struct Point {
     pub released: Duration,
     /// The daemon's CPU over the same span.
     pub daemon_cpu_ms: f64,
+    /// Growth of the resident set while the background trees were
+    /// written, per node (the index's cost included).
+    pub rss_per_node: f64,
 }
 
 pub struct Curve {
@@ -112,9 +115,11 @@ fn release_in_store(label: &str, binary: &Path, background: usize) -> Result<Poi
     let daemon = daemons::shim(label, binary)?;
     let rings = daemon.dir.join("run");
     let mut dom0 = Xs::connect(&daemon.socket)?;
+    let rss_before = rss_kib(daemon.pid())?;
     for d in 1..=background {
         write_tree(&mut dom0, d)?;
     }
+    let rss_grown = rss_kib(daemon.pid())?.saturating_sub(rss_before);
     let dying: Vec<u16> = (FIRST_DYING..FIRST_DYING + DYING).collect();
     for &d in &dying {
         write_tree(&mut dom0, d.into())?;
@@ -162,5 +167,6 @@ fn release_in_store(label: &str, binary: &Path, background: usize) -> Result<Poi
         nodes: (background + usize::from(DYING)) * nodes_per_domain(),
         released,
         daemon_cpu_ms: cpu as f64 / 1e6,
+        rss_per_node: (rss_grown * 1024) as f64 / (background * nodes_per_domain()) as f64,
     })
 }

@@ -16,7 +16,8 @@ pub fn render(r: &StoreDeathResult) -> String {
          and `/libxl/<domid>` readable by it) and {DYING} introduced domains with the same trees \
          on simulated rings; then those {DYING} die at once (simulated VIRQ_DOM_EXC). Cells: \
          the daemon's CPU in ms from the first death until a `@releaseDomain` watcher heard of \
-         the last release · that time in ms. {} run(s) a point (median by CPU); this part took \
+         the last release · that time in ms · the resident set's growth per node while the \
+         background trees were written (B ≥ 500: smaller stores are within a page's noise). {} run(s) a point (median by CPU); this part took \
          {:.0} s.\n",
         r.rounds,
         r.elapsed.as_secs_f64()
@@ -42,8 +43,13 @@ pub fn render(r: &StoreDeathResult) -> String {
         let _ = write!(s, "| {} ({}) |", first.background, first.nodes);
         for c in &r.curves {
             let cell = point(c, row).map_or("–".into(), |p| {
+                let rss = if p.background >= 500 {
+                    format!(" · {:.0} B", p.rss_per_node)
+                } else {
+                    String::new()
+                };
                 format!(
-                    "{:.2} · {:.1}",
+                    "{:.2} · {:.1}{rss}",
                     p.daemon_cpu_ms,
                     p.released.as_secs_f64() * 1e3
                 )

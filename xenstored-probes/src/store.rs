@@ -179,29 +179,30 @@ impl Store {
     }
 
     /// Keeps the mentions index true after `path`'s permissions went from
-    /// `old` to `new` (a new node: from none). Nothing to do for the
-    /// usual write, which keeps the permissions.
-    fn track_mentions(&mut self, path: &str, old: &[Perm], new: &[Perm]) {
+    /// `old` to `new` (a new node: from none); `children` are its own. The
+    /// usual write keeps the permissions and costs one comparison here.
+    fn track_mentions(&mut self, path: &str, old: &[Perm], new: &[Perm], children: &[u8]) {
         if old == new {
             return;
         }
-        let children = |s: &Store| -> Vec<String> {
-            s.node(path)
-                .map(|n| n.children().map(|c| path::child(path, c)).collect())
-                .unwrap_or_default()
+        let children = || {
+            children
+                .split(|&b| b == 0)
+                .filter(|c| !c.is_empty())
+                .map(|c| path::child(path, std::str::from_utf8(c).unwrap_or("")))
         };
         for d in mentioned(new).filter(|&d| !mentions(old, d)) {
             if !self.parent_mentions(path, d) {
                 self.mentions.add_top(d, path);
             }
             // a node made after its children (create is bottom up)
-            for c in children(self) {
+            for c in children() {
                 self.mentions.drop_top(d, &c);
             }
         }
         for d in mentioned(old).filter(|&d| !mentions(new, d)) {
             self.mentions.drop_top(d, path);
-            for c in children(self) {
+            for c in children() {
                 if self.node(&c).is_some_and(|n| mentions(n.perms, d)) {
                     self.mentions.add_top(d, &c);
                 }
@@ -309,11 +310,8 @@ impl Tree for Store {
             }
             None => self.account(owner, 1, bytes),
         }
-        self.track_mentions(
-            path,
-            old.as_ref().map_or(&[], |r| r.node().perms),
-            &node.perms,
-        );
+        let old_perms = old.as_ref().map_or(&[][..], |r| r.node().perms);
+        self.track_mentions(path, old_perms, &node.perms, &node.children);
     }
 
     fn delete(&mut self, path: &str) {
