@@ -17,7 +17,8 @@ pub fn render(r: &StoreDeathResult) -> String {
          on simulated rings; then those {DYING} die at once (simulated VIRQ_DOM_EXC). Cells: \
          the daemon's CPU in ms from the first death until a `@releaseDomain` watcher heard of \
          the last release · that time in ms · the resident set's growth per node while the \
-         background trees were written (B ≥ 500: smaller stores are within a page's noise). {} run(s) a point (median by CPU); this part took \
+         background trees were written (B ≥ 500: smaller stores are within a page's noise) · µs a \
+         request while writing them (MKDIR, SET_PERMS, WRITE, one client). {} run(s) a point (median by CPU); this part took \
          {:.0} s.\n",
         r.rounds,
         r.elapsed.as_secs_f64()
@@ -44,14 +45,15 @@ pub fn render(r: &StoreDeathResult) -> String {
         for c in &r.curves {
             let cell = point(c, row).map_or("–".into(), |p| {
                 let rss = if p.background >= 500 {
-                    format!(" · {:.0} B", p.rss_per_node)
+                    format!("{:.0} B", p.rss_per_node)
                 } else {
-                    String::new()
+                    "–".into()
                 };
                 format!(
-                    "{:.2} · {:.1}{rss}",
+                    "{:.2} · {:.1} · {rss} · {:.1} µs",
                     p.daemon_cpu_ms,
-                    p.released.as_secs_f64() * 1e3
+                    p.released.as_secs_f64() * 1e3,
+                    p.setup_us_per_request
                 )
             });
             let _ = write!(s, " {cell} |");
