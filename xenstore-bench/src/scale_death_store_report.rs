@@ -17,8 +17,8 @@ pub fn render(r: &StoreDeathResult) -> String {
          on simulated rings; then those {DYING} die at once (simulated VIRQ_DOM_EXC). Cells: \
          the daemon's CPU in ms from the first death until a `@releaseDomain` watcher heard of \
          the last release · that time in ms · the resident set's growth per node while the \
-         background trees were written (B ≥ 500: smaller stores are within a page's noise) · µs a \
-         request while writing them (MKDIR, SET_PERMS, WRITE, one client). {} run(s) a point (median by CPU); this part took \
+         background trees were written (B ≥ 500: smaller stores are within a page's noise) · the \
+         daemon's CPU a request while writing them (MKDIR, SET_PERMS, WRITE, one client). {} run(s) a point (median by CPU); this part took \
          {:.0} s.\n",
         r.rounds,
         r.elapsed.as_secs_f64()
@@ -53,7 +53,7 @@ pub fn render(r: &StoreDeathResult) -> String {
                     "{:.2} · {:.1} · {rss} · {:.1} µs",
                     p.daemon_cpu_ms,
                     p.released.as_secs_f64() * 1e3,
-                    p.setup_us_per_request
+                    p.setup_cpu_us_per_request
                 )
             });
             let _ = write!(s, " {cell} |");
