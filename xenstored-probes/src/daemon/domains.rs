@@ -203,11 +203,12 @@ impl Daemon {
         if releaser == target {
             return true;
         }
-        // dom0 clients are connections of their own; a guest's ring
-        // connection is its domain's slot
-        let sockets = self.conns.values().filter(|c| c.domid == 0).map(|c| c.id);
-        let rings = self.domains.ids().filter(|&x| x != 0).filter_map(slot_of);
-        sockets.chain(rings).filter(|&s| s > releaser).min() == Some(target)
+        // dom0 clients are connections of their own (their ids ascend in
+        // creation order); a guest's ring connection is its domain's slot
+        let sockets = self.domain_conns(0);
+        let next_socket = sockets.get(sockets.partition_point(|&s| s <= releaser));
+        let next_ring = self.domains.slot_after(releaser);
+        next_socket.copied().into_iter().chain(next_ring).min() == Some(target)
     }
 
     /// The domain's connections close (their transactions dropped, their
