@@ -151,8 +151,8 @@ impl Daemon {
     /// dead domains are released as if dom0 had asked, their connections
     /// closed first; shutdowns are announced by one @releaseDomain unless a
     /// release just fired it. Unlike upstream, the domains that died
-    /// together are released together: one walk of the store and one
-    /// @releaseDomain for all of them, so M deaths cost each watcher one
+    /// together are released together: one @releaseDomain for all of
+    /// them, so M deaths cost each watcher one
     /// event, not M (watchers of @releaseDomain look at every domain
     /// anyway, as xl's do).
     pub fn domains_changed(&mut self, changes: &DomainChanges) {
@@ -220,9 +220,10 @@ impl Daemon {
         self.release_all(&[domid], serial, firer, why);
     }
 
-    /// [`Daemon::release`] for several domains (`domids` sorted), at the
-    /// cost of one: one pass over the connections and the store, and one
-    /// @releaseDomain.
+    /// [`Daemon::release`] for several domains (`domids` sorted), with one
+    /// @releaseDomain. Costs their own connections and the nodes that
+    /// mention them (the store's index, mentions.rs), not the host's: no
+    /// pass over all connections or nodes.
     fn release_all(&mut self, domids: &[u32], serial: u64, firer: u32, why: &str) {
         debug_assert!(domids.is_sorted());
         for &domid in domids {
