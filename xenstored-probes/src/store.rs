@@ -167,7 +167,18 @@ impl Store {
             self.nodes.replace(Record::new(path, n.view()));
         }
         for &d in domids {
+            // what still mentions a released domain: `/` if it owned it
+            // (never removed), or a node whose removal failed
+            let kept: Vec<String> = self
+                .mentions
+                .tops(d)
+                .filter(|p| self.node(p).is_some_and(|n| mentions(n.perms, d)))
+                .map(str::to_string)
+                .collect();
             self.mentions.forget(d);
+            for p in kept {
+                self.mentions.add_top(d, &p);
+            }
         }
     }
 
@@ -524,10 +535,12 @@ mod tests {
         // how often a release found something of each kind, the tree's size
         let (mut owned_seen, mut named_seen, mut biggest) = (0, 0, 0);
         for step in 0..4000 {
-            let depth = 1 + rnd(4) as usize;
+            // `/` too: a domain may own it, and it is never removed
+            let depth = rnd(5) as usize;
             let path: String = (0..depth)
                 .map(|_| format!("/{}", names[rnd(3) as usize]))
                 .collect();
+            let path = if path.is_empty() { "/".into() } else { path };
             let d = rnd(5) as u32;
             let who = if d == 0 { dom0() } else { guest(d) };
             match rnd(6) {
