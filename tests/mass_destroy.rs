@@ -12,6 +12,7 @@ use std::time::Duration;
 use xenstore_guest::boot;
 use xenstore_guest::client::{SocketLink, Xs};
 use xenstore_guest::sim::SimGuest;
+use xenstore_proto::wire::MsgType;
 use xenstored_probes::xen::simulated::{Counters, SimXen};
 
 /// What one mass death cost and what the watchers saw.
@@ -120,4 +121,103 @@ fn domains_dying_at_once_are_released_with_queries_in_the_dying_not_the_domains(
             );
         }
     }
+}
+
+/// Domains that die together (VIRQ_DOM_EXC, not XS_RELEASE) lose every
+/// node they own wherever it is, and every right other nodes gave them
+/// (upstream's XS_PERM_IGNORE): the same domids introduced again inherit
+/// nothing, while a surviving domain named beside them keeps its rights.
+/// Release finds these through the store's index of where each domain is
+/// mentioned, so the cases cover each way a node comes to mention one.
+#[test]
+fn dead_domains_perms_grant_nothing_and_reused_domids_inherit_none() {
+    const DYING: [u16; 2] = [1, 2];
+    const SURVIVOR: u16 = 3;
+    let shim = Shim::start();
+    let mut dom0 = Xs::connect(&shim.socket).expect("dom0 connects");
+    let boot = |dom0: &mut Xs<SocketLink>, domid| {
+        boot::boot(dom0, &shim.run_dir, domid, TIMEOUT).expect("guest boots")
+    };
+    let mut guests: Vec<_> = [1, 2, SURVIVOR].map(|d| boot(&mut dom0, d)).into();
+    // named beside a survivor; `name` was made before (dom0's only),
+    // `later` after (inheriting the entries)
+    dom0.write(0, "/vm/shared/name", "x").unwrap();
+    dom0.set_perms(0, "/vm/shared", &["n0", "r1", "r2", "r3"])
+        .unwrap();
+    dom0.write(0, "/vm/shared/later", "y").unwrap();
+    // a backend directory readable by its frontend, children inheriting
+    let backend = "/local/domain/0/backend/vbd/1/51712";
+    dom0.mkdir(0, backend).unwrap();
+    dom0.set_perms(0, backend, &["n0", "r1"]).unwrap();
+    dom0.write(0, &format!("{backend}/state"), "4").unwrap();
+    // owned far from home, with dom0's node and the owner's again below
+    dom0.write(0, "/libxl/2/dm/keep/mine", "z").unwrap();
+    dom0.set_perms(0, "/libxl/2", &["n2"]).unwrap();
+    dom0.set_perms(0, "/libxl/2/dm/keep", &["n0"]).unwrap();
+    dom0.set_perms(0, "/libxl/2/dm/keep/mine", &["n2"]).unwrap();
+    dom0.write(0, "/tool/owned-by-1", "w").unwrap();
+    dom0.set_perms(0, "/tool/owned-by-1", &["n1"]).unwrap();
+    // a node a guest made under the survivor's grant
+    dom0.mkdir(0, "/data").unwrap();
+    dom0.set_perms(0, "/data", &["n0", "b2"]).unwrap();
+    guests[1].write(0, "/data/by-2", "v").unwrap();
+    for g in &mut guests {
+        assert_eq!(g.read(0, "/vm/shared/later").unwrap(), "y");
+    }
+    assert_eq!(guests[0].read(0, &format!("{backend}/state")).unwrap(), "4");
+    assert_eq!(guests[1].read(0, "/libxl/2/dm/keep/mine").unwrap(), "z");
+
+    for d in DYING {
+        SimGuest::destroy(&shim.run_dir, d).unwrap();
+    }
+    wait_for("the dying domains' release", TIMEOUT, || {
+        DYING
+            .iter()
+            .all(|&d| !dom0.is_domain_introduced(d).unwrap())
+    });
+    for gone in [
+        "/libxl/2",
+        "/tool/owned-by-1",
+        "/data/by-2",
+        "/local/domain/1",
+    ] {
+        assert_eq!(
+            common::xs_error(dom0.read(0, gone)),
+            "ENOENT",
+            "{gone} outlived its owner"
+        );
+    }
+    assert_eq!(
+        dom0.get_perms(0, "/vm/shared").unwrap(),
+        ["n0", "r1", "r2", "r3"],
+        "entries are kept, as upstream lists them"
+    );
+    let check = dom0.request(MsgType::Control, 0, b"check\0").unwrap();
+    assert_eq!(check, b"OK\0", "CONTROL check after the release");
+
+    let mut reborn: Vec<_> = DYING.map(|d| boot(&mut dom0, d)).into();
+    for (g, d) in reborn.iter_mut().zip(DYING) {
+        for node in ["/vm/shared", "/vm/shared/name", "/vm/shared/later", backend] {
+            assert_eq!(
+                common::xs_error(g.read(0, node)),
+                "EACCES",
+                "the new domain {d} reads {node}"
+            );
+        }
+    }
+    assert_eq!(
+        common::xs_error(reborn[0].read(0, &format!("{backend}/state"))),
+        "EACCES"
+    );
+    assert_eq!(
+        common::xs_error(reborn[1].write(0, "/data/new", "v")),
+        "EACCES"
+    );
+    let survivor = &mut guests[2];
+    assert_eq!(survivor.read(0, "/vm/shared").unwrap(), "");
+    assert_eq!(survivor.read(0, "/vm/shared/later").unwrap(), "y");
+    // a grant made after the reuse counts
+    dom0.set_perms(0, "/vm/shared/later", &["n0", "r1"])
+        .unwrap();
+    assert_eq!(reborn[0].read(0, "/vm/shared/later").unwrap(), "y");
 }

@@ -24,6 +24,8 @@ pub mod scale;
 pub mod scale_broad;
 pub mod scale_death;
 pub mod scale_death_report;
+pub mod scale_death_store;
+pub mod scale_death_store_report;
 pub mod scale_report;
 pub mod scale_store;
 pub mod scale_store_report;

@@ -11,8 +11,9 @@ use crate::scale::{self, Plan};
 use crate::scale_store::{self, Start};
 use crate::workload::{self, Workload};
 use crate::{
-    builds, libxs, load, report_update, scale_broad, scale_death, scale_death_report, scale_report,
-    scale_store_report, scale_storm, scale_storm_report,
+    builds, libxs, load, report_update, scale_broad, scale_death, scale_death_report,
+    scale_death_store, scale_death_store_report, scale_report, scale_store_report, scale_storm,
+    scale_storm_report,
 };
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
@@ -221,19 +222,23 @@ fn scale_section(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
     let domains = scale::run(&scale_plan(args, b, budget, true));
     scale_report::render(&sockets, &domains)
         + &store_scenarios(args, b, budget)
-        + &mass_destroy(b, budget)
+        + &mass_destroy(args, b, budget)
 }
 
-/// S4 on the workspace's shim.
-fn mass_destroy(b: &Builds, budget: &Budget) -> String {
-    let shims = [("shim".to_string(), b.shim.clone())];
+/// S4 and its big-store row on the workspace's shim (and `--shim-before`'s).
+fn mass_destroy(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
+    let mut shims = vec![("shim".to_string(), b.shim.clone())];
+    if let Some(before) = &args.shim_before {
+        shims.push(("shim (before)".into(), before.clone()));
+    }
     let r = scale_death::run(&shims, &scale_death::LEVELS, budget.rounds);
-    scale_death_report::render(&r)
+    let big = scale_death_store::run(&shims, &scale_death_store::LEVELS, budget.rounds);
+    scale_death_report::render(&r) + &scale_death_store_report::render(&big)
 }
 
 /// `--only mass-destroy`: S4's part replaces its own in the report.
 fn mass_destroy_only(args: &AllArgs, b: &Builds, budget: &Budget) -> Result<()> {
-    let part = mass_destroy(b, budget);
+    let part = mass_destroy(args, b, budget);
     let old = std::fs::read_to_string(&args.out).unwrap_or_default();
     let text = scale_death_report::splice(&old, &part);
     std::fs::write(&args.out, &text).with_context(|| format!("write {}", args.out.display()))?;
@@ -346,6 +351,20 @@ pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
                 p.firings
             );
         }
+    }
+    // S4 in a big store: the dying released, their homes gone (checked by
+    // the run itself).
+    let big = scale_death_store::run(&shims, &[5], 1);
+    let points = big.curves[0]
+        .points
+        .as_ref()
+        .map_err(|e| anyhow::anyhow!("S4 big store: {e:#}"))?;
+    for p in points {
+        println!(
+            "scale smoke: S4 big store, {} nodes: {} dying released",
+            p.nodes,
+            scale_death_store::DYING
+        );
     }
     store_smoke(shim)
 }

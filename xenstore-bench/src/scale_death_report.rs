@@ -77,7 +77,8 @@ pub fn render(r: &DeathResult) -> String {
           introduced domain, one hypercall each, and C xenstored restarts its scan after \
           each domain it frees, and fires `@releaseDomain` once per freed domain (N×M \
           events over N watchers). The shim asks ⌈N/1024⌉ times a firing, releases the \
-          domains of one firing together (one walk of the store, one `@releaseDomain`); \
+          domains of one firing together (a walk of the nodes that mention them, through the \
+          store's index, not of the store; one `@releaseDomain`); \
           firings coalesce while it works (at most one a death, often one for all). The \
           simulated query reads a 32 KiB table (Xen walks its domain list): its cost is not \
           a hypercall's. The time includes the bench's one thread asking whether each dying \

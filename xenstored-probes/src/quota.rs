@@ -157,7 +157,10 @@ impl Quotas {
     }
 
     pub fn forget_domain(&mut self, domid: u32) {
-        self.per_domain.retain(|(d, _), _| *d != domid);
+        // one removal a kind, not a pass over every domain's overrides
+        for (kind, ..) in HARD {
+            self.per_domain.remove(&(domid, kind));
+        }
     }
 }
 

@@ -1,10 +1,12 @@
 //! The global tree: every node as a packed record (record.rs), a
 //! generation counter bumped on every change (transactions use it to
-//! detect conflicts), and how many nodes each domain owns.
+//! detect conflicts), how many nodes each domain owns, and where each
+//! domain is mentioned (mentions.rs), so releasing one walks its own nodes.
 
+use crate::mentions::{mentioned, mentions, Mentions};
 use crate::node::{Node, NodeRef};
 use crate::path;
-use crate::perms::{PermList, Perms};
+use crate::perms::{Perm, PermList, Perms, IGNORE};
 use crate::record::Record;
 use crate::tree::Tree;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -22,6 +24,17 @@ pub struct Store {
     /// Bytes of nodes each domain owns (the memory quota's share of the
     /// tree, see `NodeRef::memory`).
     owned_bytes: FxHashMap<u32, usize>,
+    mentions: Mentions,
+}
+
+/// The nodes releasing some domains touches (see [`Store::mentioning`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Mentioning {
+    /// Nodes the domains own, outermost first: each goes with its subtree.
+    pub owned: Vec<String>,
+    /// Nodes whose permission entries name them: those entries stop
+    /// granting anything.
+    pub named: Vec<String>,
 }
 
 impl Default for Store {
@@ -39,6 +52,7 @@ impl Store {
             generation: Cell::new(0),
             owned: FxHashMap::default(),
             owned_bytes: FxHashMap::default(),
+            mentions: Mentions::default(),
         };
         let n0 = || Node::new(b"", Perms::owned_by(0));
         let mut root = n0();
@@ -98,34 +112,112 @@ impl Store {
             .filter(|(p, _)| p.starts_with('/'))
     }
 
-    /// Paths of every node owned by one of `domids` (sorted), outermost
-    /// first: one walk of the store for all the domains released at once.
-    pub fn owned_paths(&self, domids: &[u32]) -> Vec<String> {
-        let mut v: Vec<String> = self
-            .tree_nodes()
-            .filter(|(_, n)| domids.binary_search(&n.perms.owner()).is_ok())
-            .map(|(p, _)| p.to_string())
-            .collect();
-        v.sort_by_key(|p| p.len());
-        v
+    /// The nodes that own or name one of `domids` (sorted): a walk from
+    /// where each is mentioned (mentions.rs), in the number of its nodes,
+    /// not the store's.
+    pub fn mentioning(&self, domids: &[u32]) -> Mentioning {
+        let mut found = Mentioning::default();
+        for &d in domids {
+            // a top whose parent mentions `d` too is reached from there
+            let mut stack: Vec<String> = self
+                .mentions
+                .tops(d)
+                .filter(|&p| !self.parent_mentions(p, d))
+                .map(str::to_string)
+                .collect();
+            while let Some(p) = stack.pop() {
+                let Some(n) = self.node(&p) else { continue };
+                if !mentions(n.perms, d) {
+                    continue;
+                }
+                stack.extend(n.children().map(|c| path::child(&p, c)));
+                if domids.binary_search(&n.perms.owner()).is_ok() {
+                    found.owned.push(p);
+                } else {
+                    found.named.push(p);
+                }
+            }
+        }
+        for list in [&mut found.owned, &mut found.named] {
+            list.sort_unstable();
+            list.dedup();
+        }
+        found.owned.sort_by_key(|p| p.len());
+        found
     }
 
-    /// Released domains' (`domids`, sorted) permission entries stop
-    /// granting anything; one walk of the store for all of them.
-    pub fn ignore_domains_in_perms(&mut self, domids: &[u32]) {
-        let named = |domid: u32| domids.binary_search(&domid).is_ok();
-        let listing: Vec<String> = self
-            .nodes
-            .iter()
-            .filter(|r| r.node().perms[1..].iter().any(|p| named(p.domid)))
-            .map(|r| r.path().to_string())
-            .collect();
-        for path in listing {
-            let mut n = self.nodes.get(path.as_str()).unwrap().to_node();
-            for p in n.perms.0.iter_mut().skip(1).filter(|p| named(p.domid)) {
-                p.access |= crate::perms::IGNORE;
+    /// Released domains' (`domids`, sorted) entries in `named` (from
+    /// [`Store::mentioning`]) and in the special nodes stop granting
+    /// anything: a new domain reusing the id inherits no rights.
+    pub fn ignore_released(&mut self, named: &[String], domids: &[u32]) {
+        let specials = [path::RELEASE_DOMAIN, path::INTRODUCE_DOMAIN];
+        let named = named.iter().map(String::as_str).chain(specials);
+        let released = |p: &Perm| domids.binary_search(&{ p.domid }).is_ok();
+        for path in named {
+            let Some(node) = self.node(path) else {
+                continue;
+            };
+            if !node.perms[1..].iter().any(released) {
+                continue;
             }
-            self.nodes.replace(Record::new(&path, n.view()));
+            let mut n = node.to_node();
+            for p in n.perms.0.iter_mut().skip(1).filter(|p| released(p)) {
+                p.access |= IGNORE;
+            }
+            self.nodes.replace(Record::new(path, n.view()));
+        }
+        for &d in domids {
+            // what still mentions a released domain: `/` if it owned it
+            // (never removed), or a node whose removal failed
+            let kept: Vec<String> = self
+                .mentions
+                .tops(d)
+                .filter(|p| self.node(p).is_some_and(|n| mentions(n.perms, d)))
+                .map(str::to_string)
+                .collect();
+            self.mentions.forget(d);
+            for p in kept {
+                self.mentions.add_top(d, &p);
+            }
+        }
+    }
+
+    fn parent_mentions(&self, path: &str, domid: u32) -> bool {
+        path != "/"
+            && self
+                .node(path::parent(path))
+                .is_some_and(|n| mentions(n.perms, domid))
+    }
+
+    /// Keeps the mentions index true after `path`'s permissions went from
+    /// `old` to `new` (a new node: from none); `children` are its own. The
+    /// usual write keeps the permissions and costs one comparison here.
+    fn track_mentions(&mut self, path: &str, old: &[Perm], new: &[Perm], children: &[u8]) {
+        if old == new {
+            return;
+        }
+        let children = || {
+            children
+                .split(|&b| b == 0)
+                .filter(|c| !c.is_empty())
+                .map(|c| path::child(path, std::str::from_utf8(c).unwrap_or("")))
+        };
+        for d in mentioned(new).filter(|&d| !mentions(old, d)) {
+            if !self.parent_mentions(path, d) {
+                self.mentions.add_top(d, path);
+            }
+            // a node made after its children (create is bottom up)
+            for c in children() {
+                self.mentions.drop_top(d, &c);
+            }
+        }
+        for d in mentioned(old).filter(|&d| !mentions(new, d)) {
+            self.mentions.drop_top(d, path);
+            for c in children() {
+                if self.node(&c).is_some_and(|n| mentions(n.perms, d)) {
+                    self.mentions.add_top(d, &c);
+                }
+            }
         }
     }
 
@@ -141,6 +233,11 @@ impl Store {
             for c in n.children() {
                 if !self.nodes.contains(path::child(p, c).as_str()) {
                     problems.push(format!("{p}: child {c} missing"));
+                }
+            }
+            for d in mentioned(n.perms) {
+                if !self.parent_mentions(p, d) && !self.mentions.is_top(d, p) {
+                    problems.push(format!("{p}: mentions domain {d}, not indexed"));
                 }
             }
             if p != "/" {
@@ -179,6 +276,9 @@ impl Store {
                     -1,
                     -(old.node().memory(path) as isize),
                 );
+                for d in mentioned(old.node().perms) {
+                    self.mentions.drop_top(d, path);
+                }
                 true
             }
             None => false,
@@ -207,7 +307,8 @@ impl Tree for Store {
         node.generation = self.next_generation();
         let owner = node.perms.owner();
         let bytes = node.view().memory(path) as isize;
-        match self.nodes.replace(Record::new(path, node.view())) {
+        let old = self.nodes.replace(Record::new(path, node.view()));
+        match &old {
             Some(old) => {
                 let old_owner = old.node().perms.owner();
                 let old_bytes = old.node().memory(path) as isize;
@@ -220,6 +321,8 @@ impl Tree for Store {
             }
             None => self.account(owner, 1, bytes),
         }
+        let old_perms = old.as_ref().map_or(&[][..], |r| r.node().perms);
+        self.track_mentions(path, old_perms, &node.perms, &node.children);
     }
 
     fn delete(&mut self, path: &str) {
@@ -397,5 +500,112 @@ mod tests {
         );
         assert!(s.check().is_empty(), "{:?}", s.check());
         assert_eq!(s.owned(0), 3);
+    }
+
+    /// Brute force: the nodes mentioning `d`, owned by it or not.
+    fn walk_all(s: &Store, d: u32) -> (Vec<String>, Vec<String>) {
+        let (mut owned, mut named): (Vec<String>, Vec<String>) = (vec![], vec![]);
+        for (p, n) in s.tree_nodes().filter(|(_, n)| mentions(n.perms, d)) {
+            if n.perms.owner() == d {
+                owned.push(p.to_string());
+            } else {
+                named.push(p.to_string());
+            }
+        }
+        owned.sort();
+        named.sort();
+        (owned, named)
+    }
+
+    /// Random writes, permission changes and removals by dom0 and guests
+    /// over a small tree, with releases: after each step the mentions index
+    /// holds its invariant (`check`), and a release finds exactly what a
+    /// walk of the whole store finds.
+    #[test]
+    fn release_finds_what_a_whole_walk_finds() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut s = Store::new();
+        let names = ["a", "b", "c"];
+        // how often a release found something of each kind, the tree's size
+        let (mut owned_seen, mut named_seen, mut biggest) = (0, 0, 0);
+        for step in 0..4000 {
+            // `/` too: a domain may own it, and it is never removed
+            let depth = rnd(5) as usize;
+            let path: String = (0..depth)
+                .map(|_| format!("/{}", names[rnd(3) as usize]))
+                .collect();
+            let path = if path.is_empty() { "/".into() } else { path };
+            let d = rnd(5) as u32;
+            let who = if d == 0 { dom0() } else { guest(d) };
+            match rnd(6) {
+                0 | 1 => drop(write(&mut s, &path, Some(b"v"), &who, &LIMITS)),
+                2 | 3 => {
+                    let entries = rnd(3);
+                    let mut text = format!("n{}\0", rnd(5));
+                    for _ in 0..entries {
+                        text += &format!("r{}\0", rnd(5));
+                    }
+                    let p = Perms::parse(text.as_bytes(), entries as usize + 1).unwrap();
+                    drop(set_perms(&mut s, &path, p, &dom0(), &LIMITS));
+                }
+                4 => drop(remove(&mut s, &path, &who)),
+                _ => {
+                    let dying = [1 + rnd(4) as u32];
+                    let (mut owned, named) = walk_all(&s, dying[0]);
+                    let mut found = s.mentioning(&dying);
+                    assert_eq!(found.named, named, "step {step}");
+                    found.owned.sort();
+                    owned.sort();
+                    assert_eq!(found.owned, owned, "step {step}");
+                    owned_seen += usize::from(!owned.is_empty());
+                    named_seen += usize::from(!named.is_empty());
+                    for p in s.mentioning(&dying).owned {
+                        if p != "/" && s.node(&p).is_some() {
+                            remove(&mut s, &p, &dom0()).unwrap();
+                        }
+                    }
+                    s.ignore_released(&found.named, &dying);
+                    let left = walk_all(&s, dying[0]);
+                    assert!(left.1.is_empty(), "step {step}: {left:?}");
+                    assert!(left.0.iter().all(|p| p == "/"), "step {step}: {left:?}");
+                }
+            }
+            assert!(s.check().is_empty(), "step {step}: {:?}", s.check());
+            biggest = biggest.max(s.len());
+        }
+        assert!(
+            owned_seen > 50 && named_seen > 50 && biggest > 20,
+            "the walk saw too little: {owned_seen} {named_seen} {biggest}"
+        );
+    }
+
+    #[test]
+    fn a_released_domains_entries_grant_nothing_and_tops_go() {
+        let mut s = Store::new();
+        write(&mut s, "/vm/x/name", Some(b"g"), &dom0(), &LIMITS).unwrap();
+        let p = Perms::parse(b"n0\0r7\0", 2).unwrap();
+        set_perms(&mut s, "/vm/x", p, &dom0(), &LIMITS).unwrap();
+        write(&mut s, "/vm/x/name/deeper", Some(b"g"), &dom0(), &LIMITS).unwrap();
+        assert_eq!(read(&mut s, "/vm/x", &guest(7)).unwrap().value, b"");
+        let found = s.mentioning(&[7]);
+        assert_eq!(found.owned, Vec::<String>::new());
+        assert_eq!(
+            found.named,
+            ["/vm/x"],
+            "children made before the change keep their perms"
+        );
+        s.ignore_released(&found.named, &[7]);
+        assert_eq!(
+            read(&mut s, "/vm/x", &guest(7)).err(),
+            Some(Fail::new(XsError::Eacces, Reason::Perm))
+        );
+        assert!(s.mentions.is_empty());
+        assert!(s.check().is_empty(), "{:?}", s.check());
     }
 }

@@ -117,11 +117,9 @@ pub(super) fn set_target(d: &mut Daemon, _: &Call, p: &[u8]) -> Result<(), Fail>
     if d.domains.get(req.target).is_none() {
         return Err(Fail::new(XsError::Enoent, Reason::Target));
     }
-    let dom = d
-        .domains
-        .get_mut(req.domid)
+    d.domains
+        .set_target(req.domid, req.target)
         .ok_or(Fail::new(XsError::Enoent, Reason::Domain))?;
-    dom.target = Some(req.target);
     for id in d.conns_of.get(&req.domid).into_iter().flatten() {
         if let Some(c) = d.conns.get_mut(id) {
             c.ident.target = Some(req.target);
@@ -153,8 +151,8 @@ impl Daemon {
     /// dead domains are released as if dom0 had asked, their connections
     /// closed first; shutdowns are announced by one @releaseDomain unless a
     /// release just fired it. Unlike upstream, the domains that died
-    /// together are released together: one walk of the store and one
-    /// @releaseDomain for all of them, so M deaths cost each watcher one
+    /// together are released together: one @releaseDomain for all of
+    /// them, so M deaths cost each watcher one
     /// event, not M (watchers of @releaseDomain look at every domain
     /// anyway, as xl's do).
     pub fn domains_changed(&mut self, changes: &DomainChanges) {
@@ -205,11 +203,12 @@ impl Daemon {
         if releaser == target {
             return true;
         }
-        // dom0 clients are connections of their own; a guest's ring
-        // connection is its domain's slot
-        let sockets = self.conns.values().filter(|c| c.domid == 0).map(|c| c.id);
-        let rings = self.domains.ids().filter(|&x| x != 0).filter_map(slot_of);
-        sockets.chain(rings).filter(|&s| s > releaser).min() == Some(target)
+        // dom0 clients are connections of their own (their ids ascend in
+        // creation order); a guest's ring connection is its domain's slot
+        let sockets = self.domain_conns(0);
+        let next_socket = sockets.get(sockets.partition_point(|&s| s <= releaser));
+        let next_ring = self.domains.slot_after(releaser);
+        next_socket.copied().into_iter().chain(next_ring).min() == Some(target)
     }
 
     /// The domain's connections close (their transactions dropped, their
@@ -221,9 +220,10 @@ impl Daemon {
         self.release_all(&[domid], serial, firer, why);
     }
 
-    /// [`Daemon::release`] for several domains (`domids` sorted), at the
-    /// cost of one: one pass over the connections and the store, and one
-    /// @releaseDomain.
+    /// [`Daemon::release`] for several domains (`domids` sorted), with one
+    /// @releaseDomain. Costs their own connections and the nodes that
+    /// mention them (the store's index, mentions.rs), not the host's: no
+    /// pass over all connections or nodes.
     fn release_all(&mut self, domids: &[u32], serial: u64, firer: u32, why: &str) {
         debug_assert!(domids.is_sorted());
         for &domid in domids {
@@ -243,23 +243,29 @@ impl Daemon {
             self.backend.release(domid);
             self.effects.released.push(domid);
         }
-        let released = |d: &u32| domids.binary_search(d).is_ok();
-        for c in self.conns.values_mut() {
-            if c.ident.target.is_some_and(|t| released(&t)) {
-                c.ident.target = None;
+        for &t in domids {
+            for x in self.domains.targeting(t) {
+                for id in self.conns_of.get(&x).into_iter().flatten() {
+                    if let Some(c) = self.conns.get_mut(id) {
+                        if c.ident.target == Some(t) {
+                            c.ident.target = None;
+                        }
+                    }
+                }
             }
         }
-        for p in self.store.owned_paths(domids) {
-            if p == "/" || self.store.node(&p).is_none() {
+        let found = self.store.mentioning(domids);
+        for p in &found.owned {
+            if p == "/" || self.store.node(p).is_none() {
                 continue;
             }
-            if let Ok(changes) = tree::remove(&mut self.store, &p, &Identity::dom0()) {
+            if let Ok(changes) = tree::remove(&mut self.store, p, &Identity::dom0()) {
                 for c in &changes {
                     self.fire(serial, firer, c);
                 }
             }
         }
-        self.store.ignore_domains_in_perms(domids);
+        self.store.ignore_released(&found.named, domids);
         self.fire(serial, firer, &special(path::RELEASE_DOMAIN));
     }
 }

@@ -464,6 +464,33 @@ fn set_target_gives_a_device_model_its_targets_rights() {
     );
 }
 
+/// The target's death ends a device model's rights over it: a new domain
+/// with the target's id is not its target for connections already open.
+#[test]
+fn a_dead_targets_rights_leave_its_device_model() {
+    let (mut d, dom0, _guest) = with_guest();
+    ok(&mut d, dom0, MsgType::Introduce, b"7\x001\x001\x00");
+    let dm = open(&mut d, 7, 0, "device model");
+    ok(&mut d, dom0, MsgType::SetTarget, b"7\x006\x00");
+    d.domains_changed(&crate::transport::DomainChanges {
+        shut_down: vec![],
+        dead: vec![6],
+    });
+    ok(&mut d, dom0, MsgType::Introduce, b"6\x001\x001\x00");
+    ok(&mut d, dom0, MsgType::Write, b"/local/domain/6/new\0v");
+    ok(
+        &mut d,
+        dom0,
+        MsgType::SetPerms,
+        b"/local/domain/6/new\0n6\0",
+    );
+    assert_eq!(
+        err(&mut d, dm, MsgType::Read, 0, b"/local/domain/6/new\0"),
+        "EACCES"
+    );
+    assert!(d.store.check().is_empty());
+}
+
 #[test]
 fn a_reused_domid_inherits_no_rights() {
     let (mut d, dom0, guest) = with_guest();
