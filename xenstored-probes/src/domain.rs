@@ -71,10 +71,23 @@ impl Domains {
         Some(())
     }
 
-    /// The domains acting for `target` (kept after `target` is removed, as
-    /// their own `target` is).
+    /// The domains acting for `target` (kept after `target` is removed,
+    /// until [`Domains::forget_target`]).
+    #[cfg(test)]
     pub fn targeting(&self, target: u32) -> impl Iterator<Item = u32> + '_ {
         self.targeted_by.get(&target).into_iter().flatten().copied()
+    }
+
+    /// `target` is released: the domains acting for it act for nobody (a
+    /// new domain reusing the id is not theirs); returns them.
+    pub fn forget_target(&mut self, target: u32) -> Vec<u32> {
+        let acting = self.targeted_by.remove(&target).unwrap_or_default();
+        for x in &acting {
+            if let Some(d) = self.all.get_mut(x) {
+                d.target = None;
+            }
+        }
+        acting
     }
 
     fn untarget(&mut self, domid: u32, target: Option<u32>) {
@@ -171,5 +184,10 @@ mod tests {
         d.remove(6);
         assert_eq!(d.targeting(7).count(), 0);
         assert_eq!(d.slot_after(3), None);
+        // a released target's followers act for nobody
+        d.insert(6, guest(9, Some(5)));
+        assert_eq!(d.forget_target(5), [6]);
+        assert_eq!(d.get(6).unwrap().target, None);
+        assert_eq!(d.targeting(5).count(), 0);
     }
 }

@@ -244,7 +244,7 @@ impl Daemon {
             self.effects.released.push(domid);
         }
         for &t in domids {
-            for x in self.domains.targeting(t) {
+            for x in self.domains.forget_target(t) {
                 for id in self.conns_of.get(&x).into_iter().flatten() {
                     if let Some(c) = self.conns.get_mut(id) {
                         if c.ident.target == Some(t) {

@@ -465,7 +465,8 @@ fn set_target_gives_a_device_model_its_targets_rights() {
 }
 
 /// The target's death ends a device model's rights over it: a new domain
-/// with the target's id is not its target for connections already open.
+/// with the target's id is not its target, for connections already open
+/// or opened later.
 #[test]
 fn a_dead_targets_rights_leave_its_device_model() {
     let (mut d, dom0, _guest) = with_guest();
@@ -484,10 +485,13 @@ fn a_dead_targets_rights_leave_its_device_model() {
         MsgType::SetPerms,
         b"/local/domain/6/new\0n6\0",
     );
-    assert_eq!(
-        err(&mut d, dm, MsgType::Read, 0, b"/local/domain/6/new\0"),
-        "EACCES"
-    );
+    let later = open(&mut d, 7, 0, "device model, after");
+    for c in [dm, later] {
+        assert_eq!(
+            err(&mut d, c, MsgType::Read, 0, b"/local/domain/6/new\0"),
+            "EACCES"
+        );
+    }
     assert!(d.store.check().is_empty());
 }
 
