@@ -279,20 +279,6 @@ fn goals(r: &Results) -> Vec<Goal> {
             measured,
             met: min.map(|x| x >= 0.95),
         });
-        // Cost = 1 − ratio to unsnooped, per case.
-        let kept: Vec<f64> = (0..c.cases.len())
-            .filter_map(|ci| Some((1.0 - c.ratio(ci, 1, 0)?) / (1.0 - c.ratio(ci, 2, 0)?)))
-            .collect();
-        let worst = kept
-            .iter()
-            .copied()
-            .fold(None, |w: Option<f64>, x| Some(w.map_or(x, |w| w.max(x))));
-        g.push(Goal {
-            what: "--metrics cost ÷ full tracing's cost (worst case)".to_string(),
-            target: "≤ 0.5",
-            measured: worst.map_or(String::new(), |x| format!("{x:.2}")),
-            met: worst.map(|x| x <= 0.5),
-        });
         for (what, target, measured, met) in crate::metrics_report::goals(m) {
             g.push(Goal {
                 what,
