@@ -18,14 +18,8 @@ pub struct Who {
     pub pid: u32,
 }
 
-/// One semaphore a probe, named as the probe: generated from xenstore.d
-/// by build.rs.
 #[cfg(feature = "probes")]
-#[allow(non_upper_case_globals)]
-pub(crate) mod semaphore {
-    use crate::sdt::Semaphore;
-    include!(concat!(env!("OUT_DIR"), "/semaphores.rs"));
-}
+use crate::sdt::semaphore;
 
 #[cfg(feature = "probes")]
 thread_local! {

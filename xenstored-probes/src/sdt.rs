@@ -152,6 +152,16 @@ macro_rules! sdt_site {
     }};
 }
 
+/// One semaphore a probe, named as the probe: generated from xenstore.d
+/// by build.rs. Here, not in probes.rs, so that stats_batch.rs, which
+/// probes.rs feeds, reads its own without a cycle.
+#[cfg(feature = "probes")]
+#[allow(non_upper_case_globals)]
+pub mod semaphore {
+    use super::Semaphore;
+    include!(concat!(env!("OUT_DIR"), "/semaphores.rs"));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -45,7 +45,7 @@ thread_local! {
 #[inline]
 pub fn enabled() -> bool {
     #[cfg(feature = "probes")]
-    return crate::probes::semaphore::stats_batch.enabled();
+    return crate::sdt::semaphore::stats_batch.enabled();
     #[cfg(not(feature = "probes"))]
     false
 }
@@ -176,7 +176,7 @@ fn fire(batch: &mut Batch) {
     }
     #[cfg(feature = "probes")]
     if enabled() {
-        use crate::probes::semaphore;
+        use crate::sdt::semaphore;
         let count = batch.len as u64;
         let records = batch.records.as_ptr() as u64;
         crate::sdt_site!(
