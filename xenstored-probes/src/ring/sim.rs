@@ -16,7 +16,6 @@
 //! the kernel's SRCU grace period, ~10 ms, in the daemon's one thread, for
 //! each domain released.)
 
-use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
@@ -209,11 +208,12 @@ pub struct SimChannel {
     sock: UnixDatagram,
     own: PathBuf,
     guest: PathBuf,
-    /// Connected to the guest's end: a notification looks up no path
-    /// (sending by path walked the run directory's dentries for every
-    /// event, a cost that grew with the domains there, as Xen's evtchn
-    /// notify does not). Found again by path when that guest socket went.
-    bell: RefCell<Option<UnixDatagram>>,
+    /// What notifications are sent from: not `sock`, which the event loop
+    /// polls, so a guest draining its bell does not wake the daemon for
+    /// room to write. Unconnected, made with the channel: a guest that
+    /// leaves leaves no descriptor behind (a socket connected to it would
+    /// stay until the next notification found it gone).
+    bell: UnixDatagram,
     page: File,
 }
 
@@ -224,44 +224,15 @@ impl SimChannel {
         // Pending from the start: the guest may have queued requests before
         // it was introduced, and an edge-triggered loop needs an edge.
         ring_bell(&sock, &own)?;
+        let bell = UnixDatagram::unbound()?;
+        bell.set_nonblocking(true)?;
         Ok(SimChannel {
             sock,
             own,
             guest: paths.guest_end(port),
-            bell: RefCell::new(None),
+            bell,
             page,
         })
-    }
-
-    /// Rings the guest through the connected bell, connecting it first
-    /// (again, if the guest process that bound its end has gone: a
-    /// successor binds a fresh socket at the same path). What a guest
-    /// that is not there (yet) or a full buffer cannot take, it finds on
-    /// the ring when it next looks, as with `ring_bell`.
-    fn ring(&self) -> io::Result<()> {
-        let mut bell = self.bell.borrow_mut();
-        for _ in 0..2 {
-            if bell.is_none() {
-                let sock = UnixDatagram::unbound()?;
-                sock.set_nonblocking(true)?;
-                match sock.connect(&self.guest) {
-                    Ok(()) => *bell = Some(sock),
-                    Err(e) if quiet(&e) => return Ok(()),
-                    Err(e) => return Err(notify_error(&self.guest, e)),
-                }
-            }
-            let Some(sock) = bell.as_ref() else {
-                return Ok(());
-            };
-            match sock.send(&[1]) {
-                Ok(_) => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                // The guest's socket closed: connect to whoever bound the path since.
-                Err(e) if quiet(&e) => *bell = None,
-                Err(e) => return Err(notify_error(&self.guest, e)),
-            }
-        }
-        Ok(())
     }
 
     fn page_linked(&self) -> io::Result<bool> {
@@ -271,7 +242,7 @@ impl SimChannel {
 
 impl EventChannel for SimChannel {
     fn notify(&self) -> io::Result<()> {
-        self.ring()
+        ring_bell(&self.bell, &self.guest)
     }
 
     fn fd(&self) -> RawFd {
