@@ -174,12 +174,7 @@ fn prometheus_sees_what_a_known_workload_did() {
     // Counting on the batched probe the shim has: counts arrive up to
     // its flush bound late, and every wait below polls.
     assert!(banner.contains(", stats_batch, "), "{banner}");
-    let exporter_port: u16 = banner
-        .split("http://127.0.0.1:")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no port in {banner}"));
+    let exporter_port = listen_port(&banner);
 
     let node_port = free_port();
     let _node = Watched::spawn(
@@ -461,12 +456,7 @@ fn a_scrape_counts_every_event_before_it() {
     });
     let banner = exporter.stderr().concat();
     assert!(banner.contains(", stats_batch, "), "{banner}");
-    let port: u16 = banner
-        .split("http://127.0.0.1:")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no port in {banner}"));
+    let port = listen_port(&banner);
     let mut xs = Xs::connect(&shim.socket).unwrap();
     for n in 1..=5 {
         xs.write(0, "/scraped", &n.to_string()).unwrap();
@@ -476,4 +466,14 @@ fn a_scrape_counts_every_event_before_it() {
     }
     let ended = exporter.stop(SIGTERM, TIMEOUT);
     assert!(ended.status.success(), "{:?}", ended.stderr);
+}
+
+/// The port of the exporter's `/metrics` endpoint, from its banner.
+fn listen_port(banner: &str) -> u16 {
+    banner
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {banner}"))
 }

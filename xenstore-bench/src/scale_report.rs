@@ -195,13 +195,19 @@ fn cell(x: &Sample) -> String {
 /// `report` with its scale section replaced by `section` (appended if it
 /// has none), the other sections as they were measured.
 pub fn splice(report: &str, section: &str) -> String {
-    let Some(start) = report.find(HEADING) else {
+    splice_under(report, HEADING, section)
+}
+
+/// `report` with the section under `heading` (to the next `## `) replaced
+/// by `section`, or `section` appended if there is none.
+pub fn splice_under(report: &str, heading: &str, section: &str) -> String {
+    let Some(start) = report.find(heading) else {
         return format!("{}\n\n{section}", report.trim_end());
     };
-    let rest = &report[start + HEADING.len()..];
+    let rest = &report[start + heading.len()..];
     let end = rest
         .find("\n## ")
-        .map_or(report.len(), |i| start + HEADING.len() + i + 1);
+        .map_or(report.len(), |i| start + heading.len() + i + 1);
     format!("{}{section}\n{}", &report[..start], &report[end..])
 }
 

@@ -194,12 +194,5 @@ fn fewer_at_once(r: &StormResult, label: &str, k: usize, p: usize) -> Option<(us
 /// `report` with this section replaced by `section` (appended if it has
 /// none), the others as they were measured.
 pub fn splice(report: &str, section: &str) -> String {
-    let Some(start) = report.find(HEADING) else {
-        return format!("{}\n\n{section}", report.trim_end());
-    };
-    let rest = &report[start + HEADING.len()..];
-    let end = rest
-        .find("\n## ")
-        .map_or(report.len(), |i| start + HEADING.len() + i + 1);
-    format!("{}{section}\n{}", &report[..start], &report[end..])
+    crate::scale_report::splice_under(report, HEADING, section)
 }

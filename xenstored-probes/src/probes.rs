@@ -314,6 +314,16 @@ impl InFlight {
     }
 }
 
+/// A `stats_batch` record of `kind` for `who`, the rest zero.
+fn stats_record(who: &Who, kind: StatsKind) -> StatsRecord {
+    StatsRecord {
+        pid: who.pid,
+        domid: who.domid,
+        kind: kind as u8,
+        ..Default::default()
+    }
+}
+
 pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -343,16 +353,12 @@ pub fn reply(
             Ok(_) => 0,
             Err((e, _)) => e.errno() as u16, // Linux errnos fit 16 bits
         };
-        let record = StatsRecord {
+        stats_batch::add(StatsRecord {
             elapsed_ns: monotonic_ns().saturating_sub(in_flight.decoded_ns),
-            pid: who.pid,
-            domid: who.domid,
             op: Ident::op_of(op),
             errno,
-            kind: StatsKind::Reply as u8,
-            ..Default::default()
-        };
-        stats_batch::add(record);
+            ..stats_record(who, StatsKind::Reply)
+        });
     }
     #[cfg(feature = "probes")]
     if semaphore::reply_stats.enabled() && in_flight.serial == serial {
@@ -445,13 +451,7 @@ pub fn watch_event(serial: u64, who: &Who, firer: u32, path: &[u8], token: &[u8]
     let event = crate::wire::MsgType::WatchEvent as u32;
     crate::trace::message(true, who.conn, event, &[path, b"\0", token, b"\0"]);
     if stats_batch::enabled() {
-        let record = StatsRecord {
-            pid: who.pid,
-            domid: who.domid,
-            kind: StatsKind::WatchEvent as u8,
-            ..Default::default()
-        };
-        stats_batch::add(record);
+        stats_batch::add(stats_record(who, StatsKind::WatchEvent));
     }
     fire!(watch_event, |strings| {
         let (ident, client) = pack_who(who, crate::wire::MsgType::WatchEvent as u32, 0);
@@ -486,14 +486,10 @@ pub fn conn_close(serial: u64, who: &Who, reason: &str) {
 #[inline]
 pub fn tx_end(serial: u64, who: &Who, tx_id: u32, outcome: TxOutcome, reason: &str) {
     if stats_batch::enabled() {
-        let record = StatsRecord {
-            pid: who.pid,
-            domid: who.domid,
-            kind: StatsKind::TxEnd as u8,
+        stats_batch::add(StatsRecord {
             outcome: outcome.code() as u8,
-            ..Default::default()
-        };
-        stats_batch::add(record);
+            ..stats_record(who, StatsKind::TxEnd)
+        });
     }
     fire!(tx_end, |strings| {
         let op = crate::wire::MsgType::TransactionEnd as u32;
