@@ -18,7 +18,13 @@
  *                    a domain prepared there (ring/<domid>/page-<gfn>,
  *                    evtchn-<port>) gets that page as its grant map and
  *                    its doorbell sockets as its event channel, so a
- *                    simulated guest talks to the daemon over a real ring
+ *                    simulated guest talks to the daemon over a real ring;
+ *                    and its simulated hypervisor (xen/simulated.rs): the
+ *                    domain table xen/domains says which domains run, are
+ *                    shut down or dying (a domain it does not know falls
+ *                    back to XENSTUB_DOMIDS), and counts the daemon's state
+ *                    queries and VIRQ_DOM_EXC firings there; a byte sent to
+ *                    the socket xen/virq-dom-exc raises that VIRQ
  *
  * Built by the test harness: cc -shared -fPIC -o libxenstub.so xenstub.c -ldl
  * The event channel handle is an epoll set, readable when a simulated
@@ -75,13 +81,75 @@ static int domid_exists(uint32_t domid)
 	return 0;
 }
 
+/*
+ * The simulated hypervisor's table (xenstored-probes' xen/simulated.rs):
+ * two little-endian u64 counters, state queries answered and VIRQ_DOM_EXC
+ * firings handled, then one state byte a domid. Mapped when first found:
+ * the toolstack makes it with its first domain, maybe after we started.
+ */
+#define TABLE_QUERIES 0
+#define TABLE_FIRINGS 8
+#define TABLE_HEADER 16
+#define TABLE_LEN (TABLE_HEADER + DOMID_FIRST_RESERVED)
+enum state { UNKNOWN, RUNNING, SHUT_DOWN, DYING };
+
+static unsigned char *sim_table(void)
+{
+	static unsigned char *table;
+	const char *root = getenv("XENSTUB_RING_DIR");
+	char path[PATH_MAX];
+	struct stat st;
+	void *p;
+	int fd;
+	if (table || !root)
+		return table;
+	snprintf(path, sizeof(path), "%s/xen/domains", root);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	p = fstat(fd, &st) == 0 && st.st_size >= TABLE_LEN ?
+		mmap(NULL, TABLE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) :
+		MAP_FAILED;
+	close(fd);
+	if (p != MAP_FAILED)
+		table = p;
+	return table;
+}
+
+static void count(size_t at)
+{
+	unsigned char *t = sim_table();
+	uint64_t n;
+	if (!t)
+		return;
+	memcpy(&n, t + at, sizeof(n));
+	n++;
+	memcpy(t + at, &n, sizeof(n));
+}
+
+static enum state domain_state(uint32_t domid)
+{
+	unsigned char *t = sim_table();
+	if (t && domid < DOMID_FIRST_RESERVED && t[TABLE_HEADER + domid] != UNKNOWN &&
+	    t[TABLE_HEADER + domid] <= DYING)
+		return t[TABLE_HEADER + domid];
+	return domid_exists(domid) ? RUNNING : UNKNOWN;
+}
+
 /* The first existing domid >= from, or -1. */
 static long next_domid(uint32_t from)
 {
 	for (uint32_t d = from; d < DOMID_FIRST_RESERVED; d++)
-		if (domid_exists(d))
+		if (domain_state(d) != UNKNOWN)
 			return d;
 	return -1;
+}
+
+static uint32_t dominf_flags(enum state s)
+{
+	return s == RUNNING ? XEN_DOMINF_running :
+	       s == SHUT_DOWN ? XEN_DOMINF_shutdown :
+	       XEN_DOMINF_shutdown | XEN_DOMINF_dying;
 }
 
 /* ---- libxenctrl ---------------------------------------------------- */
@@ -109,13 +177,17 @@ int xc_domain_getinfo(xc_interface *xch, uint32_t first_domid,
 	long d = first_domid;
 	(void)xch;
 	while (n < max_doms && (d = next_domid(d)) >= 0) {
+		enum state s = domain_state(d);
 		memset(&info[n], 0, sizeof(info[n]));
 		info[n].domid = d;
-		info[n].running = 1;
+		info[n].running = s == RUNNING;
+		info[n].shutdown = s != RUNNING;
+		info[n].dying = s == DYING;
 		info[n].nr_online_vcpus = 1;
 		n++;
 		d++;
 	}
+	count(TABLE_QUERIES);
 	return n;
 }
 
@@ -128,11 +200,12 @@ int xc_domain_getinfolist(xc_interface *xch, uint32_t first_domain,
 	while (n < max_domains && (d = next_domid(d)) >= 0) {
 		memset(&info[n], 0, sizeof(info[n]));
 		info[n].domain = d;
-		info[n].flags = XEN_DOMINF_running;
+		info[n].flags = dominf_flags(domain_state(d));
 		info[n].max_vcpu_id = 0;
 		n++;
 		d++;
 	}
+	count(TABLE_QUERIES);
 	return n;
 }
 
@@ -144,14 +217,16 @@ int xc_domain_getinfo_single(xc_interface *xch, uint32_t domid,
 int xc_domain_getinfo_single(xc_interface *xch, uint32_t domid,
 			     xc_domaininfo_t *info)
 {
+	enum state s = domain_state(domid);
 	(void)xch;
-	if (!domid_exists(domid)) {
+	count(TABLE_QUERIES);
+	if (s == UNKNOWN) {
 		errno = ESRCH;
 		return -1;
 	}
 	memset(info, 0, sizeof(*info));
 	info->domain = domid;
-	info->flags = XEN_DOMINF_running;
+	info->flags = dominf_flags(s);
 	return 0;
 }
 
@@ -422,11 +497,45 @@ xenevtchn_bind_interdomain(xenevtchn_handle *xce, uint32_t domid,
 	return local;
 }
 
+/* VIRQ_DOM_EXC's port: the socket xen/virq-dom-exc, when there are rings. */
+static evtchn_port_t dom_exc_port;
+
 xenevtchn_port_or_error_t xenevtchn_bind_virq(xenevtchn_handle *xce,
 					      unsigned int virq)
 {
-	(void)xce; (void)virq;
-	return next_port++;
+	const char *root = getenv("XENSTUB_RING_DIR");
+	evtchn_port_t local = next_port++;
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = local };
+	char dir[PATH_MAX - 32];
+	struct bound *b;
+	if (virq != VIRQ_DOM_EXC || !root)
+		return local;
+	b = add_bound(local);
+	if (!b)
+		return local;
+	snprintf(dir, sizeof(dir), "%s/xen", root);
+	mkdir(dir, 0755);
+	if ((size_t)snprintf(b->daemon_end, sizeof(b->daemon_end), "%s/virq-dom-exc", dir) >=
+	    sizeof(b->daemon_end)) {
+		drop_bound(local);
+		return local;
+	}
+	b->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (b->sock < 0) {
+		drop_bound(local);
+		return local;
+	}
+	unlink(b->daemon_end);
+	strncpy(addr.sun_path, b->daemon_end, sizeof(addr.sun_path) - 1);
+	if (bind(b->sock, (void *)&addr, sizeof(addr)) != 0 ||
+	    epoll_ctl(xce->fd, EPOLL_CTL_ADD, b->sock, &ev) != 0) {
+		close(b->sock);
+		drop_bound(local);
+		return local;
+	}
+	dom_exc_port = local;
+	return local;
 }
 
 int xenevtchn_unbind(xenevtchn_handle *xce, evtchn_port_t port)
@@ -456,6 +565,8 @@ xenevtchn_port_or_error_t xenevtchn_pending(xenevtchn_handle *xce)
 	if (b)
 		while (recv(b->sock, buf, sizeof(buf), MSG_DONTWAIT) > 0)
 			;
+	if (dom_exc_port && ev.data.u32 == dom_exc_port)
+		count(TABLE_FIRINGS);
 	return ev.data.u32;
 }
 

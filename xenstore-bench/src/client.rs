@@ -55,6 +55,25 @@ impl Conn {
     /// Sends one request (payload = the concatenated parts) and waits for
     /// its reply, skipping any watch events.
     pub fn call(&mut self, ty: MsgType, tx_id: u32, parts: &[&[u8]]) -> Result<Reply<'_>> {
+        Ok(self.call_past_events(ty, tx_id, parts)?.0)
+    }
+
+    /// How many watch events the daemon had queued for this connection
+    /// before now: it answers a connection in order, so every event queued
+    /// before a request arrives ahead of that request's reply.
+    pub fn events_queued(&mut self) -> Result<usize> {
+        let (reply, events) = self.call_past_events(MsgType::GetDomainPath, 0, &[b"0\0"])?;
+        reply.ok()?;
+        Ok(events)
+    }
+
+    /// `call`, and the number of watch events skipped before the reply.
+    fn call_past_events(
+        &mut self,
+        ty: MsgType,
+        tx_id: u32,
+        parts: &[&[u8]],
+    ) -> Result<(Reply<'_>, usize)> {
         self.req_id = self.req_id.wrapping_add(1);
         let len: usize = parts.iter().map(|p| p.len()).sum();
         if len > PAYLOAD_MAX {
@@ -72,16 +91,19 @@ impl Conn {
             self.out.extend_from_slice(p);
         }
         self.stream.write_all(&self.out).context("send request")?;
+        let mut events = 0;
         loop {
             self.drop_used();
             let (reply_ty, total) = self.next_message()?;
             self.used = total;
             if reply_ty != MsgType::WatchEvent as u32 {
-                return Ok(Reply {
+                let reply = Reply {
                     ty: reply_ty,
                     payload: &self.inbuf[HEADER_LEN..total],
-                });
+                };
+                return Ok((reply, events));
             }
+            events += 1;
         }
     }
 

@@ -18,6 +18,7 @@ use crate::{
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use std::time::{Duration, Instant};
+use xenstore_testkit::upstream::Flavor;
 
 pub fn all(args: &AllArgs) -> Result<()> {
     // SAFETY: geteuid has no preconditions.
@@ -231,7 +232,19 @@ fn mass_destroy(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
     if let Some(before) = &args.shim_before {
         shims.push(("shim (before)".into(), before.clone()));
     }
-    let r = scale_death::run(&shims, &scale_death::LEVELS, budget.rounds);
+    let mut subjects: Vec<(String, scale_death::Subject)> = shims
+        .iter()
+        .map(|(label, binary)| (label.clone(), scale_death::Subject::Shim(binary.clone())))
+        .collect();
+    subjects.push((
+        "C xenstored".into(),
+        scale_death::Subject::Upstream(Flavor::C),
+    ));
+    subjects.push((
+        "oxenstored".into(),
+        scale_death::Subject::Upstream(Flavor::Ocaml),
+    ));
+    let r = scale_death::run(&subjects, &scale_death::LEVELS, budget.rounds);
     let big = scale_death_store::run(&shims, &scale_death_store::LEVELS, budget.rounds);
     scale_death_report::render(&r) + &scale_death_store_report::render(&big)
 }
@@ -333,7 +346,11 @@ pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
     // S4: every dying domain released and every watcher told (checked by
     // the run itself), one query a firing and no more firings than deaths.
     let shims = [("shim".to_string(), shim.to_path_buf())];
-    let death = scale_death::run(&shims, &[10, 40], 1);
+    let subjects = [(
+        "shim".to_string(),
+        scale_death::Subject::Shim(shim.to_path_buf()),
+    )];
+    let death = scale_death::run(&subjects, &[10, 40], 1);
     let points = death.curves[0]
         .points
         .as_ref()
@@ -350,6 +367,35 @@ pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
                 p.queries,
                 p.firings
             );
+        }
+    }
+    // S4 on the upstream daemons under the stub's simulated hypervisor:
+    // their dying released and every watcher told too (checked by the run),
+    // each having asked about every introduced domain at least once.
+    for (flavor, label) in [(Flavor::C, "C xenstored"), (Flavor::Ocaml, "oxenstored")] {
+        if !xenstore_testkit::upstream::available(flavor, "scale smoke's S4") {
+            continue;
+        }
+        let subjects = [(label.to_string(), scale_death::Subject::Upstream(flavor))];
+        let death = scale_death::run(&subjects, &[10], 1);
+        let points = death.curves[0]
+            .points
+            .as_ref()
+            .map_err(|e| anyhow::anyhow!("S4 on {label}: {e:#}"))?;
+        for p in points {
+            println!(
+                "scale smoke: S4 {label} N={}: {} dying released, every watcher told, \
+                 {} queries, {} firings",
+                p.domains, p.dying, p.queries, p.firings
+            );
+            if p.firings == 0 || p.queries < p.domains as u64 {
+                bail!(
+                    "S4 on {label} N={}: {} queries for {} firings",
+                    p.domains,
+                    p.queries,
+                    p.firings
+                );
+            }
         }
     }
     // S4 in a big store: the dying released, their homes gone (checked by

@@ -17,14 +17,15 @@ pub fn render(r: &DeathResult) -> String {
         "{HEADING}: N domains, N/{DYING_EVERY} die at once\n\n\
          N domains on simulated rings, each with a home it owns and a dom0 connection \
          watching `@releaseDomain` (as each `xl` process's monitor does); then one in \
-         {DYING_EVERY} dies at once through the simulated hypervisor (the daemon's \
-         `xen/simulated.rs`: the domain marked dying and VIRQ_DOM_EXC raised, which names no \
-         domain, so the daemon asks about the introduced ones as on Xen). A fresh daemon each \
+         {DYING_EVERY} dies at once through the simulated hypervisor (the shim's \
+         `xen/simulated.rs`, kept by the conformance stub for C xenstored and oxenstored: the \
+         domain marked dying and VIRQ_DOM_EXC raised, which names no domain, so the daemon asks \
+         about the introduced ones as on Xen). A fresh daemon each \
          run, {} run(s) a point (median by time); S4 took {:.0} s. Cells: ms from the first \
          death until every dying domain was released and every watcher had read its \
          `@releaseDomain` events (in brackets: until the bench saw them all released) · state queries / VIRQ firings handled (the simulated \
-         hypervisor counts them; a query is one `xc_domain_getinfolist` of up to 1024 \
-         domains) · events the busiest watcher read · the daemon's CPU in ms.\n",
+         hypervisor counts them; a query is one `xc_domain_getinfo*` call: the shim's ask about up to 1024 \
+         domains, C xenstored's and oxenstored's about one) · events the busiest watcher read · the daemon's CPU in ms.\n",
         r.rounds,
         r.elapsed.as_secs_f64()
     );
@@ -66,23 +67,23 @@ pub fn render(r: &DeathResult) -> String {
             let _ = writeln!(s, "\n{}: {e:#}", c.label);
         }
     }
-    s += "\nWhat limits these figures: the shim alone. C xenstored 4.17 and oxenstored 4.17 \
-          run here under the conformance stub (`tests/peer/xenstub.c`), whose domain list is \
-          fixed when the daemon starts (`XENSTUB_DOMIDS`) and whose VIRQ_DOM_EXC port never \
-          fires (it serves 1000+ ring domains since S1 needed it, but cannot kill one). \
-          Modelling a death \
-          there means the stub reading this run's domain table and raising the VIRQ's port: \
-          not done. \
-          Upstream's cost is known from its code: on each VIRQ_DOM_EXC both ask about every \
-          introduced domain, one hypercall each, and C xenstored restarts its scan after \
-          each domain it frees, and fires `@releaseDomain` once per freed domain (N×M \
-          events over N watchers). The shim asks ⌈N/1024⌉ times a firing, releases the \
-          domains of one firing together (a walk of the nodes that mention them, through the \
-          store's index, not of the store; one `@releaseDomain`); \
-          firings coalesce while it works (at most one a death, often one for all). The \
-          simulated query reads a 32 KiB table (Xen walks its domain list): its cost is not \
-          a hypercall's. The time includes the bench's one thread asking whether each dying \
-          domain is still introduced and reading every watcher in turn.\n";
+    s += "\nWhat limits these figures: C xenstored 4.17 and oxenstored 4.17 run under the \
+          conformance stub (`tests/peer/xenstub.c`), which keeps the shim's simulated \
+          hypervisor: the same domain table (a dying domain reads as dying to \
+          `xc_domain_getinfo`, `xc_domain_getinfolist` and `xc_domain_getinfo_single`) and \
+          VIRQ_DOM_EXC socket, and counts every such call as a query, so the columns count \
+          the same thing. On each VIRQ_DOM_EXC both upstream daemons ask about every \
+          introduced domain, one call each; C xenstored restarts its scan after each domain \
+          it frees (about N × M / 2 queries) and fires `@releaseDomain` once per freed domain \
+          (M events to each of N watchers), oxenstored scans once a firing and fires once. \
+          The shim asks ⌈N/1024⌉ times a firing, releases the domains of one firing together \
+          (a walk of the nodes that mention them, through the store's index, not of the \
+          store; one `@releaseDomain`); firings coalesce while it works (at most one a death, \
+          often one for all). A simulated query reads the table (Xen walks its domain list): \
+          its cost is not a hypercall's, which flatters the daemons that make many. The time \
+          includes the bench's one thread asking whether each dying domain is still \
+          introduced, then making one request on every watcher's connection: its reply comes \
+          after every event queued before it, so each watcher has read all its events.\n";
     s
 }
 

@@ -32,7 +32,10 @@ fn bench_client_drives_every_workload() {
 /// domains' trees (the walk sees every node, each `rm` of a home sends its
 /// watcher its 15 events). Then S4 at N = 10, 40: the dying tenth
 /// released, every @releaseDomain watcher told, one state query a firing;
-/// and S4 beside 5 background trees: the dying released, their homes gone.
+/// S4 at N = 10 on C xenstored and oxenstored under the stub's simulated
+/// hypervisor (the dying released, every watcher told, every domain asked
+/// about); and S4 beside 5 background trees: the dying released, their
+/// homes gone.
 #[test]
 fn scale_scenarios_deliver_each_event_to_its_watcher_only() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_xenstore-bench"))
@@ -60,6 +63,8 @@ fn scale_scenarios_deliver_each_event_to_its_watcher_only() {
         "S3 at 12 domains:",
         "S4 N=10:",
         "S4 N=40:",
+        "S4 C xenstored N=10:",
+        "S4 oxenstored N=10:",
         "S4 big store,",
     ] {
         assert!(
