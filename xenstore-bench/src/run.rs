@@ -207,7 +207,7 @@ fn scale_plan(args: &AllArgs, b: &Builds, budget: &Budget, domains: bool) -> Pla
     }
     Plan {
         shims,
-        upstream: !domains,
+        upstream: true,
         levels: scale::LEVELS.to_vec(),
         run: budget.run / 2,
         rounds: budget.rounds,
@@ -216,8 +216,8 @@ fn scale_plan(args: &AllArgs, b: &Builds, budget: &Budget, domains: bool) -> Pla
     }
 }
 
-/// The scale section: sockets only with every daemon, then with idle
-/// domains too for the shims.
+/// The scale section: sockets only, then with idle domains too, each with
+/// every daemon.
 fn scale_section(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
     let sockets = scale::run(&scale_plan(args, b, budget, false));
     let domains = scale::run(&scale_plan(args, b, budget, true));

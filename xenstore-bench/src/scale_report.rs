@@ -20,9 +20,8 @@ pub fn render(sockets: &ScaleResult, domains: &ScaleResult) -> String {
          dom0 connections each hold {WATCHES_PER_CONN} watches ({} on \
          `…/device/vif/<j>/state`, which nothing writes; one on `…/device/vbd/<n>/state`, which \
          S2 writes below); in the second pair of tables N idle domains (guests on simulated \
-         rings) hold as many too, the shims only (under the stub C xenstored takes about a \
-         second to bring up each ring domain at 1000 (S1 below does it once), too long to \
-         repeat for every level and round here). At each N every daemon is measured in \
+         rings; for C xenstored and oxenstored the conformance stub's ring pages) hold as \
+         many too. At each N every daemon is measured in \
          turn ({} round(s) of {:.2} s per scenario, medians), so the columns ran side by \
          side; the section took \
          {:.0} s (`xenstore-bench all --only scale`). One client thread and the daemon are \
