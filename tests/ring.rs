@@ -113,7 +113,10 @@ fn a_guest_that_reads_late_gets_every_event_in_order() {
         assert_eq!(ev.path, format!("late/k{i}"), "event {i}");
     }
     let ring = guest.link().ring().interface();
-    assert!(ring.load(Field::RspProd) > 10 * RING_SIZE, "the ring filled");
+    assert!(
+        ring.load(Field::RspProd) > 10 * RING_SIZE,
+        "the ring filled"
+    );
 }
 
 #[test]

@@ -22,9 +22,11 @@ pub fn render(sockets: &ScaleResult, domains: &ScaleResult) -> String {
          S2 writes below); in the second pair of tables N idle domains (guests on simulated \
          rings) hold as many too, the shims only (under the stub C xenstored takes about a \
          second to bring up each ring domain at 1000 (S1 below does it once), too long to \
-         repeat for every level and round here). At each N every daemon is measured in \
-         turn ({} round(s) of {:.2} s per scenario, medians), so the columns ran side by \
-         side; the section took \
+         repeat for every level and round here). Every daemon has a host (a daemon and its \
+         idle population) for each N, grown once; each round then measures every N, each \
+         daemon in turn, the N in the opposite order every other round ({} round(s) of \
+         {:.2} s per scenario, medians), so both the columns and the rows ran side by side, \
+         seconds apart, and a drifting machine moves them alike; the section took \
          {:.0} s (`xenstore-bench all --only scale`). One client thread and the daemon are \
          pinned to CPU 0. Cells: requests/s, (p50/p99 µs), the daemon's CPU per request in µs; \
          the last row is what grows with the host.\n",
