@@ -1,8 +1,9 @@
 //! The scale section: what a request costs as the host grows. N idle dom0
 //! connections and N idle domains on simulated rings each hold 15 watches
 //! (14 on paths nothing writes, one on a path of their own the fan-out load
-//! writes below); at each N every daemon is measured in turn, so a curve's
-//! points and the daemons' figures come from runs side by side.
+//! writes below). Each daemon has a host per N, and every round measures
+//! every N and daemon in turn, so a curve's points and the daemons'
+//! figures come from runs side by side.
 //!
 //! S5 (idle tax): one client pinned with the daemon on CPU 0 sends
 //! write+read pairs on a path no watch covers. S2 (watch fan-out): the
@@ -282,38 +283,14 @@ fn hot_path(i: usize) -> String {
     format!("/local/domain/{}/device/vbd/51712/state", i + 1)
 }
 
-/// Runs the plan: every host grows to each level, then each round runs
-/// S5 and S2 on every host in turn.
+/// Runs the plan. Every daemon gets a host of its own for each level,
+/// grown once; then each round measures every level, each daemon in
+/// turn, the levels in the opposite order every other round. So a curve's
+/// points ran interleaved, seconds apart, not one level minutes after the
+/// other: a machine whose load drifts moves every level alike, and the
+/// ratio of two levels measures the host's size, not the hour.
 pub fn run(plan: &Plan) -> ScaleResult {
     raise_fd_limit();
-    let daemons = plan.shims.len() + if plan.upstream { 2 } else { 0 };
-    let most = plan.levels.iter().copied().max().unwrap_or(0);
-    let room = if plan.domains {
-        guests::make_room(daemons * most).unwrap_or_else(|e| {
-            eprintln!("bench: {e:#}: the daemons may run out of simulated domains");
-            None
-        })
-    } else {
-        None
-    };
-    let started = Instant::now();
-    let mut hosts: Vec<Result<Host>> = Vec::new();
-    for (label, binary) in &plan.shims {
-        let daemon = daemons::shim(label, binary);
-        let rings = match &daemon {
-            Ok(d) if plan.domains => Some(d.dir.join("run")),
-            _ => None,
-        };
-        hosts.push(Host::start(label, daemon, rings));
-    }
-    if plan.upstream {
-        for (flavor, label) in [(Flavor::C, "C xenstored"), (Flavor::Ocaml, "oxenstored")] {
-            let started = daemons::upstream_with_rings(flavor, label);
-            let host = started
-                .and_then(|(d, rings)| Host::start(label, Ok(d), plan.domains.then_some(rings)));
-            hosts.push(host);
-        }
-    }
     let labels: Vec<String> = plan
         .shims
         .iter()
@@ -325,73 +302,83 @@ pub fn run(plan: &Plan) -> ScaleResult {
                 .flatten(),
         )
         .collect();
-    let mut points: Vec<Result<Vec<Point>>> = hosts
-        .iter()
-        .map(|h| match h {
-            Ok(_) => Ok(Vec::new()),
-            Err(e) => Err(anyhow::anyhow!("did not start: {e:#}")),
+    let all_levels: usize = plan.levels.iter().sum();
+    let room = if plan.domains {
+        guests::make_room(labels.len() * all_levels).unwrap_or_else(|e| {
+            eprintln!("bench: {e:#}: the daemons may run out of simulated domains");
+            None
         })
-        .collect();
+    } else {
+        None
+    };
+    let started = Instant::now();
+    // hosts[level][daemon]
+    let mut hosts: Vec<Vec<Result<Host>>> = Vec::new();
     for &n in &plan.levels {
-        let mut samples: Vec<Vec<Point>> = vec![Vec::new(); hosts.len()];
-        for round in 0..plan.rounds {
-            for (k, host) in hosts.iter_mut().enumerate() {
-                let (Ok(h), Ok(_)) = (host.as_mut(), points[k].as_ref()) else {
+        let mut row = Vec::new();
+        for (k, label) in labels.iter().enumerate() {
+            let host = start_host(plan, k).and_then(|mut h| {
+                h.grow(n)
+                    .with_context(|| format!("open {n} idle connections"))?;
+                Ok(h)
+            });
+            row.push(host.map_err(|e| e.context(format!("{label} at N={n}"))));
+        }
+        eprintln!(
+            "bench: scale N={n} hosts up ({:.0} s)",
+            started.elapsed().as_secs_f64()
+        );
+        hosts.push(row);
+    }
+    // samples[level][daemon]
+    let mut samples: Vec<Vec<Vec<Point>>> = vec![vec![Vec::new(); labels.len()]; plan.levels.len()];
+    for round in 0..plan.rounds {
+        let mut order: Vec<usize> = (0..plan.levels.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for l in order {
+            for (k, host) in hosts[l].iter_mut().enumerate() {
+                let Ok(h) = host.as_mut() else {
                     continue;
                 };
-                let point = (|| -> Result<Point> {
-                    if round == 0 {
-                        h.grow(n)
-                            .with_context(|| format!("open {n} idle connections"))?;
+                let n = plan.levels[l];
+                match measure(h, plan) {
+                    Ok(p) => samples[l][k].push(p),
+                    Err(e) => {
+                        let e = e.context(format!("{} at N={n}", h.label));
+                        *host = Err(e);
                     }
-                    let idle_tax = h.idle_tax(plan.run).context("S5")?;
-                    let (fan_out, fan_out_kernel) = h.fan_out(plan.run, false).context("S2")?;
-                    let point = Point {
-                        idle_tax,
-                        fan_out,
-                        fan_out_one: h.fan_out(plan.run, true).context("S2, one watcher")?.0,
-                        fan_out_kernel,
-                    };
-                    if plan.check_quiet {
-                        h.quiet()?;
-                    }
-                    Ok(point)
-                })();
-                match point {
-                    Ok(p) => samples[k].push(p),
-                    Err(e) => points[k] = Err(e.context(format!("{} at N={n}", h.label))),
                 }
             }
         }
-        for (k, s) in samples.iter().enumerate() {
-            if let Ok(curve) = points[k].as_mut() {
-                let tax: Vec<Sample> = s.iter().map(|p| p.idle_tax).collect();
-                let fan: Vec<Sample> = s.iter().map(|p| p.fan_out).collect();
-                let one: Vec<Sample> = s.iter().map(|p| p.fan_out_one).collect();
-                curve.push(Point {
-                    idle_tax: median_sample(&tax),
-                    fan_out: median_sample(&fan),
-                    fan_out_one: median_sample(&one),
-                    fan_out_kernel: median(s.iter().map(|p| p.fan_out_kernel).collect()),
-                });
-            }
-        }
         eprintln!(
-            "bench: scale N={n} done ({:.0} s)",
+            "bench: scale round {} of {} done ({:.0} s)",
+            round + 1,
+            plan.rounds,
             started.elapsed().as_secs_f64()
         );
     }
     let curves = labels
-        .into_iter()
-        .zip(points)
-        .zip(&hosts)
-        .map(|((label, points), host)| Curve {
-            label,
-            points,
-            no_domains: host.as_ref().ok().and_then(|h| h.no_domains.clone()),
+        .iter()
+        .enumerate()
+        .map(|(k, label)| {
+            let failed = hosts.iter().find_map(|row| row[k].as_ref().err());
+            let points = match failed {
+                Some(e) => Err(anyhow::anyhow!("{e:#}")),
+                None => Ok(samples.iter().map(|s| median_point(&s[k])).collect()),
+            };
+            let no_domains = hosts
+                .iter()
+                .find_map(|row| row[k].as_ref().ok().and_then(|h| h.no_domains.clone()));
+            Curve {
+                label: label.clone(),
+                points,
+                no_domains,
+            }
         })
         .collect();
-    drop(hosts); // the daemons go, and their domains' inotify instances
+    drop(hosts); // the daemons go, and their domains
     guests::restore_room(room);
     ScaleResult {
         levels: plan.levels.clone(),
@@ -399,6 +386,54 @@ pub fn run(plan: &Plan) -> ScaleResult {
         run: plan.run,
         rounds: plan.rounds,
         elapsed: started.elapsed(),
+    }
+}
+
+/// Daemon `k` of the plan (the shims first, then C xenstored and
+/// oxenstored), with no idle population yet.
+fn start_host(plan: &Plan, k: usize) -> Result<Host> {
+    if let Some((label, binary)) = plan.shims.get(k) {
+        let daemon = daemons::shim(label, binary);
+        let rings = match &daemon {
+            Ok(d) if plan.domains => Some(d.dir.join("run")),
+            _ => None,
+        };
+        return Host::start(label, daemon, rings);
+    }
+    let (flavor, label) = match k - plan.shims.len() {
+        0 => (Flavor::C, "C xenstored"),
+        _ => (Flavor::Ocaml, "oxenstored"),
+    };
+    let (d, rings) = daemons::upstream_with_rings(flavor, label)?;
+    Host::start(label, Ok(d), plan.domains.then_some(rings))
+}
+
+/// One round's figures of a host: S5, S2 spread, S2 one watcher.
+fn measure(h: &mut Host, plan: &Plan) -> Result<Point> {
+    let idle_tax = h.idle_tax(plan.run).context("S5")?;
+    let (fan_out, fan_out_kernel) = h.fan_out(plan.run, false).context("S2")?;
+    let point = Point {
+        idle_tax,
+        fan_out,
+        fan_out_one: h.fan_out(plan.run, true).context("S2, one watcher")?.0,
+        fan_out_kernel,
+    };
+    if plan.check_quiet {
+        h.quiet()?;
+    }
+    Ok(point)
+}
+
+/// The per-figure medians of one level's rounds.
+fn median_point(s: &[Point]) -> Point {
+    let tax: Vec<Sample> = s.iter().map(|p| p.idle_tax).collect();
+    let fan: Vec<Sample> = s.iter().map(|p| p.fan_out).collect();
+    let one: Vec<Sample> = s.iter().map(|p| p.fan_out_one).collect();
+    Point {
+        idle_tax: median_sample(&tax),
+        fan_out: median_sample(&fan),
+        fan_out_one: median_sample(&one),
+        fan_out_kernel: median(s.iter().map(|p| p.fan_out_kernel).collect()),
     }
 }
 

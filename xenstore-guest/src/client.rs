@@ -66,9 +66,9 @@ impl Link for RingLink {
     }
 
     fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.ring.read(buf)?;
-        if n > 0 {
-            // Room freed in the response queue: a blocked daemon may go on.
+        let (n, was_full) = self.ring.read_responses(buf)?;
+        if was_full {
+            // Room freed in a full response queue: a blocked daemon may go on.
             self.guest.notify()?;
         }
         Ok(n)

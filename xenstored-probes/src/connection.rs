@@ -47,6 +47,10 @@ pub struct Connection {
     pub peer_closed: bool,
     /// What the event loop polls it for now (see `interest`).
     pub polled: Option<Interest>,
+    /// The last read may have left input in the transport (it was not
+    /// drained): the connection has more to serve once its buffered
+    /// requests are done, whether or not its peer signals again.
+    unread: bool,
 }
 
 /// What one read from the transport brought.
@@ -87,6 +91,7 @@ impl Connection {
             dirty: false,
             peer_closed: false,
             polled: None,
+            unread: false,
         }
     }
 
@@ -217,6 +222,7 @@ impl Connection {
 
     /// Reads once from the transport into the input buffer.
     pub fn receive(&mut self) -> io::Result<Received> {
+        self.unread = false;
         let transport = &mut self.transport;
         let mut offered = 0;
         let n = self.input.fill(|buf| {
@@ -229,12 +235,19 @@ impl Connection {
         // Data and the hang-up may come in one edge: after a short read the
         // end is still to be read, and no edge will announce it again.
         let drained = n < offered && transport.short_read_drains() && !self.peer_closed;
+        self.unread = !drained;
         Ok(Received::Bytes { drained })
     }
 
     /// Whether a whole request was read and not yet executed.
     pub fn has_request(&self) -> bool {
         self.input.has_message()
+    }
+
+    /// Whether it may have more to serve: a request read and not yet
+    /// executed, or input the last read left in the transport.
+    pub fn may_have_more(&self) -> bool {
+        self.has_request() || self.unread
     }
 
     /// Takes the transport's signals only (see `Transport::read_signals`).

@@ -1,9 +1,11 @@
 //! The guest's end of the xenstore ring: produces requests, consumes
 //! responses, over the page layout the daemon's `ring::Interface` defines.
 
+use std::sync::atomic::{fence, Ordering};
+
 use xenstored_probes::ring::{
     Field, Interface, Page, RingError, CONNECTED, ERROR_COMM, ERROR_NONE, FEATURE_ERROR,
-    FEATURE_RECONNECTION, RECONNECT, REQUESTS, RESPONSES,
+    FEATURE_RECONNECTION, RECONNECT, REQUESTS, RESPONSES, RING_SIZE,
 };
 
 /// The guest's end of the ring.
@@ -44,11 +46,29 @@ impl Client {
 
     /// Response bytes into `buf`; Ok(0) when none are queued.
     pub fn read(&self, buf: &mut [u8]) -> Result<usize, RingError> {
+        self.read_responses(buf).map(|(n, _)| n)
+    }
+
+    /// Response bytes into `buf` (Ok(0) when none are queued), and whether
+    /// the server must be told of the room this freed: only when the queue
+    /// was full, as Linux's xenbus decides (xb_read), since only then may
+    /// the server be waiting for room.
+    pub fn read_responses(&self, buf: &mut [u8]) -> Result<(usize, bool), RingError> {
         self.check()?;
         if !self.connected() {
-            return Ok(0);
+            return Ok((0, false));
         }
-        self.iface.consume(RESPONSES, buf)
+        let cons = self.iface.load(Field::RspCons);
+        let n = self.iface.consume(RESPONSES, buf)?;
+        if n == 0 {
+            return Ok((0, false));
+        }
+        // The new consumer index is visible before the producer index is
+        // read (a store then a load needs a full fence), so a server that
+        // found the queue full either sees this room or is told of it.
+        fence(Ordering::SeqCst);
+        let was_full = self.iface.load(Field::RspProd).wrapping_sub(cons) >= RING_SIZE;
+        Ok((n, was_full))
     }
 
     pub fn server_features(&self) -> u32 {

@@ -176,6 +176,14 @@ impl Interface {
         }
         self.word(q.prod)
             .store(prod.wrapping_add(n as u32), Ordering::Release);
+        if queued + n as u32 == RING_SIZE {
+            // Full: the producer waits for a notification, which a consumer
+            // gives only when it finds the queue was full (Linux's xenbus).
+            // The next look at the consumer index must follow this store
+            // (a store then a load needs a full fence), or both could miss
+            // the other's update and wait.
+            std::sync::atomic::fence(Ordering::SeqCst);
+        }
         Ok(n)
     }
 

@@ -210,9 +210,12 @@ pub struct SimChannel {
     guest: PathBuf,
     /// What notifications are sent from: not `sock`, which the event loop
     /// polls, so a guest draining its bell does not wake the daemon for
-    /// room to write. Unconnected, made with the channel: a guest that
-    /// leaves leaves no descriptor behind (a socket connected to it would
-    /// stay until the next notification found it gone).
+    /// room to write. Made with the channel, so the channel's descriptors
+    /// never change (the soak counts them), and connected to the guest's
+    /// end once a guest has bound it, then again in place whenever that
+    /// guest's socket has gone: sending by path walked the run directory
+    /// for every notification, 1.4 µs a send at 10 domains and 2.1 µs at
+    /// 1000 (bpftrace, sys_enter/exit_sendto, S2 on rings).
     bell: UnixDatagram,
     page: File,
 }
@@ -235,6 +238,31 @@ impl SimChannel {
         })
     }
 
+    /// Rings the guest through the connected bell, connecting it first
+    /// (again, if the guest socket it reached has closed: a successor binds
+    /// a fresh one at the same path). What a guest that is not there (yet)
+    /// or a full buffer cannot take, it finds on the ring when it next
+    /// looks, as with `ring_bell`.
+    fn ring(&self) -> io::Result<()> {
+        for first in [true, false] {
+            match self.bell.send(&[1]) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                // Not connected yet, or its guest socket closed (the send
+                // disconnected it): whoever bound the path now.
+                Err(e) if first && (quiet(&e) || e.kind() == io::ErrorKind::NotConnected) => {
+                    match self.bell.connect(&self.guest) {
+                        Ok(()) => {}
+                        Err(e) if quiet(&e) => return Ok(()),
+                        Err(e) => return Err(notify_error(&self.guest, e)),
+                    }
+                }
+                Err(e) => return Err(notify_error(&self.guest, e)),
+            }
+        }
+        Ok(())
+    }
+
     fn page_linked(&self) -> io::Result<bool> {
         Ok(std::os::unix::fs::MetadataExt::nlink(&self.page.metadata()?) > 0)
     }
@@ -242,7 +270,7 @@ impl SimChannel {
 
 impl EventChannel for SimChannel {
     fn notify(&self) -> io::Result<()> {
-        ring_bell(&self.bell, &self.guest)
+        self.ring()
     }
 
     fn fd(&self) -> RawFd {
