@@ -33,6 +33,8 @@ pub struct MetricsResult {
     pub at_1000: Result<ExporterAt>,
     /// At 2 × DOMAINS live domains, past CAP.
     pub at_2000: Result<ExporterAt>,
+    /// Tracers killed after ignoring SIGINT (their runs kept).
+    pub killed: usize,
 }
 
 /// The exporter with `domains` live domains.
@@ -137,6 +139,7 @@ pub fn run(b: &Builds, budget: &Budget, before: Option<&Before>) -> MetricsResul
     });
     MetricsResult {
         comparison,
+        killed: counts.iter().filter(|c| c.killed).count(),
         at_1000: exporter_at(b, DOMAINS),
         at_2000: exporter_at(b, 2 * DOMAINS),
     }

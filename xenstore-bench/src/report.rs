@@ -659,6 +659,15 @@ fn metrics_section(m: &crate::metrics_mode::MetricsResult) -> String {
         ]);
     }
     s += &table(&m.comparison, &ratios, &ratios);
+    if m.killed > 0 {
+        let _ = writeln!(
+            s,
+            "\n{} tracer stop(s) took longer than {} s after SIGINT: killed, their runs kept \
+             (measured before the signal).",
+            m.killed,
+            crate::tracers::STOP_BOUND.as_secs()
+        );
+    }
     s += &crate::metrics_report::exporter_memory(m);
     s
 }
@@ -922,6 +931,7 @@ mod tests {
             }),
             metrics: Some(crate::metrics_mode::MetricsResult {
                 comparison: comparison(5),
+                killed: 0,
                 at_1000: Ok(crate::metrics_mode::ExporterAt {
                     domains: 1000,
                     rss_kib: 4096,
