@@ -16,6 +16,14 @@ pub struct Builds {
     pub work: PathBuf,
 }
 
+/// A build measured beside the workspace's in sections 3 and 9
+/// (`--shim-before`, with `--snoop-before` or else the workspace's snooper):
+/// what a change bought, in one run.
+pub struct Before {
+    pub shim: PathBuf,
+    pub snoop: PathBuf,
+}
+
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()

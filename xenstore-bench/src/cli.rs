@@ -116,9 +116,14 @@ pub struct AllArgs {
     #[arg(long)]
     pub snoop: Option<PathBuf>,
     /// The scale section also measures this xenstored-shim, labelled
-    /// "shim (before)": what a change bought, side by side.
+    /// "shim (before)": what a change bought, side by side. Sections 3 and
+    /// 9 measure it unsnooped and snooped (and under --metrics).
     #[arg(long)]
     pub shim_before: Option<PathBuf>,
+    /// The xenstore-snoop that snoops --shim-before in sections 3 and 9
+    /// (default: the workspace's).
+    #[arg(long, requires = "shim_before")]
+    pub snoop_before: Option<PathBuf>,
     /// S1's idle-domain levels instead of 10,100,500,1000: C xenstored's
     /// cost per request grows with the domains, so the full curve takes
     /// ~20 minutes (C: ~8 to grow from 500 to 1000 idle domains, ~5 for

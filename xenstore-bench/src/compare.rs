@@ -121,6 +121,18 @@ impl Comparison {
         (!sa.is_empty() && sa.len() == sb.len()).then(|| paired_ratio(sa, sb))
     }
 
+    /// The lowest and highest per-round ratio a/b on one case: how far one
+    /// round's ratio strays from the median the goals judge.
+    pub fn ratio_range(&self, case: usize, a: usize, b: usize) -> Option<(f64, f64)> {
+        let (sa, sb) = (&self.samples[case][a], &self.samples[case][b]);
+        let ratios = sa.iter().zip(sb).map(|(a, b)| a.ops_per_s / b.ops_per_s);
+        (!sa.is_empty() && sa.len() == sb.len()).then(|| {
+            ratios.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| {
+                (lo.min(r), hi.max(r))
+            })
+        })
+    }
+
     /// Median over rounds of config a's ÷ config b's daemon CPU per op.
     pub fn cpu_ratio(&self, case: usize, a: usize, b: usize) -> Option<f64> {
         let (sa, sb) = (&self.samples[case][a], &self.samples[case][b]);

@@ -8,7 +8,7 @@
 //! own): what bounds it.
 
 use crate::affinity::Pin;
-use crate::builds::Builds;
+use crate::builds::{Before, Builds};
 use crate::client::Conn;
 use crate::compare::{Case, Comparison};
 use crate::daemons::{rss_kib, scratch_dir};
@@ -33,6 +33,8 @@ pub struct MetricsResult {
     pub at_1000: Result<ExporterAt>,
     /// At 2 × DOMAINS live domains, past CAP.
     pub at_2000: Result<ExporterAt>,
+    /// Tracers killed after ignoring SIGINT (their runs kept).
+    pub killed: usize,
 }
 
 /// The exporter with `domains` live domains.
@@ -52,11 +54,35 @@ pub const CONFIGS: [&str; 5] = [
     "shim + a BPF program on stats_batch that only tests a map (bpftrace)",
 ];
 
-pub fn run(b: &Builds, budget: &Budget) -> MetricsResult {
-    let shim = crate::daemons::shim("shim", &b.shim).and_then(|d| {
-        workload::seed(&d.socket, MAX_CONNS)?;
-        Ok(d)
-    });
+/// With `--shim-before`: that build unsnooped, under --metrics and under
+/// full tracing (configs 5, 6 and 7, after CONFIGS).
+pub const BEFORE_CONFIGS: [&str; 3] = [
+    "shim (before)",
+    "shim (before) + xenstore-snoop --metrics",
+    "shim (before) + xenstore-snoop (bpf)",
+];
+
+pub fn run(b: &Builds, budget: &Budget, before: Option<&Before>) -> MetricsResult {
+    let seeded = |label: &str, binary: &Path| {
+        crate::daemons::shim(label, binary).and_then(|d| {
+            workload::seed(&d.socket, MAX_CONNS)?;
+            Ok(d)
+        })
+    };
+    let shim = seeded("shim", &b.shim);
+    let shim_before = before.map(|x| seeded("shim (before)", &x.shim));
+    let (metrics_before, full_before) = match before {
+        Some(x) => (
+            Some(TracerKind::Metrics {
+                binary: x.snoop.clone(),
+            }),
+            Some(TracerKind::Snoop {
+                binary: x.snoop.clone(),
+                args: vec!["--backend".into(), "bpf".into()],
+            }),
+        ),
+        None => (None, None),
+    };
     let metrics = TracerKind::Metrics {
         binary: b.snoop.clone(),
     };
@@ -82,8 +108,25 @@ pub fn run(b: &Builds, budget: &Budget) -> MetricsResult {
         Case::raw(Workload::Read, MAX_CONNS, Pin::Free),
         Case::raw(Workload::Write, MAX_CONNS, Pin::Free),
     ];
+    let mut configs = CONFIGS.to_vec();
+    if before.is_some() {
+        configs.extend(BEFORE_CONFIGS);
+    }
     let mut counts = Vec::new();
-    let comparison = Comparison::run("metrics", &CONFIGS, cases, budget.rounds, |case, k| {
+    let comparison = Comparison::run("metrics", &configs, cases, budget.rounds, |case, k| {
+        if k >= CONFIGS.len() {
+            let (Some(d), Some(x)) = (&shim_before, before) else {
+                bail!("no --shim-before");
+            };
+            let d = d.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
+            let tracer = match k - CONFIGS.len() {
+                0 => None,
+                1 => metrics_before.as_ref(),
+                _ => full_before.as_ref(),
+            };
+            let tracer = tracer.map(|t| (t, x.shim.as_path()));
+            return run_case(d, case, budget.run, None, tracer, &mut counts);
+        }
         let d = shim.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
         let tracer = match k {
             0 => None,
@@ -96,6 +139,7 @@ pub fn run(b: &Builds, budget: &Budget) -> MetricsResult {
     });
     MetricsResult {
         comparison,
+        killed: counts.iter().filter(|c| c.killed).count(),
         at_1000: exporter_at(b, DOMAINS),
         at_2000: exporter_at(b, 2 * DOMAINS),
     }

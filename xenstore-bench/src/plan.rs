@@ -1,7 +1,7 @@
 //! The benchmark sections, each an interleaved comparison or a sweep.
 
 use crate::affinity::Pin;
-use crate::builds::{Builds, Nop1};
+use crate::builds::{Before, Builds, Nop1};
 use crate::client::Conn;
 use crate::compare::{Case, Client, Comparison};
 use crate::daemons::Daemon;
@@ -188,8 +188,16 @@ pub(crate) fn snoopers(snoop: &Path, args: &[&str]) -> (TracerKind, TracerKind) 
 /// Section 3: The shim unsnooped, with bare uprobes (the kernel's floor),
 /// under xenstore-snoop (BPF back end), under bpftrace; C xenstored without
 /// and with its own -T trace file; last, xenstore-snoop on its tracefs back end.
-pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopResult {
+pub fn snooping(
+    b: &Builds,
+    budget: &Budget,
+    bpftrace_script: &Path,
+    before: Option<&Before>,
+) -> SnoopResult {
     let shim = seeded(daemons::shim("shim", &b.shim));
+    // The build before a change, unsnooped and snooped (configs 7 and 8).
+    let shim_before = before.map(|x| seeded(daemons::shim("shim (before)", &x.shim)));
+    let snoop_before = before.map(|x| snoopers(&x.snoop, &[]).0);
     let c = seeded(daemons::c_xenstored("C xenstored", None));
     let c_trace = (|| {
         let trace = crate::daemons::scratch_dir("c-trace")?.join("trace");
@@ -211,42 +219,47 @@ pub fn snooping(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> SnoopRes
     let mut bpftrace_counts = Vec::new();
     let mut snoop_tracefs_counts = Vec::new();
     let mut other_counts = Vec::new();
-    let comparison = Comparison::run(
-        "snooping",
-        &[
-            "shim",
-            "shim + bare uprobes",
-            "shim + xenstore-snoop (bpf)",
-            "shim + bpftrace",
-            "C xenstored",
-            "C xenstored -T",
-            "shim + xenstore-snoop (tracefs)",
-        ],
-        cases,
-        budget.rounds,
-        |case, k| {
-            let run = |d: &Started, t: TraceWith, counts: &mut Vec<Counts>| {
-                run_case(get(d)?, case, budget.run, None, t, counts)
-            };
-            match k {
-                0 => run(&shim, None, &mut other_counts),
-                1 => {
-                    // What the snooper attaches per op.
-                    let _floor = BareUprobes::enable(&b.shim, &[Probe::Reply], Fetch::SnoopArgs)?;
-                    run(&shim, None, &mut other_counts)
-                }
-                2 => run(&shim, Some((&snoop, &b.shim)), &mut snoop_counts),
-                3 => run(&shim, Some((&bpftrace, &b.shim)), &mut bpftrace_counts),
-                4 => run(&c, None, &mut other_counts),
-                5 => run(&c_trace, None, &mut other_counts),
-                _ => run(
-                    &shim,
-                    Some((&snoop_tracefs, &b.shim)),
-                    &mut snoop_tracefs_counts,
-                ),
+    let mut configs = vec![
+        "shim",
+        "shim + bare uprobes",
+        "shim + xenstore-snoop (bpf)",
+        "shim + bpftrace",
+        "C xenstored",
+        "C xenstored -T",
+        "shim + xenstore-snoop (tracefs)",
+    ];
+    if before.is_some() {
+        configs.extend(["shim (before)", "shim (before) + xenstore-snoop (bpf)"]);
+    }
+    let comparison = Comparison::run("snooping", &configs, cases, budget.rounds, |case, k| {
+        let run = |d: &Started, t: TraceWith, counts: &mut Vec<Counts>| {
+            run_case(get(d)?, case, budget.run, None, t, counts)
+        };
+        match k {
+            0 => run(&shim, None, &mut other_counts),
+            1 => {
+                // What the snooper attaches per op.
+                let _floor = BareUprobes::enable(&b.shim, &[Probe::Reply], Fetch::SnoopArgs)?;
+                run(&shim, None, &mut other_counts)
             }
-        },
-    );
+            2 => run(&shim, Some((&snoop, &b.shim)), &mut snoop_counts),
+            3 => run(&shim, Some((&bpftrace, &b.shim)), &mut bpftrace_counts),
+            4 => run(&c, None, &mut other_counts),
+            5 => run(&c_trace, None, &mut other_counts),
+            7 | 8 => {
+                let (Some(d), Some(snoop), Some(x)) = (&shim_before, &snoop_before, before) else {
+                    bail!("no --shim-before");
+                };
+                let tracer = (k == 8).then_some((snoop, x.shim.as_path()));
+                run(d, tracer, &mut other_counts)
+            }
+            _ => run(
+                &shim,
+                Some((&snoop_tracefs, &b.shim)),
+                &mut snoop_tracefs_counts,
+            ),
+        }
+    });
     SnoopResult {
         comparison,
         snoop_counts,

@@ -124,6 +124,33 @@ fn ratios_where(
     (parts.join(", "), min)
 }
 
+/// As [`ratios_where`], each median followed by the range of its rounds'
+/// ratios ("read 0.93 (0.91–0.96 over 7 rounds)"): for goals near their
+/// target, where one round's noise could pass or fail them.
+fn ratios_with_range(
+    c: &Comparison,
+    a: usize,
+    b: usize,
+    pick: impl Fn(&crate::compare::Case) -> bool,
+) -> (String, Option<f64>) {
+    let mut parts = Vec::new();
+    let mut min: Option<f64> = None;
+    for (ci, case) in c.cases.iter().enumerate() {
+        if !pick(case) {
+            continue;
+        }
+        if let (Some(r), Some((lo, hi))) = (c.ratio(ci, a, b), c.ratio_range(ci, a, b)) {
+            let rounds = c.samples[ci][a].len();
+            parts.push(format!(
+                "{} {r:.2} ({lo:.2}–{hi:.2} over {rounds} rounds)",
+                case.workload.name()
+            ));
+            min = Some(min.map_or(r, |m: f64| m.min(r)));
+        }
+    }
+    (parts.join(", "), min)
+}
+
 struct Goal {
     what: String,
     target: &'static str,
@@ -229,7 +256,7 @@ fn goals(r: &Results) -> Vec<Goal> {
             ("1 connection (pinned)", "≥ 0.85", 1, 0.85),
             ("8 connections", "≥ 0.80", 8, 0.80),
         ] {
-            let (m, min) = ratios_where(c, 2, 0, |case| case.conns == conns);
+            let (m, min) = ratios_with_range(c, 2, 0, |case| case.conns == conns);
             g.push(Goal {
                 what: format!("snooped by xenstore-snoop ÷ unsnooped ops/s, {what}"),
                 target,
@@ -272,7 +299,7 @@ fn goals(r: &Results) -> Vec<Goal> {
     }
     if let Some(m) = &r.metrics {
         let c = &m.comparison;
-        let (measured, min) = ratios_where(c, 1, 0, |case| case.conns == 1);
+        let (measured, min) = ratios_with_range(c, 1, 0, |case| case.conns == 1);
         g.push(Goal {
             what: "--metrics ÷ unsnooped ops/s, 1 connection (pinned)".to_string(),
             target: "≥ 0.95",
@@ -429,22 +456,29 @@ fn snoop_section(sn: &SnoopResult) -> String {
          before and detach after each run, outside the measured window; they run \
          unpinned.\n"
     );
-    s += &table(
-        c,
-        &[
-            ("bare ÷ none", 1, 0),
-            ("snoop ÷ none", 2, 0),
-            ("snoop ÷ bpftrace", 2, 3),
-            ("bpftrace ÷ none", 3, 0),
-            ("C -T ÷ C", 5, 4),
-            ("snoop tracefs ÷ none", 6, 0),
-        ],
-        &[
-            ("bare ÷ none", 1, 0),
-            ("snoop ÷ none", 2, 0),
-            ("snoop tracefs ÷ none", 6, 0),
-        ],
-    );
+    let mut ratios = vec![
+        ("bare ÷ none", 1, 0),
+        ("snoop ÷ none", 2, 0),
+        ("snoop ÷ bpftrace", 2, 3),
+        ("bpftrace ÷ none", 3, 0),
+        ("C -T ÷ C", 5, 4),
+        ("snoop tracefs ÷ none", 6, 0),
+    ];
+    let mut cpu_ratios = vec![
+        ("bare ÷ none", 1, 0),
+        ("snoop ÷ none", 2, 0),
+        ("snoop tracefs ÷ none", 6, 0),
+    ];
+    if c.configs.len() > 7 {
+        // --shim-before's build (configs 7 and 8) in the same run.
+        let before = [
+            ("before: snoop ÷ none", 8, 7),
+            ("shim ÷ shim (before)", 0, 7),
+        ];
+        ratios.extend(before);
+        cpu_ratios.extend(before);
+    }
+    s += &table(c, &ratios, &cpu_ratios);
     let seen: u64 = sn.snoop_counts.iter().filter_map(|c| c.seen).sum();
     let lost: u64 = sn.snoop_counts.iter().filter_map(|c| c.lost).sum();
     let cpu_per_op = |counts: &[crate::tracers::Counts], k: usize| {
@@ -466,6 +500,22 @@ fn snoop_section(sn: &SnoopResult) -> String {
         cpu_per_op(&sn.snoop_tracefs_counts, 6),
         cpu_per_op(&sn.bpftrace_counts, 3)
     );
+    let killed = [
+        &sn.snoop_counts,
+        &sn.bpftrace_counts,
+        &sn.snoop_tracefs_counts,
+    ]
+    .iter()
+    .flat_map(|c| c.iter())
+    .filter(|c| c.killed)
+    .count();
+    if killed > 0 {
+        let _ = writeln!(
+            s,
+            "\n{killed} tracer stop(s) took longer than {} s after SIGINT: killed, their runs kept              (measured before the signal), their own counts missing.",
+            crate::tracers::STOP_BOUND.as_secs()
+        );
+    }
     s
 }
 
@@ -599,11 +649,25 @@ fn metrics_section(m: &crate::metrics_mode::MetricsResult) -> String {
          trap per op), and one on stats_batch (the floor of --metrics: the daemon's \
          records and a trap per batch).\n"
     );
-    s += &table(
-        &m.comparison,
-        &[("metrics ÷ shim", 1, 0), ("tracing ÷ shim", 2, 0)],
-        &[("metrics ÷ shim", 1, 0), ("tracing ÷ shim", 2, 0)],
-    );
+    let mut ratios = vec![("metrics ÷ shim", 1, 0), ("tracing ÷ shim", 2, 0)];
+    if m.comparison.configs.len() > crate::metrics_mode::CONFIGS.len() {
+        // --shim-before's build (configs 5, 6, 7) in the same run.
+        ratios.extend([
+            ("before: metrics ÷ shim", 6, 5),
+            ("before: tracing ÷ shim", 7, 5),
+            ("shim ÷ shim (before)", 0, 5),
+        ]);
+    }
+    s += &table(&m.comparison, &ratios, &ratios);
+    if m.killed > 0 {
+        let _ = writeln!(
+            s,
+            "\n{} tracer stop(s) took longer than {} s after SIGINT: killed, their runs kept \
+             (measured before the signal).",
+            m.killed,
+            crate::tracers::STOP_BOUND.as_secs()
+        );
+    }
     s += &crate::metrics_report::exporter_memory(m);
     s
 }
@@ -801,6 +865,7 @@ mod tests {
             seen: Some(1000 * n),
             lost: Some(n),
             cpu_ns: Some(77_000 * n),
+            killed: false,
         }]
     }
 
@@ -866,6 +931,7 @@ mod tests {
             }),
             metrics: Some(crate::metrics_mode::MetricsResult {
                 comparison: comparison(5),
+                killed: 0,
                 at_1000: Ok(crate::metrics_mode::ExporterAt {
                     domains: 1000,
                     rss_kib: 4096,

@@ -61,6 +61,10 @@ pub fn all(args: &AllArgs) -> Result<()> {
             *built = path.clone();
         }
     }
+    let before = args.shim_before.clone().map(|shim| builds::Before {
+        shim,
+        snoop: args.snoop_before.clone().unwrap_or_else(|| b.snoop.clone()),
+    });
     let xs_load = libxs::build(&b.work)
         .map_err(|e| eprintln!("bench: libxenstore client: {e:#}"))
         .ok();
@@ -86,7 +90,7 @@ pub fn all(args: &AllArgs) -> Result<()> {
         r.idle = Some(plan::idle_probes(&b, &budget));
     }
     if wanted(Section::Snoop) {
-        r.snoop = Some(plan::snooping(&b, &budget, &script));
+        r.snoop = Some(plan::snooping(&b, &budget, &script, before.as_ref()));
     }
     if wanted(Section::Firing) {
         r.firing = Some(plan::per_firing(&b, &budget, &script));
@@ -102,7 +106,7 @@ pub fn all(args: &AllArgs) -> Result<()> {
         r.sites = Some(plan::sites(&b, &nop1, &budget));
     }
     if wanted(Section::Metrics) {
-        r.metrics = Some(crate::metrics_mode::run(&b, &budget));
+        r.metrics = Some(crate::metrics_mode::run(&b, &budget, before.as_ref()));
     }
     let scale = wanted(Section::Scale).then(|| scale_section(args, &b, &budget));
     let storm = wanted(Section::Storm).then(|| storm_section(args, &b));

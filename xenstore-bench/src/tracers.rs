@@ -40,7 +40,15 @@ pub struct Counts {
     pub lost: Option<u64>,
     /// CPU time the tracer process used while attached, ns.
     pub cpu_ns: Option<u64>,
+    /// It did not stop within [`STOP_BOUND`] of SIGINT and was killed (its
+    /// own report then never came; the run it traced still counts).
+    pub killed: bool,
 }
+
+/// How long a tracer may take to stop after SIGINT. bpftrace (0.17) has
+/// taken 20 s and more now and then under load; the measured window closed
+/// before the signal, so the run is kept and the tracer killed.
+pub const STOP_BOUND: Duration = Duration::from_secs(10);
 
 impl Tracer {
     /// Starts tracing `pid` (running `binary`) and returns once the tracer's
@@ -114,18 +122,29 @@ impl Tracer {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 
-    /// Stops the tracer (SIGINT, as Ctrl-C) and reads its seen/lost report.
+    /// Stops the tracer (SIGINT, as Ctrl-C) and reads its seen/lost report;
+    /// one still running [`STOP_BOUND`] later is killed (said on stderr and
+    /// in [`Counts::killed`]).
     pub fn detach(mut self) -> Result<Counts> {
         let mut child = self.child.take().unwrap();
         let cpu_ns = crate::daemons::cpu_ns(child.id()).ok();
         // SAFETY: signalling our own child by its pid.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + STOP_BOUND;
         while child.try_wait()?.is_none() {
             if Instant::now() > deadline {
                 let _ = child.kill();
                 let _ = child.wait();
-                bail!("tracer ignored SIGINT for 20 s");
+                eprintln!(
+                    "bench: a tracer ignored SIGINT for {} s, killed (its run is kept): {}",
+                    STOP_BOUND.as_secs(),
+                    self.stderr_text().trim()
+                );
+                return Ok(Counts {
+                    cpu_ns,
+                    killed: true,
+                    ..Counts::default()
+                });
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -172,6 +191,7 @@ pub fn parse_counts(text: &str) -> Counts {
         seen: number_before("events seen"),
         lost: number_before(" lost"),
         cpu_ns: None,
+        killed: false,
     }
 }
 

@@ -23,6 +23,7 @@ pub mod sdt;
 pub mod server;
 pub mod service;
 pub mod stats_batch;
+pub mod stopwatch;
 pub mod store;
 pub mod trace;
 pub mod transaction;

@@ -6,6 +6,7 @@
 //! built only after the probe's semaphore says a tracer is attached.
 
 use crate::stats_batch::{self, StatsKind, StatsRecord};
+use crate::stopwatch::{self, Stamp};
 pub use xenstore_proto::probe::{TxOutcome, STR1_MAX, STRINGS_MAX};
 use xenstore_proto::{flag, Client, CutExtra, Ident, RequestExtra, ResponseExtra};
 
@@ -290,8 +291,8 @@ pub fn response(
 pub struct InFlight {
     /// The request kept (0: none; serials start at 1).
     serial: u64,
-    /// CLOCK_MONOTONIC ns at its decode.
-    decoded_ns: u64,
+    /// When it was decoded.
+    decoded: Stamp,
     /// Whether `payload` is the request's (`reply` was traced at its decode).
     payload_kept: bool,
     payload: Vec<u8>,
@@ -304,7 +305,7 @@ impl InFlight {
         let full = reply_enabled();
         if full || reply_stats_enabled() || stats_batch::enabled() {
             self.serial = serial;
-            self.decoded_ns = monotonic_ns();
+            self.decoded = stopwatch::now();
             self.payload.clear();
             self.payload_kept = full;
             if full {
@@ -324,16 +325,6 @@ fn stats_record(who: &Who, kind: StatsKind) -> StatsRecord {
     }
 }
 
-pub(crate) fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// The reply to request `serial`, kept in `in_flight` at its decode, was
 /// queued: the request and its outcome in one firing. `result` as for
 /// [`response`]. Nothing fires for a request decoded before a tracer
@@ -348,21 +339,29 @@ pub fn reply(
     req_id: u32,
     result: Result<&[u8], (crate::wire::XsError, &str)>,
 ) {
-    if stats_batch::enabled() && in_flight.serial == serial {
+    let kept = in_flight.serial == serial;
+    // One reading of the time for every consumer of this reply.
+    let elapsed_ns = if kept && (stats_batch::enabled() || reply_stats_enabled() || reply_enabled())
+    {
+        stopwatch::elapsed_ns(in_flight.decoded)
+    } else {
+        0
+    };
+    if stats_batch::enabled() && kept {
         let errno = match result {
             Ok(_) => 0,
             Err((e, _)) => e.errno() as u16, // Linux errnos fit 16 bits
         };
         stats_batch::add(StatsRecord {
-            elapsed_ns: monotonic_ns().saturating_sub(in_flight.decoded_ns),
+            elapsed_ns,
             op: Ident::op_of(op),
             errno,
             ..stats_record(who, StatsKind::Reply)
         });
     }
     #[cfg(feature = "probes")]
-    if semaphore::reply_stats.enabled() && in_flight.serial == serial {
-        let latency_ns = monotonic_ns().saturating_sub(in_flight.decoded_ns);
+    if semaphore::reply_stats.enabled() && kept {
+        let latency_ns = elapsed_ns;
         let (ident, client) = pack_who(who, op, tx_id);
         let (errno, error_name) = match result {
             Ok(_) => (0, c""),
@@ -389,8 +388,8 @@ pub fn reply(
         );
     }
     #[cfg(feature = "probes")]
-    if semaphore::reply.enabled() && in_flight.serial == serial && in_flight.payload_kept {
-        let latency_ns = monotonic_ns().saturating_sub(in_flight.decoded_ns);
+    if semaphore::reply.enabled() && kept && in_flight.payload_kept {
+        let latency_ns = elapsed_ns;
         let (ident, client) = pack_who(who, op, tx_id);
         let (errno, outcome) = match result {
             Ok(payload) => (0, payload),
@@ -441,7 +440,7 @@ pub fn reply(
         });
     }
     #[cfg(not(feature = "probes"))]
-    let _ = (in_flight, serial, who, op, tx_id, req_id, result);
+    let _ = (elapsed_ns, tx_id, req_id);
 }
 
 /// A watch event for `who` was queued; `serial` is the request that fired

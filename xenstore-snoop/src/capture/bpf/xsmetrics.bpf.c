@@ -104,9 +104,29 @@ struct {
 	__type(value, __u64);
 } totals SEC(".maps");
 
+/* What a batch's run of records adds up to: consecutive records of one
+ * domain, and consecutive replies of one op and error, are counted in a
+ * map once a run rather than once a record (a domain's hash lookup and
+ * atomic adds, the op's counters), which is most of a record's cost when
+ * one connection is busy. Kept in the scratch map, not on the stack: the
+ * verifier tracks a stack's counters value by value across bpf_loop's
+ * calls and never converges, a map value's it does not. */
+struct runs {
+	__u32 dom;
+	__u32 dom_requests;
+	__u32 dom_errors;
+	__u32 dom_watch_events;
+	__u32 op;
+	__u32 err;
+	__u32 replies;
+	__u32 pad;
+	__u64 ns_sum;
+};
+
 /* Where a batch is copied to be counted: one per CPU, as the program runs
  * with migration off and only the daemon's one event loop thread fires. */
 struct batch {
+	struct runs runs;
 	struct stats_record records[BATCH_RECORDS];
 };
 
@@ -207,31 +227,94 @@ static __always_inline void count_reply(__u32 dom, __u32 op, __u32 err, __u64 ns
 	}
 }
 
-/* bpf_loop's body: counts record i of this CPU's copied batch. */
+static __always_inline void flush_domain(struct runs *r)
+{
+	struct domain_counts *d;
+
+	if (!r->dom_requests && !r->dom_watch_events)
+		return;
+	d = domain(r->dom);
+	if (d) {
+		if (r->dom_requests)
+			__sync_fetch_and_add(&d->requests, r->dom_requests);
+		if (r->dom_errors)
+			__sync_fetch_and_add(&d->errors, r->dom_errors);
+		if (r->dom_watch_events)
+			__sync_fetch_and_add(&d->watch_events, r->dom_watch_events);
+	}
+	r->dom_requests = 0;
+	r->dom_errors = 0;
+	r->dom_watch_events = 0;
+}
+
+static __always_inline void flush_replies(struct runs *r)
+{
+	if (!r->replies)
+		return;
+	add(&requests, r->op * ERRS + r->err, r->replies);
+	add(&latency, r->op * LAT_SLOTS + BUCKETS, r->ns_sum);
+	r->replies = 0;
+	r->ns_sum = 0;
+}
+
+/* Record `rec` into the runs, flushing the ones it ends. */
+static __always_inline void run_record(struct runs *r, struct stats_record *rec)
+{
+	__u32 dom = rec->domid;
+
+	if (dom != r->dom) {
+		flush_domain(r);
+		r->dom = dom;
+	}
+	if (rec->kind == S_REPLY) {
+		__u32 op = rec->op, err = rec->errno;
+		__u64 ns = rec->elapsed_ns;
+		__u32 bucket = log2_u64(ns);
+
+		if (op > OP_OTHER)
+			op = OP_OTHER;
+		if (err > ERR_OTHER)
+			err = ERR_OTHER;
+		if (bucket >= BUCKETS)
+			bucket = BUCKETS - 1;
+		if (op != r->op || err != r->err) {
+			flush_replies(r);
+			r->op = op;
+			r->err = err;
+		}
+		r->replies++;
+		r->ns_sum += ns;
+		add(&latency, op * LAT_SLOTS + bucket, 1);
+		r->dom_requests++;
+		if (err)
+			r->dom_errors++;
+	} else if (rec->kind == S_WATCH_EVENT) {
+		add(&totals, T_WATCH_EVENTS, 1);
+		r->dom_watch_events++;
+	} else if (rec->kind == S_TX_END) {
+		count_tx_end(rec->outcome);
+	} else {
+		add(&totals, T_RECORDS_LOST, 1);
+	}
+}
+
+/* bpf_loop's body: record i of this CPU's copied batch into the runs. */
 static long count_record(__u64 i, void *unused)
 {
 	__u32 zero = 0;
 	struct batch *b = bpf_map_lookup_elem(&scratch, &zero);
-	struct stats_record *r;
+	struct stats_record *rec;
 
 	if (!b)
 		return 1;
-	r = &b->records[i & (BATCH_RECORDS - 1)];
-	if (r->pid == exporter_pid)
-		return 0;
-	if (r->kind == S_REPLY)
-		count_reply(r->domid, r->op, r->errno, r->elapsed_ns);
-	else if (r->kind == S_WATCH_EVENT)
-		count_watch_event(r->domid);
-	else if (r->kind == S_TX_END)
-		count_tx_end(r->outcome);
-	else
-		add(&totals, T_RECORDS_LOST, 1);
+	rec = &b->records[i & (BATCH_RECORDS - 1)];
+	if (rec->pid != exporter_pid)
+		run_record(&b->runs, rec);
 	return 0;
 }
 
 /* stats_batch: extra (rcx) records at the address in r10, copied in one
- * read and counted one by one. */
+ * read and counted one by one, in runs. */
 static __always_inline int count_batch(struct pt_regs *ctx)
 {
 	__u64 n = ctx->rcx;
@@ -241,6 +324,7 @@ static __always_inline int count_batch(struct pt_regs *ctx)
 
 	if (!b)
 		return 0;
+	__builtin_memset(&b->runs, 0, sizeof(b->runs));
 	if (n > BATCH_RECORDS) {
 		add(&totals, T_RECORDS_LOST, n - BATCH_RECORDS);
 		n = BATCH_RECORDS;
@@ -254,6 +338,8 @@ static __always_inline int count_batch(struct pt_regs *ctx)
 		return 0;
 	}
 	bpf_loop(n, count_record, NULL, 0);
+	flush_replies(&b->runs);
+	flush_domain(&b->runs);
 	return 0;
 }
 
