@@ -225,7 +225,7 @@ impl Server {
                     }
                 }
                 if self.daemon.conn(id).is_some_and(|c| c.may_have_input(ev)) {
-                    self.queue(id);
+                    self.wake(id);
                 }
             }
             self.serve_ready();
@@ -306,6 +306,15 @@ impl Server {
             .conn(id)
             .is_some_and(|c| !c.transactions.is_empty());
         self.ready.push(id, in_transaction);
+    }
+
+    /// Connection `id` may have new input: a transaction's goes first.
+    fn wake(&mut self, id: u32) {
+        let in_transaction = self
+            .daemon
+            .conn(id)
+            .is_some_and(|c| !c.transactions.is_empty());
+        self.ready.wake(id, in_transaction);
     }
 
     /// Serves up to TURNS_PER_POLL turns, least served connection first

@@ -36,16 +36,38 @@ impl Turns {
     /// transaction stays open, the likelier it conflicts, and its client
     /// then runs it again from the start.
     pub fn push(&mut self, id: u32, in_transaction: bool) {
-        let a = self.accounts.entry(id).or_default();
-        if a.queued {
-            return;
-        }
-        a.queued = true;
         let latest = if in_transaction {
             self.clock
         } else {
             self.clock + CREDIT
         };
+        self.place(id, latest);
+    }
+
+    /// Connection `id` has new input (it was waiting, not backed up). One
+    /// in a transaction goes to the front: its transaction conflicts with
+    /// every commit that changes what it read before this request is
+    /// served, so a storm's transactions wait on each other less, as a
+    /// database favours old transactions; only a client idle for long is
+    /// placed before it. Only a wake-up earns it (a backlog is `push`ed),
+    /// so it is at most one turn a poll.
+    pub fn wake(&mut self, id: u32, in_transaction: bool) {
+        if in_transaction {
+            // one turn behind a client long idle (an unrelated READ)
+            self.place(id, self.clock.saturating_sub(CREDIT - 1));
+        } else {
+            self.push(id, false);
+        }
+    }
+
+    /// Queues `id` (once) with its virtual time at most `latest`, and at
+    /// least CREDIT behind the clock.
+    fn place(&mut self, id: u32, latest: u64) {
+        let a = self.accounts.entry(id).or_default();
+        if a.queued {
+            return;
+        }
+        a.queued = true;
         a.vtime = a.vtime.clamp(self.clock.saturating_sub(CREDIT), latest);
         self.arrivals += 1;
         self.heap.push(Reverse((a.vtime, self.arrivals, id)));
@@ -119,6 +141,26 @@ mod tests {
         t.push(2, false);
         t.push(1, true);
         assert_eq!(order(&mut t), [1, 2]);
+    }
+
+    #[test]
+    fn a_woken_transaction_goes_first_a_backlogged_one_does_not() {
+        let mut t = Turns::default();
+        // 1, 2 and 3 served alike, 3 last
+        for _ in 0..10 {
+            for id in [1, 2, 3] {
+                t.push(id, false);
+                t.pop();
+            }
+        }
+        t.push(1, false);
+        t.push(2, true);
+        t.wake(3, true);
+        t.wake(4, false);
+        assert_eq!(order(&mut t), [4, 3, 2, 1], "a new one first");
+        t.push(1, true);
+        t.wake(2, true);
+        assert_eq!(order(&mut t), [2, 1], "a backlog is not");
     }
 
     #[test]
