@@ -197,7 +197,7 @@ impl Transaction {
 }
 
 /// What a transaction did to a child of a node it rewrote.
-#[derive(PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Fate {
     /// Left where it is in the list (maybe its value changed).
     Kept,
@@ -226,12 +226,24 @@ impl Transaction {
         if seen.children == now.children {
             return mine.children.clone();
         }
+        // Only a child it touched can be other than Kept: those are found
+        // once each among its nodes, not looked up for every child of a big
+        // directory (backend/vbd lists every domain's).
+        let touched: FxHashMap<&str, Fate> = self
+            .overlay
+            .keys()
+            .filter(|p| p.as_str() != "/" && crate::path::parent(p) == path)
+            .map(|p| crate::path::basename(p))
+            .map(|name| (name, self.fate(path, name)))
+            .filter(|(_, fate)| *fate != Fate::Kept)
+            .collect();
+        let fate = |c: &str| touched.get(c).copied().unwrap_or(Fate::Kept);
         let mut merged = Vec::with_capacity(now.children.len() + mine.children.len());
         let mut push = |c: &str| {
             merged.extend_from_slice(c.as_bytes());
             merged.push(0);
         };
-        for c in now.children().filter(|c| self.fate(path, c) == Fate::Kept) {
+        for c in now.children().filter(|c| fate(c) == Fate::Kept) {
             push(c);
         }
         // Each made child where it last comes in its list: a copy of the
@@ -240,7 +252,7 @@ impl Transaction {
         let mut seen_made = FxHashSet::default();
         let mut made: Vec<&str> = mine.view().children().collect();
         made.reverse();
-        made.retain(|c| self.fate(path, c) == Fate::Made && seen_made.insert(*c));
+        made.retain(|c| fate(c) == Fate::Made && seen_made.insert(*c));
         for c in made.into_iter().rev() {
             push(c);
         }
