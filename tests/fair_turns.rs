@@ -121,3 +121,55 @@ fn a_light_request_is_served_before_a_busy_backlog_drains() {
     }
     eprintln!("the light write ran after {before} of {BACKLOG} queued busy writes");
 }
+
+/// Watchers of one node, more than the daemon writes to at once (the
+/// event loop's FAN_OUT_AT_ONCE, 16): the rest are written over later passes.
+const FAN_OUT: usize = 300;
+
+#[test]
+fn a_big_fan_out_reaches_every_watcher_in_order_with_requests_served_between() {
+    let shim = Shim::start();
+    let mut watchers: Vec<UnixStream> = (0..FAN_OUT).map(|_| connect(&shim)).collect();
+    for w in &mut watchers {
+        w.write_all(&wire::message(WATCH, 1, 0, b"/fan\0t\0"))
+            .unwrap();
+        assert_eq!(next(w).0.ty, WATCH);
+        assert_eq!(event(w), "/fan");
+    }
+    let (mut writer, mut reader) = (connect(&shim), connect(&shim));
+    reader.write_all(&write("/unrelated", "u")).unwrap();
+    assert_eq!(next(&mut reader).0.ty, WRITE);
+    // Two fan-outs and a read arrive in one poll: the second fan-out's
+    // events queue behind the first's unwritten ones.
+    common::signal(shim.pid(), SIGSTOP);
+    common::wait_for("the daemon to stop", common::TIMEOUT, || {
+        stopped(shim.pid())
+    });
+    writer
+        .write_all(&[write("/fan", "1"), write("/fan/child", "2")].concat())
+        .unwrap();
+    reader
+        .write_all(&wire::message(READ, 7, 0, b"/unrelated\0"))
+        .unwrap();
+    common::signal(shim.pid(), SIGCONT);
+
+    let (h, value) = next(&mut reader);
+    assert_eq!((h.ty, h.req_id), (READ, 7));
+    assert_eq!(value, b"u");
+    for _ in 0..2 {
+        assert_eq!(next(&mut writer).0.ty, WRITE);
+    }
+    for (i, w) in watchers.iter_mut().enumerate() {
+        assert_eq!(
+            [event(w), event(w)],
+            ["/fan", "/fan/child"],
+            "watcher {i} of {FAN_OUT}"
+        );
+    }
+    // And nothing more: one more write's event is the next message each reads.
+    writer.write_all(&write("/fan", "3")).unwrap();
+    assert_eq!(next(&mut writer).0.ty, WRITE);
+    for (i, w) in watchers.iter_mut().enumerate() {
+        assert_eq!(event(w), "/fan", "watcher {i}: no event twice");
+    }
+}

@@ -130,6 +130,10 @@ pub struct AllArgs {
     /// its K=1000, P=100 storm).
     #[arg(long, value_delimiter = ',')]
     pub storm_idle: Option<Vec<usize>>,
+    /// S1 without C xenstored and oxenstored: the shim (and --shim-before's)
+    /// alone, for a quick side-by-side look (C at K=1000 takes minutes).
+    #[arg(long)]
+    pub storm_shims_only: bool,
 }
 
 #[derive(clap::Args, Debug)]

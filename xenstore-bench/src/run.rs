@@ -499,7 +499,7 @@ fn storm_section(args: &AllArgs, b: &Builds) -> String {
     };
     let r = scale_storm::run(&scale_storm::Plan {
         shims,
-        upstream: true,
+        upstream: !args.storm_shims_only,
         idle,
         parallel: scale_storm::PARALLEL.to_vec(),
     });

@@ -197,7 +197,7 @@ impl Transaction {
 }
 
 /// What a transaction did to a child of a node it rewrote.
-#[derive(PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Fate {
     /// Left where it is in the list (maybe its value changed).
     Kept,
@@ -226,12 +226,24 @@ impl Transaction {
         if seen.children == now.children {
             return mine.children.clone();
         }
+        // Only a child it touched can be other than Kept: those are found
+        // once each among its nodes, not looked up for every child of a big
+        // directory (backend/vbd lists every domain's).
+        let touched: FxHashMap<&str, Fate> = self
+            .overlay
+            .keys()
+            .filter(|p| p.as_str() != "/" && crate::path::parent(p) == path)
+            .map(|p| crate::path::basename(p))
+            .map(|name| (name, self.fate(path, name)))
+            .filter(|(_, fate)| *fate != Fate::Kept)
+            .collect();
+        let fate = |c: &str| touched.get(c).copied().unwrap_or(Fate::Kept);
         let mut merged = Vec::with_capacity(now.children.len() + mine.children.len());
         let mut push = |c: &str| {
             merged.extend_from_slice(c.as_bytes());
             merged.push(0);
         };
-        for c in now.children().filter(|c| self.fate(path, c) == Fate::Kept) {
+        for c in now.children().filter(|c| fate(c) == Fate::Kept) {
             push(c);
         }
         // Each made child where it last comes in its list: a copy of the
@@ -240,7 +252,7 @@ impl Transaction {
         let mut seen_made = FxHashSet::default();
         let mut made: Vec<&str> = mine.view().children().collect();
         made.reverse();
-        made.retain(|c| self.fate(path, c) == Fate::Made && seen_made.insert(*c));
+        made.retain(|c| fate(c) == Fate::Made && seen_made.insert(*c));
         for c in made.into_iter().rev() {
             push(c);
         }
@@ -271,6 +283,41 @@ impl TxTree<'_> {
 
     fn account(&mut self, domid: u32, delta: isize) {
         *self.tx.owned_delta.entry(domid).or_default() += delta;
+    }
+}
+
+impl TxTree<'_> {
+    /// `path`'s list of children is about to be answered for the first
+    /// time: the transaction's copy takes the store's list as it is now
+    /// (with its own additions and removals), not as it was when the
+    /// transaction first touched the node (adding or removing a child
+    /// reads the parent). Nothing answered so far depended on the list, and
+    /// the commit checks it from here on, so the history stays serializable
+    /// while a conflict needs a change between this listing and the commit,
+    /// not since the first touch: libxl's path cleanup removes a domain's
+    /// `backend/<type>/<domid>`, reads the parent, then lists it.
+    fn list_from_now(&mut self, path: &str) {
+        let (Some((Some(seen), _)), Some(now)) = (self.tx.read.get(path), self.store.node(path))
+        else {
+            return;
+        };
+        if seen.children == now.children {
+            return;
+        }
+        let merged = match self.tx.overlay.get(path) {
+            Some(Some(mine)) => Some(self.tx.merged_children(path, seen, mine, now)),
+            // removed here: the listing fails, and the commit checks existence
+            Some(None) => return,
+            None => None,
+        };
+        let held = self.tx.held(path);
+        if let (Some(list), Some(Some(mine))) = (merged, self.tx.overlay.get_mut(path)) {
+            mine.children = list;
+        }
+        if let Some((Some(seen), _)) = self.tx.read.get_mut(path) {
+            seen.children = now.children.to_vec();
+        }
+        self.tx.bytes = self.tx.bytes - held + self.tx.held(path);
     }
 }
 
@@ -347,6 +394,13 @@ impl Tree for TxTree<'_> {
         };
         if !set.contains(path) {
             set.insert(path.to_string());
+        }
+    }
+
+    fn lists(&mut self, path: &str) {
+        if !self.tx.listed.contains(path) {
+            self.list_from_now(path);
+            self.tx.listed.insert(path.to_string());
         }
     }
 
@@ -480,6 +534,40 @@ mod tests {
     }
 
     #[test]
+    fn a_first_listing_shows_the_children_of_now_and_conflicts_only_after() {
+        let dom0 = Identity::dom0();
+        let list = |tx: &mut Transaction, s: &Store| {
+            let v = tx.view(s).get("/p").map(|n| n.children.to_vec());
+            tree::list(&mut tx.view(s), "/p", &dom0).unwrap();
+            (v, tx.view(s).get("/p").unwrap().children.to_vec())
+        };
+        for outside_after_listing in [false, true] {
+            let mut s = Store::new();
+            w(&mut s, "/p/a", "");
+            w(&mut s, "/p/b", "");
+            let mut tx = Transaction::default();
+            // removing a child reads the parent: its copy dates from here
+            tree::remove(&mut tx.view(&s), "/p/a", &dom0).unwrap();
+            w(&mut tx.view(&s), "/p/mine", "");
+            w(&mut s, "/p/c", "");
+            let (before, listed) = list(&mut tx, &s);
+            assert_eq!(before.unwrap(), b"b\0mine\0", "the copy, until listed");
+            assert_eq!(listed, b"b\0c\0mine\0", "the list as it is now");
+            let bytes = tx.memory();
+            assert_eq!(list(&mut tx, &s).1, listed, "and then it repeats");
+            assert_eq!(tx.memory(), bytes);
+            if outside_after_listing {
+                w(&mut s, "/p/d", "");
+                assert_eq!(tx.commit(&mut s), Err(Conflict("/p".into())));
+            } else {
+                tx.commit(&mut s).unwrap();
+                assert_eq!(s.node("/p").unwrap().children, b"b\0c\0mine\0");
+                assert!(s.check().is_empty(), "{:?}", s.check());
+            }
+        }
+    }
+
+    #[test]
     fn a_permission_change_conflicts_with_a_write_it_allowed() {
         let dom0 = Identity::dom0();
         let mut s = Store::new();
@@ -533,6 +621,13 @@ mod tests {
         w(&mut s, "/p/x", "");
         let e = tree::remove(&mut tx.view(&s), "/p/x", &dom0).unwrap_err();
         assert_eq!(e.0, XsError::Eio, "its parent's copy lacks it");
+        // the parent existed: an EIO answered from its old list conflicts
+        let mut tx = Transaction::default();
+        w(&mut tx.view(&s), "/p/y", "");
+        w(&mut s, "/p/z", "");
+        let e = tree::remove(&mut tx.view(&s), "/p/z", &dom0).unwrap_err();
+        assert_eq!(e.0, XsError::Eio);
+        assert_eq!(tx.commit(&mut s), Err(Conflict("/p".into())));
         let mut tx = Transaction::default();
         assert_eq!(r(&mut tx.view(&s), "/f"), None);
         w(&mut s, "/f/a/c", "");

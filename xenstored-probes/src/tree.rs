@@ -25,6 +25,11 @@ pub trait Tree {
     /// existence and permissions, which every access depends on): a
     /// transaction then conflicts when another commit changed it.
     fn depends_on(&mut self, _path: &str, _aspect: Aspect) {}
+    /// The request is about to answer from `path`'s list of children
+    /// (before it looks the node up): it depends on the list from here on.
+    fn lists(&mut self, path: &str) {
+        self.depends_on(path, Aspect::Children);
+    }
     /// The request sets `path`'s value (a transaction's commit then keeps
     /// its value, not one another commit wrote since).
     fn sets_value(&mut self, _path: &str) {}
@@ -305,7 +310,7 @@ pub fn remove<T: Tree + ?Sized>(
 }
 
 fn collect_post_order<T: Tree + ?Sized>(t: &mut T, path: &str, out: &mut Vec<(String, Perms)>) {
-    t.depends_on(path, Aspect::Children);
+    t.lists(path);
     let Some(node) = t.get(path) else { return };
     let perms = Perms(node.perms.to_vec());
     let kids: Vec<String> = node.children().map(|c| path::child(path, c)).collect();
@@ -351,7 +356,7 @@ pub fn list<'t, T: Tree + ?Sized>(
     path: &str,
     who: &Identity,
 ) -> Result<NodeRef<'t>, Fail> {
-    t.depends_on(path, Aspect::Children);
+    t.lists(path);
     lookup(t, path, who, READ)
 }
 
