@@ -140,7 +140,7 @@ pub fn limits(m: &MetricsResult) -> Vec<String> {
              under --metrics and {full:.2} µs under full tracing: --metrics adds {added:.0} ns per op, \
              {:.0}% of full tracing's {full_added:.0} ns (daemon CPU per op ratio {}, ops/s ratio {}). \
              --metrics counts on stats_batch: the daemon appends a 24-byte record per reply, watch \
-             event and transaction end (reading the clock twice a request) and traps once per \
+             event and transaction end (reading the time-stamp counter twice a request) and traps once per \
              {} records or {} ms, and the program counts each record in maps on the daemon's \
              thread; full tracing traps on every reply, renders its strings and copies them to a \
              ring buffer.{batch_floor}{per_op_floor}",
