@@ -450,14 +450,36 @@ xenevtchn_port_or_error_t xenevtchn_bind_unbound_port(xenevtchn_handle *xce,
 	return next_port++;
 }
 
+/*
+ * Binds b's socket at b->daemon_end and adds it to the handle's epoll set
+ * as port local; on failure the binding is dropped. 0, or -1.
+ */
+static int listen_bound(xenevtchn_handle *xce, struct bound *b, evtchn_port_t local)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = local };
+	b->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (b->sock < 0) {
+		drop_bound(local);
+		return -1;
+	}
+	unlink(b->daemon_end);
+	strncpy(addr.sun_path, b->daemon_end, sizeof(addr.sun_path) - 1);
+	if (bind(b->sock, (void *)&addr, sizeof(addr)) != 0 ||
+	    epoll_ctl(xce->fd, EPOLL_CTL_ADD, b->sock, &ev) != 0) {
+		close(b->sock);
+		drop_bound(local);
+		return -1;
+	}
+	return 0;
+}
+
 /* The daemon's end of a prepared simulated domain's doorbell. */
 static void bind_sim(xenevtchn_handle *xce, uint32_t domid,
 		     evtchn_port_t remote, evtchn_port_t local)
 {
 	char page[PATH_MAX - 32];
 	unsigned long gfn;
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = local };
 	struct bound *b;
 	char *slash;
 	if (!sim_path(domid, "page-", page, sizeof(page), &gfn))
@@ -474,18 +496,7 @@ static void bind_sim(xenevtchn_handle *xce, uint32_t domid,
 		drop_bound(local);
 		return;
 	}
-	b->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (b->sock < 0) {
-		drop_bound(local);
-		return;
-	}
-	unlink(b->daemon_end);
-	strncpy(addr.sun_path, b->daemon_end, sizeof(addr.sun_path) - 1);
-	if (bind(b->sock, (void *)&addr, sizeof(addr)) != 0 ||
-	    epoll_ctl(xce->fd, EPOLL_CTL_ADD, b->sock, &ev) != 0) {
-		close(b->sock);
-		drop_bound(local);
-	}
+	listen_bound(xce, b, local);
 }
 
 xenevtchn_port_or_error_t
@@ -505,8 +516,6 @@ xenevtchn_port_or_error_t xenevtchn_bind_virq(xenevtchn_handle *xce,
 {
 	const char *root = getenv("XENSTUB_RING_DIR");
 	evtchn_port_t local = next_port++;
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = local };
 	char dir[PATH_MAX - 32];
 	struct bound *b;
 	if (virq != VIRQ_DOM_EXC || !root)
@@ -521,20 +530,8 @@ xenevtchn_port_or_error_t xenevtchn_bind_virq(xenevtchn_handle *xce,
 		drop_bound(local);
 		return local;
 	}
-	b->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (b->sock < 0) {
-		drop_bound(local);
-		return local;
-	}
-	unlink(b->daemon_end);
-	strncpy(addr.sun_path, b->daemon_end, sizeof(addr.sun_path) - 1);
-	if (bind(b->sock, (void *)&addr, sizeof(addr)) != 0 ||
-	    epoll_ctl(xce->fd, EPOLL_CTL_ADD, b->sock, &ev) != 0) {
-		close(b->sock);
-		drop_bound(local);
-		return local;
-	}
-	dom_exc_port = local;
+	if (listen_bound(xce, b, local) == 0)
+		dom_exc_port = local;
 	return local;
 }
 

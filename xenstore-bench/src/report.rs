@@ -110,18 +110,7 @@ fn ratios_where(
     b: usize,
     pick: impl Fn(&crate::compare::Case) -> bool,
 ) -> (String, Option<f64>) {
-    let mut parts = Vec::new();
-    let mut min: Option<f64> = None;
-    for (ci, case) in c.cases.iter().enumerate() {
-        if !pick(case) {
-            continue;
-        }
-        if let Some(r) = c.ratio(ci, a, b) {
-            parts.push(format!("{} {r:.2}", case.workload.name()));
-            min = Some(min.map_or(r, |m: f64| m.min(r)));
-        }
-    }
-    (parts.join(", "), min)
+    ratios(c, a, b, pick, false)
 }
 
 /// As [`ratios_where`], each median followed by the range of its rounds'
@@ -133,20 +122,35 @@ fn ratios_with_range(
     b: usize,
     pick: impl Fn(&crate::compare::Case) -> bool,
 ) -> (String, Option<f64>) {
+    ratios(c, a, b, pick, true)
+}
+
+fn ratios(
+    c: &Comparison,
+    a: usize,
+    b: usize,
+    pick: impl Fn(&crate::compare::Case) -> bool,
+    with_range: bool,
+) -> (String, Option<f64>) {
     let mut parts = Vec::new();
     let mut min: Option<f64> = None;
     for (ci, case) in c.cases.iter().enumerate() {
         if !pick(case) {
             continue;
         }
-        if let (Some(r), Some((lo, hi))) = (c.ratio(ci, a, b), c.ratio_range(ci, a, b)) {
+        let Some(r) = c.ratio(ci, a, b) else { continue };
+        let name = case.workload.name();
+        if !with_range {
+            parts.push(format!("{name} {r:.2}"));
+        } else if let Some((lo, hi)) = c.ratio_range(ci, a, b) {
             let rounds = c.samples[ci][a].len();
             parts.push(format!(
-                "{} {r:.2} ({lo:.2}–{hi:.2} over {rounds} rounds)",
-                case.workload.name()
+                "{name} {r:.2} ({lo:.2}–{hi:.2} over {rounds} rounds)"
             ));
-            min = Some(min.map_or(r, |m: f64| m.min(r)));
+        } else {
+            continue;
         }
+        min = Some(min.map_or(r, |m: f64| m.min(r)));
     }
     (parts.join(", "), min)
 }

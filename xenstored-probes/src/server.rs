@@ -301,20 +301,20 @@ impl Server {
 
     /// Connection `id` may have input to serve (see turns.rs).
     fn queue(&mut self, id: u32) {
-        let in_transaction = self
-            .daemon
-            .conn(id)
-            .is_some_and(|c| !c.transactions.is_empty());
+        let in_transaction = self.in_transaction(id);
         self.ready.push(id, in_transaction);
     }
 
     /// Connection `id` may have new input: a transaction's goes first.
     fn wake(&mut self, id: u32) {
-        let in_transaction = self
-            .daemon
-            .conn(id)
-            .is_some_and(|c| !c.transactions.is_empty());
+        let in_transaction = self.in_transaction(id);
         self.ready.wake(id, in_transaction);
+    }
+
+    fn in_transaction(&self, id: u32) -> bool {
+        self.daemon
+            .conn(id)
+            .is_some_and(|c| !c.transactions.is_empty())
     }
 
     /// Serves up to TURNS_PER_POLL turns, least served connection first
