@@ -147,18 +147,19 @@ fn sends_text(r: &ScaleResult) -> String {
     };
     let label = r.curves.first().map_or("shim", |c| c.label.as_str());
     let us = |ns: f64| ns / 1000.0;
-    let grown = r.curves.first().and_then(|c| {
-        let points = c.points.as_ref().ok()?;
-        let at = |n: usize| {
-            let i = r.levels.iter().position(|&l| l == n)?;
-            Some(points.get(i)?.fan_out.daemon_cpu_us)
-        };
-        Some(at(*n_b)? - at(*n_a)?)
-    });
-    let share = match grown {
-        Some(g) if g > 0.0 => format!(
-            ": {:.2} µs of the {g:.2} µs the {label}'s CPU per write grew",
-            us(b.events.mean_ns - a.events.mean_ns)
+    let cpu_at = |n: usize| {
+        let c = r.curves.first()?;
+        let i = r.levels.iter().position(|&l| l == n)?;
+        Some(c.points.as_ref().ok()?.get(i)?.fan_out.daemon_cpu_us)
+    };
+    let send_grew = us(b.events.mean_ns - a.events.mean_ns);
+    let share = match (cpu_at(*n_a), cpu_at(*n_b)) {
+        (Some(cpu_a), Some(cpu_b)) if cpu_b > cpu_a && send_grew > 0.0 => format!(
+            ": {send_grew:.2} µs of the {:.2} µs the {label}'s CPU per write grew. That \
+             growth alone, the rest of the write as cheap at N={n_b} as at N={n_a} \
+             ({cpu_a:.2} µs), would make the ratio {:.2}×",
+            cpu_b - cpu_a,
+            (cpu_a + send_grew) / cpu_a
         ),
         _ => String::new(),
     };
@@ -167,8 +168,8 @@ fn sends_text(r: &ScaleResult) -> String {
          only) at N={n_a} and at N={n_b}, with bpftrace timing each sendto from entry to exit \
          (its overhead included, alike at both N). An event's send to a watcher's socket took \
          {:.2} µs at N={n_a} and {:.2} µs at N={n_b} ({} and {} sends over {} and {} \
-         sockets){share}; the reply's send on the writer's socket, as hot at every N, {:.2} \
-         and {:.2} µs.\n",
+         sockets); the reply's send on the writer's socket, as hot at every N, {:.2} and \
+         {:.2} µs{share}.\n",
         us(a.events.mean_ns),
         us(b.events.mean_ns),
         a.events.count,
@@ -306,7 +307,8 @@ mod tests {
     }
 
     /// The same host with its sends timed: an event's send 0.9 µs at
-    /// N=10 and 1.5 µs at N=1000 is 0.60 of the 1.00 µs per write grown.
+    /// N=10 and 1.5 µs at N=1000 is 0.60 of the 1.00 µs per write grown,
+    /// and alone makes 4 µs a write 4.6: 1.15×.
     #[test]
     fn what_grows_says_how_much_of_the_growth_is_the_events_send() {
         let point = |cpu: f64| Point {
@@ -346,6 +348,10 @@ mod tests {
         );
         assert!(
             text.contains("0.60 µs of the 1.00 µs the shim's CPU per write grew"),
+            "{text}"
+        );
+        assert!(
+            text.contains("(4.00 µs), would make the ratio 1.15×"),
             "{text}"
         );
         assert!(text.contains("0.88 and 0.88 µs"), "{text}");
