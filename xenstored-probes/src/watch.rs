@@ -1,9 +1,11 @@
 //! Watches: which registered watch an event matches, and the path it is
 //! reported with (relative watches get paths relative to the domain home).
 
+use crate::inline_path::InlinePath;
 use crate::path;
 use crate::tree::Change;
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,8 +66,11 @@ pub struct WatchTable {
     free: Vec<Slot>,
     /// Each connection's watches, in registration order.
     order: BTreeMap<WatchKey, Slot>,
-    /// Each path's watches, in key order.
-    by_path: FxHashMap<Box<str>, Vec<Hit>>,
+    /// Each path's watches, in key order. Path and list in the table's
+    /// slot (a path usually has one watch): finding a watcher among
+    /// thousands touches that slot only, not also the path's and the
+    /// list's allocations.
+    by_path: FxHashMap<InlinePath, SmallVec<[Hit; 1]>>,
     per_conn: FxHashMap<u32, Usage>,
     next: u64,
 }
@@ -91,7 +96,7 @@ impl WatchTable {
         let usage = self.per_conn.entry(conn).or_default();
         usage.count += 1;
         usage.bytes += cost(&w);
-        let path: Box<str> = w.path.as_str().into();
+        let path = InlinePath::from(w.path.as_str());
         let slot = match self.free.pop() {
             Some(s) => {
                 self.slab[s as usize] = Some(w);
