@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use xenstore_testkit::scratch_dir;
 
-/// How long bpftrace may take to attach, or to stop after SIGINT.
+/// How long bpftrace may take to attach, or to report.
 const BPFTRACE_BOUND: Duration = Duration::from_secs(30);
 
 /// Sends on some sockets: how many, and their mean time in the kernel.
@@ -40,8 +40,11 @@ pub struct SendTracer {
 
 impl SendTracer {
     /// Returns once every probe is attached (bpftrace runs BEGIN after
-    /// attaching, and it prints the marker).
+    /// attaching, and it prints the marker). The report comes when this
+    /// process calls getppid (`finish`), not at bpftrace's exit: under
+    /// load bpftrace has taken 20 s and more to stop (tracers.rs).
     pub fn start(pid: u32) -> Result<SendTracer> {
+        let me = std::process::id();
         let dir = scratch_dir("send-tracer")?;
         let (output, stderr) = (dir.join("sends.out"), dir.join("sends.err"));
         let script = format!(
@@ -51,10 +54,12 @@ impl SendTracer {
              tracepoint:syscalls:sys_exit_sendto /pid == {pid} && @start[tid]/ \
              {{ @ns[@fd[tid]] = stats(nsecs - @start[tid]); delete(@start[tid]); \
              delete(@fd[tid]); }}\n\
-             END {{ clear(@start); clear(@fd); }}\n"
+             tracepoint:syscalls:sys_enter_getppid /pid == {me}/ \
+             {{ print(@ns); printf(\"reported\\n\"); exit(); }}\n\
+             END {{ clear(@start); clear(@fd); clear(@ns); }}\n"
         );
         let child = Command::new("bpftrace")
-            .args(["-e", &script])
+            .args(["-B", "line", "-e", &script])
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&output)?)
             .stderr(std::fs::File::create(&stderr)?)
@@ -82,19 +87,25 @@ impl SendTracer {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 
-    /// Stops bpftrace (SIGINT: it prints its maps) and splits the sends.
+    /// Has bpftrace report its sends (see `start`), and splits them.
     pub fn finish(mut self) -> Result<SendTimes> {
-        // SAFETY: signalling our own child by its pid.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        // SAFETY: getppid has no preconditions; the call is the signal.
+        unsafe { libc::getppid() };
         let deadline = Instant::now() + BPFTRACE_BOUND;
-        while self.child.try_wait()?.is_none() {
+        loop {
+            let text = std::fs::read_to_string(&self.output)?;
+            if text.contains("reported") {
+                return parse(&text)
+                    .with_context(|| format!("bpftrace's stderr: {}", self.stderr_text().trim()));
+            }
+            if let Some(status) = self.child.try_wait()? {
+                bail!("bpftrace exited ({status}): {}", self.stderr_text());
+            }
             if Instant::now() > deadline {
-                bail!("bpftrace did not stop within 30 s of SIGINT");
+                bail!("bpftrace did not report within 30 s");
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        parse(&std::fs::read_to_string(&self.output)?)
-            .with_context(|| format!("bpftrace's stderr: {}", self.stderr_text().trim()))
     }
 }
 
