@@ -12,7 +12,10 @@ use std::collections::BTreeMap;
 pub struct Watch {
     /// Absolute node path or an `@` name.
     pub path: String,
-    pub token: Vec<u8>,
+    /// In place when short (tokens are a few bytes to a few tens): firing
+    /// the watch reads it, and among thousands of watches an allocation
+    /// of its own is one more place in memory to miss.
+    pub token: SmallVec<[u8; 24]>,
     /// Registered with a relative path: events drop `/local/domain/<id>/`.
     pub relative: bool,
 }
@@ -144,7 +147,7 @@ impl WatchTable {
         same_path[first..]
             .iter()
             .take_while(|(k, _)| k.0 == conn)
-            .find(|&&(_, s)| self.slot(s).is_some_and(|w| w.token == token))
+            .find(|&&(_, s)| self.slot(s).is_some_and(|w| w.token[..] == *token))
             .copied()
     }
 
@@ -252,7 +255,7 @@ mod tests {
     fn watch(p: &str, relative: bool) -> Watch {
         Watch {
             path: p.into(),
-            token: b"t".to_vec(),
+            token: b"t"[..].into(),
             relative,
         }
     }
@@ -324,7 +327,7 @@ mod tests {
         for _ in 0..3000 {
             let conn = next(5) as u32;
             let mut w = watch(&paths[next(paths.len())], false);
-            w.token = vec![b'0' + next(2) as u8];
+            w.token = [b'0' + next(2) as u8][..].into();
             match next(10) {
                 0 => {
                     table.clear(conn);
