@@ -27,6 +27,7 @@ pub mod scale_death_report;
 pub mod scale_death_store;
 pub mod scale_death_store_report;
 pub mod scale_report;
+pub mod scale_sends;
 pub mod scale_store;
 pub mod scale_store_report;
 pub mod scale_storm;

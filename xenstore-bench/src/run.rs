@@ -217,6 +217,7 @@ fn scale_plan(args: &AllArgs, b: &Builds, budget: &Budget, domains: bool) -> Pla
         rounds: budget.rounds,
         check_quiet: false,
         domains,
+        time_sends: !domains,
     }
 }
 
@@ -316,6 +317,20 @@ fn write_scale_section(args: &AllArgs, section: &str) -> Result<()> {
     Ok(())
 }
 
+/// The sends the smoke run timed: one line each, or why there are none.
+fn smoke_sends(r: &scale::ScaleResult) -> Result<()> {
+    for (n, timed) in &r.sends {
+        match timed {
+            Ok(t) => println!(
+                "scale smoke: sends timed at N={n}: {} replies, {} events to {} watchers",
+                t.replies.count, t.events.count, t.watchers
+            ),
+            Err(e) => println!("scale smoke: sends not timed at N={n}: {e:#}"),
+        }
+    }
+    Ok(())
+}
+
 /// The scale scenarios on one shim at small N, briefly: they run, and
 /// every fan-out write reaches its watcher and no other.
 pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
@@ -327,6 +342,7 @@ pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
         rounds: 1,
         check_quiet: true,
         domains: true,
+        time_sends: true,
     });
     let curve = &r.curves[0];
     let points = curve
@@ -342,6 +358,7 @@ pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
     if let Some(why) = &curve.no_domains {
         bail!("the shim served no ring domains: {why}");
     }
+    smoke_sends(&r)?;
     for (n, p) in r.levels.iter().zip(points) {
         if p.idle_tax.ops == 0 || (*n > 0 && p.fan_out.ops == 0) {
             bail!("N={n}: no operation completed");

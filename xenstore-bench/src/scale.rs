@@ -15,6 +15,7 @@ use crate::affinity::Pin;
 use crate::client::Conn;
 use crate::daemons::{self, cpu_ns, Daemon};
 use crate::guests::{self, RingGuest};
+use crate::scale_sends::{SendTimes, SendTracer};
 use crate::stats::{median, median_sample, Sample};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -43,6 +44,10 @@ pub struct Plan {
     pub check_quiet: bool,
     /// Also N idle domains on simulated rings.
     pub domains: bool,
+    /// After the rounds, one more S2 spread run (sockets only) of the
+    /// first shim at the smallest and the largest N > 0, its sends timed
+    /// with bpftrace (scale_sends.rs).
+    pub time_sends: bool,
 }
 
 /// One daemon's figures at one N.
@@ -75,6 +80,8 @@ pub struct ScaleResult {
     pub run: Duration,
     pub rounds: usize,
     pub elapsed: Duration,
+    /// The first shim's sends by N, if the plan timed them.
+    pub sends: Vec<(usize, Result<SendTimes>)>,
 }
 
 /// A daemon under test and its idle population.
@@ -225,6 +232,19 @@ impl Host {
         let kernel = system as f64 / (user + system).max(1) as f64;
         Ok((sample, kernel))
     }
+
+    /// One S2 spread run on the idle connections only (a domain's
+    /// doorbell is another kind of send), its sends timed.
+    fn time_sends(&mut self, run: Duration) -> Result<SendTimes> {
+        let guests = std::mem::take(&mut self.guests);
+        let tracer = SendTracer::start(self.daemon.pid());
+        let timed = tracer.and_then(|t| {
+            self.fan_out(run, false)?;
+            t.finish()
+        });
+        self.guests = guests;
+        timed
+    }
 }
 
 /// The user and system CPU time of process `pid` so far, in clock ticks
@@ -359,6 +379,11 @@ pub fn run(plan: &Plan) -> ScaleResult {
             started.elapsed().as_secs_f64()
         );
     }
+    let sends = if plan.time_sends && !plan.shims.is_empty() {
+        time_sends(plan, &mut hosts)
+    } else {
+        Vec::new()
+    };
     let curves = labels
         .iter()
         .enumerate()
@@ -386,7 +411,33 @@ pub fn run(plan: &Plan) -> ScaleResult {
         run: plan.run,
         rounds: plan.rounds,
         elapsed: started.elapsed(),
+        sends,
     }
+}
+
+/// The first shim's sends timed at the smallest and the largest N > 0.
+fn time_sends(plan: &Plan, hosts: &mut [Vec<Result<Host>>]) -> Vec<(usize, Result<SendTimes>)> {
+    let first = plan.levels.iter().position(|&n| n > 0);
+    let last = plan.levels.len().checked_sub(1);
+    let (Some(first), Some(last)) = (first, last) else {
+        return Vec::new();
+    };
+    let levels = if first < last {
+        vec![first, last]
+    } else {
+        vec![first]
+    };
+    levels
+        .into_iter()
+        .map(|l| {
+            let n = plan.levels[l];
+            let timed = match hosts[l][0].as_mut() {
+                Ok(h) => h.time_sends(plan.run),
+                Err(e) => Err(anyhow::anyhow!("{e:#}")),
+            };
+            (n, timed.with_context(|| format!("time the sends at N={n}")))
+        })
+        .collect()
 }
 
 /// Daemon `k` of the plan (the shims first, then C xenstored and

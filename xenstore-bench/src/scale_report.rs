@@ -131,10 +131,54 @@ fn what_grows(r: &ScaleResult) -> String {
          before the reply, and for a domain one copy into its ring page and one doorbell \
          send on a socket connected to the guest (the guest rings back only when it finds \
          its response queue was full, as Linux's xenbus does). What is left is the price of \
-         reaching a cold socket, which the kernel pays inside those sends: timed with \
-         bpftrace on the daemon's sendto and write (2026-11-26, S2 on rings, tracing \
-         overhead included), a send to a watcher's socket took 0.85–0.92 µs at N=10 and \
-         0.98–1.26 µs at N=1000, a doorbell 0.96–1.02 µs and 1.30–1.64 µs.\n"
+         reaching a cold socket, which the kernel pays inside those sends.\n"
+        + &sends_text(r)
+}
+
+/// The daemon's sends timed in this run (scale_sends.rs): the event's
+/// send to a cold watcher's socket against the reply's on the writer's,
+/// and how much of the CPU per write's growth the event's send is.
+fn sends_text(r: &ScaleResult) -> String {
+    let [(n_a, Ok(a)), (n_b, Ok(b))] = r.sends.as_slice() else {
+        return match r.sends.iter().find_map(|(_, t)| t.as_ref().err()) {
+            Some(e) => format!("\nThe sends were not timed in this run: {e:#}.\n"),
+            None => String::new(),
+        };
+    };
+    let label = r.curves.first().map_or("shim", |c| c.label.as_str());
+    let us = |ns: f64| ns / 1000.0;
+    let cpu_at = |n: usize| {
+        let c = r.curves.first()?;
+        let i = r.levels.iter().position(|&l| l == n)?;
+        Some(c.points.as_ref().ok()?.get(i)?.fan_out.daemon_cpu_us)
+    };
+    let send_grew = us(b.events.mean_ns - a.events.mean_ns);
+    let share = match (cpu_at(*n_a), cpu_at(*n_b)) {
+        (Some(cpu_a), Some(cpu_b)) if cpu_b > cpu_a && send_grew > 0.0 => format!(
+            ": {send_grew:.2} µs of the {:.2} µs the {label}'s CPU per write grew. That \
+             growth alone, the rest of the write as cheap at N={n_b} as at N={n_a} \
+             ({cpu_a:.2} µs), would make the ratio {:.2}×",
+            cpu_b - cpu_a,
+            (cpu_a + send_grew) / cpu_a
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "\nThose sends, timed in this run: one more S2 spread run of the {label} (sockets \
+         only) at N={n_a} and at N={n_b}, with bpftrace timing each sendto from entry to exit \
+         (its overhead included, alike at both N). An event's send to a watcher's socket took \
+         {:.2} µs at N={n_a} and {:.2} µs at N={n_b} ({} and {} sends over {} and {} \
+         sockets); the reply's send on the writer's socket, as hot at every N, {:.2} and \
+         {:.2} µs{share}.\n",
+        us(a.events.mean_ns),
+        us(b.events.mean_ns),
+        a.events.count,
+        b.events.count,
+        a.watchers,
+        b.watchers,
+        us(a.replies.mean_ns),
+        us(b.replies.mean_ns),
+    )
 }
 
 fn table(r: &ScaleResult, pick: impl Fn(&Point) -> Sample, with_zero: bool) -> String {
@@ -222,6 +266,7 @@ pub fn splice_under(report: &str, heading: &str, section: &str) -> String {
 mod tests {
     use super::*;
     use crate::scale::Curve;
+    use crate::scale_sends::{SendTimes, Sends};
     use std::time::Duration;
 
     /// 4 µs per write, a quarter in the kernel, at N=10; 5 µs, 40 % in
@@ -247,6 +292,7 @@ mod tests {
             run: Duration::ZERO,
             rounds: 1,
             elapsed: Duration::ZERO,
+            sends: Vec::new(),
         };
         let text = what_grows(&r);
         assert!(text.contains("N=10 → N=1000"), "{text}");
@@ -257,6 +303,58 @@ mod tests {
             ),
             "{text}"
         );
+        assert!(!text.contains("timed in this run"), "{text}");
+    }
+
+    /// The same host with its sends timed: an event's send 0.9 µs at
+    /// N=10 and 1.5 µs at N=1000 is 0.60 of the 1.00 µs per write grown,
+    /// and alone makes 4 µs a write 4.6: 1.15×.
+    #[test]
+    fn what_grows_says_how_much_of_the_growth_is_the_events_send() {
+        let point = |cpu: f64| Point {
+            fan_out: Sample {
+                daemon_cpu_us: cpu,
+                ..Sample::default()
+            },
+            ..Point::default()
+        };
+        let times = |event_ns: f64, watchers: usize| SendTimes {
+            replies: Sends {
+                count: 100,
+                mean_ns: 880.0,
+            },
+            events: Sends {
+                count: 100,
+                mean_ns: event_ns,
+            },
+            watchers,
+        };
+        let r = ScaleResult {
+            levels: vec![0, 10, 1000],
+            curves: vec![Curve {
+                label: "shim".into(),
+                points: Ok(vec![Point::default(), point(4.0), point(5.0)]),
+                no_domains: None,
+            }],
+            run: Duration::ZERO,
+            rounds: 1,
+            elapsed: Duration::ZERO,
+            sends: vec![(10, Ok(times(900.0, 10))), (1000, Ok(times(1500.0, 100)))],
+        };
+        let text = what_grows(&r);
+        assert!(
+            text.contains("took 0.90 µs at N=10 and 1.50 µs at N=1000"),
+            "{text}"
+        );
+        assert!(
+            text.contains("0.60 µs of the 1.00 µs the shim's CPU per write grew"),
+            "{text}"
+        );
+        assert!(
+            text.contains("(4.00 µs), would make the ratio 1.15×"),
+            "{text}"
+        );
+        assert!(text.contains("0.88 and 0.88 µs"), "{text}");
     }
 
     #[test]

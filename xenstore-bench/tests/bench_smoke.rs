@@ -35,7 +35,7 @@ fn bench_client_drives_every_workload() {
 /// S4 at N = 10 on C xenstored and oxenstored under the stub's simulated
 /// hypervisor (the dying released, every watcher told, every domain asked
 /// about); and S4 beside 5 background trees: the dying released, their
-/// homes gone.
+/// homes gone. And S2 spread's sends timed at N = 10 and 40.
 #[test]
 fn scale_scenarios_deliver_each_event_to_its_watcher_only() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_xenstore-bench"))
@@ -71,6 +71,39 @@ fn scale_scenarios_deliver_each_event_to_its_watcher_only() {
             stdout.contains(&format!("scale smoke: {line}")),
             "no {line} in:\n{stdout}"
         );
+    }
+    assert_sends_timed(&stdout);
+}
+
+/// S2 spread's sends, timed with bpftrace as the scale section times them
+/// (scale_sends.rs), as the smoke run printed them: at N = 10 and 40 every
+/// write sent one reply on the writer's socket and one event, and the
+/// events went to all N watchers' sockets.
+fn assert_sends_timed(stdout: &str) {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        if std::env::var_os("CI").is_some() {
+            panic!("timing the scale smoke's sends needs root (bpftrace), and CI is set");
+        }
+        eprintln!("\n*** SKIPPING the scale smoke's timed sends: not root (CI unset) ***\n");
+        return;
+    }
+    for n in [10, 40] {
+        let prefix = format!("scale smoke: sends timed at N={n}: ");
+        let line = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("no sends timed at N={n} in:\n{stdout}"));
+        let numbers: Vec<u64> = line
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        let [replies, events, watchers] = numbers[..] else {
+            panic!("unexpected line {line:?}");
+        };
+        assert!(replies > 0, "no send timed at N={n}: {line}");
+        assert_eq!(replies, events, "one event a reply at N={n}: {line}");
+        assert_eq!(watchers, n, "every watcher sent to at N={n}: {line}");
     }
 }
 

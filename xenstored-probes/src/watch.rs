@@ -1,16 +1,21 @@
 //! Watches: which registered watch an event matches, and the path it is
 //! reported with (relative watches get paths relative to the domain home).
 
+use crate::inline_path::InlinePath;
 use crate::path;
 use crate::tree::Change;
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Watch {
     /// Absolute node path or an `@` name.
     pub path: String,
-    pub token: Vec<u8>,
+    /// In place when short (tokens are a few bytes to a few tens): firing
+    /// the watch reads it, and among thousands of watches an allocation
+    /// of its own is one more place in memory to miss.
+    pub token: SmallVec<[u8; 24]>,
     /// Registered with a relative path: events drop `/local/domain/<id>/`.
     pub relative: bool,
 }
@@ -64,8 +69,11 @@ pub struct WatchTable {
     free: Vec<Slot>,
     /// Each connection's watches, in registration order.
     order: BTreeMap<WatchKey, Slot>,
-    /// Each path's watches, in key order.
-    by_path: FxHashMap<Box<str>, Vec<Hit>>,
+    /// Each path's watches, in key order. Path and list in the table's
+    /// slot (a path usually has one watch): finding a watcher among
+    /// thousands touches that slot only, not also the path's and the
+    /// list's allocations.
+    by_path: FxHashMap<InlinePath, SmallVec<[Hit; 1]>>,
     per_conn: FxHashMap<u32, Usage>,
     next: u64,
 }
@@ -91,7 +99,7 @@ impl WatchTable {
         let usage = self.per_conn.entry(conn).or_default();
         usage.count += 1;
         usage.bytes += cost(&w);
-        let path: Box<str> = w.path.as_str().into();
+        let path = InlinePath::from(w.path.as_str());
         let slot = match self.free.pop() {
             Some(s) => {
                 self.slab[s as usize] = Some(w);
@@ -139,7 +147,7 @@ impl WatchTable {
         same_path[first..]
             .iter()
             .take_while(|(k, _)| k.0 == conn)
-            .find(|&&(_, s)| self.slot(s).is_some_and(|w| w.token == token))
+            .find(|&&(_, s)| self.slot(s).is_some_and(|w| w.token[..] == *token))
             .copied()
     }
 
@@ -247,7 +255,7 @@ mod tests {
     fn watch(p: &str, relative: bool) -> Watch {
         Watch {
             path: p.into(),
-            token: b"t".to_vec(),
+            token: b"t"[..].into(),
             relative,
         }
     }
@@ -319,7 +327,7 @@ mod tests {
         for _ in 0..3000 {
             let conn = next(5) as u32;
             let mut w = watch(&paths[next(paths.len())], false);
-            w.token = vec![b'0' + next(2) as u8];
+            w.token = [b'0' + next(2) as u8][..].into();
             match next(10) {
                 0 => {
                     table.clear(conn);

@@ -281,7 +281,7 @@ impl Daemon {
                 state.watches.push(stream::Watch {
                     conn_id: c.id,
                     path: given.as_bytes().to_vec(),
-                    token: w.token.clone(),
+                    token: w.token.to_vec(),
                 });
             }
         }

@@ -154,7 +154,7 @@ impl Daemon {
                 id,
                 Watch {
                     path,
-                    token: w.token.clone(),
+                    token: w.token[..].into(),
                     relative,
                 },
             );

@@ -36,7 +36,7 @@ pub(super) fn watch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
     }
     let w = Watch {
         path: abs,
-        token: req.token.to_vec(),
+        token: req.token.into(),
         relative,
     };
     d.caller(call)?;
@@ -168,7 +168,7 @@ impl Daemon {
                 }
                 if !self
                     .queued_events
-                    .insert((who.conn, event_path.to_string(), w.token.clone()))
+                    .insert((who.conn, event_path.to_string(), w.token.to_vec()))
                 {
                     continue;
                 }

@@ -1,0 +1,190 @@
+//! The kernel's part of S2 spread's growth, measured in the run: the
+//! daemon's send calls timed with bpftrace (entry to exit of each
+//! sendto, by socket) during one more S2 spread run at the smallest and
+//! the largest N. The socket with the most sends is the writer's, which
+//! gets every reply; the others are the watchers', one event each.
+
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use xenstore_testkit::scratch_dir;
+
+/// How long bpftrace may take to attach, or to report.
+const BPFTRACE_BOUND: Duration = Duration::from_secs(30);
+
+/// Sends on some sockets: how many, and their mean time in the kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Sends {
+    pub count: u64,
+    pub mean_ns: f64,
+}
+
+/// One traced run's sends, split by whose socket.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SendTimes {
+    /// On the writer's socket: the replies (hot: every write's).
+    pub replies: Sends,
+    /// On the watchers' sockets: the events (each for a different one).
+    pub events: Sends,
+    /// How many watcher sockets were sent to.
+    pub watchers: usize,
+}
+
+/// bpftrace timing process `pid`'s sendto calls until `finish`.
+pub struct SendTracer {
+    child: Child,
+    output: PathBuf,
+    stderr: PathBuf,
+}
+
+impl SendTracer {
+    /// Returns once every probe is attached (bpftrace runs BEGIN after
+    /// attaching, and it prints the marker). The report comes when this
+    /// process calls getppid (`finish`), not at bpftrace's exit: under
+    /// load bpftrace has taken 20 s and more to stop (tracers.rs).
+    pub fn start(pid: u32) -> Result<SendTracer> {
+        let me = std::process::id();
+        let dir = scratch_dir("send-tracer")?;
+        let (output, stderr) = (dir.join("sends.out"), dir.join("sends.err"));
+        let script = format!(
+            "BEGIN {{ printf(\"attached\\n\"); }}\n\
+             tracepoint:syscalls:sys_enter_sendto /pid == {pid}/ \
+             {{ @start[tid] = nsecs; @fd[tid] = args->fd; }}\n\
+             tracepoint:syscalls:sys_exit_sendto /pid == {pid} && @start[tid]/ \
+             {{ @ns[@fd[tid]] = stats(nsecs - @start[tid]); delete(@start[tid]); \
+             delete(@fd[tid]); }}\n\
+             tracepoint:syscalls:sys_enter_getppid /pid == {me}/ \
+             {{ print(@ns); printf(\"reported\\n\"); exit(); }}\n\
+             END {{ clear(@start); clear(@fd); clear(@ns); }}\n"
+        );
+        let child = Command::new("bpftrace")
+            .args(["-B", "line", "-e", &script])
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&output)?)
+            .stderr(std::fs::File::create(&stderr)?)
+            .spawn()
+            .context("start bpftrace")?;
+        let mut t = SendTracer {
+            child,
+            output,
+            stderr,
+        };
+        let deadline = Instant::now() + BPFTRACE_BOUND;
+        while !std::fs::read_to_string(&t.output)?.contains("attached") {
+            if let Some(status) = t.child.try_wait()? {
+                bail!("bpftrace exited ({status}): {}", t.stderr_text());
+            }
+            if Instant::now() > deadline {
+                bail!("bpftrace did not attach within 30 s: {}", t.stderr_text());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(t)
+    }
+
+    fn stderr_text(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Has bpftrace report its sends (see `start`), and splits them.
+    pub fn finish(mut self) -> Result<SendTimes> {
+        // SAFETY: getppid has no preconditions; the call is the signal.
+        unsafe { libc::getppid() };
+        let deadline = Instant::now() + BPFTRACE_BOUND;
+        loop {
+            let text = std::fs::read_to_string(&self.output)?;
+            if text.contains("reported") {
+                return parse(&text)
+                    .with_context(|| format!("bpftrace's stderr: {}", self.stderr_text().trim()));
+            }
+            if let Some(status) = self.child.try_wait()? {
+                bail!("bpftrace exited ({status}): {}", self.stderr_text());
+            }
+            if Instant::now() > deadline {
+                bail!("bpftrace did not report within 30 s");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for SendTracer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// bpftrace's `@ns[FD]: count C, average A, total T` lines, split into
+/// the busiest socket (the writer's) and the rest (the watchers').
+pub fn parse(text: &str) -> Result<SendTimes> {
+    let mut per_fd: Vec<(u64, u64)> = Vec::new(); // (count, total ns)
+    for line in text.lines().filter(|l| l.starts_with("@ns[")) {
+        let field = |name: &str| -> Result<u64> {
+            let at = line
+                .find(name)
+                .with_context(|| format!("no {name} in {line:?}"))?;
+            let digits: String = line[at + name.len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits
+                .parse()
+                .with_context(|| format!("bad {name} in {line:?}"))
+        };
+        per_fd.push((field("count ")?, field("total ")?));
+    }
+    per_fd.sort_unstable_by_key(|&(count, _)| std::cmp::Reverse(count));
+    let Some((&writer, watchers)) = per_fd.split_first() else {
+        bail!("bpftrace saw no send");
+    };
+    let sends = |fds: &[(u64, u64)]| {
+        let count: u64 = fds.iter().map(|f| f.0).sum();
+        let total: u64 = fds.iter().map(|f| f.1).sum();
+        Sends {
+            count,
+            mean_ns: total as f64 / count.max(1) as f64,
+        }
+    };
+    Ok(SendTimes {
+        replies: sends(&[writer]),
+        events: sends(watchers),
+        watchers: watchers.len(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_busiest_socket_is_the_writers() {
+        let text = "attached\n\n\
+                    @ns[7]: count 10, average 1500, total 15000\n\
+                    @ns[5]: count 30, average 900, total 27000\n\
+                    @ns[9]: count 10, average 2500, total 25000\n";
+        let t = parse(text).unwrap();
+        assert_eq!(
+            t.replies,
+            Sends {
+                count: 30,
+                mean_ns: 900.0
+            }
+        );
+        assert_eq!(
+            t.events,
+            Sends {
+                count: 20,
+                mean_ns: 2000.0
+            }
+        );
+        assert_eq!(t.watchers, 2);
+    }
+
+    #[test]
+    fn no_send_is_an_error() {
+        let e = parse("attached\n").unwrap_err();
+        assert!(format!("{e}").contains("no send"), "{e}");
+    }
+}
