@@ -8,6 +8,7 @@ pub mod detached;
 pub mod domain;
 pub mod error;
 pub mod frame;
+pub mod listing;
 pub mod mentions;
 pub mod migration;
 pub mod node;
