@@ -535,10 +535,24 @@ fn list(c: &mut Conn, path: &str) -> Result<Vec<String>> {
     Ok(names(reply.ok()?))
 }
 
-/// `path`'s children through DIRECTORY_PART, from offset 0 until the
-/// page that ends the list; restarted if the node changed between pages.
+/// A listing read through DIRECTORY_PART.
+pub struct Listed {
+    pub names: Vec<String>,
+    /// Replies it took.
+    pub pages: usize,
+    /// Bytes of the listing (each name and its NUL).
+    pub bytes: usize,
+}
+
 fn list_part(c: &mut Conn, path: &str) -> Result<Vec<String>> {
+    list_pages(c, path).map(|l| l.names)
+}
+
+/// `path`'s children through DIRECTORY_PART, from offset 0 until the
+/// page that ends the list; fails if the node changed between pages.
+pub fn list_pages(c: &mut Conn, path: &str) -> Result<Listed> {
     let mut all = Vec::new();
+    let mut pages = 0;
     let mut offset = 0usize;
     let mut generation: Option<Vec<u8>> = None;
     loop {
@@ -549,6 +563,7 @@ fn list_part(c: &mut Conn, path: &str) -> Result<Vec<String>> {
             &[path.as_bytes(), b"\0", off.as_bytes(), b"\0"],
         )?;
         let payload = reply.ok()?;
+        pages += 1;
         let Some(cut) = payload.iter().position(|&b| b == 0) else {
             bail!("DIRECTORY_PART {path}: no generation in the reply");
         };
@@ -563,7 +578,12 @@ fn list_part(c: &mut Conn, path: &str) -> Result<Vec<String>> {
         offset += page.len() + usize::from(!page.is_empty());
         all.extend(names(page));
         if done {
-            return Ok(all);
+            let bytes = all.iter().map(|n| n.len() + 1).sum();
+            return Ok(Listed {
+                names: all,
+                pages,
+                bytes,
+            });
         }
     }
 }
