@@ -519,7 +519,8 @@ fn big_directory_smoke(shim: &std::path::Path) -> Result<()> {
              {} create/remove, {} oldest rm/write requests",
             p.children, p.listing_bytes, p.pages, p.create_remove.ops, p.oldest.ops
         );
-        if p.create_remove.ops == 0 || p.oldest.ops == 0 || p.page.is_err() {
+        if p.create_remove.ops == 0 || p.oldest.ops == 0 || p.page.is_err() || p.page_in_tx.is_err()
+        {
             bail!("S3 big directory at {} children: {p:?}", p.children);
         }
     }

@@ -43,6 +43,9 @@ pub struct Point {
     pub oldest: Sample,
     /// DIRECTORY_PART, every page of the listing: an op is a page.
     pub page: Result<Sample, String>,
+    /// The same in a transaction of its own, started and ended with the
+    /// pages: an op is a page, the transaction's cost shared among them.
+    pub page_in_tx: Result<Sample, String>,
     pub pages: usize,
 }
 
@@ -119,7 +122,7 @@ impl Host {
         })
         .context("rm the oldest")?;
         per_request(&mut oldest, 2);
-        let (pages, listing_bytes) = match list_pages(load, DIR) {
+        let (pages, listing_bytes) = match list_pages(load, DIR, 0) {
             Ok(l) if l.names.len() == children => (l.pages, l.bytes),
             Ok(l) => bail!("DIRECTORY_PART listed {} of {children}", l.names.len()),
             Err(e) => {
@@ -129,22 +132,32 @@ impl Host {
                     create_remove,
                     oldest,
                     page: Err(format!("{e:#}")),
+                    page_in_tx: Err(format!("{e:#}")),
                     pages: 0,
                 })
             }
         };
         let mut page = timed(pid, run, |_| {
-            list_pages(load, DIR)?;
+            list_pages(load, DIR, 0)?;
             Ok(())
         })
         .context("DIRECTORY_PART")?;
         per_request(&mut page, pages);
+        let mut page_in_tx = timed(pid, run, |_| {
+            let tx = load.tx_start()?;
+            list_pages(load, DIR, tx)?;
+            load.tx_commit(tx)?;
+            Ok(())
+        })
+        .context("DIRECTORY_PART in a transaction")?;
+        per_request(&mut page_in_tx, pages);
         Ok(Point {
             children,
             listing_bytes,
             create_remove,
             oldest,
             page: Ok(page),
+            page_in_tx: Ok(page_in_tx),
             pages,
         })
     }

@@ -52,6 +52,22 @@ pub fn render(r: &BigDirResult) -> String {
         },
     );
     s += &ratio_row(r, |p| p.page.as_ref().map_or(f64::NAN, |x| x.daemon_cpu_us));
+    s += &section(
+        r,
+        "DIRECTORY_PART, every page, in a transaction",
+        "The same listing in a transaction of its own (TRANSACTION_START, the pages, \
+         TRANSACTION_END), the transaction's requests shared among the pages. Its first \
+         look at the directory copies the node once (the transaction's view of it, as C \
+         xenstored's copy of the record), so the listing's size shows here, once per \
+         transaction, not per page.",
+        |p| match &p.page_in_tx {
+            Ok(x) => format!("{} [{} pages]", cell(x), p.pages),
+            Err(e) => e.clone(),
+        },
+    );
+    s += &ratio_row(r, |p| {
+        p.page_in_tx.as_ref().map_or(f64::NAN, |x| x.daemon_cpu_us)
+    });
     for c in &r.curves {
         if let Some(why) = &c.failed {
             let _ = writeln!(s, "\n{} stops {why}", c.label);
