@@ -8,6 +8,7 @@
 //! `cargo test --test conformance record -- --ignored`.
 mod common;
 mod conformance {
+    pub mod big_directory;
     pub mod case;
     pub mod random;
     pub mod releases;
@@ -378,6 +379,39 @@ fn random_sessions_shim_agrees_with_c_xenstored() {
 #[test]
 fn random_sessions_shim_agrees_with_c_xenstored_420() {
     random_sessions(C_420, "random_sessions_shim_agrees_with_c_xenstored_420");
+}
+
+/// One directory past 4096 bytes of listing, changed every way, each
+/// change followed by DIRECTORY_PART pages: the same pages and generations
+/// as C xenstored's.
+#[test]
+fn big_directory_shim_agrees_with_c_xenstored() {
+    let reference: Peer = Flavor::C.into();
+    if !common::upstream::available(reference, "big_directory_shim_agrees_with_c_xenstored") {
+        return;
+    }
+    let mut case = conformance::big_directory::session();
+    let recorded = run_case(Target::Upstream(reference), &case);
+    for (step, msgs) in case.steps.iter_mut().zip(&recorded) {
+        step.expect = msgs.clone();
+    }
+    let asked = case
+        .steps
+        .iter()
+        .filter(|s| matches!(s.action, case::Action::Send { ty: 22, .. }));
+    let pages = recorded
+        .iter()
+        .flatten()
+        .filter(|m| m.starts_with("DIRECTORY_PART"));
+    assert_eq!(
+        pages.count(),
+        asked.count(),
+        "C xenstored answered every page"
+    );
+    let got = run_case(Target::Shim, &case);
+    if let Some(diff) = describe_diff(&case, &got) {
+        panic!("the shim differs from C xenstored on a big directory:\n{diff}");
+    }
 }
 
 fn random_sessions(reference: Peer, test: &str) {

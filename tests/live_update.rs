@@ -169,6 +169,7 @@ fn c_xenstored_420_updates_live_into_the_shim() {
 fn c_xenstored_update_into_the_shim(release: Release) {
     let mut c = Upstream::start(Peer::c(release));
     let watcher = some_state(&c);
+    a_big_directory(&c);
     c.run("xenstore-write", &["/vm/uuid/name", "guest7"]);
     let before = c.run("xenstore-ls", &["-f", "-p"]);
     let pid = c.pid();
@@ -221,6 +222,18 @@ fn some_state(d: &Daemon) -> Watched {
     watcher
 }
 
+/// A directory past 4096 bytes of listing (the shim keeps it beside its
+/// node, indexed), its first child removed. Not for oxenstored, which
+/// sends such a listing in one reply longer than clients accept.
+fn a_big_directory(d: &Daemon) {
+    let writes: Vec<String> = (0..1200)
+        .flat_map(|i| [format!("/big/{i}"), String::new()])
+        .collect();
+    let writes: Vec<&str> = writes.iter().map(String::as_str).collect();
+    d.run("xenstore-write", &writes);
+    d.run("xenstore-rm", &["/big/0"]);
+}
+
 /// What a successful update leaves: xenstore-control got its "OK", process
 /// `pid` runs `exe` now and said it took over, and the watch set before
 /// the update fires after it, on the connection open throughout.
@@ -254,6 +267,7 @@ fn the_shim_updates_live_into_a_new_shim() {
     }
     let mut shim = common::shim::Shim::private_copy();
     let watcher = some_state(&shim);
+    a_big_directory(&shim);
     let before = shim.run("xenstore-ls", &["-f", "-p"]);
     let pid = shim.pid();
     let v2 = shim.dir.join("v2");

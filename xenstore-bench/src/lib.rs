@@ -21,6 +21,8 @@ pub mod report;
 pub mod report_update;
 pub mod run;
 pub mod scale;
+pub mod scale_bigdir;
+pub mod scale_bigdir_report;
 pub mod scale_broad;
 pub mod scale_death;
 pub mod scale_death_report;

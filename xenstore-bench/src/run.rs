@@ -15,6 +15,7 @@ use crate::{
     scale_death_store, scale_death_store_report, scale_report, scale_store_report, scale_storm,
     scale_storm_report,
 };
+use crate::{scale_bigdir, scale_bigdir_report};
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use std::time::{Duration, Instant};
@@ -275,7 +276,23 @@ fn store_scenarios(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
         run: store.run,
     });
     let big_store = scale_store::run(&store);
-    scale_broad::render(&broad) + &scale_store_report::render(&big_store)
+    scale_broad::render(&broad)
+        + &scale_store_report::render(&big_store)
+        + &big_directory(&store, budget)
+}
+
+/// S3's big directory, with S3's daemons.
+fn big_directory(store: &scale_store::Plan, budget: &Budget) -> String {
+    let r = scale_bigdir::run(&scale_bigdir::Plan {
+        daemons: store.daemons.clone(),
+        levels: if budget.quick {
+            scale_bigdir::QUICK_LEVELS.to_vec()
+        } else {
+            scale_bigdir::LEVELS.to_vec()
+        },
+        run: store.run,
+    });
+    scale_bigdir_report::render(&r) + "\n"
 }
 
 /// S3: the shims, C xenstored and oxenstored, on sockets.
@@ -449,6 +466,7 @@ fn store_smoke(shim: &std::path::Path) -> Result<()> {
     if let Some(why) = &curve.failed {
         bail!("S3: {why}");
     }
+    big_directory_smoke(shim)?;
     let broad = scale_broad::run(&scale_broad::Plan {
         daemons: vec![("shim".into(), Start::Shim(shim.to_path_buf()))],
         levels: vec![2, 12],
@@ -495,6 +513,32 @@ fn store_smoke(shim: &std::path::Path) -> Result<()> {
         }
         if p.create_remove.ops == 0 || p.directory_part.is_err() || p.directory.is_err() {
             bail!("S3 at {} domains: an operation failed: {p:?}", p.domains);
+        }
+    }
+    Ok(())
+}
+
+/// S3's big directory on one shim, past the size where it keeps the list
+/// beside the node: every request answered, every page listed.
+fn big_directory_smoke(shim: &std::path::Path) -> Result<()> {
+    let r = scale_bigdir::run(&scale_bigdir::Plan {
+        daemons: vec![("shim".into(), Start::Shim(shim.to_path_buf()))],
+        levels: vec![10, 1500],
+        run: Duration::from_millis(100),
+    });
+    let curve = &r.curves[0];
+    if let Some(why) = &curve.failed {
+        bail!("S3 big directory: {why}");
+    }
+    for p in &curve.points {
+        println!(
+            "scale smoke: S3 big directory of {} children ({} bytes, {} pages): \
+             {} create/remove, {} oldest rm/write requests",
+            p.children, p.listing_bytes, p.pages, p.create_remove.ops, p.oldest.ops
+        );
+        if p.create_remove.ops == 0 || p.oldest.ops == 0 || p.page.is_err() || p.page_in_tx.is_err()
+        {
+            bail!("S3 big directory at {} children: {p:?}", p.children);
         }
     }
     Ok(())

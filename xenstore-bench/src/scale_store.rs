@@ -75,6 +75,8 @@ pub struct Point {
     /// /local/domain listed through DIRECTORY_PART, page after page: an op
     /// is the whole listing.
     pub directory_part: Result<Sample, String>,
+    /// Replies the listing takes.
+    pub directory_part_pages: usize,
     /// The whole tree listed and read: µs per node and nodes seen, or
     /// how the daemon failed it.
     pub walk: Result<(f64, usize), String>,
@@ -407,19 +409,20 @@ impl Host {
         Ok(Ok(s))
     }
 
-    fn directory_part(&mut self, run: Duration) -> Result<Result<Sample, String>> {
+    /// The paged listing's sample, and how many pages it takes.
+    fn directory_part(&mut self, run: Duration) -> Result<(Result<Sample, String>, usize)> {
         let want = self.domains + 2; // and dom0's and the victim's
-        match list_part(&mut self.load, "/local/domain") {
-            Ok(names) if names.len() == want => {}
-            Ok(names) => bail!("DIRECTORY_PART listed {} of {want} domains", names.len()),
-            Err(e) => return Ok(Err(format!("{e:#}"))),
-        }
+        let pages = match list_pages(&mut self.load, "/local/domain", 0) {
+            Ok(l) if l.names.len() == want => l.pages,
+            Ok(l) => bail!("DIRECTORY_PART listed {} of {want} domains", l.names.len()),
+            Err(e) => return Ok((Err(format!("{e:#}")), 0)),
+        };
         let load = &mut self.load;
         let s = timed(self.daemon.pid(), run, |_| {
             list_part(load, "/local/domain")?;
             Ok(())
         })?;
-        Ok(Ok(s))
+        Ok((Ok(s), pages))
     }
 
     /// Every node listed (DIRECTORY, else DIRECTORY_PART when the listing
@@ -493,13 +496,16 @@ impl Host {
         let nodes = self.domains * nodes_per_domain();
         let walk = self.walk().map_err(|e| format!("{e:#}"));
         let (rm_subtree, rm_events) = self.rm_subtree(plan.removals).context("rm")?;
+        let (directory_part, directory_part_pages) =
+            self.directory_part(plan.run).context("DIRECTORY_PART")?;
         let point = Point {
             domains: self.domains,
             nodes,
             rss_per_node: self.tree_rss_kib as f64 * 1024.0 / nodes as f64,
             create_remove: self.create_remove(plan.run).context("create/remove")?,
             directory: self.directory(plan.run).context("DIRECTORY")?,
-            directory_part: self.directory_part(plan.run).context("DIRECTORY_PART")?,
+            directory_part,
+            directory_part_pages,
             walk,
             rm_subtree,
             rm_events,
@@ -535,20 +541,36 @@ fn list(c: &mut Conn, path: &str) -> Result<Vec<String>> {
     Ok(names(reply.ok()?))
 }
 
-/// `path`'s children through DIRECTORY_PART, from offset 0 until the
-/// page that ends the list; restarted if the node changed between pages.
+/// A listing read through DIRECTORY_PART.
+pub struct Listed {
+    pub names: Vec<String>,
+    /// Replies it took.
+    pub pages: usize,
+    /// Bytes of the listing (each name and its NUL).
+    pub bytes: usize,
+}
+
 fn list_part(c: &mut Conn, path: &str) -> Result<Vec<String>> {
+    list_pages(c, path, 0).map(|l| l.names)
+}
+
+/// `path`'s children through DIRECTORY_PART, from offset 0 until the
+/// page that ends the list, in transaction `tx` (0: none); fails if the
+/// node changed between pages.
+pub fn list_pages(c: &mut Conn, path: &str, tx: u32) -> Result<Listed> {
     let mut all = Vec::new();
+    let mut pages = 0;
     let mut offset = 0usize;
     let mut generation: Option<Vec<u8>> = None;
     loop {
         let off = offset.to_string();
         let reply = c.call(
             MsgType::DirectoryPart,
-            0,
+            tx,
             &[path.as_bytes(), b"\0", off.as_bytes(), b"\0"],
         )?;
         let payload = reply.ok()?;
+        pages += 1;
         let Some(cut) = payload.iter().position(|&b| b == 0) else {
             bail!("DIRECTORY_PART {path}: no generation in the reply");
         };
@@ -563,7 +585,12 @@ fn list_part(c: &mut Conn, path: &str) -> Result<Vec<String>> {
         offset += page.len() + usize::from(!page.is_empty());
         all.extend(names(page));
         if done {
-            return Ok(all);
+            let bytes = all.iter().map(|n| n.len() + 1).sum();
+            return Ok(Listed {
+                names: all,
+                pages,
+                bytes,
+            });
         }
     }
 }

@@ -51,9 +51,17 @@ pub fn render(r: &StoreResult) -> String {
     s += &section(
         r,
         "DIRECTORY_PART `/local/domain`, every page",
-        "The whole listing read page by page from offset 0; an op is the whole listing.",
+        "The whole listing read page by page from offset 0; an op is the whole listing; in \
+         brackets its pages (up to 4096 bytes each) and the daemon's CPU per page. A page \
+         copies only its own bytes: the listing costs its pages, each about a full reply's \
+         write.",
         |p| match &p.directory_part {
-            Ok(x) => cell(x),
+            Ok(x) => format!(
+                "{} [{} pages, {:.2} a page]",
+                cell(x),
+                p.directory_part_pages,
+                x.daemon_cpu_us / p.directory_part_pages.max(1) as f64
+            ),
             Err(e) => e.clone(),
         },
     );

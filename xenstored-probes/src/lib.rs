@@ -9,6 +9,7 @@ pub mod domain;
 pub mod error;
 pub mod frame;
 pub mod inline_path;
+pub mod listing;
 pub mod mentions;
 pub mod migration;
 pub mod node;

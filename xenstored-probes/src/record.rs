@@ -19,6 +19,9 @@ use std::ptr::NonNull;
 
 const HEADER: usize = 20;
 const ALIGN: usize = 8;
+/// children_len of a record whose children the store keeps beside it
+/// (a big directory's, see listing.rs).
+const DETACHED: u32 = u32::MAX;
 
 pub struct Record {
     ptr: NonNull<u8>,
@@ -33,10 +36,37 @@ impl Record {
     /// Packs `node` stored at `path`. Paths (XENSTORE_ABS_PATH_MAX) and
     /// permission lists (one payload) are far below u16::MAX.
     pub fn new(path: &str, node: NodeRef<'_>) -> Record {
+        Record::pack(path, node, false)
+    }
+
+    /// Packs `node` without its children: the store keeps them beside
+    /// the record, and `node()` gives an empty list.
+    pub fn detached(path: &str, node: NodeRef<'_>) -> Record {
+        Record::pack(
+            path,
+            NodeRef {
+                children: &[],
+                ..node
+            },
+            true,
+        )
+    }
+
+    /// Whether the store keeps this node's children beside the record.
+    pub fn children_detached(&self) -> bool {
+        // SAFETY: as in header(), which this field belongs to.
+        unsafe { self.ptr.as_ptr().add(12).cast::<u32>().read() == DETACHED }
+    }
+
+    fn pack(path: &str, node: NodeRef<'_>, detached: bool) -> Record {
         let path_len = u16::try_from(path.len()).expect("path longer than a payload");
         let perm_count = u16::try_from(node.perms.len()).expect("perms longer than a payload");
         let value_len = u32::try_from(node.value.len()).expect("value over 4 GiB");
-        let children_len = u32::try_from(node.children.len()).expect("children over 4 GiB");
+        let children_len = u32::try_from(node.children.len())
+            .ok()
+            .filter(|&len| len != DETACHED)
+            .expect("children over 4 GiB");
+        let children_len = if detached { DETACHED } else { children_len };
         let layout = layout(
             node.perms.len(),
             path.len() + node.value.len() + node.children.len(),
@@ -71,7 +101,10 @@ impl Record {
             (
                 p.cast::<u64>().read(),
                 p.add(8).cast::<u32>().read() as usize,
-                p.add(12).cast::<u32>().read() as usize,
+                match p.add(12).cast::<u32>().read() {
+                    DETACHED => 0,
+                    len => len as usize,
+                },
                 p.add(16).cast::<u16>().read() as usize,
                 p.add(18).cast::<u16>().read() as usize,
             )
@@ -178,6 +211,16 @@ mod tests {
         let r = Record::new("/local/domain/5/x", node.view());
         assert_eq!(r.path(), "/local/domain/5/x");
         assert_eq!(r.to_node(), node);
+    }
+
+    #[test]
+    fn a_detached_record_keeps_everything_but_the_children() {
+        let mut node = Node::new(b"v", Perms::owned_by(4));
+        node.add_child("a");
+        let r = Record::detached("/d", node.view());
+        assert!(r.children_detached() && !Record::new("/d", node.view()).children_detached());
+        node.children.clear();
+        assert_eq!((r.path(), r.to_node()), ("/d", node));
     }
 
     #[test]

@@ -2,13 +2,16 @@
 //! generation counter bumped on every change (transactions use it to
 //! detect conflicts), how many nodes each domain owns, and where each
 //! domain is mentioned (mentions.rs), so releasing one walks its own nodes.
+//! A big directory's children live beside its record (listing.rs), where
+//! adding or removing one does not rewrite the whole list.
 
+use crate::listing::{self, Listing};
 use crate::mentions::{mentioned, mentions, Mentions};
 use crate::node::{Node, NodeRef};
 use crate::path;
 use crate::perms::{Perm, PermList, Perms, IGNORE};
 use crate::record::Record;
-use crate::tree::Tree;
+use crate::tree::{self, Tree};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::Cell;
 
@@ -16,6 +19,9 @@ use std::cell::Cell;
 pub struct Store {
     /// Every node, keyed by the path inside its record.
     nodes: FxHashSet<Record>,
+    /// The children of nodes whose record has them detached: lists longer
+    /// than `listing::BIG` bytes.
+    listings: FxHashMap<Box<str>, Listing>,
     /// Upstream's global generation counter: bumped by every write and
     /// delete, transactions' included (hence a Cell: a transaction's view
     /// holds the store shared).
@@ -49,6 +55,7 @@ impl Store {
     pub fn new() -> Store {
         let mut s = Store {
             nodes: FxHashSet::default(),
+            listings: FxHashMap::default(),
             generation: Cell::new(0),
             owned: FxHashMap::default(),
             owned_bytes: FxHashMap::default(),
@@ -83,7 +90,69 @@ impl Store {
     }
 
     pub fn node(&self, path: &str) -> Option<NodeRef<'_>> {
-        self.nodes.get(path).map(Record::node)
+        self.nodes.get(path).map(|r| self.joined(r))
+    }
+
+    /// A record's node with its children, wherever they are kept.
+    fn joined<'s>(&'s self, record: &'s Record) -> NodeRef<'s> {
+        let node = record.node();
+        if !record.children_detached() {
+            return node;
+        }
+        let children = self
+            .listings
+            .get(record.path())
+            .map_or(&[][..], Listing::bytes);
+        NodeRef { children, ..node }
+    }
+
+    /// The record for `node` at `path`: a big list of children is kept
+    /// beside it (updated in place when it was already), a small one in it.
+    fn pack(&mut self, path: &str, node: NodeRef<'_>) -> Record {
+        if node.children.len() <= listing::BIG {
+            self.listings.remove(path);
+            return Record::new(path, node);
+        }
+        match self.listings.get_mut(path) {
+            Some(l) if l.bytes() == node.children => {}
+            Some(l) => l.replace(node.children),
+            None => {
+                self.listings
+                    .insert(path.into(), Listing::new(node.children));
+            }
+        }
+        Record::detached(path, node)
+    }
+
+    /// Whether `name` is one of `path`'s children: an index lookup in a
+    /// big directory.
+    pub fn has_child(&self, path: &str, name: &str) -> bool {
+        match self.nodes.get(path) {
+            Some(r) if r.children_detached() => {
+                self.listings.get(path).is_some_and(|l| l.has(name))
+            }
+            Some(r) => r.node().has_child(name),
+            None => false,
+        }
+    }
+
+    /// Edits a big directory's children in place (`edit` says by how many
+    /// bytes they grew) and stamps the node with a new generation, as a
+    /// rewrite would; false when `path` keeps its children in its record.
+    fn edit_listing(&mut self, path: &str, edit: impl FnOnce(&mut Listing) -> isize) -> bool {
+        let Some(listing) = self.listings.get_mut(path) else {
+            return false;
+        };
+        let gain = edit(listing);
+        let old = self.nodes.take(path).expect("a listing's node exists");
+        let node = NodeRef {
+            generation: self.next_generation(),
+            ..old.node()
+        };
+        let owner = node.perms.owner();
+        self.nodes.insert(Record::detached(path, node));
+        self.account(owner, 0, gain);
+        true
     }
 
     pub fn generation(&self) -> u64 {
@@ -108,7 +177,7 @@ impl Store {
     fn tree_nodes(&self) -> impl Iterator<Item = (&str, NodeRef<'_>)> {
         self.nodes
             .iter()
-            .map(|r| (r.path(), r.node()))
+            .map(|r| (r.path(), self.joined(r)))
             .filter(|(p, _)| p.starts_with('/'))
     }
 
@@ -164,7 +233,8 @@ impl Store {
             for p in n.perms.0.iter_mut().skip(1).filter(|p| released(p)) {
                 p.access |= IGNORE;
             }
-            self.nodes.replace(Record::new(path, n.view()));
+            let record = self.pack(path, n.view());
+            self.nodes.replace(record);
         }
         for &d in domids {
             // what still mentions a released domain: `/` if it owned it
@@ -240,11 +310,8 @@ impl Store {
                     problems.push(format!("{p}: mentions domain {d}, not indexed"));
                 }
             }
-            if p != "/" {
-                let parent = self.node(path::parent(p));
-                if !parent.is_some_and(|par| par.has_child(path::basename(p))) {
-                    problems.push(format!("{p}: not listed by its parent"));
-                }
+            if p != "/" && !self.has_child(path::parent(p), path::basename(p)) {
+                problems.push(format!("{p}: not listed by its parent"));
             }
         }
         for (d, n) in &counts {
@@ -271,11 +338,9 @@ impl Store {
     pub fn unlink(&mut self, path: &str) -> bool {
         match self.nodes.take(path) {
             Some(old) => {
-                self.account(
-                    old.node().perms.owner(),
-                    -1,
-                    -(old.node().memory(path) as isize),
-                );
+                let bytes = self.joined(&old).memory(path) as isize;
+                self.listings.remove(path);
+                self.account(old.node().perms.owner(), -1, -bytes);
                 for d in mentioned(old.node().perms) {
                     self.mentions.drop_top(d, path);
                 }
@@ -307,11 +372,14 @@ impl Tree for Store {
         node.generation = self.next_generation();
         let owner = node.perms.owner();
         let bytes = node.view().memory(path) as isize;
-        let old = self.nodes.replace(Record::new(path, node.view()));
+        // (a detached list is replaced in place: its length, before)
+        let old_listing = self.listings.get(path).map_or(0, |l| l.bytes().len());
+        let record = self.pack(path, node.view());
+        let old = self.nodes.replace(record);
         match &old {
             Some(old) => {
                 let old_owner = old.node().perms.owner();
-                let old_bytes = old.node().memory(path) as isize;
+                let old_bytes = (old.node().memory(path) + old_listing) as isize;
                 if old_owner != owner {
                     self.account(old_owner, -1, -old_bytes);
                     self.account(owner, 1, bytes);
@@ -333,6 +401,33 @@ impl Tree for Store {
 
     fn bump(&mut self) {
         self.next_generation();
+    }
+
+    fn has_child(&mut self, path: &str, name: &str) -> bool {
+        Store::has_child(self, path, name)
+    }
+
+    fn add_child(&mut self, path: &str, name: &str) {
+        let added = |l: &mut Listing| {
+            l.add(name);
+            name.len() as isize + 1
+        };
+        if !self.edit_listing(path, added) {
+            tree::edit_node(self, path, |n| n.add_child(name));
+        }
+    }
+
+    fn remove_child(&mut self, path: &str, name: &str) {
+        let removed = |l: &mut Listing| {
+            if l.remove(name) {
+                -(name.len() as isize + 1)
+            } else {
+                0
+            }
+        };
+        if !self.edit_listing(path, removed) {
+            tree::edit_node(self, path, |n| n.remove_child(name));
+        }
     }
 
     fn owned(&self, domid: u32) -> usize {
@@ -379,6 +474,45 @@ mod tests {
         assert_eq!(s.owned(0), 3);
         assert_eq!(s.generation(), 3);
         assert!(s.check().is_empty());
+    }
+
+    /// A directory past `listing::BIG` bytes keeps its children beside its
+    /// record: creating, removing and rewriting it answer and
+    /// account exactly as a small one's list (check() recounts the bytes).
+    #[test]
+    fn a_big_directory_lists_and_accounts_as_a_small_one() {
+        let mut s = Store::new();
+        let mut want: Vec<String> = Vec::new();
+        let listing = |names: &[String]| -> Vec<u8> {
+            names
+                .iter()
+                .flat_map(|n| [n.as_bytes(), b"\0"].concat())
+                .collect()
+        };
+        for i in 0..1500 {
+            let name = format!("{i}");
+            write(&mut s, &format!("/d/{name}"), Some(b"v"), &dom0(), &LIMITS).unwrap();
+            want.push(name);
+        }
+        assert!(want.len() * 4 > listing::BIG && s.listings.contains_key("/d"));
+        assert_eq!(s.get("/d").unwrap().children, listing(&want));
+        for gone in ["0", "700", "1499"] {
+            let g = s.get("/d").unwrap().generation;
+            remove(&mut s, &format!("/d/{gone}"), &dom0()).unwrap();
+            want.retain(|n| n != gone);
+            assert!(
+                s.get("/d").unwrap().generation > g,
+                "removing {gone} rewrote /d"
+            );
+            assert!(!s.has_child("/d", gone) && s.has_child("/d", "1"));
+        }
+        assert_eq!(s.get("/d").unwrap().children, listing(&want));
+        write(&mut s, "/d", Some(b"a value"), &dom0(), &LIMITS).unwrap();
+        set_perms(&mut s, "/d", Perms::owned_by(3), &dom0(), &LIMITS).unwrap();
+        assert_eq!(s.get("/d").unwrap().children, listing(&want));
+        assert!(s.check().is_empty(), "{:?}", s.check());
+        remove(&mut s, "/d", &dom0()).unwrap();
+        assert!(s.listings.is_empty() && s.check().is_empty());
     }
 
     #[test]

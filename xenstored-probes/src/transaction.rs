@@ -517,6 +517,34 @@ mod tests {
         assert!(s.check().is_empty(), "{:?}", s.check());
     }
 
+    /// The same merge into a directory past `listing::BIG`, whose
+    /// children the store keeps beside its record.
+    #[test]
+    fn siblings_commit_into_a_big_directory() {
+        let mut s = Store::new();
+        let names: Vec<String> = (0..1500).map(|i| i.to_string()).collect();
+        for n in &names {
+            w(&mut s, &format!("/p/{n}"), "");
+        }
+        let mut t1 = Transaction::default();
+        let mut t2 = Transaction::default();
+        w(&mut t1.view(&s), "/p/a", "1");
+        tree::remove(&mut t2.view(&s), "/p/7", &Identity::dom0()).unwrap();
+        w(&mut s, "/p/outside", "3");
+        t1.commit(&mut s).unwrap();
+        t2.commit(&mut s).unwrap();
+        let want: Vec<u8> = names
+            .iter()
+            .map(String::as_str)
+            .filter(|&n| n != "7")
+            .chain(["outside", "a"])
+            .flat_map(|n| [n.as_bytes(), b"\0"].concat())
+            .collect();
+        assert_eq!(s.node("/p").unwrap().children, want);
+        assert!(s.has_child("/p", "a") && !s.has_child("/p", "7"));
+        assert!(s.check().is_empty(), "{:?}", s.check());
+    }
+
     #[test]
     fn a_listing_or_a_removal_conflicts_with_a_new_child() {
         let dom0 = Identity::dom0();

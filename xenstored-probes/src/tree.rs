@@ -17,6 +17,18 @@ pub trait Tree {
     /// Stores `node` at `path` (created or replaced).
     fn put(&mut self, path: &str, node: Node);
     fn delete(&mut self, path: &str);
+    /// Whether `name` is a child of the node at `path`.
+    fn has_child(&mut self, path: &str, name: &str) -> bool {
+        self.get(path).is_some_and(|n| n.has_child(name))
+    }
+    /// Appends `name` to the existing node's children (a write of it).
+    fn add_child(&mut self, path: &str, name: &str) {
+        edit_node(self, path, |n| n.add_child(name));
+    }
+    /// Removes `name` from the existing node's children (a write of it).
+    fn remove_child(&mut self, path: &str, name: &str) {
+        edit_node(self, path, |n| n.remove_child(name));
+    }
     /// Counts a write the tree does not need (upstream rewrites a removed
     /// node's parent even when the parent goes next): generations stay
     /// upstream's.
@@ -43,6 +55,14 @@ pub trait Tree {
     /// as C xenstored charges its per-transaction records.
     fn charged(&self, owner: u32) -> u32 {
         owner
+    }
+}
+
+/// Rewrites the node at `path` (if any) as `edit` changes it.
+pub fn edit_node<T: Tree + ?Sized>(t: &mut T, path: &str, edit: impl FnOnce(&mut Node)) {
+    if let Some(mut node) = t.get(path).map(NodeRef::to_node) {
+        edit(&mut node);
+        t.put(path, node);
     }
 }
 
@@ -158,8 +178,9 @@ pub fn lookup<'t, T: Tree + ?Sized>(
     Ok(node)
 }
 
-fn check_size(node: &Node, who: &Identity, limits: &Limits) -> Result<(), Fail> {
-    if !who.privileged && node.view().record_size() >= limits.node_size {
+/// `record_size` is the node's as it would be written.
+fn check_size(record_size: usize, who: &Identity, limits: &Limits) -> Result<(), Fail> {
+    if !who.privileged && record_size >= limits.node_size {
         return Err(Fail::new(XsError::Enospc, Reason::QuotaNodeSize));
     }
     Ok(())
@@ -181,7 +202,7 @@ pub fn write<T: Tree + ?Sized>(
             };
             let old = node.memory(path) as isize;
             let node = NodeRef { value, ..node }.to_node();
-            check_size(&node, who, limits)?;
+            check_size(node.view().record_size(), who, limits)?;
             let charged = t.charged(node.perms.owner());
             let gain = node.view().memory(path) as isize - old;
             check_memory(t, limits, &[(charged, gain)])?;
@@ -213,8 +234,12 @@ fn create<T: Tree + ?Sized>(
         missing.push(existing);
         existing = path::parent(existing);
     }
-    let mut anchor = t.get(existing).unwrap().to_node();
-    let mut perms = anchor.perms.clone();
+    let added = path::basename(missing[missing.len() - 1]);
+    // Not copied: a big directory's listing is added to in place.
+    let anchor = t.get(existing).unwrap();
+    let anchor_size = anchor.record_size() + added.len() + 1;
+    let anchor_owner = anchor.perms.owner();
+    let mut perms = Perms(anchor.perms.to_vec());
     if !who.privileged {
         perms.0[0].domid = who.domid;
         let owner = who.domid;
@@ -222,11 +247,9 @@ fn create<T: Tree + ?Sized>(
             return Err(Fail::new(XsError::Enospc, Reason::QuotaNodes));
         }
     }
-    let added = path::basename(missing[missing.len() - 1]);
-    anchor.add_child(added);
-    check_size(&anchor, who, limits)?;
+    check_size(anchor_size, who, limits)?;
     let leaf = Node::new(value, perms.clone());
-    check_size(&leaf, who, limits)?;
+    check_size(leaf.view().record_size(), who, limits)?;
     // Every new node as an empty directory, the leaf's value and one
     // child entry each (the leaf has none), and the anchor's new entry.
     let empty = Node::new(b"", perms.clone());
@@ -239,7 +262,7 @@ fn create<T: Tree + ?Sized>(
         - 1;
     let gains = [
         (t.charged(perms.owner()), new_bytes as isize),
-        (t.charged(anchor.perms.owner()), added.len() as isize + 1),
+        (t.charged(anchor_owner), added.len() as isize + 1),
     ];
     check_memory(t, limits, &gains)?;
     // Bottom up, as upstream writes them: generations come out the same.
@@ -249,7 +272,7 @@ fn create<T: Tree + ?Sized>(
         n.add_child(path::basename(missing[i - 1]));
         t.put(p, n);
     }
-    t.put(existing, anchor);
+    t.add_child(existing, added);
     Ok(())
 }
 
@@ -295,8 +318,8 @@ pub fn remove<T: Tree + ?Sized>(
             old_perms: Some(perms),
         });
     }
-    let mut pnode = t.get(parent).expect("parent checked above").to_node();
-    if !pnode.view().has_child(path::basename(path)) {
+    let name = path::basename(path);
+    if !t.has_child(parent, name) {
         // A transaction's copy of the parent predates the node's creation
         // outside: upstream's delete_child finds no entry and says EIO,
         // after deleting the node in the transaction (the commit conflicts:
@@ -304,8 +327,7 @@ pub fn remove<T: Tree + ?Sized>(
         t.depends_on(parent, Aspect::Children);
         return Err(Fail::new(XsError::Eio, Reason::RmNotAChildInTx));
     }
-    pnode.remove_child(path::basename(path));
-    t.put(parent, pnode);
+    t.remove_child(parent, name);
     Ok(changes)
 }
 

@@ -21,7 +21,9 @@ pub(super) fn read(d: &mut Daemon, call: &Call, p: &[u8], reply: &mut Vec<u8>) -
     reply_from(d, call, raw, NODE, |n| reply.extend_from_slice(n.value))
 }
 
-/// handle() refuses a listing too long for one reply.
+/// A listing too long for one reply is refused as handle() refuses any
+/// such reply (E2BIG), without copying it first: libxenstore asks
+/// DIRECTORY of a big directory before it pages it.
 pub(super) fn directory(
     d: &mut Daemon,
     call: &Call,
@@ -29,9 +31,18 @@ pub(super) fn directory(
     reply: &mut Vec<u8>,
 ) -> Result<(), Fail> {
     let raw = request::path(p)?;
+    let mut fits = true;
     reply_from(d, call, raw, CHILDREN, |n| {
-        reply.extend_from_slice(n.children)
-    })
+        fits = n.children.len() <= PAYLOAD_MAX;
+        if fits {
+            reply.extend_from_slice(n.children)
+        }
+    })?;
+    if fits {
+        Ok(())
+    } else {
+        Err(Fail::new(XsError::E2big, Reason::ReplyTooLong))
+    }
 }
 
 pub(super) fn directory_part(

@@ -1,0 +1,214 @@
+//! S3's big directory: what a child costs as one directory grows to tens
+//! of thousands of children (`/local/domain`, `backend/vbd` and `/vm` on a
+//! host with that many guests), made cheaply with plain writes of empty
+//! leaves below `/bigdir`. At each number of children every daemon in
+//! turn: creating and removing a new child (at the list's end), removing
+//! the oldest child and writing it back (the whole list after it moves),
+//! and DIRECTORY_PART of the directory, page by page.
+
+use crate::client::Conn;
+use crate::scale::timed;
+use crate::scale_store::{list_pages, Start};
+use crate::stats::Sample;
+use anyhow::{bail, Context, Result};
+use std::time::{Duration, Instant};
+use xenstore_proto::wire::MsgType;
+
+/// The curve's points: children of the directory (30000 decimal names
+/// are 170 kB of listing, 42 DIRECTORY_PART pages).
+pub const LEVELS: [usize; 4] = [10, 1000, 10000, 30000];
+pub const QUICK_LEVELS: [usize; 3] = [10, 1000, 10000];
+const DIR: &str = "/bigdir";
+/// The child created and removed: none of the numbered ones.
+const SCRATCH: &str = "/bigdir/scratch";
+/// A daemon whose writes make the next level take longer stops there.
+const GROW_BUDGET: Duration = Duration::from_secs(120);
+
+pub struct Plan {
+    /// (label, how to start it) in column order.
+    pub daemons: Vec<(String, Start)>,
+    pub levels: Vec<usize>,
+    pub run: Duration,
+}
+
+#[derive(Clone, Debug)]
+pub struct Point {
+    pub children: usize,
+    /// Bytes of the listing (names and their NULs).
+    pub listing_bytes: usize,
+    /// A write creating a new child, then its `rm`: each request an op.
+    pub create_remove: Sample,
+    /// `rm` of the oldest child, then its write (it goes to the end): each
+    /// request an op.
+    pub oldest: Sample,
+    /// DIRECTORY_PART, every page of the listing: an op is a page.
+    pub page: Result<Sample, String>,
+    /// The same in a transaction of its own, started and ended with the
+    /// pages: an op is a page, the transaction's cost shared among them.
+    pub page_in_tx: Result<Sample, String>,
+    pub pages: usize,
+}
+
+pub struct Curve {
+    pub label: String,
+    pub points: Vec<Point>,
+    /// Why the curve stops where it does, if it does.
+    pub failed: Option<String>,
+}
+
+pub struct BigDirResult {
+    pub curves: Vec<Curve>,
+    pub run: Duration,
+    pub elapsed: Duration,
+}
+
+struct Host {
+    daemon: crate::daemons::Daemon,
+    load: Conn,
+    children: usize,
+}
+
+impl Host {
+    fn start(label: &str, start: &Start) -> Result<Host> {
+        let daemon = start.launch(label)?;
+        let load = Conn::connect(&daemon.socket)?;
+        Ok(Host {
+            daemon,
+            load,
+            children: 0,
+        })
+    }
+
+    fn grow(&mut self, n: usize) -> Result<()> {
+        let began = Instant::now();
+        for i in self.children..n {
+            let path = format!("{DIR}/{i}");
+            self.load
+                .write(0, path.as_bytes(), b"")?
+                .ok()
+                .with_context(|| format!("write {path}"))?;
+            if began.elapsed() > GROW_BUDGET {
+                bail!(
+                    "writing children {}..{n} took over {} s (at {i})",
+                    self.children,
+                    GROW_BUDGET.as_secs()
+                );
+            }
+        }
+        self.children = n;
+        Ok(())
+    }
+
+    fn point(&mut self, run: Duration) -> Result<Point> {
+        let pid = self.daemon.pid();
+        let load = &mut self.load;
+        let mut create_remove = timed(pid, run, |_| {
+            load.write(0, SCRATCH.as_bytes(), b"")?.ok()?;
+            load.call(MsgType::Rm, 0, &[SCRATCH.as_bytes(), b"\0"])?
+                .ok()?;
+            Ok(())
+        })
+        .context("create/remove")?;
+        per_request(&mut create_remove, 2);
+        // The children in creation order: each taken from the front of
+        // the list and written back at its end, so the next is first.
+        let (children, mut next) = (self.children, 0);
+        let mut oldest = timed(pid, run, |_| {
+            let path = format!("{DIR}/{}", next % children);
+            next += 1;
+            load.call(MsgType::Rm, 0, &[path.as_bytes(), b"\0"])?.ok()?;
+            load.write(0, path.as_bytes(), b"")?.ok()?;
+            Ok(())
+        })
+        .context("rm the oldest")?;
+        per_request(&mut oldest, 2);
+        let (pages, listing_bytes) = match list_pages(load, DIR, 0) {
+            Ok(l) if l.names.len() == children => (l.pages, l.bytes),
+            Ok(l) => bail!("DIRECTORY_PART listed {} of {children}", l.names.len()),
+            Err(e) => {
+                return Ok(Point {
+                    children,
+                    listing_bytes: 0,
+                    create_remove,
+                    oldest,
+                    page: Err(format!("{e:#}")),
+                    page_in_tx: Err(format!("{e:#}")),
+                    pages: 0,
+                })
+            }
+        };
+        let mut page = timed(pid, run, |_| {
+            list_pages(load, DIR, 0)?;
+            Ok(())
+        })
+        .context("DIRECTORY_PART")?;
+        per_request(&mut page, pages);
+        let mut page_in_tx = timed(pid, run, |_| {
+            let tx = load.tx_start()?;
+            list_pages(load, DIR, tx)?;
+            load.tx_commit(tx)?;
+            Ok(())
+        })
+        .context("DIRECTORY_PART in a transaction")?;
+        per_request(&mut page_in_tx, pages);
+        Ok(Point {
+            children,
+            listing_bytes,
+            create_remove,
+            oldest,
+            page: Ok(page),
+            page_in_tx: Ok(page_in_tx),
+            pages,
+        })
+    }
+}
+
+/// A sample whose op was `n` requests, as per request (latencies stay
+/// the op's).
+fn per_request(s: &mut Sample, n: usize) {
+    s.ops *= n as u64;
+    s.ops_per_s *= n as f64;
+    s.daemon_cpu_us /= n as f64;
+}
+
+/// Runs the plan: at each level every daemon grows its directory, then is
+/// measured, one after the other.
+pub fn run(plan: &Plan) -> BigDirResult {
+    let started = Instant::now();
+    let mut hosts: Vec<(Result<Host>, Curve)> = plan
+        .daemons
+        .iter()
+        .map(|(label, start)| {
+            let host = Host::start(label, start);
+            let failed = host.as_ref().err().map(|e| format!("did not start: {e:#}"));
+            let curve = Curve {
+                label: label.clone(),
+                points: Vec::new(),
+                failed,
+            };
+            (host, curve)
+        })
+        .collect();
+    for &n in &plan.levels {
+        for (host, curve) in &mut hosts {
+            let Ok(h) = host else { continue };
+            if curve.failed.is_some() {
+                continue;
+            }
+            let point = h.grow(n).and_then(|()| h.point(plan.run));
+            match point {
+                Ok(p) => curve.points.push(p),
+                Err(e) => curve.failed = Some(format!("at {n} children: {e:#}")),
+            }
+        }
+        eprintln!(
+            "bench: S3 big directory, {n} children done ({:.0} s)",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    BigDirResult {
+        curves: hosts.into_iter().map(|(_, c)| c).collect(),
+        run: plan.run,
+        elapsed: started.elapsed(),
+    }
+}

@@ -1,0 +1,140 @@
+//! S3's big-directory part of the scale section: one table per operation,
+//! one column a daemon, one row a number of children, and how much each
+//! daemon's cost grew from the fewest children to the most.
+
+use crate::report::ops;
+use crate::scale_bigdir::{BigDirResult, Point};
+use crate::stats::Sample;
+use std::fmt::Write;
+
+pub fn render(r: &BigDirResult) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n#### A big directory\n\nOne directory, `/bigdir`, grown with plain writes of empty \
+         children named 0, 1, 2, …; at each size every daemon in turn (runs of {:.2} s; this \
+         part took {:.0} s), the client and the daemon pinned to CPU 0. Cells: requests/s \
+         (p50/p99 µs of the whole op) daemon CPU per request in µs. The shim keeps a list \
+         longer than 4096 bytes beside its node with an index (each name's slot in a hash \
+         map, the entries' lengths in a Fenwick tree): testing, adding or removing a child \
+         is a hash lookup and a walk of log(children) slots; what still grows with the list \
+         is one move of the bytes after a removed name (the whole list for the oldest child, \
+         a memmove of 170 kB at 30000 children), and a renumbering of the slots once every \
+         as many additions as there are children. A write of the directory's own value or \
+         permissions, and a transaction's first look at it, still copy the list once. \
+         Smaller lists are searched with memmem, as before.",
+        r.run.as_secs_f64(),
+        r.elapsed.as_secs_f64()
+    );
+    s += &section(
+        r,
+        "Create and remove a new child",
+        "A write creating `/bigdir/scratch`, then its `rm`: the list grows and shrinks at \
+         its end.",
+        |p| cell(&p.create_remove),
+    );
+    s += &ratio_row(r, |p| p.create_remove.daemon_cpu_us);
+    s += &section(
+        r,
+        "Remove the oldest child and write it back",
+        "`rm` of the first child in the list, then a write making it again (at the end): \
+         everything after it moves.",
+        |p| cell(&p.oldest),
+    );
+    s += &ratio_row(r, |p| p.oldest.daemon_cpu_us);
+    s += &section(
+        r,
+        "DIRECTORY_PART, every page",
+        "The whole listing read page by page from offset 0; each page (one request, up to \
+         4096 bytes) an op; in brackets the pages a listing takes. A page copies its own \
+         bytes, so its cost should not grow with the listing.",
+        |p| match &p.page {
+            Ok(x) => format!("{} [{} pages]", cell(x), p.pages),
+            Err(e) => e.clone(),
+        },
+    );
+    s += &ratio_row(r, |p| p.page.as_ref().map_or(f64::NAN, |x| x.daemon_cpu_us));
+    s += &section(
+        r,
+        "DIRECTORY_PART, every page, in a transaction",
+        "The same listing in a transaction of its own (TRANSACTION_START, the pages, \
+         TRANSACTION_END), the transaction's requests shared among the pages. Its first \
+         look at the directory copies the node once (the transaction's view of it, as C \
+         xenstored's copy of the record), so the listing's size shows here, once per \
+         transaction, not per page.",
+        |p| match &p.page_in_tx {
+            Ok(x) => format!("{} [{} pages]", cell(x), p.pages),
+            Err(e) => e.clone(),
+        },
+    );
+    s += &ratio_row(r, |p| {
+        p.page_in_tx.as_ref().map_or(f64::NAN, |x| x.daemon_cpu_us)
+    });
+    for c in &r.curves {
+        if let Some(why) = &c.failed {
+            let _ = writeln!(s, "\n{} stops {why}", c.label);
+        }
+    }
+    s
+}
+
+fn section(r: &BigDirResult, title: &str, what: &str, show: impl Fn(&Point) -> String) -> String {
+    let mut s = format!("\n##### {title}\n\n{what}\n\n| children (listing bytes) |");
+    let mut rule = String::from("|---|");
+    for c in &r.curves {
+        let _ = write!(s, " {} |", c.label);
+        rule += "---|";
+    }
+    let _ = writeln!(s, "\n{rule}");
+    for (children, bytes) in levels(r) {
+        let _ = write!(s, "| {children} ({bytes}) |");
+        for c in &r.curves {
+            let got = c.points.iter().find(|p| p.children == children);
+            let _ = write!(s, " {} |", got.map_or("–".into(), &show));
+        }
+        s += "\n";
+    }
+    s
+}
+
+/// (children, listing bytes) of every level any daemon reached.
+fn levels(r: &BigDirResult) -> Vec<(usize, usize)> {
+    let mut v: Vec<(usize, usize)> = r
+        .curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| (p.children, p.listing_bytes)))
+        .filter(|l| l.1 > 0)
+        .collect();
+    v.sort_unstable();
+    v.dedup_by_key(|l| l.0);
+    v
+}
+
+/// Daemon CPU per request at each curve's most children ÷ at its fewest.
+fn ratio_row(r: &BigDirResult, pick: impl Fn(&Point) -> f64) -> String {
+    let mut s = String::from("| daemon CPU, most children ÷ fewest |");
+    for c in &r.curves {
+        let ratio = match (c.points.first(), c.points.last()) {
+            (Some(a), Some(b)) if c.points.len() > 1 => Some((pick(b) / pick(a), b.children)),
+            _ => None,
+        };
+        let _ = write!(
+            s,
+            " {} |",
+            ratio
+                .filter(|x| x.0.is_finite())
+                .map_or("–".into(), |(x, n)| format!("**{x:.2}×** (to {n})"))
+        );
+    }
+    s + "\n"
+}
+
+fn cell(x: &Sample) -> String {
+    format!(
+        "{} ({:.1}/{:.1}) {:.2}",
+        ops(x.ops_per_s),
+        x.p50_us,
+        x.p99_us,
+        x.daemon_cpu_us
+    )
+}
