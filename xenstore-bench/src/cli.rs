@@ -85,6 +85,13 @@ pub enum Section {
     Storm,
 }
 
+/// An upstream daemon S1 can run beside the shim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StormUpstream {
+    C,
+    Oxenstored,
+}
+
 #[derive(clap::Args, Debug)]
 pub struct AllArgs {
     /// Short runs, one round, fewer cases.
@@ -134,6 +141,15 @@ pub struct AllArgs {
     /// alone, for a quick side-by-side look (C at K=1000 takes minutes).
     #[arg(long)]
     pub storm_shims_only: bool,
+    /// S1's upstream daemons (comma-separated; default both): e.g. only
+    /// oxenstored, to time its storms without C's minutes at K=1000.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_enum,
+        conflicts_with = "storm_shims_only"
+    )]
+    pub storm_upstream: Vec<StormUpstream>,
 }
 
 #[derive(clap::Args, Debug)]

@@ -33,6 +33,7 @@ pub mod scale_storm;
 pub mod scale_storm_lifecycle;
 pub mod scale_storm_replay;
 pub mod scale_storm_report;
+pub mod scale_storm_verdict;
 pub mod soak;
 pub mod stats;
 pub mod tracers;

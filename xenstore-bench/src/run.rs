@@ -499,11 +499,28 @@ fn storm_section(args: &AllArgs, b: &Builds) -> String {
     };
     let r = scale_storm::run(&scale_storm::Plan {
         shims,
-        upstream: !args.storm_shims_only,
+        upstream: storm_upstream(args),
         idle,
         parallel: scale_storm::PARALLEL.to_vec(),
     });
     scale_storm_report::render(&r)
+}
+
+/// The upstream daemons S1 runs: `--storm-upstream`'s, none with
+/// `--storm-shims-only`, else both.
+fn storm_upstream(args: &AllArgs) -> Vec<Flavor> {
+    use crate::cli::StormUpstream;
+    if args.storm_shims_only {
+        return Vec::new();
+    }
+    if args.storm_upstream.is_empty() {
+        return vec![Flavor::C, Flavor::Ocaml];
+    }
+    let flavor = |d: &StormUpstream| match d {
+        StormUpstream::C => Flavor::C,
+        StormUpstream::Oxenstored => Flavor::Ocaml,
+    };
+    args.storm_upstream.iter().map(flavor).collect()
 }
 
 /// `--only storm`: its section replaces the one in the report (or is
@@ -523,7 +540,7 @@ fn storm_only(args: &AllArgs, b: &Builds) -> Result<()> {
 pub fn storm_smoke(shim: &std::path::Path, idle: usize, parallel: usize) -> Result<()> {
     let r = scale_storm::run(&scale_storm::Plan {
         shims: vec![("shim".into(), shim.to_path_buf())],
-        upstream: false,
+        upstream: Vec::new(),
         idle: vec![idle],
         parallel: vec![parallel],
     });
