@@ -57,6 +57,17 @@ pub enum Command {
         #[arg(long, default_value_t = 10)]
         parallel: usize,
     },
+    /// S1 on oxenstored as the benchmark runs it (CI): its listing over
+    /// 4096 bytes taken by the lenient client only, then a storm with its
+    /// EINVAL commits retried that still makes every commit.
+    StormSmokeOxenstored {
+        /// Idle domains (K).
+        #[arg(long, default_value_t = 10)]
+        idle: usize,
+        /// Lifecycles at once (P): at 100 its EINVAL answers are common.
+        #[arg(long, default_value_t = 100)]
+        parallel: usize,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
