@@ -139,8 +139,8 @@ fn lenient(c: &Curve) -> String {
          So these rows are what the storm costs {label} if its failures were retried, not what \
          a host would get. They still did the same work as the other daemons' (every lifecycle \
          ran to its end, with the same commits: checked for every storm), and each EINVAL was a \
-         conflict that left nothing committed: every one of the {transactions} transactions \
-         that got it committed when run again. The shim and C xenstored are held to the strict \
+         conflict: oxenstored had dropped the transaction uncommitted (below), and every one \
+         of the {transactions} transactions that got it here committed when run again. The shim and C xenstored are held to the strict \
          rules: either answer fails their storm.\n",
         label = c.label,
         max = OVERSIZED_MAX / 1024,
