@@ -526,9 +526,15 @@ fn storm_upstream(args: &AllArgs) -> Vec<Flavor> {
 /// `--only storm`: its section replaces the one in the report (or is
 /// added), the other sections stay as they were measured.
 fn storm_only(args: &AllArgs, b: &Builds) -> Result<()> {
+    let machine = Machine::describe();
     let section = storm_section(args, b);
     let old = std::fs::read_to_string(&args.out).unwrap_or_default();
-    let text = scale_storm_report::splice(&old, &section);
+    // --update says when it was measured, as every other section does
+    let text = if args.update {
+        report_update::update(&old, &section, &measured(args, &machine))
+    } else {
+        scale_storm_report::splice(&old, &section)
+    };
     std::fs::write(&args.out, &text).with_context(|| format!("write {}", args.out.display()))?;
     println!("{section}");
     eprintln!("bench: wrote the S1 section into {}", args.out.display());
