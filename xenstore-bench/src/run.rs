@@ -550,18 +550,7 @@ pub fn storm_smoke(shim: &std::path::Path, idle: usize, parallel: usize) -> Resu
         idle: vec![idle],
         parallel: vec![parallel],
     });
-    let curve = &r.curves[0];
-    if let Some(e) = &curve.error {
-        bail!("{e:#}");
-    }
-    if let Some((k, p, why)) = curve.failed.first() {
-        bail!("K={k} P={p}: {why}");
-    }
-    let storms = &curve.storms;
-    if let Some(why) = &curve.no_rings {
-        bail!("the shim served no ring domains: {why}");
-    }
-    for (k, p, s) in storms {
+    for (k, p, s) in r.curves[0].whole()? {
         println!(
             "storm smoke: K={k} P={p}: {} lifecycles, {} commits, {} EAGAIN, {} reads \
              (p99 {:.2} ms), wall {:.2} s",
@@ -572,12 +561,9 @@ pub fn storm_smoke(shim: &std::path::Path, idle: usize, parallel: usize) -> Resu
             s.read_p99.as_secs_f64() * 1e3,
             s.wall.as_secs_f64()
         );
-        let per_life = crate::scale_storm_lifecycle::load()?.commits();
-        if s.tally.committed != (*p * per_life) as u64 || s.reads == 0 {
-            bail!(
-                "K={k} P={p}: {} commits, not {per_life} a lifecycle, or no read answered",
-                s.tally.committed
-            );
+        // every storm checked its commits itself (scale_storm::same_work)
+        if s.reads == 0 {
+            bail!("K={k} P={p}: no read answered");
         }
     }
     Ok(())

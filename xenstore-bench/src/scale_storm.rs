@@ -75,6 +75,23 @@ pub struct Curve {
     pub leniency: Leniency,
 }
 
+impl Curve {
+    /// Its storms, if every one ran whole with its guests on rings (each
+    /// storm checked its commits); else why not.
+    pub fn whole(&self) -> Result<&[Row]> {
+        if let Some(e) = &self.error {
+            anyhow::bail!("{e:#}");
+        }
+        if let Some((k, p, why)) = self.failed.first() {
+            anyhow::bail!("K={k} P={p}: {why}");
+        }
+        if let Some(why) = &self.no_rings {
+            anyhow::bail!("{} served no ring domains: {why}", self.label);
+        }
+        Ok(&self.storms)
+    }
+}
+
 pub struct StormResult {
     pub idle: Vec<usize>,
     pub parallel: Vec<usize>,

@@ -67,18 +67,9 @@ fn storm(idle: usize, parallel: usize) -> Result<()> {
         idle: vec![idle],
         parallel: vec![parallel],
     });
-    let curve = &r.curves[0];
-    if let Some(e) = &curve.error {
-        bail!("{e:#}");
-    }
-    if let Some((k, p, why)) = curve.failed.first() {
-        bail!("K={k} P={p}: {why}");
-    }
-    if let Some(why) = &curve.no_rings {
-        bail!("oxenstored served no ring domains: {why}");
-    }
-    // every storm was checked to have made P lifecycles' commits
-    for (k, p, s) in &curve.storms {
+    let storms = r.curves[0].whole()?;
+    // every storm checked that it made P lifecycles' commits
+    for (k, p, s) in storms {
         println!(
             "storm smoke oxenstored: K={k} P={p}: {} lifecycles, {} commits, {} EAGAIN, \
              {} EINVAL retried ({} transactions, each then committed), {} oversized listings",
@@ -90,6 +81,6 @@ fn storm(idle: usize, parallel: usize) -> Result<()> {
             s.tally.oversized
         );
     }
-    ensure!(!curve.storms.is_empty(), "no storm ran");
+    ensure!(!storms.is_empty(), "no storm ran");
     Ok(())
 }
