@@ -57,6 +57,17 @@ pub enum Command {
         #[arg(long, default_value_t = 10)]
         parallel: usize,
     },
+    /// S1 on oxenstored as the benchmark runs it (CI): its listing over
+    /// 4096 bytes taken by the lenient client only, then a storm with its
+    /// EINVAL commits retried that still makes every commit.
+    StormSmokeOxenstored {
+        /// Idle domains (K).
+        #[arg(long, default_value_t = 10)]
+        idle: usize,
+        /// Lifecycles at once (P): at 100 its EINVAL answers are common.
+        #[arg(long, default_value_t = 100)]
+        parallel: usize,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -83,6 +94,13 @@ pub enum Section {
     /// S1 boot storm: idle domains, then guest lifecycles at once.
     /// Alone, it replaces only its own section of the report.
     Storm,
+}
+
+/// An upstream daemon S1 can run beside the shim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StormUpstream {
+    C,
+    Oxenstored,
 }
 
 #[derive(clap::Args, Debug)]
@@ -134,6 +152,15 @@ pub struct AllArgs {
     /// alone, for a quick side-by-side look (C at K=1000 takes minutes).
     #[arg(long)]
     pub storm_shims_only: bool,
+    /// S1's upstream daemons (comma-separated; default both): e.g. only
+    /// oxenstored, to time its storms without C's minutes at K=1000.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_enum,
+        conflicts_with = "storm_shims_only"
+    )]
+    pub storm_upstream: Vec<StormUpstream>,
 }
 
 #[derive(clap::Args, Debug)]

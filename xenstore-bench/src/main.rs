@@ -15,5 +15,8 @@ fn main() -> anyhow::Result<()> {
             idle,
             parallel,
         } => xenstore_bench::run::storm_smoke(shim, *idle, *parallel),
+        Command::StormSmokeOxenstored { idle, parallel } => {
+            xenstore_bench::scale_storm_oxenstored::smoke(*idle, *parallel)
+        }
     }
 }

@@ -12,6 +12,7 @@ use crate::daemons::{self, cpu_ns, Daemon};
 use crate::guests;
 use crate::scale_storm_lifecycle::{self as lifecycle, Lifecycle, Vars};
 use crate::scale_storm_replay::{dom0, Domain, GuestSide, Introducer, Rings, Sockets, Tally};
+use crate::scale_storm_verdict::Leniency;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
@@ -37,7 +38,8 @@ const STORM_BASE: u16 = 10_000;
 
 pub struct Plan {
     pub shims: Vec<(String, PathBuf)>,
-    pub upstream: bool,
+    /// The upstream daemons to run beside them.
+    pub upstream: Vec<Flavor>,
     pub idle: Vec<usize>,
     pub parallel: Vec<usize>,
 }
@@ -69,6 +71,25 @@ pub struct Curve {
     pub error: Option<anyhow::Error>,
     /// Why its guests spoke over dom0 sockets instead of rings, if they did.
     pub no_rings: Option<String>,
+    /// What its replay forgave it (its rows count what was worked around).
+    pub leniency: Leniency,
+}
+
+impl Curve {
+    /// Its storms, if every one ran whole with its guests on rings (each
+    /// storm checked its commits); else why not.
+    pub fn whole(&self) -> Result<&[Row]> {
+        if let Some(e) = &self.error {
+            anyhow::bail!("{e:#}");
+        }
+        if let Some((k, p, why)) = self.failed.first() {
+            anyhow::bail!("K={k} P={p}: {why}");
+        }
+        if let Some(why) = &self.no_rings {
+            anyhow::bail!("{} served no ring domains: {why}", self.label);
+        }
+        Ok(&self.storms)
+    }
 }
 
 pub struct StormResult {
@@ -87,6 +108,7 @@ struct Idle {
 
 struct Host {
     daemon: Daemon,
+    leniency: Leniency,
     rings: Option<PathBuf>,
     no_rings: Option<String>,
     /// dom0's kernel backends: the first idle domain's connection.
@@ -98,13 +120,14 @@ struct Host {
 }
 
 impl Host {
-    fn start(daemon: Daemon, rings: Option<PathBuf>) -> Result<Host> {
+    fn start(daemon: Daemon, leniency: Leniency, rings: Option<PathBuf>) -> Result<Host> {
         let mut backend = dom0(&daemon.socket)?;
         backend
             .write(0, &String::from_utf8_lossy(PROBE), "x")
             .context("write the unrelated reader's node")?;
         Ok(Host {
             daemon,
+            leniency,
             rings,
             no_rings: None,
             backend,
@@ -120,7 +143,7 @@ impl Host {
         while self.idle.is_empty() && k > 0 {
             let domid = 1 + self.idle.len() as u16;
             let xl = dom0(&self.daemon.socket)?;
-            let mut d = Domain::new(Vars::new(domid), xl, &mut self.backend);
+            let mut d = Domain::new(Vars::new(domid), self.leniency, xl, &mut self.backend);
             let mut tally = Tally::default();
             let got = match &self.rings {
                 Some(r) => d.replay(&life.create, &mut Rings(r), &mut tally),
@@ -145,9 +168,10 @@ impl Host {
         }
         let next = AtomicU16::new(1 + self.idle.len() as u16);
         let (socket, rings) = (&self.daemon.socket, self.rings.as_deref());
+        let leniency = self.leniency;
         let grown: Vec<Result<(Vec<Idle>, Xs<SocketLink>)>> = std::thread::scope(|s| {
             let threads: Vec<_> = (0..BRING_UP_AT_ONCE)
-                .map(|_| s.spawn(|| bring_up(life, socket, rings, &next, k)))
+                .map(|_| s.spawn(|| bring_up(life, leniency, socket, rings, &next, k)))
                 .collect();
             threads
                 .into_iter()
@@ -171,6 +195,7 @@ impl Host {
         self.next_storm += p as u16;
         let socket = self.daemon.socket.clone();
         let rings = self.rings.clone();
+        let leniency = self.leniency;
         let pid = self.daemon.pid();
         let stop = AtomicBool::new(false);
         let cpu_before = cpu_ns(pid)?;
@@ -180,7 +205,7 @@ impl Host {
             let workers: Vec<_> = (0..p as u16)
                 .map(|i| {
                     let (socket, rings) = (&socket, rings.as_deref());
-                    s.spawn(move || one_life(life, socket, rings, first + i))
+                    s.spawn(move || one_life(life, leniency, socket, rings, first + i))
                 })
                 .collect();
             let lives: Vec<Result<(Duration, Tally)>> = workers
@@ -206,6 +231,7 @@ impl Host {
             tally.add(c);
         }
         let mut reads = reads.context("the unrelated reader")?;
+        same_work(life, p, &tally)?;
         Ok(Storm {
             lifecycles: p,
             wall,
@@ -223,6 +249,7 @@ impl Host {
 /// one backend connection for all of them: the domains' clients, and it.
 fn bring_up(
     life: &Lifecycle,
+    leniency: Leniency,
     socket: &Path,
     rings: Option<&Path>,
     next: &AtomicU16,
@@ -235,7 +262,7 @@ fn bring_up(
         if usize::from(domid) > k {
             return Ok((idle, backend));
         }
-        let mut d = Domain::new(Vars::new(domid), dom0(socket)?, &mut backend);
+        let mut d = Domain::new(Vars::new(domid), leniency, dom0(socket)?, &mut backend);
         let mut tally = Tally::default();
         match rings {
             Some(r) => d.replay(&life.create, &mut Rings(r), &mut tally),
@@ -254,6 +281,7 @@ fn bring_up(
 /// RELEASE that the hypervisor's death notice stands for here.
 fn one_life(
     life: &Lifecycle,
+    leniency: Leniency,
     socket: &Path,
     rings: Option<&Path>,
     domid: u16,
@@ -262,7 +290,7 @@ fn one_life(
     let began = Instant::now();
     let mut tally = Tally::default();
     let mut backend = dom0(socket)?;
-    let mut d = Domain::new(Vars::new(domid), dom0(socket)?, &mut backend);
+    let mut d = Domain::new(Vars::new(domid), leniency, dom0(socket)?, &mut backend);
     let mut intro: Box<dyn Introducer> = match rings {
         Some(r) => Box::new(Rings(r)),
         None => Box::new(Sockets(socket)),
@@ -275,6 +303,20 @@ fn one_life(
             .with_context(|| format!("release domain {domid}"))?;
     }
     Ok((began.elapsed(), tally))
+}
+
+/// Whether a storm did the work it should: each lifecycle's every commit,
+/// once (a daemon whose failures were worked around must still do it all).
+fn same_work(life: &Lifecycle, p: usize, tally: &Tally) -> Result<()> {
+    let want = (p * life.commits()) as u64;
+    if tally.committed != want {
+        anyhow::bail!(
+            "{} commits, not {want} ({} a lifecycle)",
+            tally.committed,
+            life.commits()
+        );
+    }
+    Ok(())
 }
 
 /// READs of a node nothing else touches, one every READ_EVERY until
@@ -347,6 +389,7 @@ pub fn run(plan: &Plan) -> StormResult {
                     failed: Vec::new(),
                     error: Some(anyhow::anyhow!(why)),
                     no_rings: None,
+                    leniency: Leniency::Strict,
                 }],
                 elapsed: started.elapsed(),
             };
@@ -358,25 +401,27 @@ pub fn run(plan: &Plan) -> StormResult {
         eprintln!("bench: {e:#}: the shim may run out of simulated domains");
         None
     });
-    let mut hosts: Vec<(String, Result<Host>)> = Vec::new();
+    let mut hosts: Vec<(String, Leniency, Result<Host>)> = Vec::new();
     for (label, binary) in &plan.shims {
         let host = daemons::shim(label, binary).and_then(|d| {
             let rings = d.dir.join("run");
-            Host::start(d, Some(rings))
+            Host::start(d, Leniency::Strict, Some(rings))
         });
-        hosts.push((label.clone(), host));
+        hosts.push((label.clone(), Leniency::Strict, host));
     }
-    if plan.upstream {
-        for (flavor, label) in [(Flavor::C, "C xenstored"), (Flavor::Ocaml, "oxenstored")] {
-            let host = daemons::upstream_with_rings(flavor, label)
-                .and_then(|(d, rings)| Host::start(d, Some(rings)));
-            hosts.push((label.to_string(), host));
-        }
+    for &flavor in &plan.upstream {
+        let (label, leniency) = match flavor {
+            Flavor::C => ("C xenstored", Leniency::Strict),
+            Flavor::Ocaml => ("oxenstored", Leniency::Oxenstored),
+        };
+        let host = daemons::upstream_with_rings(flavor, label)
+            .and_then(|(d, rings)| Host::start(d, leniency, Some(rings)));
+        hosts.push((label.to_string(), leniency, host));
     }
     type Storms = (Vec<Row>, Vec<(usize, usize, String)>, Option<anyhow::Error>);
     let mut storms: Vec<Storms> = hosts
         .iter()
-        .map(|(_, h)| match h {
+        .map(|(_, _, h)| match h {
             Ok(_) => (Vec::new(), Vec::new(), None),
             Err(e) => (
                 Vec::new(),
@@ -386,7 +431,7 @@ pub fn run(plan: &Plan) -> StormResult {
         })
         .collect();
     for &k in &plan.idle {
-        for ((label, host), (list, failed, error)) in hosts.iter_mut().zip(storms.iter_mut()) {
+        for ((label, _, host), (list, failed, error)) in hosts.iter_mut().zip(storms.iter_mut()) {
             let (Ok(h), None) = (host.as_mut(), &error) else {
                 continue;
             };
@@ -403,9 +448,13 @@ pub fn run(plan: &Plan) -> StormResult {
                         }
                     };
                     eprintln!(
-                        "bench: S1 {label} K={k} P={p}: wall {:.2} s, {} EAGAIN / {} commits",
+                        "bench: S1 {label} K={k} P={p}: wall {:.2} s, {} EAGAIN, {} EINVAL \
+                         retried ({} transactions), {} oversized listings / {} commits",
                         s.wall.as_secs_f64(),
                         s.tally.eagain,
+                        s.tally.einval,
+                        s.tally.einval_then_committed,
+                        s.tally.oversized,
                         s.tally.committed
                     );
                     list.push((k, p, s));
@@ -424,9 +473,10 @@ pub fn run(plan: &Plan) -> StormResult {
     let curves = hosts
         .into_iter()
         .zip(storms)
-        .map(|((label, host), (storms, failed, error))| Curve {
+        .map(|((label, leniency, host), (storms, failed, error))| Curve {
             no_rings: host.as_ref().ok().and_then(|h| h.no_rings.clone()),
             label,
+            leniency,
             storms,
             failed,
             error,

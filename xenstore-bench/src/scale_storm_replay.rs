@@ -2,13 +2,15 @@
 //! daemon, each actor over its own connection, as the real clients do:
 //! a transaction that ends in EAGAIN is run again from its start (libxl's
 //! and Linux's xenbus loop), errors the real run also got (ENOENT of a
-//! read, a listing or a removal) are expected, any other fails the replay.
+//! read, a listing or a removal) are expected, any other fails the replay
+//! (scale_storm_verdict.rs decides, and what oxenstored alone is forgiven).
 //! The trace's removals of emptied parents (libxl's path cleanup: RM, then
 //! READ and DIRECTORY of the parent, RM it if empty, and so up) are made
 //! only while the listing is empty, as libxl decides: other domains share
 //! `backend/vbd` and the like here.
 
 use crate::scale_storm_lifecycle::{Actor, Step, Vars};
+use crate::scale_storm_verdict::{judge, Answer, Leniency, Verdict};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use xenstore_guest::client::{Guest, Link, SocketLink, Xs};
@@ -18,17 +20,27 @@ use xenstore_proto::wire::MsgType;
 /// with an error rather than forever.
 const MAX_RETRIES: usize = 10_000;
 
-/// Transactions committed and conflicts met.
+/// Transactions committed, conflicts met, and oxenstored's failures
+/// worked around (Leniency::Oxenstored; always 0 for a strict daemon).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Tally {
     pub committed: u64,
     pub eagain: u64,
+    /// Commits answered EINVAL and run again from their start.
+    pub einval: u64,
+    /// Of the transactions that met EINVAL, those that then committed.
+    pub einval_then_committed: u64,
+    /// DIRECTORY replies over 4096 bytes taken.
+    pub oversized: u64,
 }
 
 impl Tally {
     pub fn add(&mut self, o: Tally) {
         self.committed += o.committed;
         self.eagain += o.eagain;
+        self.einval += o.einval;
+        self.einval_then_committed += o.einval_then_committed;
+        self.oversized += o.oversized;
     }
 }
 
@@ -83,6 +95,7 @@ pub fn dom0(socket: &Path) -> Result<Xs<SocketLink>> {
 /// the guest's once it is introduced.
 pub struct Domain<'a> {
     pub vars: Vars,
+    leniency: Leniency,
     pub xl: Xs<SocketLink>,
     pub backend: &'a mut Xs<SocketLink>,
     pub guest: Option<GuestSide>,
@@ -94,9 +107,17 @@ pub struct Domain<'a> {
 }
 
 impl<'a> Domain<'a> {
-    pub fn new(vars: Vars, xl: Xs<SocketLink>, backend: &'a mut Xs<SocketLink>) -> Domain<'a> {
+    pub fn new(
+        vars: Vars,
+        leniency: Leniency,
+        mut xl: Xs<SocketLink>,
+        backend: &'a mut Xs<SocketLink>,
+    ) -> Domain<'a> {
+        xl.reply_max = leniency.reply_max();
+        backend.reply_max = leniency.reply_max();
         Domain {
             vars,
+            leniency,
             xl,
             backend,
             guest: None,
@@ -135,7 +156,12 @@ impl<'a> Domain<'a> {
         let a = step.actor.index();
         match step.ty {
             MsgType::Introduce => {
-                self.guest = Some(intro.introduce(&mut self.xl, self.vars.domid)?);
+                let mut guest = intro.introduce(&mut self.xl, self.vars.domid)?;
+                match &mut guest {
+                    GuestSide::Ring(g) => g.reply_max = self.leniency.reply_max(),
+                    GuestSide::Dom0(x) => x.reply_max = self.leniency.reply_max(),
+                }
+                self.guest = Some(guest);
                 return Ok(());
             }
             MsgType::TransactionStart => {
@@ -150,18 +176,26 @@ impl<'a> Domain<'a> {
                 let (mut id, steps) = self.open[a].take().context("no transaction to end")?;
                 self.kept[a] = None;
                 if !step.commits() {
-                    return self.send(step, id).map(drop);
+                    return self.send(step, id, tally).map(drop);
                 }
+                let mut met_einval = false;
                 for _ in 0..MAX_RETRIES {
-                    if self.send(step, id)?.is_some() {
-                        tally.committed += 1;
-                        return Ok(());
+                    match self.send(step, id, tally)? {
+                        Sent::Reply(_) => {
+                            tally.committed += 1;
+                            tally.einval_then_committed += u64::from(met_einval);
+                            return Ok(());
+                        }
+                        Sent::Conflict => tally.eagain += 1,
+                        Sent::ConflictEinval => {
+                            tally.einval += 1;
+                            met_einval = true;
+                        }
                     }
-                    tally.eagain += 1;
                     id = self.start(step.actor)?;
                     self.kept[a] = None;
                     for s in &steps {
-                        self.exec(s, id)?;
+                        self.exec(s, id, tally)?;
                     }
                 }
                 bail!("{MAX_RETRIES} conflicts in a row");
@@ -175,12 +209,12 @@ impl<'a> Domain<'a> {
             }
             _ => 0,
         };
-        self.exec(step, tx)
+        self.exec(step, tx, tally)
     }
 
     /// Sends a request unless it belongs to a path cleanup that a
     /// non-empty listing stopped.
-    fn exec(&mut self, step: &Step, tx: u32) -> Result<()> {
+    fn exec(&mut self, step: &Step, tx: u32, tally: &mut Tally) -> Result<()> {
         let a = step.actor.index();
         let path = step.path(&self.vars);
         let cleanup = matches!(step.ty, MsgType::Read | MsgType::Directory | MsgType::Rm);
@@ -189,8 +223,11 @@ impl<'a> Domain<'a> {
             Some(_) if !cleanup => self.kept[a] = None,
             _ => {}
         }
-        let reply = self.send(step, tx)?;
-        if step.ty == MsgType::Directory && reply.as_ref().is_some_and(|r| !r.is_empty()) {
+        let listed = match self.send(step, tx, tally)? {
+            Sent::Reply(r) => !r.is_empty(),
+            _ => false,
+        };
+        if step.ty == MsgType::Directory && listed {
             self.kept[a] = Some(path);
         }
         Ok(())
@@ -207,49 +244,68 @@ impl<'a> Domain<'a> {
         })
     }
 
-    /// Sends one request in transaction `tx`: its reply (empty for an
-    /// expected ENOENT), None when it is a commit that conflicted.
-    fn send(&mut self, step: &Step, tx: u32) -> Result<Option<Vec<u8>>> {
+    /// Sends one request in transaction `tx`: what it came to.
+    fn send(&mut self, step: &Step, tx: u32, tally: &mut Tally) -> Result<Sent> {
         let payload = step.payload(&self.vars);
+        let l = self.leniency;
         match step.actor {
-            Actor::Xl => request(&mut self.xl, step, tx, &payload),
-            Actor::Backend => request(self.backend, step, tx, &payload),
+            Actor::Xl => request(&mut self.xl, l, step, tx, &payload, tally),
+            Actor::Backend => request(self.backend, l, step, tx, &payload, tally),
             Actor::Guest => match self.guest.as_mut().context("guest before INTRODUCE")? {
-                GuestSide::Ring(g) => request(g, step, tx, &payload),
+                GuestSide::Ring(g) => request(g, l, step, tx, &payload, tally),
                 GuestSide::Dom0(x) => {
                     let home = format!("/local/domain/{}/", self.vars.domid);
-                    request(x, step, tx, &absolute(&payload, &home))
+                    request(x, l, step, tx, &absolute(&payload, &home), tally)
                 }
             },
         }
     }
 }
 
+/// What a request came to, for the replay.
+enum Sent {
+    /// Its reply (empty for an expected ENOENT, not empty for a listing
+    /// too long to send: libxl's cleanup keeps such a directory).
+    Reply(Vec<u8>),
+    /// A commit that conflicted.
+    Conflict,
+    /// A commit oxenstored answered EINVAL (Leniency::Oxenstored).
+    ConflictEinval,
+}
+
 fn request<L: Link>(
     xs: &mut Xs<L>,
+    leniency: Leniency,
     step: &Step,
     tx: u32,
     payload: &[u8],
-) -> Result<Option<Vec<u8>>> {
+    tally: &mut Tally,
+) -> Result<Sent> {
     let got = xs.request(step.ty, tx, payload);
     // the events its watches fired: nobody waits for them here
     while let Some(_ev) = xs.next_event(std::time::Duration::ZERO)? {}
-    match got {
-        Ok(reply) => Ok(Some(reply)),
+    let answer = match &got {
+        Ok(reply) => Answer::Reply(reply.len()),
         Err(e) => match e.xs_error() {
-            Some("EAGAIN") if step.ty == MsgType::TransactionEnd => Ok(None),
-            Some("ENOENT")
-                if matches!(step.ty, MsgType::Read | MsgType::Directory | MsgType::Rm) =>
-            {
-                Ok(Some(Vec::new()))
-            }
-            // a listing over the 4096-byte payload (a thousand domains'
-            // backend directories): libxl's cleanup takes any failed
-            // listing as not empty and keeps the directory
-            Some("E2BIG") if step.ty == MsgType::Directory => Ok(Some(b"E2BIG".to_vec())),
-            _ => Err(anyhow::Error::new(e)),
+            Some(name) => Answer::Error(name),
+            None => return Err(got.unwrap_err().into()),
         },
-    }
+    };
+    Ok(match judge(leniency, step.ty, answer) {
+        Verdict::Take => Sent::Reply(got?),
+        Verdict::TakeOversized => {
+            tally.oversized += 1;
+            Sent::Reply(got?)
+        }
+        Verdict::Missing => Sent::Reply(Vec::new()),
+        Verdict::NotEmpty => Sent::Reply(b"E2BIG".to_vec()),
+        Verdict::Conflict => Sent::Conflict,
+        Verdict::ConflictEinval => Sent::ConflictEinval,
+        Verdict::Fail => match got {
+            Ok(r) => bail!("a {}-byte reply", r.len()),
+            Err(e) => return Err(e.into()),
+        },
+    })
 }
 
 /// Whether `path` is `dir` or one of its ancestors (a cleanup step).

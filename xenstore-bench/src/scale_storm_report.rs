@@ -2,7 +2,8 @@
 //! lifecycles at once, a row per idle-domain count and daemon, then the
 //! goal at K=1000, P=100 as ratios between columns of the same run.
 
-use crate::scale_storm::{Row, Storm, StormResult, READ_EVERY};
+use crate::scale_storm::{Curve, Row, Storm, StormResult, READ_EVERY};
+use crate::scale_storm_verdict::{Leniency, OVERSIZED_MAX};
 use std::fmt::Write;
 
 /// Where the section starts; `splice` replaces it in a report.
@@ -32,19 +33,24 @@ pub fn render(r: &StormResult) -> String {
         let _ = writeln!(
             s,
             "### {p} lifecycles at once\n\n| K idle | daemon | wall s | lifecycle p50 / p99 s \
-             | EAGAIN per commit | daemon CPU s | unrelated READ p99 ms |\n|---|---|---|---|---|---|---|"
+             | EAGAIN per commit | daemon CPU s | unrelated READ p99 ms | EINVAL commits retried \
+             / listings over 4096 B taken |\n|---|---|---|---|---|---|---|---|"
         );
         for &k in &r.idle {
             for c in &r.curves {
                 if c.failed.iter().any(|f| (f.0, f.1) == (k, p)) {
-                    let _ = writeln!(s, "| {k} | {} | failed (below) | – | – | – | – |", c.label);
+                    let _ = writeln!(
+                        s,
+                        "| {k} | {} | failed (below) | – | – | – | – | – |",
+                        c.label
+                    );
                 }
                 let Some(x) = find(&c.storms, k, p) else {
                     continue;
                 };
                 let _ = writeln!(
                     s,
-                    "| {k} | {} | {:.2} | {:.2} / {:.2} | {:.3} ({} / {}) | {:.2} | {:.2} |",
+                    "| {k} | {} | {:.2} | {:.2} / {:.2} | {:.3} ({} / {}) | {:.2} | {:.2} | {} |",
                     c.label,
                     x.wall.as_secs_f64(),
                     x.lifecycle_p50.as_secs_f64(),
@@ -54,6 +60,7 @@ pub fn render(r: &StormResult) -> String {
                     x.tally.committed,
                     x.daemon_cpu.as_secs_f64(),
                     x.read_p99.as_secs_f64() * 1e3,
+                    worked_around(c, x),
                 );
             }
         }
@@ -72,7 +79,11 @@ pub fn render(r: &StormResult) -> String {
         for (k, p, why) in &c.failed {
             let _ = writeln!(s, "\n{} at K={k}, P={p} failed: {why}", c.label);
         }
-        if c.failed.iter().any(|f| is_replay_einval(&f.2)) {
+        if c.leniency == Leniency::Oxenstored && !c.storms.is_empty() {
+            s += &lenient(c);
+        }
+        let retried = c.storms.iter().any(|(_, _, x)| x.tally.einval > 0);
+        if retried || c.failed.iter().any(|f| is_replay_einval(&f.2)) {
             s += OXENSTORED_EINVAL;
         }
         if let Some(e) = &c.error {
@@ -85,7 +96,8 @@ pub fn render(r: &StormResult) -> String {
 /// oxenstored's answer to some conflicted commits, found in its debug log
 /// (`xenstored-log-level = debug`) of a K=10, P=100 storm.
 const OXENSTORED_EINVAL: &str = "\nWhy oxenstored 4.17 fails a storm: it answers EINVAL to a \
-     conflicted TRANSACTION_END, and libxl gives up on EINVAL (the bench does too). After a \
+     conflicted TRANSACTION_END, and libxl gives up on EINVAL (the bench retries it, for \
+     oxenstored only, and counts it: above). After a \
      conflict, oxenstored replays the transaction on the current store (`transaction_replay` \
      in process.ml); when that fails it apportions blame by replaying the transaction again \
      against each guest commit in its history (`judge_and_sentence`). That second pass runs in \
@@ -100,6 +112,39 @@ const OXENSTORED_EINVAL: &str = "\nWhy oxenstored 4.17 fails a storm: it answers
 /// A lifecycle ended by EINVAL to its commit (see OXENSTORED_EINVAL).
 fn is_replay_einval(why: &str) -> bool {
     why.contains("XS_TRANSACTION_END") && why.contains("EINVAL")
+}
+
+/// A row's count of what its daemon's replay forgave: EINVAL commits
+/// retried / oversized listings taken; "–" for a strict daemon (to which
+/// either is a failure).
+fn worked_around(c: &Curve, x: &Storm) -> String {
+    match c.leniency {
+        Leniency::Strict => "–".into(),
+        Leniency::Oxenstored => format!("{} / {}", x.tally.einval, x.tally.oversized),
+    }
+}
+
+/// What a lenient daemon's rows mean: not what libxl would get.
+fn lenient(c: &Curve) -> String {
+    let transactions: u64 = c
+        .storms
+        .iter()
+        .map(|(_, _, x)| x.tally.einval_then_committed)
+        .sum();
+    format!(
+        "\n{label}'s rows are measured leniently: for {label} alone, a commit answered EINVAL is \
+         run again from its start, as after EAGAIN, and a DIRECTORY reply over 4096 bytes (up to \
+         {max} KiB) is taken; each is counted in the last column. A real libxl would fail those \
+         domains: EINVAL is fatal to it, and libxenstore refuses a reply over 4096 bytes (E2BIG). \
+         So these rows are what the storm costs {label} if its failures were retried, not what \
+         a host would get. They still did the same work as the other daemons' (every lifecycle \
+         ran to its end, with the same commits: checked for every storm), and each EINVAL was a \
+         conflict: oxenstored had dropped the transaction uncommitted (below), and every one \
+         of the {transactions} transactions that got it here committed when run again. The shim and C xenstored are held to the strict \
+         rules: either answer fails their storm.\n",
+        label = c.label,
+        max = OVERSIZED_MAX / 1024,
+    )
 }
 
 fn find(storms: &[Row], k: usize, p: usize) -> Option<&Storm> {
@@ -144,12 +189,21 @@ fn goal(r: &StormResult) -> String {
     };
     for (label, want) in [("C xenstored", 10.0), ("oxenstored", 3.0)] {
         let what = format!("wall ≥ {want}× faster than {label}");
-        match get(label) {
-            Some(o) => {
+        let curve = r.curves.iter().find(|c| c.label == label);
+        match (get(label), curve) {
+            (Some(o), Some(c)) => {
                 let x = o.wall.as_secs_f64() / shim.wall.as_secs_f64();
-                row(&what, format!("{x:.1}×"), x >= want);
+                let against = match c.leniency {
+                    Leniency::Strict => String::new(),
+                    Leniency::Oxenstored => format!(
+                        " (against {label} with {} EINVAL commits retried and {} oversized \
+                         listings accepted)",
+                        o.tally.einval, o.tally.oversized
+                    ),
+                };
+                row(&what, format!("{x:.1}×{against}"), x >= want);
             }
-            None => match fewer_at_once(r, label, k, p) {
+            _ => match fewer_at_once(r, label, k, p) {
                 // not the goal's P, so not met, but the nearest measure
                 Some((q, x)) => row(&what, format!("– at P={p}; {x:.1}× at P={q}"), false),
                 None => row(&what, "–".into(), false),

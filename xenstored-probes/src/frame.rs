@@ -9,6 +9,10 @@ use std::io;
 
 const CAPACITY: usize = 8 * (HEADER_LEN + PAYLOAD_MAX);
 
+/// The longest payload `next_message_up_to` takes: a message must fit
+/// the buffer whole.
+pub const LARGEST_PAYLOAD: usize = CAPACITY - HEADER_LEN;
+
 /// A header announced a payload longer than the protocol allows; upstream
 /// C xenstored drops such a client, and so do we.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,12 +63,21 @@ impl InBuf {
 
     /// The next complete message, if one has arrived.
     pub fn next_message(&mut self) -> Result<Option<(Header, &[u8])>, Oversized> {
+        self.next_message_up_to(PAYLOAD_MAX)
+    }
+
+    /// `next_message` for a client that takes payloads of up to `max`
+    /// bytes, at most LARGEST_PAYLOAD (the buffer must hold a whole
+    /// message): the bench's client of a daemon that sends replies over
+    /// the protocol's limit.
+    pub fn next_message_up_to(&mut self, max: usize) -> Result<Option<(Header, &[u8])>, Oversized> {
+        let max = max.min(LARGEST_PAYLOAD);
         let avail = &self.data[self.start..self.end];
         if avail.len() < HEADER_LEN {
             return Ok(None);
         }
         let header = Header::decode(avail[..HEADER_LEN].try_into().unwrap());
-        if header.len as usize > PAYLOAD_MAX {
+        if header.len as usize > max {
             return Err(Oversized(header.len));
         }
         let total = HEADER_LEN + header.len as usize;
@@ -178,5 +191,45 @@ mod tests {
             }
         }
         assert_eq!(seen, 50);
+    }
+
+    #[test]
+    fn a_client_may_take_payloads_up_to_what_the_buffer_holds() {
+        let mut buf = InBuf::default();
+        let mut wire = Vec::new();
+        // a small message first, so the big ones start off the front
+        encode(&mut wire, 2, 1, 0, &[b"/a\0"]);
+        for len in [PAYLOAD_MAX + 1, LARGEST_PAYLOAD, 5000] {
+            encode(&mut wire, 1, 2, 0, &[&vec![b'x'; len]]);
+        }
+        let mut got = Vec::new();
+        let mut rest = &wire[..];
+        while !rest.is_empty() {
+            let n = buf
+                .fill(|dst| {
+                    let n = dst.len().min(rest.len()).min(999);
+                    dst[..n].copy_from_slice(&rest[..n]);
+                    Ok(n)
+                })
+                .unwrap();
+            assert!(n > 0, "the buffer filled up with no whole message in it");
+            rest = &rest[n..];
+            while let Some((_, p)) = buf.next_message_up_to(usize::MAX).unwrap() {
+                got.push(p.len());
+            }
+        }
+        assert_eq!(got, vec![3, PAYLOAD_MAX + 1, LARGEST_PAYLOAD, 5000]);
+
+        let mut buf = InBuf::default();
+        let h = Header {
+            ty: 1,
+            req_id: 1,
+            tx_id: 0,
+            len: LARGEST_PAYLOAD as u32 + 1,
+        };
+        feed(&mut buf, &h.encode());
+        let refused = Err(Oversized(LARGEST_PAYLOAD as u32 + 1));
+        assert_eq!(buf.next_message_up_to(usize::MAX), refused);
+        assert_eq!(buf.next_message_up_to(5000), Err(Oversized(h.len)));
     }
 }
