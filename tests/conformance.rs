@@ -381,7 +381,7 @@ fn random_sessions_shim_agrees_with_c_xenstored_420() {
     random_sessions(C_420, "random_sessions_shim_agrees_with_c_xenstored_420");
 }
 
-/// One directory past 4096 bytes of listing, changed every way, each
+/// One directory past 8192 bytes of listing, changed every way, each
 /// change followed by DIRECTORY_PART pages: the same pages and generations
 /// as C xenstored's.
 #[test]

@@ -222,11 +222,11 @@ fn some_state(d: &Daemon) -> Watched {
     watcher
 }
 
-/// A directory past 4096 bytes of listing (the shim keeps it beside its
+/// A directory past 8192 bytes of listing (the shim keeps it beside its
 /// node, indexed), its first child removed. Not for oxenstored, which
 /// sends such a listing in one reply longer than clients accept.
 fn a_big_directory(d: &Daemon) {
-    let writes: Vec<String> = (0..1200)
+    let writes: Vec<String> = (0..2000)
         .flat_map(|i| [format!("/big/{i}"), String::new()])
         .collect();
     let writes: Vec<&str> = writes.iter().map(String::as_str).collect();

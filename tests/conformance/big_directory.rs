@@ -1,4 +1,4 @@
-//! A session on one directory past 4096 bytes of listing (where the shim
+//! A session on one directory past 8192 bytes of listing (where the shim
 //! keeps the list beside the node, indexed): its children made, removed
 //! from the front, middle and end, in and out of a transaction, each
 //! change followed by DIRECTORY_PART pages at fixed offsets, so every page
@@ -6,11 +6,11 @@
 
 use super::case::{Action, Case, Step, Tx};
 
-/// Children made first: 4890 bytes of names ("0\0" … "1199\0").
-const CHILDREN: usize = 1200;
+/// Children made first: 8890 bytes of names ("0\0" … "1999\0").
+const CHILDREN: usize = 2000;
 /// Where the pages are asked from: the start, inside a name, past the
 /// first page, and the end.
-const OFFSETS: [usize; 4] = [0, 2, 4000, 4890];
+const OFFSETS: [usize; 4] = [0, 2, 4000, 8890];
 
 pub fn session() -> Case {
     let mut steps = Vec::new();
@@ -48,7 +48,7 @@ pub fn session() -> Case {
     }
     steps.push(send("a", directory, outside(), "/d\0".into(), None));
     pages(&mut steps, "a", outside);
-    for gone in ["0", "600", "1199"] {
+    for gone in ["0", "1000", "1999"] {
         steps.push(send("a", rm, outside(), format!("/d/{gone}\0"), None));
         pages(&mut steps, "a", outside);
     }

@@ -523,7 +523,7 @@ fn store_smoke(shim: &std::path::Path) -> Result<()> {
 fn big_directory_smoke(shim: &std::path::Path) -> Result<()> {
     let r = scale_bigdir::run(&scale_bigdir::Plan {
         daemons: vec![("shim".into(), Start::Shim(shim.to_path_buf()))],
-        levels: vec![10, 1500],
+        levels: vec![10, 2500],
         run: Duration::from_millis(100),
     });
     let curve = &r.curves[0];

@@ -15,7 +15,7 @@ pub fn render(r: &BigDirResult) -> String {
          children named 0, 1, 2, …; at each size every daemon in turn (runs of {:.2} s; this \
          part took {:.0} s), the client and the daemon pinned to CPU 0. Cells: requests/s \
          (p50/p99 µs of the whole op) daemon CPU per request in µs. The shim keeps a list \
-         longer than 4096 bytes beside its node with an index (each name's slot in a hash \
+         longer than 8192 bytes beside its node with an index (each name's slot in a hash \
          map, the entries' lengths in a Fenwick tree): testing, adding or removing a child \
          is a hash lookup and a walk of log(children) slots; what still grows with the list \
          is one move of the bytes after a removed name (the whole list for the oldest child, \

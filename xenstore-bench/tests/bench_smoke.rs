@@ -61,7 +61,7 @@ fn scale_scenarios_deliver_each_event_to_its_watcher_only() {
         "S2 broad watch at N=12:",
         "S3 at 2 domains:",
         "S3 at 12 domains:",
-        "S3 big directory of 1500 children (6390 bytes, 2 pages)",
+        "S3 big directory of 2500 children (11390 bytes, 3 pages)",
         "S4 N=10:",
         "S4 N=40:",
         "S4 C xenstored N=10:",

@@ -5,15 +5,19 @@
 //! of the bytes after it, not a search through the whole list.
 //!
 //! Only directories past `BIG` bytes of names have one (`/local/domain`,
-//! `backend/vbd`, `/vm` on a host with many guests): the index costs about
-//! 40 bytes a child, which small directories, most of the tree, never pay.
+//! `backend/vbd`, `/vm` on a host with a couple of thousand guests): the
+//! index costs about 90 bytes a child (each name again in the hash map,
+//! with its allocation, and two slots of lengths), which the rest of the
+//! tree never pays.
 
 use rustc_hash::FxHashMap;
 
-/// Listings longer than this get an index: a name's search through them
-/// costs more than a hash lookup and a Fenwick walk (measured with S3's
-/// big-directory rows); it is also where DIRECTORY stops fitting a reply.
-pub const BIG: usize = 4096;
+/// Listings longer than this get an index. Below it a search and a copy
+/// of the list cost about a µs, and an index would make the store bigger
+/// than C xenstored's: at 4096 bytes every directory of 1000 short names
+/// had one, and 100000 nodes in such directories took 1.35× C's memory
+/// (BENCHMARKS.md section 6) instead of 0.99×. Two DIRECTORY_PART pages.
+pub const BIG: usize = 8192;
 
 #[derive(Debug)]
 pub struct Listing {

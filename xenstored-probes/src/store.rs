@@ -489,14 +489,14 @@ mod tests {
                 .flat_map(|n| [n.as_bytes(), b"\0"].concat())
                 .collect()
         };
-        for i in 0..1500 {
+        for i in 0..2500 {
             let name = format!("{i}");
             write(&mut s, &format!("/d/{name}"), Some(b"v"), &dom0(), &LIMITS).unwrap();
             want.push(name);
         }
         assert!(want.len() * 4 > listing::BIG && s.listings.contains_key("/d"));
         assert_eq!(s.get("/d").unwrap().children, listing(&want));
-        for gone in ["0", "700", "1499"] {
+        for gone in ["0", "1200", "2499"] {
             let g = s.get("/d").unwrap().generation;
             remove(&mut s, &format!("/d/{gone}"), &dom0()).unwrap();
             want.retain(|n| n != gone);

@@ -522,7 +522,7 @@ mod tests {
     #[test]
     fn siblings_commit_into_a_big_directory() {
         let mut s = Store::new();
-        let names: Vec<String> = (0..1500).map(|i| i.to_string()).collect();
+        let names: Vec<String> = (0..2500).map(|i| i.to_string()).collect();
         for n in &names {
             w(&mut s, &format!("/p/{n}"), "");
         }
