@@ -101,13 +101,20 @@ fn render_into(out: &mut Vec<u8>, bytes: &[u8], max: usize) -> (usize, bool) {
     let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
     let mut cut = bytes.len() > max;
     let start = out.len();
+    let kept = &bytes[..bytes.len().min(max)];
+    // ASCII without NULs, nearly every string, is copied as it is: one
+    // check over all bytes (no early exit, so it vectorizes) and one copy.
+    if kept
+        .iter()
+        .fold(true, |plain, &b| plain & (b.wrapping_sub(1) < 0x7f))
+    {
+        out.extend_from_slice(kept);
+        out.push(0);
+        return (kept.len(), cut);
+    }
     // NUL and space are both one ASCII byte: swapped before decoding, they
     // decode alike, and valid text needs no second copy.
-    out.extend(
-        bytes[..bytes.len().min(max)]
-            .iter()
-            .map(|&b| if b == 0 { b' ' } else { b }),
-    );
+    out.extend(kept.iter().map(|&b| if b == 0 { b' ' } else { b }));
     if std::str::from_utf8(&out[start..]).is_err() {
         let lossy = String::from_utf8_lossy(&out[start..]).into_owned();
         out.truncate(start);
@@ -529,6 +536,50 @@ mod tests {
         assert_eq!(render(&[b'x', 0xff], 2), (b"x".to_vec(), true));
         assert_eq!(rendered_len(&[b'x', 0xff, 0]), 4);
         assert_eq!(rendered_len(b"a\0b\0"), 3);
+    }
+
+    /// render_into as it was before its fast path: what the tracer saw.
+    fn render_reference(bytes: &[u8], max: usize) -> (Vec<u8>, bool) {
+        let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
+        let mut cut = bytes.len() > max;
+        let mut out: Vec<u8> = bytes[..bytes.len().min(max)]
+            .iter()
+            .map(|&b| if b == 0 { b' ' } else { b })
+            .collect();
+        if std::str::from_utf8(&out).is_err() {
+            let lossy = String::from_utf8_lossy(&out).into_owned();
+            let mut end = lossy.len();
+            if end > max {
+                cut = true;
+                end = max;
+                while !lossy.is_char_boundary(end) {
+                    end -= 1;
+                }
+            }
+            out = lossy.as_bytes()[..end].to_vec();
+        }
+        (out, cut)
+    }
+
+    #[test]
+    fn render_matches_the_reference_on_every_short_string() {
+        // NUL, ASCII up to the fast path's bounds, a two-byte character's
+        // halves, invalid bytes.
+        const ALPHABET: [u8; 7] = [0, 1, 0x7f, 0x80, 0xc3, 0xa9, 0xff];
+        for len in 0..=5u32 {
+            for n in 0..ALPHABET.len().pow(len) {
+                let bytes: Vec<u8> = (0..len)
+                    .map(|i| ALPHABET[n / ALPHABET.len().pow(i) % ALPHABET.len()])
+                    .collect();
+                for max in 0..=6 {
+                    assert_eq!(
+                        render(&bytes, max),
+                        render_reference(&bytes, max),
+                        "{bytes:?} {max}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
