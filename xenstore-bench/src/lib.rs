@@ -8,6 +8,7 @@ pub mod client;
 pub mod compare;
 pub mod daemons;
 pub mod guests;
+pub mod in_turn;
 pub mod kernel;
 pub mod libxs;
 pub mod load;

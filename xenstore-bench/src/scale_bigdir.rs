@@ -7,6 +7,7 @@
 //! and DIRECTORY_PART of the directory, page by page.
 
 use crate::client::Conn;
+use crate::in_turn;
 use crate::scale::timed;
 use crate::scale_store::{list_pages, Start};
 use crate::stats::Sample;
@@ -49,12 +50,7 @@ pub struct Point {
     pub pages: usize,
 }
 
-pub struct Curve {
-    pub label: String,
-    pub points: Vec<Point>,
-    /// Why the curve stops where it does, if it does.
-    pub failed: Option<String>,
-}
+pub type Curve = in_turn::Curve<Point>;
 
 pub struct BigDirResult {
     pub curves: Vec<Curve>,
@@ -175,39 +171,19 @@ fn per_request(s: &mut Sample, n: usize) {
 /// measured, one after the other.
 pub fn run(plan: &Plan) -> BigDirResult {
     let started = Instant::now();
-    let mut hosts: Vec<(Result<Host>, Curve)> = plan
-        .daemons
-        .iter()
-        .map(|(label, start)| {
-            let host = Host::start(label, start);
-            let failed = host.as_ref().err().map(|e| format!("did not start: {e:#}"));
-            let curve = Curve {
-                label: label.clone(),
-                points: Vec::new(),
-                failed,
-            };
-            (host, curve)
-        })
-        .collect();
-    for &n in &plan.levels {
-        for (host, curve) in &mut hosts {
-            let Ok(h) = host else { continue };
-            if curve.failed.is_some() {
-                continue;
-            }
-            let point = h.grow(n).and_then(|()| h.point(plan.run));
-            match point {
-                Ok(p) => curve.points.push(p),
-                Err(e) => curve.failed = Some(format!("at {n} children: {e:#}")),
-            }
-        }
-        eprintln!(
-            "bench: S3 big directory, {n} children done ({:.0} s)",
-            started.elapsed().as_secs_f64()
-        );
-    }
+    let curves = in_turn::run(
+        &plan.daemons,
+        &plan.levels,
+        Host::start,
+        |h, n| {
+            h.grow(n)
+                .and_then(|()| h.point(plan.run))
+                .map_err(|e| format!("at {n} children: {e:#}"))
+        },
+        |n, secs| eprintln!("bench: S3 big directory, {n} children done ({secs:.0} s)"),
+    );
     BigDirResult {
-        curves: hosts.into_iter().map(|(_, c)| c).collect(),
+        curves,
         run: plan.run,
         elapsed: started.elapsed(),
     }

@@ -6,6 +6,7 @@
 //! (spread over all N) and waits until the broad watcher has the event.
 
 use crate::client::Conn;
+use crate::in_turn;
 use crate::scale::timed;
 use crate::scale_store::Start;
 use crate::stats::Sample;
@@ -23,12 +24,8 @@ pub struct Plan {
     pub run: Duration,
 }
 
-pub struct Curve {
-    pub label: String,
-    /// (N, backend writes each seen by the broad watcher).
-    pub points: Vec<(usize, Sample)>,
-    pub failed: Option<String>,
-}
+/// Points: (N, backend writes each seen by the broad watcher).
+pub type Curve = in_turn::Curve<(usize, Sample)>;
 
 pub struct BroadResult {
     pub curves: Vec<Curve>,
@@ -95,42 +92,21 @@ impl Host {
 
 pub fn run(plan: &Plan) -> BroadResult {
     let started = Instant::now();
-    let mut hosts: Vec<(Result<Host>, Curve)> = plan
-        .daemons
-        .iter()
-        .map(|(label, start)| {
-            let host = Host::start(label, start);
-            let failed = host.as_ref().err().map(|e| format!("did not start: {e:#}"));
-            let curve = Curve {
-                label: label.clone(),
-                points: Vec::new(),
-                failed,
-            };
-            (host, curve)
-        })
-        .collect();
-    for &n in &plan.levels {
-        for (host, curve) in &mut hosts {
-            let Ok(h) = host else { continue };
-            if curve.failed.is_some() {
-                continue;
-            }
-            let got = h
-                .grow(n)
+    let curves = in_turn::run(
+        &plan.daemons,
+        &plan.levels,
+        Host::start,
+        |h, n| {
+            h.grow(n)
                 .with_context(|| format!("grow to {n} domains"))
-                .and_then(|()| h.measure(plan.run));
-            match got {
-                Ok(s) => curve.points.push((n, s)),
-                Err(e) => curve.failed = Some(format!("at N={n}: {e:#}")),
-            }
-        }
-        eprintln!(
-            "bench: S2 broad watch, N={n} done ({:.0} s)",
-            started.elapsed().as_secs_f64()
-        );
-    }
+                .and_then(|()| h.measure(plan.run))
+                .map(|s| (n, s))
+                .map_err(|e| format!("at N={n}: {e:#}"))
+        },
+        |n, secs| eprintln!("bench: S2 broad watch, N={n} done ({secs:.0} s)"),
+    );
     BroadResult {
-        curves: hosts.into_iter().map(|(_, c)| c).collect(),
+        curves,
         run: plan.run,
         elapsed: started.elapsed(),
     }

@@ -13,6 +13,7 @@
 use crate::affinity::Pin;
 use crate::client::Conn;
 use crate::daemons::{self, cpu_ns, rss_kib, Daemon};
+use crate::in_turn;
 use crate::scale::timed;
 use crate::stats::Sample;
 use anyhow::{bail, Context, Result};
@@ -86,12 +87,7 @@ pub struct Point {
     pub rm_events: usize,
 }
 
-pub struct Curve {
-    pub label: String,
-    pub points: Vec<Point>,
-    /// Why the curve stops where it does, if it does.
-    pub failed: Option<String>,
-}
+pub type Curve = in_turn::Curve<Point>;
 
 pub struct StoreResult {
     pub curves: Vec<Curve>,
@@ -607,42 +603,20 @@ fn names(listing: &[u8]) -> Vec<String> {
 /// measured; one daemon at a time holds its idle watchers.
 pub fn run(plan: &Plan) -> StoreResult {
     let started = Instant::now();
-    let mut hosts: Vec<(Result<Host>, Curve)> = plan
-        .daemons
-        .iter()
-        .map(|(label, start)| {
-            let host = Host::start(label, start);
-            let failed = host.as_ref().err().map(|e| format!("did not start: {e:#}"));
-            let curve = Curve {
-                label: label.clone(),
-                points: Vec::new(),
-                failed,
-            };
-            (host, curve)
-        })
-        .collect();
-    for &n in &plan.levels {
-        for (host, curve) in &mut hosts {
-            let Ok(h) = host else { continue };
-            if curve.failed.is_some() {
-                continue;
-            }
-            let point = h
-                .grow(n)
+    let curves = in_turn::run(
+        &plan.daemons,
+        &plan.levels,
+        Host::start,
+        |h, n| {
+            h.grow(n)
                 .with_context(|| format!("write {n} domains' trees"))
-                .and_then(|()| h.point(plan));
-            match point {
-                Ok(p) => curve.points.push(p),
-                Err(e) => curve.failed = Some(format!("{} at {n} domains: {e:#}", h.label)),
-            }
-        }
-        eprintln!(
-            "bench: S3 big store, {n} domains done ({:.0} s)",
-            started.elapsed().as_secs_f64()
-        );
-    }
+                .and_then(|()| h.point(plan))
+                .map_err(|e| format!("{} at {n} domains: {e:#}", h.label))
+        },
+        |n, secs| eprintln!("bench: S3 big store, {n} domains done ({secs:.0} s)"),
+    );
     StoreResult {
-        curves: hosts.into_iter().map(|(_, c)| c).collect(),
+        curves,
         run: plan.run,
         removals: plan.removals,
         elapsed: started.elapsed(),
