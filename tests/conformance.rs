@@ -339,6 +339,37 @@ fn shim_agrees_with_c_xenstored() {
     check(Target::Shim);
 }
 
+/// A daemon held off the CPU past the 3 s a reply was once given (as a
+/// loaded machine held the shim once) still has its replies compared, not
+/// a "timeout": the replay waits for the daemon's answer.
+#[test]
+fn a_stalled_daemon_is_waited_for() {
+    const SIGSTOP: i32 = 19;
+    const SIGCONT: i32 = 18;
+    let files = case::load_dir(&cases_dir());
+    let case = files
+        .iter()
+        .flat_map(|f| &f.cases)
+        .find(|c| c.name == "02-read/written-value")
+        .expect("the case 02-read/written-value");
+    let shim = Shim::start();
+    let pid = shim.pid();
+    common::signal(pid, SIGSTOP);
+    // The stall itself, not a wait for readiness: longer than BRIEF.
+    let resume = std::thread::spawn(move || {
+        std::thread::sleep(BRIEF + Duration::from_secs(1));
+        common::signal(pid, SIGCONT);
+    });
+    let target = Target::Shim;
+    let got = replay(case, &shim.socket, target.patience(case), |s| {
+        target.expect(s)
+    });
+    resume.join().unwrap();
+    if let Some(diff) = describe_diff(case, &got) {
+        panic!("a stalled shim's replies differ:\n{diff}");
+    }
+}
+
 /// Every case marked `differs:` is named in DIFFERENCES.md, so the list of
 /// deliberate differences stays complete.
 #[test]
