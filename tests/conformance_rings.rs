@@ -29,12 +29,12 @@ struct Target<'a> {
 
 fn dom0(t: &Target) -> Xs<SocketLink> {
     let mut x = Xs::connect(t.socket).unwrap();
-    x.timeout = Duration::from_secs(10);
+    x.timeout = common::TIMEOUT;
     x
 }
 
 fn boot(t: &Target, dom0: &mut Xs<SocketLink>) -> Guest {
-    boot::boot(dom0, t.rings, DOMID, Duration::from_secs(10)).unwrap()
+    boot::boot(dom0, t.rings, DOMID, common::TIMEOUT).unwrap()
 }
 
 /// CONTROL quota <domid>: the domain's usage, one `name=value` line per

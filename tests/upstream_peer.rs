@@ -13,8 +13,7 @@ use std::os::unix::net::UnixStream;
 /// One request on a fresh connection; returns (type, payload).
 fn request(daemon: &Upstream, ty: u32, payload: &[u8]) -> (u32, Vec<u8>) {
     let mut s = UnixStream::connect(&daemon.socket).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
-        .unwrap();
+    s.set_read_timeout(Some(common::TIMEOUT)).unwrap();
     s.write_all(&wire::message(ty, 1, 0, payload)).unwrap();
     let (header, body) = wire::reply(&mut s);
     (header.ty, body)

@@ -286,6 +286,38 @@ fn tokenize(s: &str) -> Result<Vec<Token>, String> {
     Ok(out)
 }
 
+/// A step's action in the case syntax (without its connection); a request
+/// with its type's name, its transaction and its capture.
+pub fn action_text(action: &Action) -> String {
+    match action {
+        Action::Send {
+            ty,
+            tx,
+            payload,
+            capture,
+            ..
+        } => {
+            let name = xenstore_proto::wire::msg_name(*ty)
+                .map(|n| n.trim_start_matches("XS_").to_string())
+                .unwrap_or_else(|| ty.to_string());
+            let tx = match tx {
+                Tx::Num(0) => String::new(),
+                Tx::Num(n) => format!(" tx={n}"),
+                Tx::Var(v) => format!(" tx=${v}"),
+            };
+            let capture = capture
+                .as_ref()
+                .map(|v| format!(" -> ${v}"))
+                .unwrap_or_default();
+            format!("{name}{tx} {}{capture}", quote(payload))
+        }
+        Action::Quiet => "quiet".to_string(),
+        Action::Wait => "wait".to_string(),
+        Action::Close => "close".to_string(),
+        Action::Raw { bytes, .. } => format!("raw {}", quote(bytes)),
+    }
+}
+
 /// Bytes as a quoted string in the same escape syntax, long runs of one
 /// byte folded into `"x"*N`.
 pub fn quote(bytes: &[u8]) -> String {

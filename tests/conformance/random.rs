@@ -3,7 +3,7 @@
 //! (watches fire, transactions conflict, nodes come and go). Each session is
 //! an ordinary `Case`, replayed on both daemons and compared step by step.
 
-use super::case::{quote, Action, Case, Step, Tx};
+use super::case::{action_text, Action, Case, Step, Tx};
 
 /// xorshift64*: deterministic, no dependency.
 struct Rng(u64);
@@ -200,33 +200,7 @@ fn ping(conn: &str) -> Step {
 pub fn to_dsl(case: &Case) -> String {
     let mut out = format!("case {}\n", case.name.replace('/', "-"));
     for step in &case.steps {
-        let line = match &step.action {
-            Action::Send {
-                ty,
-                tx,
-                payload,
-                capture,
-                ..
-            } => {
-                let name = xenstore_proto::wire::msg_name(*ty)
-                    .map(|n| n.trim_start_matches("XS_").to_string())
-                    .unwrap_or_else(|| ty.to_string());
-                let tx = match tx {
-                    Tx::Num(0) => String::new(),
-                    Tx::Num(n) => format!(" tx={n}"),
-                    Tx::Var(v) => format!(" tx=${v}"),
-                };
-                let capture = capture
-                    .as_ref()
-                    .map(|v| format!(" -> ${v}"))
-                    .unwrap_or_default();
-                format!("{name}{tx} {}{capture}", quote(payload))
-            }
-            Action::Quiet => "quiet".to_string(),
-            Action::Wait => "wait".to_string(),
-            Action::Close => "close".to_string(),
-            Action::Raw { bytes, .. } => format!("raw {}", quote(bytes)),
-        };
+        let line = action_text(&step.action);
         out.push_str(&format!("  {}: {line}\n", step.conn));
     }
     out

@@ -1,7 +1,7 @@
 //! Replays one case against a daemon's socket and renders what came back,
 //! step by step, in the case format's expectation syntax.
 
-use super::case::{quote, Action, Case, Tx};
+use super::case::{quote, Action, Case, Step, Tx};
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -9,9 +9,17 @@ use std::path::Path;
 use std::time::Duration;
 use xenstore_proto::wire::{Header, MsgType, HEADER_LEN};
 
-/// Generous: the daemons answer in microseconds, but CI machines are shared.
-const REPLY_TIMEOUT: Duration = Duration::from_secs(3);
-/// How long `quiet` waits for a message that should not come.
+/// How long to wait for each message a step expects. The daemons answer in
+/// microseconds, but a loaded machine can hold a process off the CPU (or on
+/// a page fault) for seconds; waiting costs nothing unless a daemon never
+/// answers, and conformance.rs stops a suite after a few such cases.
+pub const PATIENT: Duration = Duration::from_secs(30);
+/// For a daemon allowed to answer a case its own way, where silence may be
+/// its answer (oxenstored waits for more bytes where C answers): as long
+/// as it was always given.
+pub const BRIEF: Duration = Duration::from_secs(3);
+/// How long `quiet` waits, after the messages it expects, for one that
+/// should not come.
 const QUIET: Duration = Duration::from_millis(100);
 
 enum Conn {
@@ -19,8 +27,16 @@ enum Conn {
     Closed,
 }
 
-/// One rendered message list per step.
-pub fn replay(case: &Case, socket: &Path) -> Vec<Vec<String>> {
+/// One rendered message list per step. `expect` is what the daemon should
+/// answer a step: `quiet` waits up to `patience` for each of its messages
+/// before the short silence (they may be written a moment after the reply
+/// the previous step read), and a step times out after `patience`.
+pub fn replay<'a>(
+    case: &'a Case,
+    socket: &Path,
+    patience: Duration,
+    expect: impl Fn(&'a Step) -> &'a [String],
+) -> Vec<Vec<String>> {
     let mut conns: HashMap<String, Conn> = HashMap::new();
     // Transaction ids the daemon chose, by variable: (connection, id).
     let mut vars: HashMap<String, (String, u32)> = HashMap::new();
@@ -41,13 +57,16 @@ pub fn replay(case: &Case, socket: &Path) -> Vec<Vec<String>> {
                 vec![]
             }
             (_, Conn::Closed) => vec!["closed".to_string()],
-            (Action::Wait, Conn::Open(s)) => render(vec![read_one(s, REPLY_TIMEOUT)], &vars),
-            (Action::Quiet, Conn::Open(s)) => render(read_until_quiet(s), &vars),
+            (Action::Wait, Conn::Open(s)) => render(vec![read_one(s, patience)], &vars),
+            (Action::Quiet, Conn::Open(s)) => {
+                let expected = messages_in(expect(step));
+                render(read_until_quiet(s, expected, patience), &vars)
+            }
             (Action::Raw { bytes, wait }, Conn::Open(s)) => {
                 if s.write_all(bytes).is_err() {
                     vec!["closed".to_string()]
                 } else if *wait {
-                    render(read_reply(s), &vars)
+                    render(read_reply(s, patience), &vars)
                 } else {
                     vec![]
                 }
@@ -88,7 +107,7 @@ pub fn replay(case: &Case, socket: &Path) -> Vec<Vec<String>> {
                 } else if !*wait {
                     vec![]
                 } else {
-                    let msgs = read_reply(s);
+                    let msgs = read_reply(s, patience);
                     if let (Some(var), Some(reply)) = (capture, msgs.last()) {
                         if let Some(id) = reply.tx_id_payload() {
                             vars.insert(var.clone(), (step.conn.clone(), id));
@@ -106,7 +125,7 @@ pub fn replay(case: &Case, socket: &Path) -> Vec<Vec<String>> {
         // A daemon that stops answering would cost a timeout a step: give
         // up on the case at the first timeout the recording does not have.
         let stalled =
-            lines.iter().any(|l| l == "timeout") && !step.expect.contains(&"timeout".to_string());
+            lines.iter().any(|l| l == "timeout") && !expect(step).contains(&"timeout".to_string());
         out.push(lines);
         if stalled {
             break;
@@ -174,11 +193,18 @@ impl Msg {
     }
 }
 
+/// How many of an expectation's entries are messages (not the connection's
+/// or the daemon's end).
+fn messages_in(expect: &[String]) -> usize {
+    let end = |e: &String| e == "closed" || e == "timeout" || e.ends_with(" died");
+    expect.iter().filter(|e| !end(e)).count()
+}
+
 /// Messages up to and including the first that is not a watch event.
-fn read_reply(s: &mut UnixStream) -> Vec<Msg> {
+fn read_reply(s: &mut UnixStream, patience: Duration) -> Vec<Msg> {
     let mut msgs = Vec::new();
     loop {
-        let m = read_one(s, REPLY_TIMEOUT);
+        let m = read_one(s, patience);
         let done = m.end.is_some() || m.ty != MsgType::WatchEvent as u32;
         msgs.push(m);
         if done {
@@ -187,11 +213,17 @@ fn read_reply(s: &mut UnixStream) -> Vec<Msg> {
     }
 }
 
-/// Whatever arrives before a short silence (nothing, usually).
-fn read_until_quiet(s: &mut UnixStream) -> Vec<Msg> {
+/// The `expected` messages (each waited for up to `patience`), then
+/// whatever arrives before a short silence (nothing, usually).
+fn read_until_quiet(s: &mut UnixStream, expected: usize, patience: Duration) -> Vec<Msg> {
     let mut msgs = Vec::new();
     loop {
-        let m = read_one(s, QUIET);
+        let wait = if msgs.len() < expected {
+            patience
+        } else {
+            QUIET
+        };
+        let m = read_one(s, wait);
         match m.end {
             Some("timeout") => return msgs,
             Some(_) => {
@@ -241,4 +273,21 @@ fn read_exact(s: &mut UnixStream, buf: &mut [u8]) -> Result<(), &'static str> {
         }
     }
     Ok(())
+}
+
+/// Whether the daemon on `socket` answers a request on a fresh connection
+/// within `patience`: a live daemon does, a dying one cannot (its listening
+/// socket refuses, or drops what it had queued).
+pub fn answers(socket: &Path, patience: Duration) -> bool {
+    let Ok(mut s) = UnixStream::connect(socket) else {
+        return false;
+    };
+    let header = Header {
+        ty: MsgType::GetDomainPath as u32,
+        req_id: 0,
+        tx_id: 0,
+        len: 2,
+    };
+    let request = [&header.encode()[..], b"0\0"].concat();
+    s.write_all(&request).is_ok() && read_one(&mut s, patience).end.is_none()
 }
