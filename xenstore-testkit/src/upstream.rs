@@ -8,7 +8,8 @@ use crate::error;
 use std::io;
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 pub const C_XENSTORED: &str = "/usr/lib/xen-4.17/bin/xenstored";
 pub const OXENSTORED: &str = "/usr/lib/xen-4.17/bin/oxenstored";
@@ -176,6 +177,9 @@ pub fn available(peer: impl Into<Peer>, test: &str) -> bool {
     false
 }
 
+/// How long compiling the stub may take on a loaded machine (~1 s idle).
+const CC_BOUND: Duration = Duration::from_secs(120);
+
 /// The stub library, compiled once per source version into
 /// target/xenstub. Each compile writes a private name and renames it into
 /// place, so parallel tests and benches never load a half-written file.
@@ -195,18 +199,35 @@ pub fn stub_library() -> io::Result<PathBuf> {
         std::process::id(),
         std::thread::current().id()
     ));
-    let out = Command::new("cc")
+    // cc's complaints go to a file, not a pipe it could fill while nobody
+    // reads; the compile is bounded like every other wait.
+    let complaints = tmp.with_extension("err");
+    let mut cc = Command::new("cc")
         .args(["-shared", "-fPIC", "-O1", "-Wall", "-o"])
         .arg(&tmp)
         .arg(&source)
         .arg("-ldl")
-        .output()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&complaints)?)
+        .spawn()
         .map_err(|e| error(format!("run cc (needed for the upstream stub): {e}")))?;
-    if !out.status.success() {
+    let mut status = None;
+    let waited = crate::wait_until("cc to compile the upstream stub", CC_BOUND, || {
+        status = cc.try_wait().ok().flatten();
+        status.is_some()
+    });
+    if let Err(e) = waited {
+        let _ = cc.kill();
+        let _ = cc.wait();
+        return Err(error(format!("{e} (killed it)")));
+    }
+    let stderr = std::fs::read_to_string(&complaints).unwrap_or_default();
+    let _ = std::fs::remove_file(&complaints);
+    if !status.is_some_and(|s| s.success()) {
         return Err(error(format!(
-            "compiling {} failed:\n{}",
-            source.display(),
-            String::from_utf8_lossy(&out.stderr)
+            "compiling {} failed:\n{stderr}",
+            source.display()
         )));
     }
     std::fs::rename(&tmp, &lib)?;
