@@ -26,19 +26,11 @@ pub struct Store {
     /// delete, transactions' included (hence a Cell: a transaction's view
     /// holds the store shared).
     generation: Cell<u64>,
-    /// What each domain owns, its count and bytes side by side: a write
-    /// updates both, and two maps missed the cache twice for a domain
-    /// among a thousand.
-    owned: FxHashMap<u32, Owned>,
+    owned: FxHashMap<u32, usize>,
+    /// Bytes of nodes each domain owns (the memory quota's share of the
+    /// tree, see `NodeRef::memory`).
+    owned_bytes: FxHashMap<u32, usize>,
     mentions: Mentions,
-}
-
-/// A domain's nodes: how many, and their bytes (the memory quota's share
-/// of the tree, see `NodeRef::memory`).
-#[derive(Debug, Default, Clone, Copy)]
-struct Owned {
-    nodes: usize,
-    bytes: usize,
 }
 
 /// The nodes releasing some domains touches (see [`Store::mentioning`]).
@@ -66,6 +58,7 @@ impl Store {
             listings: FxHashMap::default(),
             generation: Cell::new(0),
             owned: FxHashMap::default(),
+            owned_bytes: FxHashMap::default(),
             mentions: Mentions::default(),
         };
         let n0 = || Node::new(b"", Perms::owned_by(0));
@@ -322,10 +315,10 @@ impl Store {
             }
         }
         for (d, n) in &counts {
-            if Tree::owned(self, *d) != *n {
+            if self.owned.get(d).copied().unwrap_or(0) != *n {
                 problems.push(format!(
-                    "domain {d}: owns {n} nodes, accounted {}",
-                    Tree::owned(self, *d)
+                    "domain {d}: owns {n} nodes, accounted {:?}",
+                    self.owned.get(d)
                 ));
             }
         }
@@ -359,13 +352,14 @@ impl Store {
 
     /// Bytes of the nodes `domid` owns.
     pub fn memory(&self, domid: u32) -> usize {
-        self.owned.get(&domid).map_or(0, |o| o.bytes)
+        self.owned_bytes.get(&domid).copied().unwrap_or(0)
     }
 
     fn account(&mut self, domid: u32, nodes: isize, bytes: isize) {
-        let o = self.owned.entry(domid).or_default();
-        o.nodes = o.nodes.saturating_add_signed(nodes);
-        o.bytes = o.bytes.saturating_add_signed(bytes);
+        let n = self.owned.entry(domid).or_default();
+        *n = n.saturating_add_signed(nodes);
+        let b = self.owned_bytes.entry(domid).or_default();
+        *b = b.saturating_add_signed(bytes);
     }
 }
 
@@ -437,7 +431,7 @@ impl Tree for Store {
     }
 
     fn owned(&self, domid: u32) -> usize {
-        self.owned.get(&domid).map_or(0, |o| o.nodes)
+        self.owned.get(&domid).copied().unwrap_or(0)
     }
 
     fn memory(&self, domid: u32) -> usize {

@@ -75,11 +75,6 @@ pub struct WatchTable {
     /// list's allocations.
     by_path: FxHashMap<InlinePath, SmallVec<[Hit; 1]>>,
     per_conn: FxHashMap<u32, Usage>,
-    /// How many watches each path depth holds (see [`depth`]): a change's
-    /// ancestors are looked up only at depths some watch has. Each lookup
-    /// in a big index misses the cache, and a change 8 deep looked up 9
-    /// paths where S2's 15 000 watches sit at one depth.
-    depths: Vec<u32>,
     next: u64,
 }
 
@@ -105,11 +100,6 @@ impl WatchTable {
         usage.count += 1;
         usage.bytes += cost(&w);
         let path = InlinePath::from(w.path.as_str());
-        let d = depth(&w.path);
-        if self.depths.len() <= d {
-            self.depths.resize(d + 1, 0);
-        }
-        self.depths[d] += 1;
         let slot = match self.free.pop() {
             Some(s) => {
                 self.slab[s as usize] = Some(w);
@@ -167,7 +157,6 @@ impl WatchTable {
         };
         self.free.push(slot);
         self.order.remove(&key);
-        self.depths[depth(&w.path)] -= 1;
         if let Some(usage) = self.per_conn.get_mut(&key.0) {
             usage.count -= 1;
             usage.bytes -= cost(&w);
@@ -201,9 +190,6 @@ impl WatchTable {
         out.clear();
         let mut lists = 0;
         let mut add = |p: &str| {
-            if self.depths.get(depth(p)).is_none_or(|&n| n == 0) {
-                return;
-            }
             if let Some(hits) = self.by_path.get(p) {
                 out.extend_from_slice(hits);
                 lists += 1;
@@ -239,15 +225,6 @@ impl WatchTable {
     pub fn is_empty(&self) -> bool {
         self.order.is_empty()
     }
-}
-
-/// The number of components of `path` (`/` and `@` names: 0): where the
-/// table counts a watch, and where `matching` looks for one.
-fn depth(path: &str) -> usize {
-    if path == "/" {
-        return 0;
-    }
-    path.bytes().filter(|&b| b == b'/').count()
 }
 
 /// Every watch path `path` is at or below (as `path::is_at_or_below`),
