@@ -219,6 +219,7 @@ fn scale_plan(args: &AllArgs, b: &Builds, budget: &Budget, domains: bool) -> Pla
         check_quiet: false,
         domains,
         time_sends: !domains,
+        time_doorbells: domains,
     }
 }
 
@@ -345,6 +346,15 @@ fn smoke_sends(r: &scale::ScaleResult) -> Result<()> {
             Err(e) => println!("scale smoke: sends not timed at N={n}: {e:#}"),
         }
     }
+    for (n, timed) in &r.doorbells {
+        match timed {
+            Ok(t) => println!(
+                "scale smoke: doorbells timed at N={n}: {} replies, {} doorbells to {} domains",
+                t.replies.count, t.doorbells.count, t.domains
+            ),
+            Err(e) => println!("scale smoke: doorbells not timed at N={n}: {e:#}"),
+        }
+    }
     Ok(())
 }
 
@@ -360,6 +370,7 @@ pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
         check_quiet: true,
         domains: true,
         time_sends: true,
+        time_doorbells: true,
     });
     let curve = &r.curves[0];
     let points = curve

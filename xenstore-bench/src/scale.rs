@@ -15,7 +15,7 @@ use crate::affinity::Pin;
 use crate::client::Conn;
 use crate::daemons::{self, cpu_ns, Daemon};
 use crate::guests::{self, RingGuest};
-use crate::scale_sends::{SendTimes, SendTracer};
+use crate::scale_sends::{DoorbellTimes, SendTimes, SendTracer};
 use crate::stats::{median, median_sample, Sample};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -48,6 +48,10 @@ pub struct Plan {
     /// first shim at the smallest and the largest N > 0, its sends timed
     /// with bpftrace (scale_sends.rs).
     pub time_sends: bool,
+    /// After the rounds, one more S2 spread run of the first shim with
+    /// every write for a domain, at the smallest and the largest N > 0,
+    /// its doorbells and replies timed with bpftrace (scale_sends.rs).
+    pub time_doorbells: bool,
 }
 
 /// One daemon's figures at one N.
@@ -82,6 +86,8 @@ pub struct ScaleResult {
     pub elapsed: Duration,
     /// The first shim's sends by N, if the plan timed them.
     pub sends: Vec<(usize, Result<SendTimes>)>,
+    /// The first shim's doorbells by N, if the plan timed them.
+    pub doorbells: Vec<(usize, Result<DoorbellTimes>)>,
 }
 
 /// A daemon under test and its idle population.
@@ -195,6 +201,16 @@ impl Host {
     /// when `one`); each write is timed until its watcher has the event.
     /// Also returns the kernel's share of the daemon's CPU in that run.
     fn fan_out(&mut self, run: Duration, one: bool) -> Result<(Sample, f64)> {
+        self.fan_out_to(run, one, false)
+    }
+
+    /// `fan_out`, or with `domains_only` every write for a domain.
+    fn fan_out_to(
+        &mut self,
+        run: Duration,
+        one: bool,
+        domains_only: bool,
+    ) -> Result<(Sample, f64)> {
         let (load, idle, guests) = (&mut self.load, &mut self.idle, &mut self.guests);
         let n = idle.len();
         if n == 0 {
@@ -204,7 +220,7 @@ impl Host {
         let before = user_and_system_ticks(pid)?;
         let sample = timed(pid, run, |op| {
             let i = if one { 0 } else { op.wrapping_mul(7919) % n };
-            if op % 2 == 1 && !guests.is_empty() {
+            if (domains_only || op % 2 == 1) && !guests.is_empty() {
                 let count = guests.len();
                 let g = &mut guests[i % count];
                 let rel = format!("{GUEST_HOT}/v");
@@ -244,6 +260,19 @@ impl Host {
         });
         self.guests = guests;
         timed
+    }
+
+    /// One S2 spread run with every write for a domain, its doorbells and
+    /// replies timed; None without domains.
+    fn time_doorbells(&mut self, run: Duration) -> Option<Result<DoorbellTimes>> {
+        if self.guests.is_empty() {
+            return None;
+        }
+        let tracer = SendTracer::start(self.daemon.pid());
+        Some(tracer.and_then(|t| {
+            self.fan_out_to(run, false, true)?;
+            t.finish_doorbells()
+        }))
     }
 }
 
@@ -384,6 +413,11 @@ pub fn run(plan: &Plan) -> ScaleResult {
     } else {
         Vec::new()
     };
+    let doorbells = if plan.time_doorbells && !plan.shims.is_empty() {
+        time_doorbells(plan, &mut hosts)
+    } else {
+        Vec::new()
+    };
     let curves = labels
         .iter()
         .enumerate()
@@ -412,11 +446,31 @@ pub fn run(plan: &Plan) -> ScaleResult {
         rounds: plan.rounds,
         elapsed: started.elapsed(),
         sends,
+        doorbells,
     }
 }
 
 /// The first shim's sends timed at the smallest and the largest N > 0.
 fn time_sends(plan: &Plan, hosts: &mut [Vec<Result<Host>>]) -> Vec<(usize, Result<SendTimes>)> {
+    at_both_ends(plan, hosts, "sends", |h| Some(h.time_sends(plan.run)))
+}
+
+/// The first shim's doorbells timed at the smallest and the largest N > 0
+/// (none where it serves no domains).
+fn time_doorbells(
+    plan: &Plan,
+    hosts: &mut [Vec<Result<Host>>],
+) -> Vec<(usize, Result<DoorbellTimes>)> {
+    at_both_ends(plan, hosts, "doorbells", |h| h.time_doorbells(plan.run))
+}
+
+/// `time` on the first shim's host at the smallest and the largest N > 0.
+fn at_both_ends<T>(
+    plan: &Plan,
+    hosts: &mut [Vec<Result<Host>>],
+    what: &str,
+    mut time: impl FnMut(&mut Host) -> Option<Result<T>>,
+) -> Vec<(usize, Result<T>)> {
     let first = plan.levels.iter().position(|&n| n > 0);
     let last = plan.levels.len().checked_sub(1);
     let (Some(first), Some(last)) = (first, last) else {
@@ -429,13 +483,16 @@ fn time_sends(plan: &Plan, hosts: &mut [Vec<Result<Host>>]) -> Vec<(usize, Resul
     };
     levels
         .into_iter()
-        .map(|l| {
+        .filter_map(|l| {
             let n = plan.levels[l];
             let timed = match hosts[l][0].as_mut() {
-                Ok(h) => h.time_sends(plan.run),
+                Ok(h) => time(h)?,
                 Err(e) => Err(anyhow::anyhow!("{e:#}")),
             };
-            (n, timed.with_context(|| format!("time the sends at N={n}")))
+            Some((
+                n,
+                timed.with_context(|| format!("time the {what} at N={n}")),
+            ))
         })
         .collect()
 }

@@ -3,6 +3,11 @@
 //! sendto, by socket) during one more S2 spread run at the smallest and
 //! the largest N. The socket with the most sends is the writer's, which
 //! gets every reply; the others are the watchers', one event each.
+//!
+//! With ring domains, the run's writes all go to domains, and the
+//! doorbells are timed too: a doorbell is a write(2) on the socket
+//! connected to the domain's guest (std's `UnixDatagram::send`), a reply
+//! a sendto on the writer's socket.
 
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -31,7 +36,17 @@ pub struct SendTimes {
     pub watchers: usize,
 }
 
-/// bpftrace timing process `pid`'s sendto calls until `finish`.
+/// One traced run of domain events: the replies (sendto on the writer's
+/// socket) and the doorbells (write on each domain's doorbell socket).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DoorbellTimes {
+    pub replies: Sends,
+    pub doorbells: Sends,
+    /// How many doorbell sockets were written to.
+    pub domains: usize,
+}
+
+/// bpftrace timing process `pid`'s sendto and write calls until `finish`.
 pub struct SendTracer {
     child: Child,
     output: PathBuf,
@@ -54,9 +69,15 @@ impl SendTracer {
              tracepoint:syscalls:sys_exit_sendto /pid == {pid} && @start[tid]/ \
              {{ @ns[@fd[tid]] = stats(nsecs - @start[tid]); delete(@start[tid]); \
              delete(@fd[tid]); }}\n\
+             tracepoint:syscalls:sys_enter_write /pid == {pid}/ \
+             {{ @wstart[tid] = nsecs; @wfd[tid] = args->fd; }}\n\
+             tracepoint:syscalls:sys_exit_write /pid == {pid} && @wstart[tid]/ \
+             {{ @bell[@wfd[tid]] = stats(nsecs - @wstart[tid]); delete(@wstart[tid]); \
+             delete(@wfd[tid]); }}\n\
              tracepoint:syscalls:sys_enter_getppid /pid == {me}/ \
-             {{ print(@ns); printf(\"reported\\n\"); exit(); }}\n\
-             END {{ clear(@start); clear(@fd); clear(@ns); }}\n"
+             {{ print(@ns); print(@bell); printf(\"reported\\n\"); exit(); }}\n\
+             END {{ clear(@start); clear(@fd); clear(@ns); clear(@wstart); clear(@wfd); \
+             clear(@bell); }}\n"
         );
         let child = Command::new("bpftrace")
             .args(["-B", "line", "-e", &script])
@@ -89,14 +110,26 @@ impl SendTracer {
 
     /// Has bpftrace report its sends (see `start`), and splits them.
     pub fn finish(mut self) -> Result<SendTimes> {
+        let text = self.report()?;
+        parse(&text).with_context(|| format!("bpftrace's stderr: {}", self.stderr_text().trim()))
+    }
+
+    /// The same for a run of domain events: replies and doorbells.
+    pub fn finish_doorbells(mut self) -> Result<DoorbellTimes> {
+        let text = self.report()?;
+        parse_doorbells(&text)
+            .with_context(|| format!("bpftrace's stderr: {}", self.stderr_text().trim()))
+    }
+
+    /// bpftrace's report, once it has printed it.
+    fn report(&mut self) -> Result<String> {
         // SAFETY: getppid has no preconditions; the call is the signal.
         unsafe { libc::getppid() };
         let deadline = Instant::now() + BPFTRACE_BOUND;
         loop {
             let text = std::fs::read_to_string(&self.output)?;
             if text.contains("reported") {
-                return parse(&text)
-                    .with_context(|| format!("bpftrace's stderr: {}", self.stderr_text().trim()));
+                return Ok(text);
             }
             if let Some(status) = self.child.try_wait()? {
                 bail!("bpftrace exited ({status}): {}", self.stderr_text());
@@ -119,8 +152,49 @@ impl Drop for SendTracer {
 /// bpftrace's `@ns[FD]: count C, average A, total T` lines, split into
 /// the busiest socket (the writer's) and the rest (the watchers').
 pub fn parse(text: &str) -> Result<SendTimes> {
-    let mut per_fd: Vec<(u64, u64)> = Vec::new(); // (count, total ns)
-    for line in text.lines().filter(|l| l.starts_with("@ns[")) {
+    let mut per_fd = per_fd(text, "@ns[")?;
+    per_fd.sort_unstable_by_key(|&(count, _)| std::cmp::Reverse(count));
+    let Some((&writer, watchers)) = per_fd.split_first() else {
+        bail!("bpftrace saw no send");
+    };
+    Ok(SendTimes {
+        replies: sends(&[writer]),
+        events: sends(watchers),
+        watchers: watchers.len(),
+    })
+}
+
+/// The busiest sendto socket (the writer's) and every written one (the
+/// doorbells).
+pub fn parse_doorbells(text: &str) -> Result<DoorbellTimes> {
+    let replies = per_fd(text, "@ns[")?;
+    let Some(&writer) = replies.iter().max_by_key(|f| f.0) else {
+        bail!("bpftrace saw no reply");
+    };
+    let bells = per_fd(text, "@bell[")?;
+    if bells.is_empty() {
+        bail!("bpftrace saw no doorbell");
+    }
+    Ok(DoorbellTimes {
+        replies: sends(&[writer]),
+        doorbells: sends(&bells),
+        domains: bells.len(),
+    })
+}
+
+fn sends(fds: &[(u64, u64)]) -> Sends {
+    let count: u64 = fds.iter().map(|f| f.0).sum();
+    let total: u64 = fds.iter().map(|f| f.1).sum();
+    Sends {
+        count,
+        mean_ns: total as f64 / count.max(1) as f64,
+    }
+}
+
+/// (count, total ns) of each of the map's `MAP[FD]: count C, …, total T` lines.
+fn per_fd(text: &str, map: &str) -> Result<Vec<(u64, u64)>> {
+    let mut per_fd = Vec::new();
+    for line in text.lines().filter(|l| l.starts_with(map)) {
         let field = |name: &str| -> Result<u64> {
             let at = line
                 .find(name)
@@ -135,23 +209,7 @@ pub fn parse(text: &str) -> Result<SendTimes> {
         };
         per_fd.push((field("count ")?, field("total ")?));
     }
-    per_fd.sort_unstable_by_key(|&(count, _)| std::cmp::Reverse(count));
-    let Some((&writer, watchers)) = per_fd.split_first() else {
-        bail!("bpftrace saw no send");
-    };
-    let sends = |fds: &[(u64, u64)]| {
-        let count: u64 = fds.iter().map(|f| f.0).sum();
-        let total: u64 = fds.iter().map(|f| f.1).sum();
-        Sends {
-            count,
-            mean_ns: total as f64 / count.max(1) as f64,
-        }
-    };
-    Ok(SendTimes {
-        replies: sends(&[writer]),
-        events: sends(watchers),
-        watchers: watchers.len(),
-    })
+    Ok(per_fd)
 }
 
 #[cfg(test)]
@@ -180,6 +238,33 @@ mod tests {
             }
         );
         assert_eq!(t.watchers, 2);
+    }
+
+    #[test]
+    fn doorbells_are_the_writes_and_the_reply_the_busiest_sendto() {
+        let text = "attached\n\n\
+                    @ns[5]: count 30, average 900, total 27000\n\
+                    @ns[9]: count 1, average 2000, total 2000\n\n\
+                    @bell[12]: count 10, average 1000, total 10000\n\
+                    @bell[14]: count 20, average 2500, total 50000\n";
+        let t = parse_doorbells(text).unwrap();
+        assert_eq!(
+            t.replies,
+            Sends {
+                count: 30,
+                mean_ns: 900.0
+            }
+        );
+        assert_eq!(
+            t.doorbells,
+            Sends {
+                count: 30,
+                mean_ns: 2000.0
+            }
+        );
+        assert_eq!(t.domains, 2);
+        let e = parse_doorbells("attached\n@ns[5]: count 3, average 9, total 27\n").unwrap_err();
+        assert!(format!("{e}").contains("no doorbell"), "{e}");
     }
 
     #[test]

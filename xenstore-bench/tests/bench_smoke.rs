@@ -35,7 +35,7 @@ fn bench_client_drives_every_workload() {
 /// S4 at N = 10 on C xenstored and oxenstored under the stub's simulated
 /// hypervisor (the dying released, every watcher told, every domain asked
 /// about); and S4 beside 5 background trees: the dying released, their
-/// homes gone. And S2 spread's sends timed at N = 10 and 40.
+/// homes gone. And S2 spread's sends and doorbells timed at N = 10 and 40.
 #[test]
 fn scale_scenarios_deliver_each_event_to_its_watcher_only() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_xenstore-bench"))
@@ -105,6 +105,25 @@ fn assert_sends_timed(stdout: &str) {
         assert!(replies > 0, "no send timed at N={n}: {line}");
         assert_eq!(replies, events, "one event a reply at N={n}: {line}");
         assert_eq!(watchers, n, "every watcher sent to at N={n}: {line}");
+    }
+    // The same run with every write for an idle domain: one doorbell a
+    // reply, rung on every domain's socket.
+    for n in [10, 40] {
+        let prefix = format!("scale smoke: doorbells timed at N={n}: ");
+        let line = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("no doorbells timed at N={n} in:\n{stdout}"));
+        let numbers: Vec<u64> = line
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        let [replies, doorbells, domains] = numbers[..] else {
+            panic!("unexpected line {line:?}");
+        };
+        assert!(replies > 0, "no reply timed at N={n}: {line}");
+        assert_eq!(replies, doorbells, "one doorbell a reply at N={n}: {line}");
+        assert_eq!(domains, n, "every domain rung at N={n}: {line}");
     }
 }
 
