@@ -39,7 +39,8 @@ pub struct Listing {
     len: usize,
     /// Chunk room unused past which the chunks are repacked: what the last
     /// repacking left plus half its bytes, so its O(listing) cost comes at
-    /// most once per half a listing's bytes removed or added.
+    /// most once per half a listing's bytes of room left by removals (or by
+    /// chunks closed short of a long name).
     slack_limit: usize,
 }
 
