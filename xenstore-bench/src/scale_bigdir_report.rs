@@ -15,14 +15,17 @@ pub fn render(r: &BigDirResult) -> String {
          children named 0, 1, 2, …; at each size every daemon in turn (runs of {:.2} s; this \
          part took {:.0} s), the client and the daemon pinned to CPU 0. Cells: requests/s \
          (p50/p99 µs of the whole op) daemon CPU per request in µs. The shim keeps a list \
-         longer than 8192 bytes beside its node with an index (each name's slot in a hash \
-         map, the entries' lengths in a Fenwick tree): testing, adding or removing a child \
-         is a hash lookup and a walk of log(children) slots; what still grows with the list \
-         is one move of the bytes after a removed name (the whole list for the oldest child, \
-         a memmove of 170 kB at 30000 children), and a renumbering of the slots once every \
-         as many additions as there are children. A write of the directory's own value or \
-         permissions, and a transaction's first look at it, still copy the list once. \
-         Smaller lists are searched with memmem, as before.",
+         longer than 8192 bytes beside its node in chunks of whole entries (at most 4096 \
+         bytes each) and each name's chunk in a hash map: testing or adding a child is a \
+         hash lookup and an append, removing one a lookup and a move of the rest of its \
+         chunk (at most 4096 bytes, wherever the child is in the list). A reply or \
+         DIRECTORY_PART page concatenates the chunks it copies (a Fenwick tree of their \
+         lengths finds a page's first chunk). Removals leave chunks short; they are \
+         repacked once the room left grows by half the listing's bytes, an O(listing) \
+         step amortised over the removals that left it. A write of the directory's own value or \
+         permissions, a transaction's first look at it and a commit that rewrites it still \
+         copy the list once. Smaller lists are contiguous and searched with memmem, as \
+         before.",
         r.run.as_secs_f64(),
         r.elapsed.as_secs_f64()
     );
@@ -38,7 +41,7 @@ pub fn render(r: &BigDirResult) -> String {
         r,
         "Remove the oldest child and write it back",
         "`rm` of the first child in the list, then a write making it again (at the end): \
-         everything after it moves.",
+         everything after it moves (in the shim, the rest of its chunk).",
         |p| cell(&p.oldest),
     );
     s += &ratio_row(r, |p| p.oldest.daemon_cpu_us);

@@ -1,6 +1,7 @@
 //! xenstored-probes: a complete xenstore daemon with a USDT provider
 //! (`xenstore`, declared in `xenstore.d`) in its request/response path.
 
+pub mod children;
 pub mod cnum;
 pub mod connection;
 pub mod daemon;

@@ -2,6 +2,8 @@
 //! owned while being edited ([`Node`]) or borrowed from wherever a tree
 //! keeps it ([`NodeRef`]).
 
+use crate::children::Children;
+use crate::listing::find_child;
 use crate::perms::{Perm, Perms};
 
 /// A node being edited: what tree operations build and `Tree::put` takes.
@@ -20,7 +22,7 @@ pub struct Node {
 pub struct NodeRef<'a> {
     pub value: &'a [u8],
     pub perms: &'a [Perm],
-    pub children: &'a [u8],
+    pub children: Children<'a>,
     pub generation: u64,
 }
 
@@ -43,7 +45,7 @@ impl Node {
         NodeRef {
             value: &self.value,
             perms: &self.perms,
-            children: &self.children,
+            children: Children::Flat(&self.children),
             generation: self.generation,
         }
     }
@@ -60,23 +62,6 @@ impl Node {
     }
 }
 
-/// Where `name`'s entry starts in a NUL-terminated listing: one memmem
-/// over the bytes (a domain's listing is thousands of names long).
-fn find_child(children: &[u8], name: &str) -> Option<usize> {
-    let name = name.as_bytes();
-    if name.is_empty() || name.contains(&0) {
-        return None;
-    }
-    if children.starts_with(name) && children.get(name.len()) == Some(&0) {
-        return Some(0);
-    }
-    let mut needle = Vec::with_capacity(name.len() + 2);
-    needle.push(0);
-    needle.extend_from_slice(name);
-    needle.push(0);
-    memchr::memmem::find(children, &needle).map(|at| at + 1)
-}
-
 impl<'a> NodeRef<'a> {
     pub fn to_node(self) -> Node {
         Node {
@@ -88,14 +73,11 @@ impl<'a> NodeRef<'a> {
     }
 
     pub fn has_child(self, name: &str) -> bool {
-        find_child(self.children, name).is_some()
+        self.children.has(name)
     }
 
     pub fn children(self) -> impl Iterator<Item = &'a str> {
-        self.children
-            .split(|&b| b == 0)
-            .filter(|c| !c.is_empty())
-            .map(|c| std::str::from_utf8(c).unwrap_or(""))
+        self.children.names()
     }
 
     /// The size the node-size quota measures.

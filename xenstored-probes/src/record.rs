@@ -10,6 +10,7 @@
 //! u32 | path_len u16 | perm_count u16 | perms ([Perm], packed) | path |
 //! value | children.
 
+use crate::children::Children;
 use crate::node::{Node, NodeRef};
 use crate::perms::Perm;
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
@@ -45,7 +46,7 @@ impl Record {
         Record::pack(
             path,
             NodeRef {
-                children: &[],
+                children: Children::Flat(&[]),
                 ..node
             },
             true,
@@ -86,7 +87,10 @@ impl Record {
             let perms = p.add(HEADER).cast::<Perm>();
             std::ptr::copy_nonoverlapping(node.perms.as_ptr(), perms, node.perms.len());
             let mut at = p.add(HEADER + size_of_val(node.perms));
-            for bytes in [path.as_bytes(), node.value, node.children] {
+            for bytes in [path.as_bytes(), node.value]
+                .into_iter()
+                .chain(node.children.chunks())
+            {
                 std::ptr::copy_nonoverlapping(bytes.as_ptr(), at, bytes.len());
                 at = at.add(bytes.len());
             }
@@ -136,7 +140,7 @@ impl Record {
             generation,
             perms,
             value: self.bytes(value_at, value_len),
-            children: self.bytes(value_at + value_len, children_len),
+            children: Children::Flat(self.bytes(value_at + value_len, children_len)),
         }
     }
 

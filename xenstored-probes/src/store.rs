@@ -5,6 +5,7 @@
 //! A big directory's children live beside its record (listing.rs), where
 //! adding or removing one does not rewrite the whole list.
 
+use crate::children::Children;
 use crate::listing::{self, Listing};
 use crate::mentions::{mentioned, mentions, Mentions};
 use crate::node::{Node, NodeRef};
@@ -102,7 +103,7 @@ impl Store {
         let children = self
             .listings
             .get(record.path())
-            .map_or(&[][..], Listing::bytes);
+            .map_or(Children::Flat(&[]), Children::Listed);
         NodeRef { children, ..node }
     }
 
@@ -114,11 +115,11 @@ impl Store {
             return Record::new(path, node);
         }
         match self.listings.get_mut(path) {
-            Some(l) if l.bytes() == node.children => {}
-            Some(l) => l.replace(node.children),
+            Some(l) if node.children == Children::Listed(l) => {}
+            Some(l) => l.replace(&node.children.to_vec()),
             None => {
                 self.listings
-                    .insert(path.into(), Listing::new(node.children));
+                    .insert(path.into(), Listing::new(&node.children.to_vec()));
             }
         }
         Record::detached(path, node)
@@ -373,7 +374,7 @@ impl Tree for Store {
         let owner = node.perms.owner();
         let bytes = node.view().memory(path) as isize;
         // (a detached list is replaced in place: its length, before)
-        let old_listing = self.listings.get(path).map_or(0, |l| l.bytes().len());
+        let old_listing = self.listings.get(path).map_or(0, |l| l.len());
         let record = self.pack(path, node.view());
         let old = self.nodes.replace(record);
         match &old {

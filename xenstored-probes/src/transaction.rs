@@ -223,7 +223,7 @@ impl Transaction {
     /// else the store's list `now` less those it removed (or made again),
     /// then those it made, in its order, as if it ran now.
     fn merged_children(&self, path: &str, seen: &Node, mine: &Node, now: NodeRef<'_>) -> Vec<u8> {
-        if seen.children == now.children {
+        if now.children == seen.children {
             return mine.children.clone();
         }
         // Only a child it touched can be other than Kept: those are found
@@ -301,7 +301,7 @@ impl TxTree<'_> {
         else {
             return;
         };
-        if seen.children == now.children {
+        if now.children == seen.children {
             return;
         }
         let merged = match self.tx.overlay.get(path) {

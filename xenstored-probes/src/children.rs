@@ -1,0 +1,114 @@
+//! A node's list of children wherever the tree keeps it: NUL-terminated
+//! names in creation order, contiguous in a record or a node being
+//! edited, in chunks beside the record of a big directory (listing.rs).
+//! Readers see one list of bytes either way; only a reply or a copy
+//! concatenates the chunks.
+
+use crate::listing::{find_child, Listing};
+use std::fmt;
+
+#[derive(Clone, Copy)]
+pub enum Children<'a> {
+    Flat(&'a [u8]),
+    Listed(&'a Listing),
+}
+
+impl<'a> Children<'a> {
+    /// Bytes of the whole list.
+    pub fn len(self) -> usize {
+        match self {
+            Children::Flat(bytes) => bytes.len(),
+            Children::Listed(l) => l.len(),
+        }
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn has(self, name: &str) -> bool {
+        match self {
+            Children::Flat(bytes) => find_child(bytes, name).is_some(),
+            Children::Listed(l) => l.has(name),
+        }
+    }
+
+    /// Pieces of whole entries whose concatenation is the list.
+    pub fn chunks(self) -> impl Iterator<Item = &'a [u8]> {
+        let (flat, listed) = match self {
+            Children::Flat(bytes) => (Some(bytes), None),
+            Children::Listed(l) => (None, Some(l.chunks())),
+        };
+        flat.into_iter().chain(listed.into_iter().flatten())
+    }
+
+    /// The child names, in list order.
+    pub fn names(self) -> impl Iterator<Item = &'a str> {
+        self.chunks().flat_map(|c| {
+            c.split(|&b| b == 0)
+                .filter(|n| !n.is_empty())
+                .map(|n| std::str::from_utf8(n).unwrap_or(""))
+        })
+    }
+
+    pub fn to_vec(self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len());
+        self.extend_into(&mut out);
+        out
+    }
+
+    pub fn extend_into(self, out: &mut Vec<u8>) {
+        for c in self.chunks() {
+            out.extend_from_slice(c);
+        }
+    }
+
+    /// Appends up to `max` bytes of the list from byte `offset` to `out`.
+    pub fn copy_range(self, offset: usize, max: usize, out: &mut Vec<u8>) {
+        match self {
+            Children::Flat(bytes) => {
+                let rest = bytes.get(offset..).unwrap_or(&[]);
+                out.extend_from_slice(&rest[..rest.len().min(max)]);
+            }
+            Children::Listed(l) => l.copy_range(offset, max, out),
+        }
+    }
+
+    /// Whether the list is exactly `bytes`, compared piece by piece.
+    fn is(self, bytes: &[u8]) -> bool {
+        if self.len() != bytes.len() {
+            return false;
+        }
+        let mut rest = bytes;
+        self.chunks().all(|c| {
+            let (head, tail) = rest.split_at(c.len());
+            rest = tail;
+            head == c
+        })
+    }
+}
+
+impl PartialEq for Children<'_> {
+    fn eq(&self, other: &Children<'_>) -> bool {
+        match (*self, *other) {
+            (a, Children::Flat(b)) | (Children::Flat(b), a) => a.is(b),
+            (Children::Listed(a), Children::Listed(b)) => {
+                std::ptr::eq(a, b) || self.to_vec() == other.to_vec()
+            }
+        }
+    }
+}
+
+impl Eq for Children<'_> {}
+
+impl<T: AsRef<[u8]> + ?Sized> PartialEq<T> for Children<'_> {
+    fn eq(&self, other: &T) -> bool {
+        self.is(other.as_ref())
+    }
+}
+
+impl fmt::Debug for Children<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(&self.to_vec()))
+    }
+}
