@@ -3,7 +3,7 @@
 //!
 //! Memory is a goal (RSS at least as low as C xenstored's TDB): a map of
 //! `Box<str>` to a struct of three `Vec`s cost four allocations and ~110
-//! bytes of table slot per node; this costs one allocation and 8 bytes.
+//! bytes of table slot per node; this costs one slab block (slab.rs) and 8 bytes.
 //! The map is a set of records keyed by the path inside them.
 //!
 //! Layout (native endian): generation u64 | value_len u32 | children_len
@@ -12,13 +12,14 @@
 
 use crate::node::{Node, NodeRef};
 use crate::perms::Perm;
+use crate::slab;
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};
 use std::ptr::NonNull;
 
 const HEADER: usize = 20;
-const ALIGN: usize = 8;
+const ALIGN: usize = slab::ALIGN;
 /// children_len of a record whose children the store keeps beside it
 /// (a big directory's, see listing.rs).
 const DETACHED: u32 = u32::MAX;
@@ -74,9 +75,7 @@ impl Record {
         // SAFETY: layout has a non-zero size (HEADER); every byte written
         // below lies inside it, and each region is written exactly once.
         unsafe {
-            let Some(ptr) = NonNull::new(alloc(layout)) else {
-                handle_alloc_error(layout)
-            };
+            let ptr = allocate(layout);
             let p = ptr.as_ptr();
             p.cast::<u64>().write(node.generation);
             p.add(8).cast::<u32>().write(value_len);
@@ -145,6 +144,30 @@ impl Record {
     }
 }
 
+/// A record's block: from the slab, unless it is too big for it.
+fn allocate(layout: Layout) -> NonNull<u8> {
+    if layout.size() <= slab::MAX_BLOCK {
+        return slab::alloc_block(layout.size());
+    }
+    // SAFETY: layout has a non-zero size (HEADER at least).
+    NonNull::new(unsafe { alloc(layout) }).unwrap_or_else(|| handle_alloc_error(layout))
+}
+
+/// Gives back what `allocate(layout)` returned.
+///
+/// # Safety
+/// `ptr` came from `allocate(layout)` and is not used after this.
+unsafe fn release(ptr: NonNull<u8>, layout: Layout) {
+    // SAFETY: the caller's promise; the size picks the same source.
+    unsafe {
+        if layout.size() <= slab::MAX_BLOCK {
+            slab::free_block(ptr, layout.size())
+        } else {
+            dealloc(ptr.as_ptr(), layout)
+        }
+    }
+}
+
 fn layout(perm_count: usize, bytes: usize) -> Layout {
     let size = HEADER + perm_count * size_of::<Perm>() + bytes;
     Layout::from_size_align(size, ALIGN).expect("record layout")
@@ -155,8 +178,8 @@ impl Drop for Record {
         let (_, value_len, children_len, path_len, perm_count) = self.header();
         // SAFETY: the same layout new() allocated with, from the same header.
         unsafe {
-            dealloc(
-                self.ptr.as_ptr(),
+            release(
+                self.ptr,
                 layout(perm_count, path_len + value_len + children_len),
             )
         }
