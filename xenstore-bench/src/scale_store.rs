@@ -377,13 +377,18 @@ impl Host {
         })
     }
 
-    /// Writes domains' trees up to `n` here and in the bare daemon; the
-    /// latter's resident bytes per node.
+    /// Writes domains' trees up to `n` here and, at the same time (it
+    /// is untimed: only the bare daemon's memory is read), in the bare
+    /// daemon; the latter's resident bytes per node.
     fn grow(&mut self, n: usize) -> Result<f64> {
-        write_trees(&mut self.load, self.domains, n)?;
-        let rss_per_node = self
-            .bare
-            .grow(self.domains, n)
+        let (from, load, bare) = (self.domains, &mut self.load, &mut self.bare);
+        let (here, rss_per_node) = std::thread::scope(|s| {
+            let bare = s.spawn(move || bare.grow(from, n));
+            (write_trees(load, from, n), bare.join())
+        });
+        here?;
+        let rss_per_node = rss_per_node
+            .map_err(|_| anyhow::anyhow!("the trees-only daemon's writer panicked"))?
             .context("the trees-only daemon")?;
         self.domains = n;
         Ok(rss_per_node)
