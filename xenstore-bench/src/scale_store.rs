@@ -8,7 +8,10 @@
 //! DIRECTORY_PART of `/local/domain`, a walk of the whole tree (as
 //! xenstore-ls: list, read each node), `rm` of one domain's 100-node home
 //! while a watcher holds 15 watches in it (timed until the watcher has the
-//! event for the home), and the resident memory each node costs.
+//! event for the home), and the resident memory each node costs: that one
+//! in a second daemon of the same kind that is only ever written the same
+//! trees (no watches, nothing removed), so the trees cannot grow into memory
+//! something else freed.
 
 use crate::affinity::Pin;
 use crate::client::Conn;
@@ -67,7 +70,8 @@ pub struct Point {
     pub domains: usize,
     /// Nodes of the domains' trees in the store.
     pub nodes: usize,
-    /// Growth of the resident set while the trees were written, per node.
+    /// A daemon written only the trees: its resident set's growth since
+    /// before the first write, per node.
     pub rss_per_node: f64,
     /// A write creating a child of /local/domain, then its `rm`: each an op.
     pub create_remove: Sample,
@@ -317,8 +321,40 @@ struct Host {
     /// Holds the victim home's watches.
     victim_watcher: Conn,
     domains: usize,
-    /// Bytes the trees' writes grew the resident set by, so far.
-    tree_rss_kib: u64,
+    /// The same trees' memory, measured apart.
+    bare: Bare,
+}
+
+/// A daemon written the trees and nothing else: it never holds a watch
+/// nor frees a node, so its resident set's growth is the trees' own. In
+/// the measured host, idle watchers come and go at every level and the
+/// next level's nodes reuse what they freed, which flatters every daemon.
+struct Bare {
+    daemon: Daemon,
+    load: Conn,
+    /// Resident set before the first write.
+    empty_kib: u64,
+}
+
+impl Bare {
+    fn start(label: &str, start: &Start) -> Result<Bare> {
+        let daemon = start.launch(&format!("{label} (trees only)"))?;
+        let load = Conn::connect(&daemon.socket)?;
+        let empty_kib = rss_kib(daemon.pid())?;
+        Ok(Bare {
+            daemon,
+            load,
+            empty_kib,
+        })
+    }
+
+    /// Resident bytes per node of the trees of `domains` domains, written
+    /// from domain `from` on.
+    fn grow(&mut self, from: usize, domains: usize) -> Result<f64> {
+        write_trees(&mut self.load, from, domains)?;
+        let grown = rss_kib(self.daemon.pid())?.saturating_sub(self.empty_kib);
+        Ok(grown as f64 * 1024.0 / (domains * nodes_per_domain()) as f64)
+    }
 }
 
 impl Host {
@@ -337,24 +373,25 @@ impl Host {
             load,
             victim_watcher,
             domains: 0,
-            tree_rss_kib: 0,
+            bare: Bare::start(label, start)?,
         })
     }
 
-    /// Writes domains' trees up to `n`, measuring the resident set around.
-    fn grow(&mut self, n: usize) -> Result<()> {
-        let before = rss_kib(self.daemon.pid())?;
-        for d in self.domains..n {
-            for (path, value) in domain_tree(d + 1) {
-                self.load
-                    .write(0, path.as_bytes(), value.as_bytes())?
-                    .ok()
-                    .with_context(|| format!("write {path}"))?;
-            }
-        }
+    /// Writes domains' trees up to `n` here and, at the same time (it
+    /// is untimed: only the bare daemon's memory is read), in the bare
+    /// daemon; the latter's resident bytes per node.
+    fn grow(&mut self, n: usize) -> Result<f64> {
+        let (from, load, bare) = (self.domains, &mut self.load, &mut self.bare);
+        let (here, rss_per_node) = std::thread::scope(|s| {
+            let bare = s.spawn(move || bare.grow(from, n));
+            (write_trees(load, from, n), bare.join())
+        });
+        here?;
+        let rss_per_node = rss_per_node
+            .map_err(|_| anyhow::anyhow!("the trees-only daemon's writer panicked"))?
+            .context("the trees-only daemon")?;
         self.domains = n;
-        self.tree_rss_kib += rss_kib(self.daemon.pid())?.saturating_sub(before);
-        Ok(())
+        Ok(rss_per_node)
     }
 
     /// Idle dom0 connections holding 15 watches in each domain's home.
@@ -487,7 +524,7 @@ impl Host {
         Ok(())
     }
 
-    fn point(&mut self, plan: &Plan) -> Result<Point> {
+    fn point(&mut self, plan: &Plan, rss_per_node: f64) -> Result<Point> {
         let watchers = self.watchers().context("register the idle watches")?;
         let nodes = self.domains * nodes_per_domain();
         let walk = self.walk().map_err(|e| format!("{e:#}"));
@@ -497,7 +534,7 @@ impl Host {
         let point = Point {
             domains: self.domains,
             nodes,
-            rss_per_node: self.tree_rss_kib as f64 * 1024.0 / nodes as f64,
+            rss_per_node,
             create_remove: self.create_remove(plan.run).context("create/remove")?,
             directory: self.directory(plan.run).context("DIRECTORY")?,
             directory_part,
@@ -509,6 +546,18 @@ impl Host {
         drop(watchers);
         Ok(point)
     }
+}
+
+/// Writes the trees of domains `from + 1` to `to`.
+fn write_trees(c: &mut Conn, from: usize, to: usize) -> Result<()> {
+    for d in from..to {
+        for (path, value) in domain_tree(d + 1) {
+            c.write(0, path.as_bytes(), value.as_bytes())?
+                .ok()
+                .with_context(|| format!("write {path}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes the victim's home (its 100 nodes), last the one
@@ -610,7 +659,7 @@ pub fn run(plan: &Plan) -> StoreResult {
         |h, n| {
             h.grow(n)
                 .with_context(|| format!("write {n} domains' trees"))
-                .and_then(|()| h.point(plan))
+                .and_then(|rss_per_node| h.point(plan, rss_per_node))
                 .map_err(|e| format!("{} at {n} domains: {e:#}", h.label))
         },
         |n, secs| eprintln!("bench: S3 big store, {n} domains done ({secs:.0} s)"),

@@ -25,8 +25,13 @@ pub fn render(r: &StoreResult) -> String {
     s += &section(
         r,
         "Resident memory per node",
-        "Growth of the daemon's resident set while the trees were written, divided by their \
-         nodes: B per node.",
+        "Measured in a second daemon of each kind, started beside the first and written \
+         the same trees by one client, and nothing else: no watch ever registered, no node \
+         removed, so nothing freed that the trees could reuse (in the measured daemon idle \
+         watchers come and go at each N). Its resident set (VmRSS) at N, less the one it \
+         had before the first write, divided by the nodes: B per node, everything the \
+         trees cost at that size included (the records, their index's spare room, the \
+         allocator's rounding and holes).",
         |p| format!("{:.0} B", p.rss_per_node),
     );
     s += &rss_goal(r, goal_rss);

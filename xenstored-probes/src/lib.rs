@@ -25,6 +25,7 @@ pub mod ring;
 pub mod sdt;
 pub mod server;
 pub mod service;
+pub mod slab;
 pub mod stats_batch;
 pub mod stopwatch;
 pub mod store;

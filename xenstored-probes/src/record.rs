@@ -3,23 +3,27 @@
 //!
 //! Memory is a goal (RSS at least as low as C xenstored's TDB): a map of
 //! `Box<str>` to a struct of three `Vec`s cost four allocations and ~110
-//! bytes of table slot per node; this costs one allocation and 8 bytes.
+//! bytes of table slot per node; this costs one slab block (slab.rs) and 8 bytes.
 //! The map is a set of records keyed by the path inside them.
 //!
-//! Layout (native endian): generation u64 | value_len u32 | children_len
-//! u32 | path_len u16 | perm_count u16 | perms ([Perm], packed) | path |
-//! value | children.
+//! Layout (native endian, unaligned: slab blocks come in 4-byte steps):
+//! generation u64 | children_len u32 | value_len u16 | path_len u16 |
+//! perm_count u16 | perms ([Perm], packed) | path | value | children.
+//! Values and permission lists fit a payload (4096 bytes; the migration
+//! stream has u16 lengths too); children lists over `listing::BIG` bytes
+//! are detached, but a u32 keeps this file free of that bound.
 
 use crate::children::Children;
 use crate::node::{Node, NodeRef};
 use crate::perms::Perm;
+use crate::slab;
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};
 use std::ptr::NonNull;
 
-const HEADER: usize = 20;
-const ALIGN: usize = 8;
+const HEADER: usize = 18;
+const ALIGN: usize = slab::ALIGN;
 /// children_len of a record whose children the store keeps beside it
 /// (a big directory's, see listing.rs).
 const DETACHED: u32 = u32::MAX;
@@ -56,13 +60,13 @@ impl Record {
     /// Whether the store keeps this node's children beside the record.
     pub fn children_detached(&self) -> bool {
         // SAFETY: as in header(), which this field belongs to.
-        unsafe { self.ptr.as_ptr().add(12).cast::<u32>().read() == DETACHED }
+        unsafe { self.ptr.as_ptr().add(8).cast::<u32>().read_unaligned() == DETACHED }
     }
 
     fn pack(path: &str, node: NodeRef<'_>, detached: bool) -> Record {
         let path_len = u16::try_from(path.len()).expect("path longer than a payload");
         let perm_count = u16::try_from(node.perms.len()).expect("perms longer than a payload");
-        let value_len = u32::try_from(node.value.len()).expect("value over 4 GiB");
+        let value_len = u16::try_from(node.value.len()).expect("value longer than a payload");
         let children_len = u32::try_from(node.children.len())
             .ok()
             .filter(|&len| len != DETACHED)
@@ -75,15 +79,13 @@ impl Record {
         // SAFETY: layout has a non-zero size (HEADER); every byte written
         // below lies inside it, and each region is written exactly once.
         unsafe {
-            let Some(ptr) = NonNull::new(alloc(layout)) else {
-                handle_alloc_error(layout)
-            };
+            let ptr = allocate(layout);
             let p = ptr.as_ptr();
-            p.cast::<u64>().write(node.generation);
-            p.add(8).cast::<u32>().write(value_len);
-            p.add(12).cast::<u32>().write(children_len);
-            p.add(16).cast::<u16>().write(path_len);
-            p.add(18).cast::<u16>().write(perm_count);
+            p.cast::<u64>().write_unaligned(node.generation);
+            p.add(8).cast::<u32>().write_unaligned(children_len);
+            p.add(12).cast::<u16>().write_unaligned(value_len);
+            p.add(14).cast::<u16>().write_unaligned(path_len);
+            p.add(16).cast::<u16>().write_unaligned(perm_count);
             let perms = p.add(HEADER).cast::<Perm>();
             std::ptr::copy_nonoverlapping(node.perms.as_ptr(), perms, node.perms.len());
             let mut at = p.add(HEADER + size_of_val(node.perms));
@@ -100,17 +102,17 @@ impl Record {
 
     fn header(&self) -> (u64, usize, usize, usize, usize) {
         let p = self.ptr.as_ptr();
-        // SAFETY: the header was written by new() and is aligned for each read.
+        // SAFETY: the header was written by new(); reads are unaligned.
         unsafe {
             (
-                p.cast::<u64>().read(),
-                p.add(8).cast::<u32>().read() as usize,
-                match p.add(12).cast::<u32>().read() {
+                p.cast::<u64>().read_unaligned(),
+                p.add(12).cast::<u16>().read_unaligned() as usize,
+                match p.add(8).cast::<u32>().read_unaligned() {
                     DETACHED => 0,
                     len => len as usize,
                 },
-                p.add(16).cast::<u16>().read() as usize,
-                p.add(18).cast::<u16>().read() as usize,
+                p.add(14).cast::<u16>().read_unaligned() as usize,
+                p.add(16).cast::<u16>().read_unaligned() as usize,
             )
         }
     }
@@ -149,6 +151,30 @@ impl Record {
     }
 }
 
+/// A record's block: from the slab, unless it is too big for it.
+fn allocate(layout: Layout) -> NonNull<u8> {
+    if layout.size() <= slab::MAX_BLOCK {
+        return slab::alloc_block(layout.size());
+    }
+    // SAFETY: layout has a non-zero size (HEADER at least).
+    NonNull::new(unsafe { alloc(layout) }).unwrap_or_else(|| handle_alloc_error(layout))
+}
+
+/// Gives back what `allocate(layout)` returned.
+///
+/// # Safety
+/// `ptr` came from `allocate(layout)` and is not used after this.
+unsafe fn release(ptr: NonNull<u8>, layout: Layout) {
+    // SAFETY: the caller's promise; the size picks the same source.
+    unsafe {
+        if layout.size() <= slab::MAX_BLOCK {
+            slab::free_block(ptr, layout.size())
+        } else {
+            dealloc(ptr.as_ptr(), layout)
+        }
+    }
+}
+
 fn layout(perm_count: usize, bytes: usize) -> Layout {
     let size = HEADER + perm_count * size_of::<Perm>() + bytes;
     Layout::from_size_align(size, ALIGN).expect("record layout")
@@ -159,8 +185,8 @@ impl Drop for Record {
         let (_, value_len, children_len, path_len, perm_count) = self.header();
         // SAFETY: the same layout new() allocated with, from the same header.
         unsafe {
-            dealloc(
-                self.ptr.as_ptr(),
+            release(
+                self.ptr,
                 layout(perm_count, path_len + value_len + children_len),
             )
         }
@@ -215,6 +241,15 @@ mod tests {
         let r = Record::new("/local/domain/5/x", node.view());
         assert_eq!(r.path(), "/local/domain/5/x");
         assert_eq!(r.to_node(), node);
+    }
+
+    #[test]
+    fn a_record_past_the_slab_round_trips() {
+        let mut node = Node::new(&[7; 4096], Perms::owned_by(3));
+        node.generation = 9;
+        node.add_child("c");
+        let r = Record::new("/big", node.view());
+        assert_eq!((r.path(), r.to_node()), ("/big", node));
     }
 
     #[test]
