@@ -198,6 +198,20 @@ macro_rules! fire {
     }};
 }
 
+/// Whether a tracer is attached to any of these probes now: all an idle
+/// probe point costs (a load and a branch each). What firing takes is out
+/// of line (`#[cold]`), so it changes nothing the compiler inlines around
+/// the daemon's hot path: the probes-out build's code, give or take these.
+macro_rules! traced {
+    ($($probe:ident),+) => {{
+        #[cfg(feature = "probes")]
+        let on = false $(|| semaphore::$probe.enabled())+;
+        #[cfg(not(feature = "probes"))]
+        let on = false;
+        on
+    }};
+}
+
 /// Whether strings of these raw lengths may be cut (rendering can at most
 /// triple a length): only then is `truncated` fired, at a compare's cost.
 fn may_cut(str1: usize, str2: usize) -> bool {
@@ -223,6 +237,14 @@ fn truncated(serial: u64, ident: u64, client: u64, cut_probe: &str, strs: [&[u8]
 #[inline]
 pub fn request(serial: u64, who: &Who, op: u32, tx_id: u32, req_id: u32, payload: &[u8]) {
     crate::trace::message(false, who.conn, op, &[payload]);
+    if traced!(request, truncated) {
+        fire_request(serial, who, op, tx_id, req_id, payload);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn fire_request(serial: u64, who: &Who, op: u32, tx_id: u32, req_id: u32, payload: &[u8]) {
     let (path, rest) = split_first(payload);
     if may_cut(path.len(), rest.len()) {
         let (ident, client) = pack_who(who, op, tx_id);
@@ -259,6 +281,21 @@ pub fn response(
             &[e.name().as_bytes(), b"\0"],
         ),
     }
+    if traced!(response, truncated) {
+        fire_response(serial, who, op, tx_id, req_id, result);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn fire_response(
+    serial: u64,
+    who: &Who,
+    op: u32,
+    tx_id: u32,
+    req_id: u32,
+    result: Result<&[u8], (crate::wire::XsError, &str)>,
+) {
     if let Ok(payload) = result {
         if may_cut(payload.len(), 0) {
             let (ident, client) = pack_who(who, op, tx_id);
@@ -309,15 +346,21 @@ impl InFlight {
     /// Request `serial` was decoded with `payload`.
     #[inline]
     pub fn start(&mut self, serial: u64, payload: &[u8]) {
+        if traced!(reply, reply_stats, stats_batch) {
+            self.keep(serial, payload);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn keep(&mut self, serial: u64, payload: &[u8]) {
         let full = reply_enabled();
-        if full || reply_stats_enabled() || stats_batch::enabled() {
-            self.serial = serial;
-            self.decoded = stopwatch::now();
-            self.payload.clear();
-            self.payload_kept = full;
-            if full {
-                self.payload.extend_from_slice(payload);
-            }
+        self.serial = serial;
+        self.decoded = stopwatch::now();
+        self.payload.clear();
+        self.payload_kept = full;
+        if full {
+            self.payload.extend_from_slice(payload);
         }
     }
 }
@@ -338,6 +381,22 @@ fn stats_record(who: &Who, kind: StatsKind) -> StatsRecord {
 /// attached: nothing of it was kept.
 #[inline]
 pub fn reply(
+    in_flight: &InFlight,
+    serial: u64,
+    who: &Who,
+    op: u32,
+    tx_id: u32,
+    req_id: u32,
+    result: Result<&[u8], (crate::wire::XsError, &str)>,
+) {
+    if traced!(stats_batch, reply_stats, reply) && in_flight.serial == serial {
+        fire_reply(in_flight, serial, who, op, tx_id, req_id, result);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn fire_reply(
     in_flight: &InFlight,
     serial: u64,
     who: &Who,
