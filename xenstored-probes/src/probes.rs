@@ -233,12 +233,21 @@ fn truncated(serial: u64, ident: u64, client: u64, cut_probe: &str, strs: [&[u8]
     });
 }
 
-/// A request was read from a connection.
+/// A request was read from a connection. `who` (as for [`response`] and
+/// [`reply`]) is called only when the trace file or a probe needs it: an
+/// idle probe builds nothing.
 #[inline]
-pub fn request(serial: u64, who: &Who, op: u32, tx_id: u32, req_id: u32, payload: &[u8]) {
-    crate::trace::message(false, who.conn, op, &[payload]);
+pub fn request(
+    serial: u64,
+    who: impl Fn() -> Who,
+    op: u32,
+    tx_id: u32,
+    req_id: u32,
+    payload: &[u8],
+) {
+    crate::trace::message(false, who().conn, op, &[payload]);
     if traced!(request, truncated) {
-        fire_request(serial, who, op, tx_id, req_id, payload);
+        fire_request(serial, &who(), op, tx_id, req_id, payload);
     }
 }
 
@@ -266,23 +275,23 @@ fn fire_request(serial: u64, who: &Who, op: u32, tx_id: u32, req_id: u32, payloa
 #[inline]
 pub fn response(
     serial: u64,
-    who: &Who,
+    who: impl Fn() -> Who,
     op: u32,
     tx_id: u32,
     req_id: u32,
     result: Result<&[u8], (crate::wire::XsError, &str)>,
 ) {
     match result {
-        Ok(payload) => crate::trace::message(true, who.conn, op, &[payload]),
+        Ok(payload) => crate::trace::message(true, who().conn, op, &[payload]),
         Err((e, _)) => crate::trace::message(
             true,
-            who.conn,
+            who().conn,
             crate::wire::MsgType::Error as u32,
             &[e.name().as_bytes(), b"\0"],
         ),
     }
     if traced!(response, truncated) {
-        fire_response(serial, who, op, tx_id, req_id, result);
+        fire_response(serial, &who(), op, tx_id, req_id, result);
     }
 }
 
@@ -383,14 +392,16 @@ fn stats_record(who: &Who, kind: StatsKind) -> StatsRecord {
 pub fn reply(
     in_flight: &InFlight,
     serial: u64,
-    who: &Who,
+    who: impl Fn() -> Who,
     op: u32,
     tx_id: u32,
     req_id: u32,
     result: Result<&[u8], (crate::wire::XsError, &str)>,
 ) {
-    if traced!(stats_batch, reply_stats, reply) && in_flight.serial == serial {
-        fire_reply(in_flight, serial, who, op, tx_id, req_id, result);
+    // Kept only while one of them was traced at the decode: one compare
+    // instead of their semaphores, which fire_reply reads.
+    if cfg!(feature = "probes") && in_flight.serial == serial {
+        fire_reply(in_flight, serial, &who(), op, tx_id, req_id, result);
     }
 }
 
