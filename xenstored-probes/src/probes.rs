@@ -213,7 +213,7 @@ macro_rules! traced {
 }
 
 /// Whether strings of these raw lengths may be cut (rendering can at most
-/// triple a length): only then is `truncated` fired, at a compare's cost.
+/// triple a length): only then is `truncated` fired (while it is traced).
 fn may_cut(str1: usize, str2: usize) -> bool {
     str1 * 3 > STR1_MAX || (str1 + str2) * 3 > STRINGS_MAX
 }
