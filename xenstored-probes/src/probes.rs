@@ -198,8 +198,22 @@ macro_rules! fire {
     }};
 }
 
+/// Whether a tracer is attached to any of these probes now: all an idle
+/// probe point costs (a load and a branch each). What firing takes is out
+/// of line (`#[cold]`), so it changes nothing the compiler inlines around
+/// the daemon's hot path: the probes-out build's code, give or take these.
+macro_rules! traced {
+    ($($probe:ident),+) => {{
+        #[cfg(feature = "probes")]
+        let on = false $(|| semaphore::$probe.enabled())+;
+        #[cfg(not(feature = "probes"))]
+        let on = false;
+        on
+    }};
+}
+
 /// Whether strings of these raw lengths may be cut (rendering can at most
-/// triple a length): only then is `truncated` fired, at a compare's cost.
+/// triple a length): only then is `truncated` fired (while it is traced).
 fn may_cut(str1: usize, str2: usize) -> bool {
     str1 * 3 > STR1_MAX || (str1 + str2) * 3 > STRINGS_MAX
 }
@@ -219,10 +233,27 @@ fn truncated(serial: u64, ident: u64, client: u64, cut_probe: &str, strs: [&[u8]
     });
 }
 
-/// A request was read from a connection.
+/// A request was read from a connection. `who` (as for [`response`] and
+/// [`reply`]) is called only when the trace file or a probe needs it: an
+/// idle probe builds nothing.
 #[inline]
-pub fn request(serial: u64, who: &Who, op: u32, tx_id: u32, req_id: u32, payload: &[u8]) {
-    crate::trace::message(false, who.conn, op, &[payload]);
+pub fn request(
+    serial: u64,
+    who: impl Fn() -> Who,
+    op: u32,
+    tx_id: u32,
+    req_id: u32,
+    payload: &[u8],
+) {
+    crate::trace::message(false, who().conn, op, &[payload]);
+    if traced!(request, truncated) {
+        fire_request(serial, &who(), op, tx_id, req_id, payload);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn fire_request(serial: u64, who: &Who, op: u32, tx_id: u32, req_id: u32, payload: &[u8]) {
     let (path, rest) = split_first(payload);
     if may_cut(path.len(), rest.len()) {
         let (ident, client) = pack_who(who, op, tx_id);
@@ -244,21 +275,36 @@ pub fn request(serial: u64, who: &Who, op: u32, tx_id: u32, req_id: u32, payload
 #[inline]
 pub fn response(
     serial: u64,
-    who: &Who,
+    who: impl Fn() -> Who,
     op: u32,
     tx_id: u32,
     req_id: u32,
     result: Result<&[u8], (crate::wire::XsError, &str)>,
 ) {
     match result {
-        Ok(payload) => crate::trace::message(true, who.conn, op, &[payload]),
+        Ok(payload) => crate::trace::message(true, who().conn, op, &[payload]),
         Err((e, _)) => crate::trace::message(
             true,
-            who.conn,
+            who().conn,
             crate::wire::MsgType::Error as u32,
             &[e.name().as_bytes(), b"\0"],
         ),
     }
+    if traced!(response, truncated) {
+        fire_response(serial, &who(), op, tx_id, req_id, result);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn fire_response(
+    serial: u64,
+    who: &Who,
+    op: u32,
+    tx_id: u32,
+    req_id: u32,
+    result: Result<&[u8], (crate::wire::XsError, &str)>,
+) {
     if let Ok(payload) = result {
         if may_cut(payload.len(), 0) {
             let (ident, client) = pack_who(who, op, tx_id);
@@ -309,15 +355,21 @@ impl InFlight {
     /// Request `serial` was decoded with `payload`.
     #[inline]
     pub fn start(&mut self, serial: u64, payload: &[u8]) {
+        if traced!(reply, reply_stats, stats_batch) {
+            self.keep(serial, payload);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn keep(&mut self, serial: u64, payload: &[u8]) {
         let full = reply_enabled();
-        if full || reply_stats_enabled() || stats_batch::enabled() {
-            self.serial = serial;
-            self.decoded = stopwatch::now();
-            self.payload.clear();
-            self.payload_kept = full;
-            if full {
-                self.payload.extend_from_slice(payload);
-            }
+        self.serial = serial;
+        self.decoded = stopwatch::now();
+        self.payload.clear();
+        self.payload_kept = full;
+        if full {
+            self.payload.extend_from_slice(payload);
         }
     }
 }
@@ -338,6 +390,24 @@ fn stats_record(who: &Who, kind: StatsKind) -> StatsRecord {
 /// attached: nothing of it was kept.
 #[inline]
 pub fn reply(
+    in_flight: &InFlight,
+    serial: u64,
+    who: impl Fn() -> Who,
+    op: u32,
+    tx_id: u32,
+    req_id: u32,
+    result: Result<&[u8], (crate::wire::XsError, &str)>,
+) {
+    // Kept only while one of them was traced at the decode: one compare
+    // instead of their semaphores, which fire_reply reads.
+    if cfg!(feature = "probes") && in_flight.serial == serial {
+        fire_reply(in_flight, serial, &who(), op, tx_id, req_id, result);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn fire_reply(
     in_flight: &InFlight,
     serial: u64,
     who: &Who,

@@ -18,8 +18,8 @@ use xenstored_probes::probes::{self, Who};
 const READ: u32 = MsgType::Read as u32;
 
 fn pair(serial: u64, who: &Who, path: &[u8]) {
-    probes::request(serial, who, READ, 0, serial as u32, path);
-    probes::response(serial, who, READ, 0, serial as u32, Ok(b"3\0"));
+    probes::request(serial, || *who, READ, 0, serial as u32, path);
+    probes::response(serial, || *who, READ, 0, serial as u32, Ok(b"3\0"));
 }
 
 /// Fires pairs for `secs` at `rate` events/s (0: unpaced); events fired and ns taken.
@@ -70,7 +70,7 @@ fn main() {
                 probes::conn_close(serial, &who, "probe-loop");
                 let mut in_flight = probes::InFlight::default();
                 in_flight.start(serial, b"/bench/every\0");
-                probes::reply(&in_flight, serial, &who, READ, 0, 0, Ok(b"3\0"));
+                probes::reply(&in_flight, serial, || who, READ, 0, 0, Ok(b"3\0"));
                 writeln!(out, "ok").unwrap();
             }
             ["mark"] => {

@@ -160,7 +160,7 @@ impl Daemon {
         };
         let h = &call.header;
         self.in_flight.start(call.serial, payload);
-        probes::request(call.serial, &conn.who(), h.ty, h.tx_id, h.req_id, payload);
+        probes::request(call.serial, || conn.who(), h.ty, h.tx_id, h.req_id, payload);
         let tx_open = h.tx_id != 0 && conn.transactions.contains_key(&h.tx_id);
         let unprivileged = (!conn.ident.privileged).then_some(conn.domid);
         self.ticket = unprivileged.map(|domid| self.outstanding.ticket(domid));

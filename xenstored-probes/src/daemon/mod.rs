@@ -255,12 +255,13 @@ impl Daemon {
         if let Some(ticket) = &self.ticket {
             conn.charge(ticket);
         }
-        let who = conn.who();
-        probes::response(serial, &who, h.ty, h.tx_id, h.req_id, result);
+        // Built only if a probe fires: an idle one needs its conn id alone.
+        let who = || conn.who();
+        probes::response(serial, who, h.ty, h.tx_id, h.req_id, result);
         probes::reply(
             &self.in_flight,
             serial,
-            &who,
+            who,
             h.ty,
             h.tx_id,
             h.req_id,
