@@ -73,6 +73,24 @@ pub fn render(r: &BigDirResult) -> String {
     s += &ratio_row(r, |p| {
         p.page_in_tx.as_ref().map_or(f64::NAN, |x| x.daemon_cpu_us)
     });
+    s += &section(
+        r,
+        "Write the directory's own value",
+        "A WRITE of `/bigdir` itself, its value alternating between two bytes: its children \
+         are not what changes.",
+        |p| cell(&p.own_value),
+    );
+    s += &ratio_row(r, |p| p.own_value.daemon_cpu_us);
+    s += &section(
+        r,
+        "A transaction adds a child, the next removes it",
+        "TRANSACTION_START, a write creating `/bigdir/tx-scratch`, TRANSACTION_END; then the \
+         same with its `rm`: each of the six requests an op. The transaction reads the \
+         directory (creating or removing a child rewrites its parent) and its commit \
+         changes the list.",
+        |p| cell(&p.tx_child),
+    );
+    s += &ratio_row(r, |p| p.tx_child.daemon_cpu_us);
     for c in &r.curves {
         if let Some(why) = &c.failed {
             let _ = writeln!(s, "\n{} stops {why}", c.label);

@@ -263,33 +263,56 @@ impl Store {
     /// Keeps the mentions index true after `path`'s permissions went from
     /// `old` to `new` (a new node: from none); `children` are its own. The
     /// usual write keeps the permissions and costs one comparison here.
-    fn track_mentions(&mut self, path: &str, old: &[Perm], new: &[Perm], children: &[u8]) {
+    fn track_mentions(&mut self, path: &str, old: &[Perm], new: &[Perm]) {
         if old == new {
             return;
         }
-        let children = || {
-            children
-                .split(|&b| b == 0)
-                .filter(|c| !c.is_empty())
-                .map(|c| path::child(path, std::str::from_utf8(c).unwrap_or("")))
-        };
+        // (stored by now: its children are the store's)
+        let children: Vec<String> = self
+            .node(path)
+            .map(|n| n.children().map(|c| path::child(path, c)).collect())
+            .unwrap_or_default();
         for d in mentioned(new).filter(|&d| !mentions(old, d)) {
             if !self.parent_mentions(path, d) {
                 self.mentions.add_top(d, path);
             }
             // a node made after its children (create is bottom up)
-            for c in children() {
-                self.mentions.drop_top(d, &c);
+            for c in &children {
+                self.mentions.drop_top(d, c);
             }
         }
         for d in mentioned(old).filter(|&d| !mentions(new, d)) {
             self.mentions.drop_top(d, path);
-            for c in children() {
-                if self.node(&c).is_some_and(|n| mentions(n.perms, d)) {
-                    self.mentions.add_top(d, &c);
+            for c in &children {
+                if self.node(c).is_some_and(|n| mentions(n.perms, d)) {
+                    self.mentions.add_top(d, c);
                 }
             }
         }
+    }
+
+    /// Accounts for `path`'s record having replaced `old` (whose detached
+    /// list, if any, was `old_listing` bytes long) and keeps the mentions
+    /// index true.
+    fn replaced(&mut self, path: &str, old: Option<Record>, old_listing: usize) {
+        let node = self.node(path).expect("just stored");
+        let (owner, bytes) = (node.perms.owner(), node.memory(path) as isize);
+        let perms = Perms(node.perms.to_vec());
+        match &old {
+            Some(old) => {
+                let old_owner = old.node().perms.owner();
+                let old_bytes = (old.node().memory(path) + old_listing) as isize;
+                if old_owner != owner {
+                    self.account(old_owner, -1, -old_bytes);
+                    self.account(owner, 1, bytes);
+                } else {
+                    self.account(owner, 0, bytes - old_bytes);
+                }
+            }
+            None => self.account(owner, 1, bytes),
+        }
+        let old_perms = old.as_ref().map_or(&[][..], |r| r.node().perms);
+        self.track_mentions(path, old_perms, &perms);
     }
 
     /// Consistency check (CONTROL check): every child exists, every node
@@ -371,27 +394,29 @@ impl Tree for Store {
 
     fn put(&mut self, path: &str, mut node: Node) {
         node.generation = self.next_generation();
-        let owner = node.perms.owner();
-        let bytes = node.view().memory(path) as isize;
         // (a detached list is replaced in place: its length, before)
         let old_listing = self.listings.get(path).map_or(0, |l| l.len());
         let record = self.pack(path, node.view());
         let old = self.nodes.replace(record);
-        match &old {
-            Some(old) => {
-                let old_owner = old.node().perms.owner();
-                let old_bytes = (old.node().memory(path) + old_listing) as isize;
-                if old_owner != owner {
-                    self.account(old_owner, -1, -old_bytes);
-                    self.account(owner, 1, bytes);
-                } else {
-                    self.account(owner, 0, bytes - old_bytes);
-                }
-            }
-            None => self.account(owner, 1, bytes),
-        }
-        let old_perms = old.as_ref().map_or(&[][..], |r| r.node().perms);
-        self.track_mentions(path, old_perms, &node.perms, &node.children);
+        self.replaced(path, old, old_listing);
+    }
+
+    fn rewrite(&mut self, path: &str, value: &[u8], perms: Perms) {
+        let Some(listing) = self.listings.get(path) else {
+            return tree::edit_node(self, path, |n| {
+                n.value = value.to_vec();
+                n.perms = perms;
+            });
+        };
+        let listing_len = listing.len();
+        let node = NodeRef {
+            value,
+            perms: &perms,
+            children: Children::Flat(&[]),
+            generation: self.next_generation(),
+        };
+        let old = self.nodes.replace(Record::detached(path, node));
+        self.replaced(path, old, listing_len);
     }
 
     fn delete(&mut self, path: &str) {
