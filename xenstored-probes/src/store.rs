@@ -7,6 +7,7 @@
 
 use crate::children::Children;
 use crate::listing::{self, Listing};
+use crate::listing_delta::ListingDelta;
 use crate::mentions::{mentioned, mentions, Mentions};
 use crate::node::{Node, NodeRef};
 use crate::path;
@@ -15,14 +16,16 @@ use crate::record::Record;
 use crate::tree::{self, Tree};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::Cell;
+use std::sync::Arc;
 
 /// The global tree.
 pub struct Store {
     /// Every node, keyed by the path inside its record.
     nodes: FxHashSet<Record>,
     /// The children of nodes whose record has them detached: lists longer
-    /// than `listing::BIG` bytes.
-    listings: FxHashMap<Box<str>, Listing>,
+    /// than `listing::BIG` bytes. Shared with transactions' copies
+    /// (listing_delta.rs): changed in place unless one holds it.
+    listings: FxHashMap<Box<str>, Arc<Listing>>,
     /// Upstream's global generation counter: bumped by every write and
     /// delete, transactions' included (hence a Cell: a transaction's view
     /// holds the store shared).
@@ -103,7 +106,7 @@ impl Store {
         let children = self
             .listings
             .get(record.path())
-            .map_or(Children::Flat(&[]), Children::Listed);
+            .map_or(Children::Flat(&[]), |l| Children::Listed(l));
         NodeRef { children, ..node }
     }
 
@@ -116,10 +119,10 @@ impl Store {
         }
         match self.listings.get_mut(path) {
             Some(l) if node.children == Children::Listed(l) => {}
-            Some(l) => l.replace(&node.children.to_vec()),
+            Some(l) => Arc::make_mut(l).replace(&node.children.to_vec()),
             None => {
-                self.listings
-                    .insert(path.into(), Listing::new(&node.children.to_vec()));
+                let listing = Listing::new(&node.children.to_vec());
+                self.listings.insert(path.into(), Arc::new(listing));
             }
         }
         Record::detached(path, node)
@@ -144,7 +147,7 @@ impl Store {
         let Some(listing) = self.listings.get_mut(path) else {
             return false;
         };
-        let gain = edit(listing);
+        let gain = edit(Arc::make_mut(listing));
         let old = self.nodes.take(path).expect("a listing's node exists");
         let node = NodeRef {
             generation: self.next_generation(),
@@ -154,6 +157,61 @@ impl Store {
         self.nodes.insert(Record::detached(path, node));
         self.account(owner, 0, gain);
         true
+    }
+
+    /// A big directory's listing, shared: what a transaction's copy of the
+    /// node holds instead of copying it. None for a list kept in its record.
+    pub fn shared_listing(&self, path: &str) -> Option<Arc<Listing>> {
+        self.listings.get(path).cloned()
+    }
+
+    /// A transaction's commit of a big directory's copy: its value and
+    /// permissions, stamped once as a rewrite is, then the children it
+    /// removed and made applied one by one to the list as it is now.
+    pub fn commit_children(&mut self, path: &str, value: &[u8], perms: Perms, delta: ListingDelta) {
+        self.rewrite(path, value, perms);
+        let (removed, made) = delta.changes();
+        let removed: Vec<Box<str>> = removed.map(Into::into).collect();
+        let made: Vec<Box<str>> = made.map(Into::into).collect();
+        // the base no longer shared, its edits stay in place
+        drop(delta);
+        for name in removed.iter().chain(&made) {
+            if self.has_child(path, name) {
+                self.splice_child(path, name, false);
+            }
+        }
+        for name in &made {
+            self.splice_child(path, name, true);
+        }
+    }
+
+    /// Adds `name` to `path`'s children or removes it, keeping the node's
+    /// generation (the caller stamped it).
+    fn splice_child(&mut self, path: &str, name: &str, add: bool) {
+        let entry = name.len() as isize + 1;
+        if let Some(listing) = self.listings.get_mut(path) {
+            let listing = Arc::make_mut(listing);
+            let gain = match add {
+                true => {
+                    listing.add(name);
+                    entry
+                }
+                false => -entry * isize::from(listing.remove(name)),
+            };
+            let owner = self.nodes.get(path).expect("listed").node().perms.owner();
+            self.account(owner, 0, gain);
+            return;
+        }
+        let Some(mut node) = self.nodes.get(path).map(Record::to_node) else {
+            return;
+        };
+        match add {
+            true => node.add_child(name),
+            false => node.remove_child(name),
+        }
+        let record = self.pack(path, node.view());
+        let old = self.nodes.replace(record);
+        self.replaced(path, old, 0);
     }
 
     pub fn generation(&self) -> u64 {
