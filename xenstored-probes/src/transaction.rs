@@ -258,7 +258,7 @@ impl Transaction {
                 seen.generation != now.generation
                     && (seen.perms != now.perms
                         || (seen.value != now.value && self.read_values.contains(path))
-                        || (seen.children != now.children && self.listed.contains(path)))
+                        || (self.listed.contains(path) && seen.children != now.children))
             }
             _ => true,
         }
