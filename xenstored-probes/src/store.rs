@@ -209,9 +209,10 @@ impl Store {
             true => node.add_child(name),
             false => node.remove_child(name),
         }
+        let bytes = node.view().memory(path);
         let record = self.pack(path, node.view());
         let old = self.nodes.replace(record);
-        self.replaced(path, old, 0);
+        self.replaced(path, old, 0, &node.perms, bytes);
     }
 
     pub fn generation(&self) -> u64 {
@@ -349,13 +350,19 @@ impl Store {
         }
     }
 
-    /// Accounts for `path`'s record having replaced `old` (whose detached
-    /// list, if any, was `old_listing` bytes long) and keeps the mentions
-    /// index true.
-    fn replaced(&mut self, path: &str, old: Option<Record>, old_listing: usize) {
-        let node = self.node(path).expect("just stored");
-        let (owner, bytes) = (node.perms.owner(), node.memory(path) as isize);
-        let perms = Perms(node.perms.to_vec());
+    /// Accounts for `path`'s record, now `perms` and `bytes` of memory
+    /// (see `NodeRef::memory`), having replaced `old` (whose detached list,
+    /// if any, was `old_listing` bytes long) and keeps the mentions index
+    /// true.
+    fn replaced(
+        &mut self,
+        path: &str,
+        old: Option<Record>,
+        old_listing: usize,
+        perms: &[Perm],
+        bytes: usize,
+    ) {
+        let (owner, bytes) = (perms.owner(), bytes as isize);
         match &old {
             Some(old) => {
                 let old_owner = old.node().perms.owner();
@@ -370,7 +377,7 @@ impl Store {
             None => self.account(owner, 1, bytes),
         }
         let old_perms = old.as_ref().map_or(&[][..], |r| r.node().perms);
-        self.track_mentions(path, old_perms, &perms);
+        self.track_mentions(path, old_perms, perms);
     }
 
     /// Consistency check (CONTROL check): every child exists, every node
@@ -454,9 +461,10 @@ impl Tree for Store {
         node.generation = self.next_generation();
         // (a detached list is replaced in place: its length, before)
         let old_listing = self.listings.get(path).map_or(0, |l| l.len());
+        let bytes = node.view().memory(path);
         let record = self.pack(path, node.view());
         let old = self.nodes.replace(record);
-        self.replaced(path, old, old_listing);
+        self.replaced(path, old, old_listing, &node.perms, bytes);
     }
 
     fn rewrite(&mut self, path: &str, value: &[u8], perms: Perms) {
@@ -473,8 +481,9 @@ impl Tree for Store {
             children: Children::Flat(&[]),
             generation: self.next_generation(),
         };
+        let bytes = node.memory(path) + listing_len;
         let old = self.nodes.replace(Record::detached(path, node));
-        self.replaced(path, old, listing_len);
+        self.replaced(path, old, listing_len, &perms, bytes);
     }
 
     fn delete(&mut self, path: &str) {
