@@ -320,8 +320,9 @@ impl Store {
     }
 
     /// Keeps the mentions index true after `path`'s permissions went from
-    /// `old` to `new` (a new node: from none); `children` are its own. The
-    /// usual write keeps the permissions and costs one comparison here.
+    /// `old` to `new` (a new node: from none), the node stored. The usual
+    /// write keeps the permissions and costs one comparison here; a change
+    /// of the domains mentioned walks the node's children.
     fn track_mentions(&mut self, path: &str, old: &[Perm], new: &[Perm]) {
         if old == new {
             return;
