@@ -4,7 +4,8 @@
 //! leaves below `/bigdir`. At each number of children every daemon in
 //! turn: creating and removing a new child (at the list's end), removing
 //! the oldest child and writing it back (the whole list after it moves),
-//! and DIRECTORY_PART of the directory, page by page.
+//! DIRECTORY_PART of the directory, page by page, a write of the
+//! directory's own value, and transactions that add a child and remove it.
 
 use crate::client::Conn;
 use crate::in_turn;
@@ -22,6 +23,8 @@ pub const QUICK_LEVELS: [usize; 3] = [10, 1000, 10000];
 const DIR: &str = "/bigdir";
 /// The child created and removed: none of the numbered ones.
 const SCRATCH: &str = "/bigdir/scratch";
+/// The child a transaction adds and the next removes.
+const TX_SCRATCH: &str = "/bigdir/tx-scratch";
 /// A daemon whose writes make the next level take longer stops there.
 const GROW_BUDGET: Duration = Duration::from_secs(120);
 
@@ -48,6 +51,11 @@ pub struct Point {
     /// pages: an op is a page, the transaction's cost shared among them.
     pub page_in_tx: Result<Sample, String>,
     pub pages: usize,
+    /// A write of the directory's own value: each request an op.
+    pub own_value: Sample,
+    /// A transaction writing a new child and committing, then one removing
+    /// it and committing: each request (3 a transaction) an op.
+    pub tx_child: Sample,
 }
 
 pub type Curve = in_turn::Curve<Point>;
@@ -118,6 +126,30 @@ impl Host {
         })
         .context("rm the oldest")?;
         per_request(&mut oldest, 2);
+        let mut own_value = timed(pid, run, |i| {
+            let value: &[u8] = if i % 2 == 0 { b"a" } else { b"b" };
+            load.write(0, DIR.as_bytes(), value)?.ok()?;
+            Ok(())
+        })
+        .context("write the directory's value")?;
+        per_request(&mut own_value, 1);
+        let mut tx_child = timed(pid, run, |_| {
+            for remove in [false, true] {
+                let tx = load.tx_start()?;
+                if remove {
+                    load.call(MsgType::Rm, tx, &[TX_SCRATCH.as_bytes(), b"\0"])?
+                        .ok()?;
+                } else {
+                    load.write(tx, TX_SCRATCH.as_bytes(), b"")?.ok()?;
+                }
+                if !load.tx_commit(tx)? {
+                    bail!("a lone transaction on {TX_SCRATCH} conflicted");
+                }
+            }
+            Ok(())
+        })
+        .context("a child added and removed in transactions")?;
+        per_request(&mut tx_child, 6);
         let (pages, listing_bytes) = match list_pages(load, DIR, 0) {
             Ok(l) if l.names.len() == children => (l.pages, l.bytes),
             Ok(l) => bail!("DIRECTORY_PART listed {} of {children}", l.names.len()),
@@ -130,6 +162,8 @@ impl Host {
                     page: Err(format!("{e:#}")),
                     page_in_tx: Err(format!("{e:#}")),
                     pages: 0,
+                    own_value,
+                    tx_child,
                 })
             }
         };
@@ -155,6 +189,8 @@ impl Host {
             page: Ok(page),
             page_in_tx: Ok(page_in_tx),
             pages,
+            own_value,
+            tx_child,
         })
     }
 }

@@ -23,8 +23,10 @@ pub fn render(r: &BigDirResult) -> String {
          lengths finds a page's first chunk). Removals leave chunks short; they are \
          repacked once the room left grows by half the listing's bytes, an O(listing) \
          step amortised over the removals that left it. A write of the directory's own value or \
-         permissions, a transaction's first look at it and a commit that rewrites it still \
-         copy the list once. Smaller lists are contiguous and searched with memmem, as \
+         permissions rewrites its record beside the list; a transaction's copy shares the \
+         store's list and keeps the children it added and removed, which its commit applies \
+         one by one (the store copies a list it changes while a transaction shares it). \
+         Smaller lists are contiguous and searched with memmem, as \
          before.",
         r.run.as_secs_f64(),
         r.elapsed.as_secs_f64()
@@ -61,10 +63,9 @@ pub fn render(r: &BigDirResult) -> String {
         r,
         "DIRECTORY_PART, every page, in a transaction",
         "The same listing in a transaction of its own (TRANSACTION_START, the pages, \
-         TRANSACTION_END), the transaction's requests shared among the pages. Its first \
-         look at the directory copies the node once (the transaction's view of it, as C \
-         xenstored's copy of the record), so the listing's size shows here, once per \
-         transaction, not per page.",
+         TRANSACTION_END), the transaction's requests shared among the pages. C xenstored \
+         copies the node's record into the transaction at its first look; the shim's copy \
+         shares the store's list.",
         |p| match &p.page_in_tx {
             Ok(x) => format!("{} [{} pages]", cell(x), p.pages),
             Err(e) => e.clone(),
@@ -73,6 +74,24 @@ pub fn render(r: &BigDirResult) -> String {
     s += &ratio_row(r, |p| {
         p.page_in_tx.as_ref().map_or(f64::NAN, |x| x.daemon_cpu_us)
     });
+    s += &section(
+        r,
+        "Write the directory's own value",
+        "A WRITE of `/bigdir` itself, its value alternating between two bytes: its children \
+         are not what changes.",
+        |p| cell(&p.own_value),
+    );
+    s += &ratio_row(r, |p| p.own_value.daemon_cpu_us);
+    s += &section(
+        r,
+        "A transaction adds a child, the next removes it",
+        "TRANSACTION_START, a write creating `/bigdir/tx-scratch`, TRANSACTION_END; then the \
+         same with its `rm`: each of the six requests an op. The transaction reads the \
+         directory (creating or removing a child rewrites its parent) and its commit \
+         changes the list.",
+        |p| cell(&p.tx_child),
+    );
+    s += &ratio_row(r, |p| p.tx_child.daemon_cpu_us);
     for c in &r.curves {
         if let Some(why) = &c.failed {
             let _ = writeln!(s, "\n{} stops {why}", c.label);

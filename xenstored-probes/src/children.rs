@@ -2,15 +2,18 @@
 //! names in creation order, contiguous in a record or a node being
 //! edited, in chunks beside the record of a big directory (listing.rs).
 //! Readers see one list of bytes either way; only a reply or a copy
-//! concatenates the chunks.
+//! concatenates the chunks. A transaction's copy of a big directory is
+//! the store's listing merged with its own changes (listing_delta.rs).
 
 use crate::listing::{find_child, Listing};
+use crate::listing_delta::ListingDelta;
 use std::fmt;
 
 #[derive(Clone, Copy)]
 pub enum Children<'a> {
     Flat(&'a [u8]),
     Listed(&'a Listing),
+    Delta(&'a ListingDelta),
 }
 
 impl<'a> Children<'a> {
@@ -19,6 +22,7 @@ impl<'a> Children<'a> {
         match self {
             Children::Flat(bytes) => bytes.len(),
             Children::Listed(l) => l.len(),
+            Children::Delta(d) => d.len(),
         }
     }
 
@@ -30,16 +34,19 @@ impl<'a> Children<'a> {
         match self {
             Children::Flat(bytes) => find_child(bytes, name).is_some(),
             Children::Listed(l) => l.has(name),
+            Children::Delta(d) => d.has(name),
         }
     }
 
     /// Pieces of whole entries whose concatenation is the list.
     pub fn chunks(self) -> impl Iterator<Item = &'a [u8]> {
-        let (flat, listed) = match self {
-            Children::Flat(bytes) => (Some(bytes), None),
-            Children::Listed(l) => (None, Some(l.chunks())),
+        let (flat, listed, delta) = match self {
+            Children::Flat(bytes) => (Some(bytes), None, None),
+            Children::Listed(l) => (None, Some(l.chunks()), None),
+            Children::Delta(d) => (None, None, Some(d.entries())),
         };
-        flat.into_iter().chain(listed.into_iter().flatten())
+        let listed = listed.into_iter().flatten();
+        (flat.into_iter().chain(listed)).chain(delta.into_iter().flatten())
     }
 
     /// The child names, in list order.
@@ -71,6 +78,7 @@ impl<'a> Children<'a> {
                 out.extend_from_slice(&rest[..rest.len().min(max)]);
             }
             Children::Listed(l) => l.copy_range(offset, max, out),
+            Children::Delta(d) => d.copy_range(offset, max, out),
         }
     }
 
@@ -95,6 +103,14 @@ impl PartialEq for Children<'_> {
             (Children::Listed(a), Children::Listed(b)) => {
                 std::ptr::eq(a, b) || self.to_vec() == other.to_vec()
             }
+            // a transaction's untouched copy of the store's listing
+            (Children::Delta(d), Children::Listed(l))
+            | (Children::Listed(l), Children::Delta(d))
+                if d.is_base() && std::ptr::eq(&**d.base(), l) =>
+            {
+                true
+            }
+            (a, b) => a.len() == b.len() && a.to_vec() == b.to_vec(),
         }
     }
 }

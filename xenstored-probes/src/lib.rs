@@ -11,6 +11,7 @@ pub mod error;
 pub mod frame;
 pub mod inline_path;
 pub mod listing;
+pub mod listing_delta;
 pub mod mentions;
 pub mod migration;
 pub mod node;

@@ -27,7 +27,7 @@ pub const BIG: usize = 8192;
 /// removal moves and searches at most this much, as in a small directory.
 const CHUNK: usize = 4096;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Listing {
     /// Whole entries, in list order; removals can leave a chunk short or
     /// empty until the next repacking.
@@ -219,7 +219,7 @@ fn names(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
 
 /// Sums of lengths over a prefix of slots, each O(log slots); its size is
 /// a power of two so that `find` can descend it.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Fenwick(Vec<usize>);
 
 impl Fenwick {

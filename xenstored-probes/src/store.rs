@@ -7,6 +7,7 @@
 
 use crate::children::Children;
 use crate::listing::{self, Listing};
+use crate::listing_delta::ListingDelta;
 use crate::mentions::{mentioned, mentions, Mentions};
 use crate::node::{Node, NodeRef};
 use crate::path;
@@ -15,14 +16,16 @@ use crate::record::Record;
 use crate::tree::{self, Tree};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::Cell;
+use std::sync::Arc;
 
 /// The global tree.
 pub struct Store {
     /// Every node, keyed by the path inside its record.
     nodes: FxHashSet<Record>,
     /// The children of nodes whose record has them detached: lists longer
-    /// than `listing::BIG` bytes.
-    listings: FxHashMap<Box<str>, Listing>,
+    /// than `listing::BIG` bytes. Shared with transactions' copies
+    /// (listing_delta.rs): changed in place unless one holds it.
+    listings: FxHashMap<Box<str>, Arc<Listing>>,
     /// Upstream's global generation counter: bumped by every write and
     /// delete, transactions' included (hence a Cell: a transaction's view
     /// holds the store shared).
@@ -103,7 +106,7 @@ impl Store {
         let children = self
             .listings
             .get(record.path())
-            .map_or(Children::Flat(&[]), Children::Listed);
+            .map_or(Children::Flat(&[]), |l| Children::Listed(l));
         NodeRef { children, ..node }
     }
 
@@ -116,10 +119,10 @@ impl Store {
         }
         match self.listings.get_mut(path) {
             Some(l) if node.children == Children::Listed(l) => {}
-            Some(l) => l.replace(&node.children.to_vec()),
+            Some(l) => Arc::make_mut(l).replace(&node.children.to_vec()),
             None => {
-                self.listings
-                    .insert(path.into(), Listing::new(&node.children.to_vec()));
+                let listing = Listing::new(&node.children.to_vec());
+                self.listings.insert(path.into(), Arc::new(listing));
             }
         }
         Record::detached(path, node)
@@ -144,7 +147,7 @@ impl Store {
         let Some(listing) = self.listings.get_mut(path) else {
             return false;
         };
-        let gain = edit(listing);
+        let gain = edit(Arc::make_mut(listing));
         let old = self.nodes.take(path).expect("a listing's node exists");
         let node = NodeRef {
             generation: self.next_generation(),
@@ -154,6 +157,62 @@ impl Store {
         self.nodes.insert(Record::detached(path, node));
         self.account(owner, 0, gain);
         true
+    }
+
+    /// A big directory's listing, shared: what a transaction's copy of the
+    /// node holds instead of copying it. None for a list kept in its record.
+    pub fn shared_listing(&self, path: &str) -> Option<Arc<Listing>> {
+        self.listings.get(path).cloned()
+    }
+
+    /// A transaction's commit of a big directory's copy: its value and
+    /// permissions, stamped once as a rewrite is, then the children it
+    /// removed and made applied one by one to the list as it is now.
+    pub fn commit_children(&mut self, path: &str, value: &[u8], perms: Perms, delta: ListingDelta) {
+        self.rewrite(path, value, perms);
+        let (removed, made) = delta.changes();
+        let removed: Vec<Box<str>> = removed.map(Into::into).collect();
+        let made: Vec<Box<str>> = made.map(Into::into).collect();
+        // the base no longer shared, its edits stay in place
+        drop(delta);
+        for name in removed.iter().chain(&made) {
+            if self.has_child(path, name) {
+                self.splice_child(path, name, false);
+            }
+        }
+        for name in &made {
+            self.splice_child(path, name, true);
+        }
+    }
+
+    /// Adds `name` to `path`'s children or removes it, keeping the node's
+    /// generation (the caller stamped it).
+    fn splice_child(&mut self, path: &str, name: &str, add: bool) {
+        let entry = name.len() as isize + 1;
+        if let Some(listing) = self.listings.get_mut(path) {
+            let listing = Arc::make_mut(listing);
+            let gain = match add {
+                true => {
+                    listing.add(name);
+                    entry
+                }
+                false => -entry * isize::from(listing.remove(name)),
+            };
+            let owner = self.nodes.get(path).expect("listed").node().perms.owner();
+            self.account(owner, 0, gain);
+            return;
+        }
+        let Some(mut node) = self.nodes.get(path).map(Record::to_node) else {
+            return;
+        };
+        match add {
+            true => node.add_child(name),
+            false => node.remove_child(name),
+        }
+        let bytes = node.view().memory(path);
+        let record = self.pack(path, node.view());
+        let old = self.nodes.replace(record);
+        self.replaced(path, old, 0, &node.perms, bytes);
     }
 
     pub fn generation(&self) -> u64 {
@@ -261,35 +320,65 @@ impl Store {
     }
 
     /// Keeps the mentions index true after `path`'s permissions went from
-    /// `old` to `new` (a new node: from none); `children` are its own. The
-    /// usual write keeps the permissions and costs one comparison here.
-    fn track_mentions(&mut self, path: &str, old: &[Perm], new: &[Perm], children: &[u8]) {
+    /// `old` to `new` (a new node: from none), the node stored. The usual
+    /// write keeps the permissions and costs one comparison here; a change
+    /// of the domains mentioned walks the node's children.
+    fn track_mentions(&mut self, path: &str, old: &[Perm], new: &[Perm]) {
         if old == new {
             return;
         }
-        let children = || {
-            children
-                .split(|&b| b == 0)
-                .filter(|c| !c.is_empty())
-                .map(|c| path::child(path, std::str::from_utf8(c).unwrap_or("")))
-        };
+        // (stored by now: its children are the store's)
+        let children: Vec<String> = self
+            .node(path)
+            .map(|n| n.children().map(|c| path::child(path, c)).collect())
+            .unwrap_or_default();
         for d in mentioned(new).filter(|&d| !mentions(old, d)) {
             if !self.parent_mentions(path, d) {
                 self.mentions.add_top(d, path);
             }
             // a node made after its children (create is bottom up)
-            for c in children() {
-                self.mentions.drop_top(d, &c);
+            for c in &children {
+                self.mentions.drop_top(d, c);
             }
         }
         for d in mentioned(old).filter(|&d| !mentions(new, d)) {
             self.mentions.drop_top(d, path);
-            for c in children() {
-                if self.node(&c).is_some_and(|n| mentions(n.perms, d)) {
-                    self.mentions.add_top(d, &c);
+            for c in &children {
+                if self.node(c).is_some_and(|n| mentions(n.perms, d)) {
+                    self.mentions.add_top(d, c);
                 }
             }
         }
+    }
+
+    /// Accounts for `path`'s record, now `perms` and `bytes` of memory
+    /// (see `NodeRef::memory`), having replaced `old` (whose detached list,
+    /// if any, was `old_listing` bytes long) and keeps the mentions index
+    /// true.
+    fn replaced(
+        &mut self,
+        path: &str,
+        old: Option<Record>,
+        old_listing: usize,
+        perms: &[Perm],
+        bytes: usize,
+    ) {
+        let (owner, bytes) = (perms.owner(), bytes as isize);
+        match &old {
+            Some(old) => {
+                let old_owner = old.node().perms.owner();
+                let old_bytes = (old.node().memory(path) + old_listing) as isize;
+                if old_owner != owner {
+                    self.account(old_owner, -1, -old_bytes);
+                    self.account(owner, 1, bytes);
+                } else {
+                    self.account(owner, 0, bytes - old_bytes);
+                }
+            }
+            None => self.account(owner, 1, bytes),
+        }
+        let old_perms = old.as_ref().map_or(&[][..], |r| r.node().perms);
+        self.track_mentions(path, old_perms, perms);
     }
 
     /// Consistency check (CONTROL check): every child exists, every node
@@ -371,27 +460,31 @@ impl Tree for Store {
 
     fn put(&mut self, path: &str, mut node: Node) {
         node.generation = self.next_generation();
-        let owner = node.perms.owner();
-        let bytes = node.view().memory(path) as isize;
         // (a detached list is replaced in place: its length, before)
         let old_listing = self.listings.get(path).map_or(0, |l| l.len());
+        let bytes = node.view().memory(path);
         let record = self.pack(path, node.view());
         let old = self.nodes.replace(record);
-        match &old {
-            Some(old) => {
-                let old_owner = old.node().perms.owner();
-                let old_bytes = (old.node().memory(path) + old_listing) as isize;
-                if old_owner != owner {
-                    self.account(old_owner, -1, -old_bytes);
-                    self.account(owner, 1, bytes);
-                } else {
-                    self.account(owner, 0, bytes - old_bytes);
-                }
-            }
-            None => self.account(owner, 1, bytes),
-        }
-        let old_perms = old.as_ref().map_or(&[][..], |r| r.node().perms);
-        self.track_mentions(path, old_perms, &node.perms, &node.children);
+        self.replaced(path, old, old_listing, &node.perms, bytes);
+    }
+
+    fn rewrite(&mut self, path: &str, value: &[u8], perms: Perms) {
+        let Some(listing) = self.listings.get(path) else {
+            return tree::edit_node(self, path, |n| {
+                n.value = value.to_vec();
+                n.perms = perms;
+            });
+        };
+        let listing_len = listing.len();
+        let node = NodeRef {
+            value,
+            perms: &perms,
+            children: Children::Flat(&[]),
+            generation: self.next_generation(),
+        };
+        let bytes = node.memory(path) + listing_len;
+        let old = self.nodes.replace(Record::detached(path, node));
+        self.replaced(path, old, listing_len, &perms, bytes);
     }
 
     fn delete(&mut self, path: &str) {

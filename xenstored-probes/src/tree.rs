@@ -29,6 +29,15 @@ pub trait Tree {
     fn remove_child(&mut self, path: &str, name: &str) {
         edit_node(self, path, |n| n.remove_child(name));
     }
+    /// Sets the existing node's value and permissions (a write of it),
+    /// keeping its children as they are: a big directory's own WRITE or
+    /// SET_PERMS need not copy its list.
+    fn rewrite(&mut self, path: &str, value: &[u8], perms: Perms) {
+        edit_node(self, path, |n| {
+            n.value = value.to_vec();
+            n.perms = perms;
+        });
+    }
     /// Counts a write the tree does not need (upstream rewrites a removed
     /// node's parent even when the parent goes next): generations stay
     /// upstream's.
@@ -201,13 +210,14 @@ pub fn write<T: Tree + ?Sized>(
                 return Ok(None);
             };
             let old = node.memory(path) as isize;
-            let node = NodeRef { value, ..node }.to_node();
-            check_size(node.view().record_size(), who, limits)?;
-            let charged = t.charged(node.perms.owner());
-            let gain = node.view().memory(path) as isize - old;
+            let new = NodeRef { value, ..node };
+            let (size, gain) = (new.record_size(), new.memory(path) as isize - old);
+            let perms = Perms(node.perms.to_vec());
+            check_size(size, who, limits)?;
+            let charged = t.charged(perms.owner());
             check_memory(t, limits, &[(charged, gain)])?;
             t.sets_value(path);
-            t.put(path, node);
+            t.rewrite(path, value, perms);
             Ok(Some(Change::at(path)))
         }
         Err(Fail(XsError::Enoent, _)) => {
@@ -355,16 +365,21 @@ pub fn set_perms<T: Tree + ?Sized>(
     if !who.privileged && perms.owner() != node.perms.owner() {
         return Err(Fail::new(XsError::Eperm, Reason::PermOwner));
     }
-    let mut node = node.to_node();
-    let before = (t.charged(node.perms.owner()), node.view().memory(path));
-    let old = std::mem::replace(&mut node.perms, perms);
-    let after = (t.charged(node.perms.owner()), node.view().memory(path));
+    let after = NodeRef {
+        perms: &perms.0,
+        ..node
+    }
+    .memory(path);
+    let before = node.memory(path);
+    let (old, value) = (Perms(node.perms.to_vec()), node.value.to_vec());
+    let before = (t.charged(old.owner()), before);
+    let after = (t.charged(perms.owner()), after);
     let gains = [
         (before.0, -(before.1 as isize)),
         (after.0, after.1 as isize),
     ];
     check_memory(t, limits, &gains)?;
-    t.put(path, node);
+    t.rewrite(path, &value, perms);
     Ok(Change {
         path: path.to_string(),
         exact: false,

@@ -1,0 +1,229 @@
+//! A transaction's copy of a big directory's children: the store's
+//! listing as the transaction last saw it (shared, not copied: the store
+//! copies its listing before changing it while a transaction holds it)
+//! and the transaction's own additions and removals. Reads merge them on
+//! the fly; a commit applies the removals and additions child by child to
+//! the store's listing as it is then, so neither a transaction's first look
+//! at the directory nor its commit costs the listing's length.
+
+use crate::listing::{find_child, Listing};
+use rustc_hash::FxHashSet;
+use std::sync::Arc;
+
+#[derive(Clone, Debug)]
+pub struct ListingDelta {
+    base: Arc<Listing>,
+    /// Names hidden from `base`: removed here, or made again here (then
+    /// also in `added`, at the end of the list).
+    removed: FxHashSet<Box<str>>,
+    /// Names made here, NUL-terminated, in the order made.
+    added: Vec<u8>,
+    /// Bytes of the merged list.
+    len: usize,
+}
+
+impl ListingDelta {
+    pub fn new(base: Arc<Listing>) -> ListingDelta {
+        ListingDelta {
+            len: base.len(),
+            base,
+            removed: FxHashSet::default(),
+            added: Vec::new(),
+        }
+    }
+
+    /// The store's listing this copy merges over.
+    pub fn base(&self) -> &Arc<Listing> {
+        &self.base
+    }
+
+    /// Whether nothing was added or removed: the list is `base` itself.
+    pub fn is_base(&self) -> bool {
+        self.removed.is_empty() && self.added.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        find_child(&self.added, name).is_some()
+            || (!self.removed.contains(name) && self.base.has(name))
+    }
+
+    /// Appends `name` (the caller checked it is not listed).
+    pub fn add(&mut self, name: &str) {
+        if self.base.has(name) && self.removed.insert(name.into()) {
+            self.len -= name.len() + 1;
+        }
+        self.added.extend_from_slice(name.as_bytes());
+        self.added.push(0);
+        self.len += name.len() + 1;
+    }
+
+    pub fn remove(&mut self, name: &str) {
+        if let Some(at) = find_child(&self.added, name) {
+            self.added.drain(at..at + name.len() + 1);
+            self.len -= name.len() + 1;
+        } else if self.base.has(name) && self.removed.insert(name.into()) {
+            self.len -= name.len() + 1;
+        }
+    }
+
+    /// The same additions and removals over `base` (the store's listing
+    /// now): a child made here that the store has too comes once, last.
+    pub fn rebase(&mut self, base: Arc<Listing>) {
+        let made: Vec<Box<str>> = names(&self.added).map(Into::into).collect();
+        self.removed.extend(made);
+        self.base = base;
+        let hidden: usize = (self.removed.iter())
+            .filter(|n| self.base.has(n))
+            .map(|n| n.len() + 1)
+            .sum();
+        self.len = self.base.len() - hidden + self.added.len();
+    }
+
+    /// The entries (each a name and its NUL) whose concatenation is the
+    /// merged list.
+    pub fn entries(&self) -> impl Iterator<Item = &[u8]> {
+        let kept = self
+            .base
+            .chunks()
+            .flat_map(|c| c.split_inclusive(|&b| b == 0))
+            .filter(|e| {
+                let name = std::str::from_utf8(&e[..e.len() - 1]).unwrap_or("");
+                self.removed.is_empty() || !self.removed.contains(name)
+            });
+        kept.chain((!self.added.is_empty()).then_some(self.added.as_slice()))
+    }
+
+    /// Appends up to `max` bytes of the merged list from byte `offset`.
+    pub fn copy_range(&self, offset: usize, max: usize, out: &mut Vec<u8>) {
+        if self.removed.is_empty() {
+            // the base's pages, then what was added: no merging needed
+            let before = out.len();
+            self.base.copy_range(offset, max, out);
+            let from = offset.saturating_sub(self.base.len());
+            let left = max - (out.len() - before);
+            let rest = self.added.get(from..).unwrap_or(&[]);
+            out.extend_from_slice(&rest[..rest.len().min(left)]);
+            return;
+        }
+        let merged: Vec<u8> = self.entries().flatten().copied().collect();
+        let rest = merged.get(offset..).unwrap_or(&[]);
+        out.extend_from_slice(&rest[..rest.len().min(max)]);
+    }
+
+    /// What a commit applies: the names to take out of the store's list
+    /// (if there), then those to append, in order.
+    pub fn changes(&self) -> (impl Iterator<Item = &str>, impl Iterator<Item = &str>) {
+        (self.removed.iter().map(|n| &**n), names(&self.added))
+    }
+}
+
+fn names(bytes: &[u8]) -> impl Iterator<Item = &str> {
+    bytes
+        .split(|&b| b == 0)
+        .filter(|n| !n.is_empty())
+        .map(|n| std::str::from_utf8(n).unwrap_or(""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::children::Children;
+
+    fn listing(names: &[String]) -> Vec<u8> {
+        names
+            .iter()
+            .flat_map(|n| [n.as_bytes(), b"\0"].concat())
+            .collect()
+    }
+
+    /// Random additions, removals and rebases against a model: the list
+    /// is the base less what was removed or made here, then what was made,
+    /// in order; every name's presence, the length, and pages from every
+    /// offset agree.
+    #[test]
+    fn merges_as_the_model_does() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let pool: Vec<String> = (0..40)
+            .map(|i| format!("n{i}{}", "x".repeat(i % 7)))
+            .collect();
+        let mut base: Vec<String> = pool[..20].to_vec();
+        let mut delta = ListingDelta::new(Arc::new(Listing::new(&listing(&base))));
+        let (mut removed, mut made) = (FxHashSet::<String>::default(), Vec::<String>::new());
+        for step in 0..3000 {
+            let name = &pool[rnd(40) as usize];
+            let view: Vec<String> = (base.iter())
+                .filter(|n| !removed.contains(*n) && !made.contains(n))
+                .chain(&made)
+                .cloned()
+                .collect();
+            match rnd(10) {
+                0..=3 if !view.contains(name) => {
+                    delta.add(name);
+                    made.push(name.clone());
+                }
+                // (a tree removes a child its parent lists)
+                4..=6 if view.contains(name) => {
+                    delta.remove(name);
+                    made.retain(|m| m != name);
+                    removed.insert(name.clone());
+                }
+                7 => {
+                    // the store changed meanwhile: a child gone, one made
+                    base.retain(|n| n != name);
+                    let new = &pool[rnd(40) as usize];
+                    if !base.contains(new) {
+                        base.push(new.clone());
+                    }
+                    delta.rebase(Arc::new(Listing::new(&listing(&base))));
+                }
+                _ => {}
+            }
+            let view: Vec<String> = (base.iter())
+                .filter(|n| !removed.contains(*n) && !made.contains(n))
+                .chain(&made)
+                .cloned()
+                .collect();
+            let want = listing(&view);
+            let got = Children::Delta(&delta);
+            assert_eq!(got.to_vec(), want, "step {step}");
+            assert_eq!(got.len(), want.len(), "step {step}");
+            for n in &pool {
+                assert_eq!(got.has(n), view.contains(n), "step {step}: {n}");
+            }
+            let offset = rnd(want.len() as u64 + 2) as usize;
+            let mut page = Vec::new();
+            got.copy_range(offset, 13, &mut page);
+            let rest = want.get(offset..).unwrap_or(&[]);
+            assert_eq!(page, &rest[..rest.len().min(13)], "step {step} at {offset}");
+        }
+        assert!(!made.is_empty() && !removed.is_empty());
+    }
+
+    #[test]
+    fn an_untouched_copy_is_the_stores_list_without_comparing() {
+        let shared = Arc::new(Listing::new(b"a\0b\0"));
+        let mut delta = ListingDelta::new(shared.clone());
+        assert_eq!(Children::Delta(&delta), Children::Listed(&shared));
+        assert!(delta.is_base());
+        delta.add("c");
+        delta.remove("c");
+        assert_eq!(Children::Delta(&delta), Children::Listed(&shared));
+        delta.remove("a");
+        assert_ne!(Children::Delta(&delta), Children::Listed(&shared));
+        assert_eq!(Children::Delta(&delta), *b"b\0");
+    }
+}
