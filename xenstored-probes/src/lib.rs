@@ -9,6 +9,7 @@ pub mod detached;
 pub mod domain;
 pub mod error;
 pub mod frame;
+pub mod home_filter;
 pub mod inline_path;
 pub mod listing;
 pub mod mentions;

@@ -1,6 +1,7 @@
 //! Watches: which registered watch an event matches, and the path it is
 //! reported with (relative watches get paths relative to the domain home).
 
+use crate::home_filter::HomeFilters;
 use crate::inline_path::InlinePath;
 use crate::path;
 use crate::tree::Change;
@@ -74,6 +75,10 @@ pub struct WatchTable {
     /// thousands touches that slot only, not also the path's and the
     /// list's allocations.
     by_path: FxHashMap<InlinePath, SmallVec<[Hit; 1]>>,
+    /// Which paths in each domain's home may be watched: a change below a
+    /// home skips its ancestors there that none is on, each of which would
+    /// be a cache miss in `by_path`.
+    homes: HomeFilters,
     per_conn: FxHashMap<u32, Usage>,
     next: u64,
 }
@@ -100,6 +105,7 @@ impl WatchTable {
         usage.count += 1;
         usage.bytes += cost(&w);
         let path = InlinePath::from(w.path.as_str());
+        self.homes.add(&w.path);
         let slot = match self.free.pop() {
             Some(s) => {
                 self.slab[s as usize] = Some(w);
@@ -157,6 +163,7 @@ impl WatchTable {
         };
         self.free.push(slot);
         self.order.remove(&key);
+        self.homes.remove(&w.path);
         if let Some(usage) = self.per_conn.get_mut(&key.0) {
             usage.count -= 1;
             usage.bytes -= cost(&w);
@@ -198,7 +205,8 @@ impl WatchTable {
         if change.exact {
             add(&change.path);
         } else {
-            for p in ancestors(&change.path) {
+            let home = self.homes.for_change(&change.path);
+            for p in ancestors(&change.path).filter(|p| home.may_be_watched(p)) {
                 add(p);
             }
         }
@@ -307,6 +315,16 @@ mod tests {
     fn index_agrees_with_matching_every_watch() {
         let names = ["a", "b", "ab"];
         let mut paths = vec!["/".to_string(), "@releaseDomain".into(), "@x".into()];
+        // domain homes, which the home filters cover
+        for home in ["/local/domain/1", "/local/domain/2"] {
+            paths.push(home.into());
+            for x in names {
+                paths.push(format!("{home}/{x}"));
+                paths.push(format!("{home}/{x}/c"));
+            }
+        }
+        paths.push("/local/domain".into());
+        paths.push("/local".into());
         for x in names {
             paths.push(format!("/{x}"));
             for y in names {
