@@ -7,7 +7,7 @@
 //! thousand domains, though usually only one of them is watched. The
 //! domain's filter, one small entry, tells which may be.
 
-use rustc_hash::FxHashMap;
+use crate::domid_map::DomidMap;
 use std::hash::BuildHasher;
 
 const DOMAIN_PREFIX: &str = "/local/domain/";
@@ -15,7 +15,7 @@ const DOMAIN_PREFIX: &str = "/local/domain/";
 /// Every domain home holding a watched path, by domain id.
 #[derive(Debug, Default)]
 pub struct HomeFilters {
-    by_domid: FxHashMap<u32, Filter>,
+    by_domid: DomidMap<Filter>,
 }
 
 /// One home's watched paths. A removed path's bit stays set (another path
@@ -62,7 +62,7 @@ impl HomeFilters {
         let Some((domid, _)) = home_of(path) else {
             return;
         };
-        let f = self.by_domid.entry(domid).or_default();
+        let f = self.by_domid.entry(domid);
         f.watches += 1;
         let (word, bit) = bit_of(path);
         f.bits[word] |= bit;
@@ -73,10 +73,10 @@ impl HomeFilters {
         let Some((domid, _)) = home_of(path) else {
             return;
         };
-        if let Some(f) = self.by_domid.get_mut(&domid) {
+        if let Some(f) = self.by_domid.get_mut(domid) {
             f.watches -= 1;
             if f.watches == 0 {
-                self.by_domid.remove(&domid);
+                self.by_domid.clear(domid);
             }
         }
     }
@@ -87,7 +87,7 @@ impl HomeFilters {
         match home_of(path) {
             Some((domid, home_len)) => Ancestors {
                 home_len,
-                filter: self.by_domid.get(&domid),
+                filter: self.by_domid.get(domid),
             },
             None => Ancestors {
                 home_len: usize::MAX,

@@ -7,6 +7,7 @@ pub mod connection;
 pub mod daemon;
 pub mod detached;
 pub mod domain;
+pub mod domid_map;
 pub mod error;
 pub mod frame;
 pub mod home_filter;

@@ -6,6 +6,7 @@
 //! adding or removing one does not rewrite the whole list.
 
 use crate::children::Children;
+use crate::domid_map::DomidMap;
 use crate::listing::{self, Listing};
 use crate::mentions::{mentioned, mentions, Mentions};
 use crate::node::{Node, NodeRef};
@@ -30,7 +31,7 @@ pub struct Store {
     /// What each domain owns, its count and bytes side by side: a write
     /// updates both, and two maps missed the cache twice for a domain
     /// among a thousand.
-    owned: FxHashMap<u32, Owned>,
+    owned: DomidMap<Owned>,
     mentions: Mentions,
 }
 
@@ -66,7 +67,7 @@ impl Store {
             nodes: FxHashSet::default(),
             listings: FxHashMap::default(),
             generation: Cell::new(0),
-            owned: FxHashMap::default(),
+            owned: DomidMap::default(),
             mentions: Mentions::default(),
         };
         let n0 = || Node::new(b"", Perms::owned_by(0));
@@ -360,11 +361,11 @@ impl Store {
 
     /// Bytes of the nodes `domid` owns.
     pub fn memory(&self, domid: u32) -> usize {
-        self.owned.get(&domid).map_or(0, |o| o.bytes)
+        self.owned.get(domid).map_or(0, |o| o.bytes)
     }
 
     fn account(&mut self, domid: u32, nodes: isize, bytes: isize) {
-        let o = self.owned.entry(domid).or_default();
+        let o = self.owned.entry(domid);
         o.nodes = o.nodes.saturating_add_signed(nodes);
         o.bytes = o.bytes.saturating_add_signed(bytes);
     }
@@ -438,7 +439,7 @@ impl Tree for Store {
     }
 
     fn owned(&self, domid: u32) -> usize {
-        self.owned.get(&domid).map_or(0, |o| o.nodes)
+        self.owned.get(domid).map_or(0, |o| o.nodes)
     }
 
     fn memory(&self, domid: u32) -> usize {
