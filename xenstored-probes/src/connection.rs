@@ -10,6 +10,7 @@ use crate::perms::Identity;
 use crate::probes::{self, TxOutcome, Who};
 use crate::transaction::Transaction;
 use crate::transport::Transport;
+use crate::watch::WatchUsage;
 use mio::Interest;
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
@@ -28,6 +29,8 @@ pub struct Connection {
     pub ident: Identity,
     /// Open transactions by id (ordered: teardown reports them in order).
     pub transactions: BTreeMap<u32, Transaction>,
+    /// Its watches' count and bytes (the watches live in `watch.rs`'s table).
+    pub watches: WatchUsage,
     next_tx: u32,
     transport: Box<dyn Transport>,
     input: InBuf,
@@ -80,6 +83,7 @@ impl Connection {
                 target,
             },
             transactions: BTreeMap::new(),
+            watches: WatchUsage::default(),
             next_tx: 1,
             transport,
             input: InBuf::default(),

@@ -6,6 +6,7 @@
 //! adding or removing one does not rewrite the whole list.
 
 use crate::children::Children;
+use crate::domid_map::DomidMap;
 use crate::listing::{self, Listing};
 use crate::listing_delta::ListingDelta;
 use crate::mentions::{mentioned, mentions, Mentions};
@@ -30,11 +31,19 @@ pub struct Store {
     /// delete, transactions' included (hence a Cell: a transaction's view
     /// holds the store shared).
     generation: Cell<u64>,
-    owned: FxHashMap<u32, usize>,
-    /// Bytes of nodes each domain owns (the memory quota's share of the
-    /// tree, see `NodeRef::memory`).
-    owned_bytes: FxHashMap<u32, usize>,
+    /// What each domain owns, its count and bytes side by side: a write
+    /// updates both, and two maps missed the cache twice for a domain
+    /// among a thousand.
+    owned: DomidMap<Owned>,
     mentions: Mentions,
+}
+
+/// A domain's nodes: how many, and their bytes (the memory quota's share
+/// of the tree, see `NodeRef::memory`).
+#[derive(Debug, Default, Clone, Copy)]
+struct Owned {
+    nodes: usize,
+    bytes: usize,
 }
 
 /// The nodes releasing some domains touches (see [`Store::mentioning`]).
@@ -61,8 +70,7 @@ impl Store {
             nodes: FxHashSet::default(),
             listings: FxHashMap::default(),
             generation: Cell::new(0),
-            owned: FxHashMap::default(),
-            owned_bytes: FxHashMap::default(),
+            owned: DomidMap::default(),
             mentions: Mentions::default(),
         };
         let n0 = || Node::new(b"", Perms::owned_by(0));
@@ -405,10 +413,10 @@ impl Store {
             }
         }
         for (d, n) in &counts {
-            if self.owned.get(d).copied().unwrap_or(0) != *n {
+            if Tree::owned(self, *d) != *n {
                 problems.push(format!(
-                    "domain {d}: owns {n} nodes, accounted {:?}",
-                    self.owned.get(d)
+                    "domain {d}: owns {n} nodes, accounted {}",
+                    Tree::owned(self, *d)
                 ));
             }
         }
@@ -442,14 +450,13 @@ impl Store {
 
     /// Bytes of the nodes `domid` owns.
     pub fn memory(&self, domid: u32) -> usize {
-        self.owned_bytes.get(&domid).copied().unwrap_or(0)
+        self.owned.get(domid).map_or(0, |o| o.bytes)
     }
 
     fn account(&mut self, domid: u32, nodes: isize, bytes: isize) {
-        let n = self.owned.entry(domid).or_default();
-        *n = n.saturating_add_signed(nodes);
-        let b = self.owned_bytes.entry(domid).or_default();
-        *b = b.saturating_add_signed(bytes);
+        let o = self.owned.entry(domid);
+        o.nodes = o.nodes.saturating_add_signed(nodes);
+        o.bytes = o.bytes.saturating_add_signed(bytes);
     }
 }
 
@@ -525,7 +532,7 @@ impl Tree for Store {
     }
 
     fn owned(&self, domid: u32) -> usize {
-        self.owned.get(&domid).copied().unwrap_or(0)
+        self.owned.get(domid).map_or(0, |o| o.nodes)
     }
 
     fn memory(&self, domid: u32) -> usize {

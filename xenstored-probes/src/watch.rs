@@ -1,6 +1,7 @@
 //! Watches: which registered watch an event matches, and the path it is
 //! reported with (relative watches get paths relative to the domain home).
 
+use crate::home_filter::HomeFilters;
 use crate::inline_path::InlinePath;
 use crate::path;
 use crate::tree::Change;
@@ -56,8 +57,8 @@ pub type Hit = (WatchKey, Slot);
 
 /// Every connection's watches, indexed by path so that finding the
 /// watches a change fires costs the path's depth and the matches, not
-/// the number of watches; and each connection's count and bytes (paths
-/// and tokens: the memory quota's share).
+/// the number of watches. Each connection's count and bytes are its
+/// `WatchUsage`, which the caller keeps with the connection.
 ///
 /// The watches sit in a slab and the path index holds their slots, so
 /// firing one reads it directly: no search of a tree of every watch,
@@ -74,14 +75,22 @@ pub struct WatchTable {
     /// thousands touches that slot only, not also the path's and the
     /// list's allocations.
     by_path: FxHashMap<InlinePath, SmallVec<[Hit; 1]>>,
-    per_conn: FxHashMap<u32, Usage>,
+    /// Which paths in each domain's home may be watched: a change below a
+    /// home skips its ancestors there that none is on, each of which would
+    /// be a cache miss in `by_path`.
+    homes: HomeFilters,
     next: u64,
 }
 
+/// A connection's watches: how many, and the bytes of their paths and
+/// tokens (the memory quota's share, as C xenstored charges them). Kept in
+/// the connection, not in a map here: a watch event to an unprivileged
+/// connection reads it, and a map by connection was one more cache miss
+/// among a thousand domains.
 #[derive(Debug, Default, Clone, Copy)]
-struct Usage {
-    count: usize,
-    bytes: usize,
+pub struct WatchUsage {
+    pub count: usize,
+    pub bytes: usize,
 }
 
 fn cost(w: &Watch) -> usize {
@@ -89,17 +98,18 @@ fn cost(w: &Watch) -> usize {
 }
 
 impl WatchTable {
-    /// None when `conn` already watches the same path and token (EEXIST).
-    pub fn add(&mut self, conn: u32, w: Watch) -> Option<&Watch> {
+    /// None when `conn` already watches the same path and token (EEXIST);
+    /// `usage` is `conn`'s.
+    pub fn add(&mut self, conn: u32, usage: &mut WatchUsage, w: Watch) -> Option<&Watch> {
         if self.find(conn, &w.path, &w.token).is_some() {
             return None;
         }
         let key = (conn, self.next);
         self.next += 1;
-        let usage = self.per_conn.entry(conn).or_default();
         usage.count += 1;
         usage.bytes += cost(&w);
         let path = InlinePath::from(w.path.as_str());
+        self.homes.add(&w.path);
         let slot = match self.free.pop() {
             Some(s) => {
                 self.slab[s as usize] = Some(w);
@@ -117,28 +127,28 @@ impl WatchTable {
         self.slab[slot as usize].as_ref()
     }
 
-    /// False when `conn` has no such watch (ENOENT).
-    pub fn remove(&mut self, conn: u32, path: &str, token: &[u8]) -> bool {
+    /// False when `conn` has no such watch (ENOENT); `usage` is `conn`'s.
+    pub fn remove(&mut self, conn: u32, usage: &mut WatchUsage, path: &str, token: &[u8]) -> bool {
         match self.find(conn, path, token) {
             Some(hit) => {
-                self.forget(hit);
+                self.forget(hit, usage);
                 true
             }
             None => false,
         }
     }
 
-    /// Drops all of `conn`'s watches (it closed, or reset them).
-    pub fn clear(&mut self, conn: u32) {
+    /// Drops all of `conn`'s watches (it closed, or reset them); `usage`
+    /// is `conn`'s.
+    pub fn clear(&mut self, conn: u32, usage: &mut WatchUsage) {
         let hits: Vec<Hit> = self
             .order
             .range((conn, 0)..=(conn, u64::MAX))
             .map(|(k, s)| (*k, *s))
             .collect();
         for hit in hits {
-            self.forget(hit);
+            self.forget(hit, usage);
         }
-        self.per_conn.remove(&conn);
     }
 
     fn find(&self, conn: u32, path: &str, token: &[u8]) -> Option<Hit> {
@@ -151,16 +161,15 @@ impl WatchTable {
             .copied()
     }
 
-    fn forget(&mut self, (key, slot): Hit) {
+    fn forget(&mut self, (key, slot): Hit, usage: &mut WatchUsage) {
         let Some(w) = self.slab.get_mut(slot as usize).and_then(Option::take) else {
             return;
         };
         self.free.push(slot);
         self.order.remove(&key);
-        if let Some(usage) = self.per_conn.get_mut(&key.0) {
-            usage.count -= 1;
-            usage.bytes -= cost(&w);
-        }
+        self.homes.remove(&w.path);
+        usage.count -= 1;
+        usage.bytes -= cost(&w);
         if let Some(same_path) = self.by_path.get_mut(w.path.as_str()) {
             if let Ok(i) = same_path.binary_search_by_key(&key, |h| h.0) {
                 same_path.remove(i);
@@ -198,7 +207,8 @@ impl WatchTable {
         if change.exact {
             add(&change.path);
         } else {
-            for p in ancestors(&change.path) {
+            let home = self.homes.for_change(&change.path);
+            for p in ancestors(&change.path).filter(|p| home.may_be_watched(p)) {
                 add(p);
             }
         }
@@ -206,16 +216,6 @@ impl WatchTable {
         if lists > 1 {
             out.sort_unstable_by_key(|h| h.0);
         }
-    }
-
-    /// How many watches `conn` has.
-    pub fn count(&self, conn: u32) -> usize {
-        self.per_conn.get(&conn).map_or(0, |u| u.count)
-    }
-
-    /// Bytes of `conn`'s watches' paths and tokens, as C xenstored charges them.
-    pub fn memory(&self, conn: u32) -> usize {
-        self.per_conn.get(&conn).map_or(0, |u| u.bytes)
     }
 
     pub fn len(&self) -> usize {
@@ -282,15 +282,17 @@ mod tests {
     #[test]
     fn duplicates_and_missing() {
         let mut ws = WatchTable::default();
-        assert!(ws.add(1, watch("/a", false)).is_some());
-        assert!(ws.add(1, watch("/a", false)).is_none());
-        assert!(ws.add(2, watch("/a", false)).is_some());
-        assert!(!ws.remove(1, "/b", b"t"));
-        assert_eq!(ws.memory(1), 3);
-        assert!(ws.remove(1, "/a", b"t"));
-        assert_eq!((ws.count(1), ws.memory(1), ws.count(2)), (0, 0, 1));
-        ws.clear(2);
+        let (mut one, mut two) = (WatchUsage::default(), WatchUsage::default());
+        assert!(ws.add(1, &mut one, watch("/a", false)).is_some());
+        assert!(ws.add(1, &mut one, watch("/a", false)).is_none());
+        assert!(ws.add(2, &mut two, watch("/a", false)).is_some());
+        assert!(!ws.remove(1, &mut one, "/b", b"t"));
+        assert_eq!(one.bytes, 3);
+        assert!(ws.remove(1, &mut one, "/a", b"t"));
+        assert_eq!((one.count, one.bytes, two.count), (0, 0, 1));
+        ws.clear(2, &mut two);
         assert!(ws.is_empty());
+        assert_eq!((two.count, two.bytes), (0, 0));
     }
 
     #[test]
@@ -307,6 +309,16 @@ mod tests {
     fn index_agrees_with_matching_every_watch() {
         let names = ["a", "b", "ab"];
         let mut paths = vec!["/".to_string(), "@releaseDomain".into(), "@x".into()];
+        // domain homes, which the home filters cover
+        for home in ["/local/domain/1", "/local/domain/2"] {
+            paths.push(home.into());
+            for x in names {
+                paths.push(format!("{home}/{x}"));
+                paths.push(format!("{home}/{x}/c"));
+            }
+        }
+        paths.push("/local/domain".into());
+        paths.push("/local".into());
         for x in names {
             paths.push(format!("/{x}"));
             for y in names {
@@ -323,6 +335,7 @@ mod tests {
             (seed % n as u64) as usize
         };
         let mut table = WatchTable::default();
+        let mut usage = [WatchUsage::default(); 5];
         let mut naive: Vec<(WatchKey, Watch)> = Vec::new();
         for _ in 0..3000 {
             let conn = next(5) as u32;
@@ -330,22 +343,28 @@ mod tests {
             w.token = [b'0' + next(2) as u8][..].into();
             match next(10) {
                 0 => {
-                    table.clear(conn);
+                    table.clear(conn, &mut usage[conn as usize]);
                     naive.retain(|(k, _)| k.0 != conn);
                 }
                 1..=3 => {
-                    let removed = table.remove(conn, &w.path, &w.token);
+                    let removed = table.remove(conn, &mut usage[conn as usize], &w.path, &w.token);
                     let before = naive.len();
                     naive.retain(|(k, x)| !(k.0 == conn && *x == w));
                     assert_eq!(removed, naive.len() < before);
                 }
                 _ => {
                     let dup = naive.iter().any(|(k, x)| k.0 == conn && *x == w);
-                    assert_eq!(table.add(conn, w.clone()).is_none(), dup);
+                    let added = table.add(conn, &mut usage[conn as usize], w.clone());
+                    assert_eq!(added.is_none(), dup);
                     if !dup {
                         naive.push(((conn, table.next - 1), w));
                     }
                 }
+            }
+            for (conn, u) in usage.iter().enumerate() {
+                let mine = naive.iter().filter(|(k, _)| k.0 == conn as u32);
+                let bytes: usize = mine.clone().map(|(_, w)| cost(w)).sum();
+                assert_eq!((u.count, u.bytes), (mine.count(), bytes));
             }
             let c = change(&paths[next(paths.len())], next(2) == 0);
             let mut hits = Vec::new();

@@ -253,9 +253,9 @@ pub(super) fn set_quota(d: &mut Daemon, _: &Call, p: &[u8]) -> Result<(), Fail> 
 fn domain_quota(d: &Daemon, domid: u32) -> Option<String> {
     d.domains.get(domid)?;
     let ids = d.domain_conns(domid);
-    let watches = ids.iter().map(|&c| d.watches.count(c)).sum::<usize>();
-    let conns = ids.iter().filter_map(|id| d.conns.get(id));
-    let transactions = conns.map(|c| c.transactions.len()).sum::<usize>();
+    let conns = || ids.iter().filter_map(|id| d.conns.get(id));
+    let watches = conns().map(|c| c.watches.count).sum::<usize>();
+    let transactions = conns().map(|c| c.transactions.len()).sum::<usize>();
     let mut s = format!("Domain {domid}:\n");
     for (name, v) in [
         ("nodes", d.store.owned(domid)),

@@ -176,7 +176,7 @@ impl Daemon {
                 self.conns_of.remove(&conn.domid);
             }
         }
-        self.watches.clear(id);
+        self.watches.clear(id, &mut conn.watches);
         conn.drop_transactions(serial, reason);
         probes::conn_close(serial, &conn.who(), reason);
         Some(conn.into_transport())
@@ -213,10 +213,7 @@ impl Daemon {
 
     /// The connection a request came from.
     fn caller(&mut self, call: &Call) -> Result<&mut Connection, Fail> {
-        // handle() found it; only a handler that closed it could miss it
-        self.conns
-            .get_mut(&call.conn)
-            .ok_or(Fail::new(XsError::Eio, Reason::ConnectionGone))
+        caller_in(&mut self.conns, call)
     }
 
     /// Trades the effects gathered so far for `spare` (emptied, its
@@ -280,7 +277,7 @@ impl Daemon {
     /// What `domid`'s connections cost its memory quota: their watches,
     /// transaction copies and queued output.
     fn conns_memory(&self, domid: u32) -> usize {
-        conns_memory(&self.conns, &self.conns_of, &self.watches, domid)
+        conns_memory(&self.conns, &self.conns_of, domid)
     }
 
     /// The ids of `domid`'s connections, in creation order.
@@ -349,7 +346,7 @@ impl Daemon {
             .iter()
             .filter_map(|id| self.conns.get(id))
         {
-            used += c.memory() + self.watches.memory(c.id);
+            used += c.memory() + c.watches.bytes;
             if let Some(t) = call.tx.filter(|_| c.id == call.conn) {
                 used -= c.transactions.get(&t).map_or(0, |t| t.memory());
             }
@@ -363,15 +360,26 @@ impl Daemon {
     }
 }
 
+/// The connection `call` came from, in `conns` (`Daemon::caller` where
+/// another of the daemon's fields is borrowed beside it).
+fn caller_in<'c>(
+    conns: &'c mut FxHashMap<u32, Connection>,
+    call: &Call,
+) -> Result<&'c mut Connection, Fail> {
+    // handle() found it; only a handler that closed it could miss it
+    conns
+        .get_mut(&call.conn)
+        .ok_or(Fail::new(XsError::Eio, Reason::ConnectionGone))
+}
+
 /// What `domid`'s connections cost its memory quota (see
 /// `Daemon::conns_memory`), from the fields a caller may have split.
 fn conns_memory(
     conns: &FxHashMap<u32, Connection>,
     conns_of: &FxHashMap<u32, Vec<u32>>,
-    watches: &WatchTable,
     domid: u32,
 ) -> usize {
     let ids = conns_of.get(&domid).map_or(&[][..], Vec::as_slice);
     let mine = ids.iter().filter_map(|id| conns.get(id));
-    mine.map(|c| c.memory() + watches.memory(c.id)).sum()
+    mine.map(|c| c.memory() + c.watches.bytes).sum()
 }

@@ -144,7 +144,8 @@ impl Daemon {
     ) -> Result<(), String> {
         let path_max = self.quotas.get(Kind::PathMax, 0) as usize;
         let gone = || format!("connection {id} is gone");
-        let domid = self.conns.get(&id).ok_or_else(gone)?.domid;
+        let c = self.conns.get_mut(&id).ok_or_else(gone)?;
+        let domid = c.domid;
         for w in watches {
             let raw = String::from_utf8_lossy(&w.path);
             let (path, relative) = path::resolve_watch(&w.path, domid, path_max)
@@ -152,6 +153,7 @@ impl Daemon {
             // A duplicate is harmless: the stream listed it twice.
             self.watches.add(
                 id,
+                &mut c.watches,
                 Watch {
                     path,
                     token: w.token[..].into(),
@@ -159,7 +161,6 @@ impl Daemon {
                 },
             );
         }
-        let c = self.conns.get_mut(&id).ok_or_else(gone)?;
         c.restore_buffers(&conn.input, &conn.output)?;
         Self::mark_dirty(&mut self.effects, c);
         Ok(())

@@ -78,8 +78,8 @@ impl Daemon {
         f: impl FnOnce(&mut dyn Tree, &Quotas, &dyn Fn(u32) -> Option<usize>) -> Result<R, Fail>,
     ) -> Result<R, Fail> {
         let Some(t) = call.tx else {
-            let (conns, conns_of, watches) = (&self.conns, &self.conns_of, &self.watches);
-            let besides = |domid| conns_memory(conns, conns_of, watches, domid);
+            let (conns, conns_of) = (&self.conns, &self.conns_of);
+            let besides = |domid| conns_memory(conns, conns_of, domid);
             let allowance = |domid| memory_allowance(&self.quotas, domid, besides);
             return f(&mut self.store, &self.quotas, &allowance);
         };

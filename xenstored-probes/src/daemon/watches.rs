@@ -13,7 +13,7 @@ use crate::quota::Quotas;
 use crate::request;
 use crate::store::Store;
 use crate::tree::Change;
-use crate::watch::{Watch, WatchTable};
+use crate::watch::Watch;
 use crate::wire::{MsgType, XsError, HEADER_LEN};
 
 /// Replies before the watch's initial event, as upstream.
@@ -25,7 +25,8 @@ pub(super) fn watch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
         path::resolve_watch(req.path, domid, path_max).map_err(|e| Fail::new(e, Reason::Path))?;
     if !call.who.privileged {
         let ids = d.domain_conns(domid);
-        let used: usize = ids.iter().map(|&c| d.watches.count(c)).sum();
+        let conns = ids.iter().filter_map(|id| d.conns.get(id));
+        let used: usize = conns.map(|c| c.watches.count).sum();
         if used >= d.quotas.get(Kind::Watches, domid) as usize {
             return Err(Fail::new(XsError::E2big, Reason::QuotaWatches));
         }
@@ -39,8 +40,8 @@ pub(super) fn watch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
         token: req.token.into(),
         relative,
     };
-    d.caller(call)?;
-    if d.watches.add(call.conn, w).is_none() {
+    let conn = super::caller_in(&mut d.conns, call)?;
+    if d.watches.add(call.conn, &mut conn.watches, w).is_none() {
         return Err(Fail::new(XsError::Eexist, Reason::WatchExists));
     }
     d.ack(call);
@@ -48,7 +49,7 @@ pub(super) fn watch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
         return Ok(()); // replied already
     };
     let who = conn.who();
-    let room = event_room(&d.store, &d.quotas, &d.watches, conn);
+    let room = event_room(&d.store, &d.quotas, conn);
     if let Some(w) = d.watches.of(call.conn).last() {
         let event_path = w.event_path(&w.path, domid);
         if event_cost(event_path, &w.token) < room {
@@ -71,8 +72,11 @@ pub(super) fn unwatch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail>
     let path_max = d.quotas.get(Kind::PathMax, domid) as usize;
     let (abs, _) =
         path::resolve_watch(req.path, domid, path_max).map_err(|e| Fail::new(e, Reason::Path))?;
-    d.caller(call)?;
-    if !d.watches.remove(call.conn, &abs, req.token) {
+    let conn = super::caller_in(&mut d.conns, call)?;
+    if !d
+        .watches
+        .remove(call.conn, &mut conn.watches, &abs, req.token)
+    {
         return Err(Fail::new(XsError::Enoent, Reason::NoSuchWatch));
     }
     Ok(())
@@ -80,8 +84,8 @@ pub(super) fn unwatch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail>
 
 /// Drops the connection's watches and its transactions.
 pub(super) fn reset_watches(d: &mut Daemon, call: &Call, _: &[u8]) -> Result<(), Fail> {
-    d.watches.clear(call.conn);
-    let conn = d.caller(call)?;
+    let conn = super::caller_in(&mut d.conns, call)?;
+    d.watches.clear(call.conn, &mut conn.watches);
     conn.drop_transactions(call.serial, "reset");
     Ok(())
 }
@@ -156,7 +160,7 @@ impl Daemon {
                 continue;
             }
             let mut queued = false;
-            let mut room = event_room(store, &self.quotas, &self.watches, conn);
+            let mut room = event_room(store, &self.quotas, conn);
             for w in mine.iter().filter_map(|&(_, s)| self.watches.slot(s)) {
                 let event_path = w.event_path(&change.path, domid);
                 // As C xenstored, an event that would take an unprivileged
@@ -195,11 +199,11 @@ fn event_cost(path: &str, token: &[u8]) -> usize {
 /// How many bytes of events `conn` may still be sent before its domain
 /// reaches its memory quota (unlimited when privileged). Counts this
 /// connection's share only: a domain has one ring.
-fn event_room(store: &Store, quotas: &Quotas, watches: &WatchTable, conn: &Connection) -> usize {
+fn event_room(store: &Store, quotas: &Quotas, conn: &Connection) -> usize {
     if conn.ident.privileged {
         return usize::MAX;
     }
-    let used = store.memory(conn.domid) + conn.memory() + watches.memory(conn.id);
+    let used = store.memory(conn.domid) + conn.memory() + conn.watches.bytes;
     (quotas.get(Kind::Memory, conn.domid) as usize).saturating_sub(used)
 }
 
