@@ -28,6 +28,9 @@ pub struct Reads {
     pub p50: Duration,
     pub p99: Duration,
     pub max: Duration,
+    /// The p99 of each read's latency less the daemon's wait for a CPU
+    /// in it: what the daemon's own order and work cost the read.
+    pub own_p99: Duration,
     /// Reads over SLOW: how many, their latencies' sum, and the daemon's
     /// wait for a CPU within them.
     pub slow: usize,
@@ -39,12 +42,15 @@ impl Reads {
     pub fn of(reads: &[Read]) -> Reads {
         let mut lat: Vec<Duration> = reads.iter().map(|r| r.latency).collect();
         lat.sort_unstable();
+        let mut own: Vec<Duration> = reads.iter().map(|r| r.latency - r.daemon_waited).collect();
+        own.sort_unstable();
         let slow = reads.iter().filter(|r| r.latency > SLOW);
         Reads {
             count: lat.len(),
             p50: percentile(&lat, 0.50),
             p99: percentile(&lat, 0.99),
             max: lat.last().copied().unwrap_or_default(),
+            own_p99: percentile(&own, 0.99),
             slow: slow.clone().count(),
             slow_total: slow.clone().map(|r| r.latency).sum(),
             slow_waited: slow.map(|r| r.daemon_waited).sum(),

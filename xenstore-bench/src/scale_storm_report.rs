@@ -244,9 +244,10 @@ fn read_limits(r: &StormResult) -> String {
          reads over {} ms, how long the daemon was runnable but waiting for a CPU (its \
          threads' run delay in schedstat, read before and after each READ): another task \
          held its CPU. The storm's own client threads run at SCHED_IDLE, so they never \
-         preempt a daemon; what is left is the machine's other load. The rest of a slow \
-         read is the daemon's own work before it.\n\n| daemon | reads | p50 / p99 / max ms \
-         | reads over {0} ms | of their time, the daemon waiting for a CPU |\n|---|---|---|---|---|\n",
+         preempt a daemon; what is left is the machine's other load. The rest of a read is \
+         the daemon's own order and work before it: its p99 is the last column.\n\n| daemon \
+         | reads | p50 / p99 / max ms | reads over {0} ms | of their time, the daemon waiting \
+         for a CPU | p99 less that wait, ms |\n|---|---|---|---|---|---|\n",
         SLOW.as_millis()
     );
     for c in &r.curves {
@@ -258,7 +259,7 @@ fn read_limits(r: &StormResult) -> String {
         let share = ms(r.slow_waited) / ms(r.slow_total).max(f64::MIN_POSITIVE);
         let _ = writeln!(
             s,
-            "| {} | {} | {:.2} / {:.2} / {:.2} | {} | {:.1} of {:.1} ms ({:.0} %) |",
+            "| {} | {} | {:.2} / {:.2} / {:.2} | {} | {:.1} of {:.1} ms ({:.0} %) | {:.2} |",
             c.label,
             r.count,
             ms(r.p50),
@@ -267,7 +268,8 @@ fn read_limits(r: &StormResult) -> String {
             r.slow,
             ms(r.slow_waited),
             ms(r.slow_total),
-            share * 100.0
+            share * 100.0,
+            ms(r.own_p99)
         );
     }
     s
