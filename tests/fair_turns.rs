@@ -173,3 +173,65 @@ fn a_big_fan_out_reaches_every_watcher_in_order_with_requests_served_between() {
         assert_eq!(event(w), "/fan", "watcher {i}: no event twice");
     }
 }
+
+/// Connections busy in request-reply loops, as a boot storm's clients.
+const CROWD: usize = 200;
+
+#[test]
+fn a_long_silent_client_is_served_ahead_of_a_busy_crowd() {
+    let shim = Shim::start();
+    let mut watcher = connect(&shim);
+    watcher
+        .write_all(&wire::message(WATCH, 1, 0, b"/crowd\0t\0"))
+        .unwrap();
+    assert_eq!(next(&mut watcher).0.ty, WATCH);
+    assert_eq!(event(&mut watcher), "/crowd");
+    // The quiet client has been served more turns than any of the crowd
+    // ever will: it is long-lived, as a monitor reading every 10 ms.
+    let mut quiet = connect(&shim);
+    for i in 0..50 {
+        quiet.write_all(&wire::message(READ, i, 0, b"/\0")).unwrap();
+        assert_eq!(next(&mut quiet).0.ty, READ);
+    }
+    // Then the crowd's rounds, while it is silent.
+    let mut crowd: Vec<UnixStream> = (0..CROWD).map(|_| connect(&shim)).collect();
+    for round in 0..3 {
+        for (i, c) in crowd.iter_mut().enumerate() {
+            c.write_all(&write(&format!("/crowd/{i}/{round}"), ""))
+                .unwrap();
+            assert_eq!(next(c).0.ty, WRITE);
+            assert_eq!(event(&mut watcher), format!("/crowd/{i}/{round}"));
+        }
+    }
+    watcher
+        .write_all(&wire::message(READ, 2, 0, b"/\0"))
+        .unwrap();
+    assert_eq!(next(&mut watcher).0.ty, READ);
+
+    // Every one of the crowd asks again, and the quiet one last, in one
+    // poll: it still goes first.
+    common::signal(shim.pid(), SIGSTOP);
+    common::wait_for("the daemon to stop", common::TIMEOUT, || {
+        stopped(shim.pid())
+    });
+    for (i, c) in crowd.iter_mut().enumerate() {
+        c.write_all(&write(&format!("/crowd/{i}/again"), ""))
+            .unwrap();
+    }
+    quiet.write_all(&write("/crowd/quiet", "")).unwrap();
+    common::signal(shim.pid(), SIGCONT);
+
+    let ahead = (0..=CROWD)
+        .map(|_| event(&mut watcher))
+        .position(|path| path == "/crowd/quiet")
+        .expect("the quiet client's write ran");
+    assert_eq!(next(&mut quiet).0.ty, WRITE);
+    for c in &mut crowd {
+        assert_eq!(next(c).0.ty, WRITE);
+    }
+    eprintln!("the quiet client's write ran after {ahead} of the crowd's {CROWD}");
+    assert!(
+        ahead <= 8,
+        "the quiet client waited for {ahead} of the crowd's {CROWD} requests"
+    );
+}

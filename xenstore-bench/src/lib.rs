@@ -36,6 +36,7 @@ pub mod scale_store_report;
 pub mod scale_storm;
 pub mod scale_storm_lifecycle;
 pub mod scale_storm_oxenstored;
+pub mod scale_storm_reads;
 pub mod scale_storm_replay;
 pub mod scale_storm_report;
 pub mod scale_storm_verdict;

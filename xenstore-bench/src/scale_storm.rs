@@ -11,6 +11,7 @@
 use crate::daemons::{self, cpu_ns, Daemon};
 use crate::guests;
 use crate::scale_storm_lifecycle::{self as lifecycle, Lifecycle, Vars};
+use crate::scale_storm_reads::{percentile, read_every, Reads};
 use crate::scale_storm_replay::{dom0, Domain, GuestSide, Introducer, Rings, Sockets, Tally};
 use crate::scale_storm_verdict::Leniency;
 use anyhow::{Context, Result};
@@ -30,8 +31,6 @@ pub const QUICK_IDLE: [usize; 1] = [10];
 /// xenstored, oxenstored) then serves several requests a pass instead of
 /// one, and 1000 idle domains take minutes instead of ~20.
 const BRING_UP_AT_ONCE: u16 = 8;
-/// The unrelated reader's period.
-pub const READ_EVERY: Duration = Duration::from_millis(10);
 const PROBE: &[u8] = b"/storm/probe";
 /// Idle domains are 1.., the storm's domains count up from here.
 const STORM_BASE: u16 = 10_000;
@@ -55,6 +54,8 @@ pub struct Storm {
     pub daemon_cpu: Duration,
     pub reads: usize,
     pub read_p99: Duration,
+    /// The unrelated reads in full (reads, read_p99: theirs).
+    pub read: Reads,
 }
 
 /// One storm of a daemon's: K idle domains, P lifecycles, its figures.
@@ -201,7 +202,7 @@ impl Host {
         let cpu_before = cpu_ns(pid)?;
         let began = Instant::now();
         let (lives, reads) = std::thread::scope(|s| {
-            let reader = s.spawn(|| read_every(&socket, &stop));
+            let reader = s.spawn(|| read_every(&socket, PROBE, pid, &stop));
             let workers: Vec<_> = (0..p as u16)
                 .map(|i| {
                     let (socket, rings) = (&socket, rings.as_deref());
@@ -230,17 +231,19 @@ impl Host {
             times.push(t);
             tally.add(c);
         }
-        let mut reads = reads.context("the unrelated reader")?;
+        times.sort_unstable();
+        let read = Reads::of(&reads.context("the unrelated reader")?);
         same_work(life, p, &tally)?;
         Ok(Storm {
             lifecycles: p,
             wall,
-            lifecycle_p50: percentile(&mut times, 0.50),
-            lifecycle_p99: percentile(&mut times, 0.99),
+            lifecycle_p50: percentile(&times, 0.50),
+            lifecycle_p99: percentile(&times, 0.99),
             tally,
             daemon_cpu: Duration::from_nanos(cpu),
-            reads: reads.len(),
-            read_p99: percentile(&mut reads, 0.99),
+            reads: read.count,
+            read_p99: read.p99,
+            read,
         })
     }
 }
@@ -319,57 +322,20 @@ fn same_work(life: &Lifecycle, p: usize, tally: &Tally) -> Result<()> {
     Ok(())
 }
 
-/// READs of a node nothing else touches, one every READ_EVERY until
-/// `stop`: each one's latency.
-fn read_every(socket: &Path, stop: &AtomicBool) -> Result<Vec<Duration>> {
-    let mut c = crate::client::Conn::connect(socket)?;
-    realtime_here()?;
-    let mut lat = Vec::new();
-    let mut next = Instant::now();
-    while !stop.load(Ordering::Relaxed) {
-        let t = Instant::now();
-        c.read(PROBE)?.ok()?;
-        lat.push(t.elapsed());
-        next += READ_EVERY;
-        // the schedule, not a wait for readiness
-        std::thread::sleep(next.saturating_duration_since(Instant::now()));
-    }
-    Ok(lat)
-}
-
-/// The calling thread at SCHED_FIFO: on this shared two-CPU machine a
-/// storm's hundred client threads would otherwise keep the reader itself
-/// waiting for a CPU, and its latency would be the bench's, not the daemon's.
-fn realtime_here() -> Result<()> {
-    let param = libc::sched_param { sched_priority: 1 };
-    // SAFETY: a valid sched_param; 0 is the calling thread.
-    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("SCHED_FIFO for the reader");
-    }
-    Ok(())
-}
-
-/// The calling thread at nice 19: a hundred lifecycle threads on this
-/// two-CPU machine would otherwise preempt the daemon each time a reply
-/// wakes one, and every daemon's unrelated READ would wait for the bench's
-/// own clients, not for the daemon. The clients still get every CPU cycle
-/// the daemon does not use, so the storm's wall time stays the daemon's.
+/// The calling thread at SCHED_IDLE: it runs only when no ordinary task
+/// (the daemon) wants its CPU and never preempts one. At nice 19 a hundred
+/// lifecycle threads still preempted the daemon on each reply that woke
+/// one and outweighed it (100 × 15 against 1024) on its CPU, so every
+/// daemon's unrelated READ waited for the bench's own clients. The clients
+/// still get every cycle the daemon leaves, so the storm's wall time stays
+/// the daemon's; C xenstored and oxenstored get the same clients.
 fn lowest_priority_here() -> Result<()> {
-    // SAFETY: gettid has no preconditions; setpriority on the own thread id.
-    let tid = unsafe { libc::gettid() } as libc::id_t;
-    // SAFETY: PRIO_PROCESS with a thread id sets that thread's nice value.
-    if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, 19) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("nice 19 for a lifecycle thread");
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: a valid sched_param; 0 is the calling thread.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("SCHED_IDLE for a lifecycle thread");
     }
     Ok(())
-}
-
-fn percentile(v: &mut [Duration], q: f64) -> Duration {
-    if v.is_empty() {
-        return Duration::ZERO;
-    }
-    v.sort_unstable();
-    v[((v.len() - 1) as f64 * q).round() as usize]
 }
 
 /// Runs the plan: at each K every daemon grows its idle domains, then

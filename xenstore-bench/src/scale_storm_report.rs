@@ -2,9 +2,11 @@
 //! lifecycles at once, a row per idle-domain count and daemon, then the
 //! goal at K=1000, P=100 as ratios between columns of the same run.
 
-use crate::scale_storm::{Curve, Row, Storm, StormResult, READ_EVERY};
+use crate::scale_storm::{Curve, Row, Storm, StormResult};
+use crate::scale_storm_reads::{READ_EVERY, SLOW};
 use crate::scale_storm_verdict::{Leniency, OVERSIZED_MAX};
 use std::fmt::Write;
+use std::time::Duration;
 
 /// Where the section starts; `splice` replaces it in a report.
 pub const HEADING: &str = "## Scale S1: boot storm";
@@ -67,6 +69,7 @@ pub fn render(r: &StormResult) -> String {
         s += "\n";
     }
     s += &goal(r);
+    s += &read_limits(r);
     for c in &r.curves {
         if let Some(why) = &c.no_rings {
             let _ = writeln!(
@@ -227,6 +230,48 @@ fn goal(r: &StormResult) -> String {
         format!("{ms:.2} ms ({} reads)", shim.reads),
         ms <= 1.0,
     );
+    s
+}
+
+/// What held the unrelated READs up at the goal's K and P, each daemon's:
+/// of its reads over 1 ms, how much was the daemon waiting for a CPU.
+fn read_limits(r: &StormResult) -> String {
+    let (Some(&k), Some(&p)) = (r.idle.iter().max(), r.parallel.iter().max()) else {
+        return String::new();
+    };
+    let mut s = format!(
+        "\nThe unrelated READ at K={k}, P={p}: its latency's p50 / p99 / max, and of the \
+         reads over {} ms, how long the daemon was runnable but waiting for a CPU (its \
+         threads' run delay in schedstat, read before and after each READ): another task \
+         held its CPU. The storm's own client threads run at SCHED_IDLE, so they never \
+         preempt a daemon; what is left is the machine's other load. The rest of a read is \
+         the daemon's own order and work before it: its p99 is the last column.\n\n| daemon \
+         | reads | p50 / p99 / max ms | reads over {0} ms | of their time, the daemon waiting \
+         for a CPU | p99 less that wait, ms |\n|---|---|---|---|---|---|\n",
+        SLOW.as_millis()
+    );
+    for c in &r.curves {
+        let Some(x) = find(&c.storms, k, p) else {
+            continue;
+        };
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let r = &x.read;
+        let share = ms(r.slow_waited) / ms(r.slow_total).max(f64::MIN_POSITIVE);
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.2} / {:.2} / {:.2} | {} | {:.1} of {:.1} ms ({:.0} %) | {:.2} |",
+            c.label,
+            r.count,
+            ms(r.p50),
+            ms(r.p99),
+            ms(r.max),
+            r.slow,
+            ms(r.slow_waited),
+            ms(r.slow_total),
+            share * 100.0,
+            ms(r.own_p99)
+        );
+    }
     s
 }
 

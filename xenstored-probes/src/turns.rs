@@ -6,6 +6,13 @@
 //! virtual time last served): a light client's request is served before a
 //! busy one's backlog, no client gains more than CREDIT turns by sleeping,
 //! and none falls more than CREDIT behind for what it was served before.
+//!
+//! That order is fair, and so a woken connection waits for about every
+//! other one that is ready: with hundreds busy (a boot storm) a client
+//! that asks once in a while would wait for hundreds of turns. One that
+//! was silent for longer than the ready ones take to be served twice
+//! each therefore goes ahead of them all (`light`), the longest silent
+//! first: it waits only for connections that were even quieter.
 
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
@@ -13,12 +20,17 @@ use std::collections::BinaryHeap;
 
 /// How many turns ahead of the busy connections a woken one may start.
 const CREDIT: u64 = 4;
+/// Turns of silence that make a connection light whatever the queue's
+/// length (see `is_light`).
+const LIGHT_SILENCE: u64 = 16;
 
 #[derive(Default)]
 struct Account {
     vtime: u64,
     /// Turns it ever had (see `place`).
     served: u64,
+    /// The daemon's turn count at its last turn (or its first queueing).
+    last_turn: u64,
     queued: bool,
 }
 
@@ -27,7 +39,12 @@ pub struct Turns {
     /// (virtual time, rank, arrival, connection): least served first, then
     /// by rank (see `place`), then first come.
     heap: BinaryHeap<Reverse<(u64, u64, u64, u32)>>,
+    /// (last turn, connection): woken after a long silence, served before
+    /// the heap, the longest silent first (see `is_light`).
+    light: BinaryHeap<Reverse<(u64, u32)>>,
     accounts: FxHashMap<u32, Account>,
+    /// Turns served so far.
+    turns: u64,
     /// The virtual time of the connection served last (never goes back).
     clock: u64,
     arrivals: u64,
@@ -55,11 +72,46 @@ impl Turns {
     /// wake-up earns it (a backlog is `push`ed), so it is at most one turn
     /// a poll.
     pub fn wake(&mut self, id: u32, in_transaction: bool) {
-        if in_transaction {
+        if self.is_light(id) {
+            self.place_light(id);
+        } else if in_transaction {
             self.place(id, self.clock, true);
         } else {
             self.push(id, false);
         }
+    }
+
+    /// Whether `id`, woken, was silent for longer than every connection
+    /// now waiting takes to be served twice (and LIGHT_SILENCE turns): a
+    /// busy one is served about once in that many, so a light one asks
+    /// less than half as often as its fair share. Each connection is light
+    /// at most once in that many turns, so the heap is not starved.
+    fn is_light(&mut self, id: u32) -> bool {
+        let turns = self.turns;
+        let waiting = (self.heap.len() + self.light.len()) as u64;
+        let a = self.account(id);
+        !a.queued && turns - a.last_turn > 2 * waiting + LIGHT_SILENCE
+    }
+
+    /// Queues light connection `id` ahead of the heap; its virtual time
+    /// is placed as a sleeper's.
+    fn place_light(&mut self, id: u32) {
+        let (floor, latest) = (self.clock.saturating_sub(CREDIT), self.clock + CREDIT);
+        let a = self.account(id);
+        a.queued = true;
+        a.vtime = a.vtime.clamp(floor, latest);
+        let last_turn = a.last_turn;
+        self.light.push(Reverse((last_turn, id)));
+    }
+
+    /// `id`'s account; a new one counts as served now, so a connection is
+    /// light only after a silence, not for being new.
+    fn account(&mut self, id: u32) -> &mut Account {
+        let turns = self.turns;
+        self.accounts.entry(id).or_insert_with(|| Account {
+            last_turn: turns,
+            ..Account::default()
+        })
     }
 
     /// Queues `id` (once) with its virtual time at most `latest`, and at
@@ -69,31 +121,38 @@ impl Turns {
     /// a while (an unrelated READ) is not queued behind every busy one
     /// that waited for its own client.
     fn place(&mut self, id: u32, latest: u64, first: bool) {
-        let a = self.accounts.entry(id).or_default();
+        let clock = self.clock;
+        let a = self.account(id);
         if a.queued {
             return;
         }
         a.queued = true;
-        a.vtime = a.vtime.clamp(self.clock.saturating_sub(CREDIT), latest);
+        a.vtime = a.vtime.clamp(clock.saturating_sub(CREDIT), latest);
+        let (vtime, served) = (a.vtime, a.served);
         self.arrivals += 1;
-        let rank = if first { 0 } else { 1 + a.served };
-        self.heap.push(Reverse((a.vtime, rank, self.arrivals, id)));
+        let rank = if first { 0 } else { 1 + served };
+        self.heap.push(Reverse((vtime, rank, self.arrivals, id)));
     }
 
     /// The connection to serve now; its turn is charged to it.
     pub fn pop(&mut self) -> Option<u32> {
-        let Reverse((vtime, _, _, id)) = self.heap.pop()?;
+        let id = match self.light.pop() {
+            Some(Reverse((_, id))) => id,
+            None => self.heap.pop()?.0 .3,
+        };
+        self.turns += 1;
         if let Some(a) = self.accounts.get_mut(&id) {
             a.queued = false;
+            self.clock = self.clock.max(a.vtime);
             a.vtime += 1;
             a.served += 1;
+            a.last_turn = self.turns;
         }
-        self.clock = self.clock.max(vtime);
         Some(id)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.heap.is_empty() && self.light.is_empty()
     }
 
     /// Drops the accounts of closed connections (`live` says which are
@@ -195,6 +254,44 @@ mod tests {
         // the tie as the one served least
         assert!((1..=CREDIT + 2).contains(&ahead), "{served:?}");
         assert!(served.contains(&1) && served.contains(&2), "{served:?}");
+    }
+
+    /// Connections 1..=n served round after round, each woken by its
+    /// client's next request as its turn ends (a storm's clients).
+    fn busy_rounds(t: &mut Turns, n: u32, rounds: usize) {
+        for id in 1..=n {
+            t.wake(id, false);
+        }
+        for _ in 0..rounds * n as usize {
+            let id = t.pop().unwrap();
+            t.wake(id, false);
+        }
+    }
+
+    #[test]
+    fn a_long_silent_connection_goes_ahead_of_a_busy_crowd() {
+        let mut t = Turns::default();
+        t.wake(1000, false);
+        t.pop();
+        busy_rounds(&mut t, 300, 10);
+        t.wake(1000, false);
+        assert!(t.light.iter().any(|e| e.0 .1 == 1000), "it was light");
+        assert_eq!(t.pop(), Some(1000), "the silent one first");
+        assert!(!t.is_light(1000), "light again at once");
+    }
+
+    #[test]
+    fn the_busy_crowd_is_never_light() {
+        let mut t = Turns::default();
+        busy_rounds(&mut t, 300, 3);
+        // the next is served and woken again, as each round does
+        let id = t.pop().unwrap();
+        assert!(!t.is_light(id), "a busy connection was light");
+        t.wake(id, false);
+        for id in 1..=300 {
+            assert!(t.accounts[&id].queued, "{id} waits in the heap");
+        }
+        assert!(t.light.is_empty());
     }
 
     #[test]
