@@ -128,3 +128,104 @@ impl fmt::Debug for Children<'_> {
         write!(f, "{:?}", String::from_utf8_lossy(&self.to_vec()))
     }
 }
+
+/// The delta's own tests, here because they read it through `Children`
+/// (which is built on it).
+#[cfg(test)]
+mod delta_tests {
+    use super::Children;
+    use crate::listing::Listing;
+    use crate::listing_delta::ListingDelta;
+    use rustc_hash::FxHashSet;
+    use std::sync::Arc;
+
+    fn listing(names: &[String]) -> Vec<u8> {
+        names
+            .iter()
+            .flat_map(|n| [n.as_bytes(), b"\0"].concat())
+            .collect()
+    }
+
+    /// Random additions, removals and rebases against a model: the list
+    /// is the base less what was removed or made here, then what was made,
+    /// in order; every name's presence, the length, and pages from every
+    /// offset agree.
+    #[test]
+    fn merges_as_the_model_does() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let pool: Vec<String> = (0..40)
+            .map(|i| format!("n{i}{}", "x".repeat(i % 7)))
+            .collect();
+        let mut base: Vec<String> = pool[..20].to_vec();
+        let mut delta = ListingDelta::new(Arc::new(Listing::new(&listing(&base))));
+        let (mut removed, mut made) = (FxHashSet::<String>::default(), Vec::<String>::new());
+        for step in 0..3000 {
+            let name = &pool[rnd(40) as usize];
+            let view: Vec<String> = (base.iter())
+                .filter(|n| !removed.contains(*n) && !made.contains(n))
+                .chain(&made)
+                .cloned()
+                .collect();
+            match rnd(10) {
+                0..=3 if !view.contains(name) => {
+                    delta.add(name);
+                    made.push(name.clone());
+                }
+                // (a tree removes a child its parent lists)
+                4..=6 if view.contains(name) => {
+                    delta.remove(name);
+                    made.retain(|m| m != name);
+                    removed.insert(name.clone());
+                }
+                7 => {
+                    // the store changed meanwhile: a child gone, one made
+                    base.retain(|n| n != name);
+                    let new = &pool[rnd(40) as usize];
+                    if !base.contains(new) {
+                        base.push(new.clone());
+                    }
+                    delta.rebase(Arc::new(Listing::new(&listing(&base))));
+                }
+                _ => {}
+            }
+            let view: Vec<String> = (base.iter())
+                .filter(|n| !removed.contains(*n) && !made.contains(n))
+                .chain(&made)
+                .cloned()
+                .collect();
+            let want = listing(&view);
+            let got = Children::Delta(&delta);
+            assert_eq!(got.to_vec(), want, "step {step}");
+            assert_eq!(got.len(), want.len(), "step {step}");
+            for n in &pool {
+                assert_eq!(got.has(n), view.contains(n), "step {step}: {n}");
+            }
+            let offset = rnd(want.len() as u64 + 2) as usize;
+            let mut page = Vec::new();
+            got.copy_range(offset, 13, &mut page);
+            let rest = want.get(offset..).unwrap_or(&[]);
+            assert_eq!(page, &rest[..rest.len().min(13)], "step {step} at {offset}");
+        }
+        assert!(!made.is_empty() && !removed.is_empty());
+    }
+
+    #[test]
+    fn an_untouched_copy_is_the_stores_list_without_comparing() {
+        let shared = Arc::new(Listing::new(b"a\0b\0"));
+        let mut delta = ListingDelta::new(shared.clone());
+        assert_eq!(Children::Delta(&delta), Children::Listed(&shared));
+        assert!(delta.is_base());
+        delta.add("c");
+        delta.remove("c");
+        assert_eq!(Children::Delta(&delta), Children::Listed(&shared));
+        delta.remove("a");
+        assert_ne!(Children::Delta(&delta), Children::Listed(&shared));
+        assert_eq!(Children::Delta(&delta), *b"b\0");
+    }
+}
