@@ -48,6 +48,7 @@ pub struct DoorbellTimes {
 
 /// bpftrace timing process `pid`'s sendto and write calls until `finish`.
 pub struct SendTracer {
+    pid: u32,
     child: Child,
     output: PathBuf,
     stderr: PathBuf,
@@ -87,6 +88,7 @@ impl SendTracer {
             .spawn()
             .context("start bpftrace")?;
         let mut t = SendTracer {
+            pid,
             child,
             output,
             stderr,
@@ -123,6 +125,7 @@ impl SendTracer {
 
     /// bpftrace's report, once it has printed it.
     fn report(&mut self) -> Result<String> {
+        wait_for_epoll(self.pid)?;
         // SAFETY: getppid has no preconditions; the call is the signal.
         unsafe { libc::getppid() };
         let deadline = Instant::now() + BPFTRACE_BOUND;
@@ -139,6 +142,32 @@ impl SendTracer {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+}
+
+/// The syscall mio's poll waits in (aarch64 has only epoll_pwait).
+#[cfg(target_arch = "x86_64")]
+const EPOLL_WAIT: libc::c_long = libc::SYS_epoll_wait;
+#[cfg(not(target_arch = "x86_64"))]
+const EPOLL_WAIT: libc::c_long = libc::SYS_epoll_pwait;
+
+/// Returns once daemon `pid` waits in epoll_wait: every send it began
+/// has returned. A client has its event once the daemon's send has copied
+/// it, and on the daemon's CPU the woken client can run before that send
+/// returns: a report taken then would miss the last send's exit.
+fn wait_for_epoll(pid: u32) -> Result<()> {
+    let file = format!("/proc/{pid}/syscall");
+    let deadline = Instant::now() + BPFTRACE_BOUND;
+    loop {
+        let now = std::fs::read_to_string(&file).with_context(|| format!("read {file}"))?;
+        let syscall = now.split(' ').next().and_then(|n| n.parse().ok());
+        if syscall == Some(EPOLL_WAIT) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("daemon {pid} not back in epoll_wait within 30 s ({file}: {now:?})");
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
