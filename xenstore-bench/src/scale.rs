@@ -197,20 +197,11 @@ impl Host {
     }
 
     /// Writes below the watched path of an idle connection or domain
-    /// (alternately, each spread over all of them, or the first of each
-    /// when `one`); each write is timed until its watcher has the event.
-    /// Also returns the kernel's share of the daemon's CPU in that run.
-    fn fan_out(&mut self, run: Duration, one: bool) -> Result<(Sample, f64)> {
-        self.fan_out_to(run, one, false)
-    }
-
-    /// `fan_out`, or with `domains_only` every write for a domain.
-    fn fan_out_to(
-        &mut self,
-        run: Duration,
-        one: bool,
-        domains_only: bool,
-    ) -> Result<(Sample, f64)> {
+    /// (alternately, or every one for a domain when `domains_only`; each
+    /// spread over all of them, or the first of each when `one`); each
+    /// write is timed until its watcher has the event. Also returns the
+    /// kernel's share of the daemon's CPU in that run.
+    fn fan_out(&mut self, run: Duration, one: bool, domains_only: bool) -> Result<(Sample, f64)> {
         let (load, idle, guests) = (&mut self.load, &mut self.idle, &mut self.guests);
         let n = idle.len();
         if n == 0 {
@@ -255,7 +246,7 @@ impl Host {
         let guests = std::mem::take(&mut self.guests);
         let tracer = SendTracer::start(self.daemon.pid());
         let timed = tracer.and_then(|t| {
-            self.fan_out(run, false)?;
+            self.fan_out(run, false, false)?;
             t.finish()
         });
         self.guests = guests;
@@ -270,7 +261,7 @@ impl Host {
         }
         let tracer = SendTracer::start(self.daemon.pid());
         Some(tracer.and_then(|t| {
-            self.fan_out_to(run, false, true)?;
+            self.fan_out(run, false, true)?;
             t.finish_doorbells()
         }))
     }
@@ -519,11 +510,14 @@ fn start_host(plan: &Plan, k: usize) -> Result<Host> {
 /// One round's figures of a host: S5, S2 spread, S2 one watcher.
 fn measure(h: &mut Host, plan: &Plan) -> Result<Point> {
     let idle_tax = h.idle_tax(plan.run).context("S5")?;
-    let (fan_out, fan_out_kernel) = h.fan_out(plan.run, false).context("S2")?;
+    let (fan_out, fan_out_kernel) = h.fan_out(plan.run, false, false).context("S2")?;
     let point = Point {
         idle_tax,
         fan_out,
-        fan_out_one: h.fan_out(plan.run, true).context("S2, one watcher")?.0,
+        fan_out_one: h
+            .fan_out(plan.run, true, false)
+            .context("S2, one watcher")?
+            .0,
         fan_out_kernel,
     };
     if plan.check_quiet {
