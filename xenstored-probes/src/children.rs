@@ -152,13 +152,7 @@ mod delta_tests {
     /// offset agree.
     #[test]
     fn merges_as_the_model_does() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut rnd = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rnd = crate::test_rng::below(0x9e37_79b9_7f4a_7c15_u64);
         let pool: Vec<String> = (0..40)
             .map(|i| format!("n{i}{}", "x".repeat(i % 7)))
             .collect();

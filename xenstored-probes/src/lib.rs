@@ -32,6 +32,8 @@ pub mod slab;
 pub mod stats_batch;
 pub mod stopwatch;
 pub mod store;
+#[cfg(test)]
+mod test_rng;
 pub mod trace;
 pub mod transaction;
 pub mod transport;

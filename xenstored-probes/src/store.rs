@@ -758,13 +758,7 @@ mod tests {
     /// walk of the whole store finds.
     #[test]
     fn release_finds_what_a_whole_walk_finds() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut rnd = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rnd = crate::test_rng::below(0x9e37_79b9_7f4a_7c15_u64);
         let mut s = Store::new();
         let names = ["a", "b", "c"];
         // how often a release found something of each kind, the tree's size

@@ -973,13 +973,7 @@ mod tests {
     /// and conflicts; the padding is left out of what is compared.
     #[test]
     fn a_big_directory_transacts_as_a_small_one() {
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut rnd = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rnd = crate::test_rng::below(0x2545_f491_4f6c_dd1d_u64);
         let (mut small, mut big) = (Store::new(), Store::new());
         for s in [&mut small, &mut big] {
             w(s, "/p", "");
