@@ -12,6 +12,8 @@ pub struct Builds {
     pub shim_noprobes: PathBuf,
     pub snoop: PathBuf,
     pub probe_loop: PathBuf,
+    /// The scale section's floor (src/bin/bare-sender.rs).
+    pub bare_sender: PathBuf,
     /// Where generated files (the C client) go.
     pub work: PathBuf,
 }
@@ -82,6 +84,7 @@ pub fn build_all() -> Result<Builds> {
         shim_noprobes: noprobes.join("release/xenstored-shim"),
         snoop: probes.join("release/xenstore-snoop"),
         probe_loop: probes.join("release/xsbench-probe-loop"),
+        bare_sender: probes.join("release/xsbench-bare-sender"),
         work: base.join("work"),
     })
 }

@@ -43,6 +43,9 @@ pub enum Command {
         /// The xenstored-shim binary to start.
         #[arg(long)]
         shim: PathBuf,
+        /// The floor's binary (xsbench-bare-sender).
+        #[arg(long)]
+        floor: PathBuf,
     },
     /// Seconds-long S1 boot storm against a shim (CI): 10 idle domains,
     /// 10 lifecycles at once, every transaction committed.

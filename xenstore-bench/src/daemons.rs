@@ -14,6 +14,16 @@ pub fn shim(label: &str, binary: &Path) -> Result<Daemon> {
     Ok(Shim::launch(label, binary, scratch_dir(label)?, &[])?.into_daemon())
 }
 
+/// The scale section's floor, `xsbench-bare-sender` from `binary`
+/// (src/bin/bare-sender.rs): the least a daemon does for S2 and S5.
+pub fn bare_sender(label: &str, binary: &Path) -> Result<Daemon> {
+    let dir = scratch_dir(label)?;
+    let socket = dir.join("socket");
+    let mut cmd = std::process::Command::new(binary);
+    cmd.arg(&socket);
+    Ok(Daemon::spawn(label, cmd, dir, socket)?)
+}
+
 /// C xenstored in the foreground under the stub; `trace` turns on its own
 /// -T trace file.
 pub fn c_xenstored(label: &str, trace: Option<&Path>) -> Result<Daemon> {

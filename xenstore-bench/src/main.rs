@@ -9,7 +9,7 @@ fn main() -> anyhow::Result<()> {
         Command::Kernel(args) => xenstore_bench::kernel::run(args),
         Command::Soak(args) => xenstore_bench::soak::run(args),
         Command::Smoke { shim } => xenstore_bench::run::smoke(shim),
-        Command::ScaleSmoke { shim } => xenstore_bench::run::scale_smoke(shim),
+        Command::ScaleSmoke { shim, floor } => xenstore_bench::run::scale_smoke(shim, floor),
         Command::StormSmoke {
             shim,
             idle,

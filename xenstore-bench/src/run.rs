@@ -212,6 +212,8 @@ fn scale_plan(args: &AllArgs, b: &Builds, budget: &Budget, domains: bool) -> Pla
     }
     Plan {
         shims,
+        // On sockets only: it serves no rings.
+        floor: (!domains).then(|| b.bare_sender.clone()),
         upstream: true,
         levels: scale::LEVELS.to_vec(),
         run: budget.run / 2,
@@ -360,9 +362,10 @@ fn smoke_sends(r: &scale::ScaleResult) -> Result<()> {
 
 /// The scale scenarios on one shim at small N, briefly: they run, and
 /// every fan-out write reaches its watcher and no other.
-pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
+pub fn scale_smoke(shim: &std::path::Path, floor: &std::path::Path) -> Result<()> {
     let r = scale::run(&Plan {
         shims: vec![("shim".into(), shim.to_path_buf())],
+        floor: None,
         upstream: false,
         levels: vec![0, 10, 40],
         run: Duration::from_millis(100),
@@ -392,6 +395,7 @@ pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
             bail!("N={n}: no operation completed");
         }
     }
+    floor_smoke(floor)?;
     // S4: every dying domain released and every watcher told (checked by
     // the run itself), one query a firing and no more firings than deaths.
     let shims = [("shim".to_string(), shim.to_path_buf())];
@@ -462,6 +466,36 @@ pub fn scale_smoke(shim: &std::path::Path) -> Result<()> {
         );
     }
     store_smoke(shim)
+}
+
+/// The floor (the bare sender) at N=10 on sockets: S5 answered, every
+/// S2 write's event reaches its watcher and no other.
+fn floor_smoke(floor: &std::path::Path) -> Result<()> {
+    let r = scale::run(&Plan {
+        shims: Vec::new(),
+        floor: Some(floor.to_path_buf()),
+        upstream: false,
+        levels: vec![10],
+        run: Duration::from_millis(100),
+        rounds: 1,
+        check_quiet: true,
+        domains: false,
+        time_sends: false,
+        time_doorbells: false,
+    });
+    let points = r.curves[0]
+        .points
+        .as_ref()
+        .map_err(|e| anyhow::anyhow!("the floor: {e:#}"))?;
+    let p = &points[0];
+    println!(
+        "scale smoke: floor N=10: S5 {} requests, S2 {} writes each seen by its watcher",
+        p.idle_tax.ops, p.fan_out.ops
+    );
+    if p.idle_tax.ops == 0 || p.fan_out.ops == 0 || p.fan_out_one.ops == 0 {
+        bail!("the floor completed no operation");
+    }
+    Ok(())
 }
 
 /// S3 on one shim at a few domains: the walk sees every node, DIRECTORY_PART

@@ -28,6 +28,8 @@ pub const LEVELS: [usize; 5] = [0, 10, 100, 500, 1000];
 /// Longest a watcher may wait for the event a write fires.
 const EVENT_TIMEOUT: Duration = Duration::from_secs(5);
 const LOAD_PATH: &[u8] = b"/scale/load/x";
+/// The floor's column.
+pub const FLOOR: &str = "floor";
 /// Idle domain i is domain GUEST_BASE + i.
 const GUEST_BASE: u16 = 2001;
 
@@ -35,6 +37,9 @@ const GUEST_BASE: u16 = 2001;
 pub struct Plan {
     /// (label, the shim binary) for each shim build measured.
     pub shims: Vec<(String, PathBuf)>,
+    /// The floor (`xsbench-bare-sender`), measured after the shims: the
+    /// least a daemon does, whose growth is the kernel's and the cache's.
+    pub floor: Option<PathBuf>,
     pub upstream: bool,
     pub levels: Vec<usize>,
     pub run: Duration,
@@ -335,6 +340,7 @@ pub fn run(plan: &Plan) -> ScaleResult {
         .shims
         .iter()
         .map(|(l, _)| l.clone())
+        .chain(plan.floor.as_ref().map(|_| FLOOR.to_string()))
         .chain(
             plan.upstream
                 .then(|| ["C xenstored".to_string(), "oxenstored".to_string()])
@@ -488,8 +494,8 @@ fn at_both_ends<T>(
         .collect()
 }
 
-/// Daemon `k` of the plan (the shims first, then C xenstored and
-/// oxenstored), with no idle population yet.
+/// Daemon `k` of the plan (the shims first, then the floor, then C
+/// xenstored and oxenstored), with no idle population yet.
 fn start_host(plan: &Plan, k: usize) -> Result<Host> {
     if let Some((label, binary)) = plan.shims.get(k) {
         let daemon = daemons::shim(label, binary);
@@ -499,7 +505,18 @@ fn start_host(plan: &Plan, k: usize) -> Result<Host> {
         };
         return Host::start(label, daemon, rings);
     }
-    let (flavor, label) = match k - plan.shims.len() {
+    let mut k = k - plan.shims.len();
+    if let Some(floor) = &plan.floor {
+        if k == 0 {
+            let mut host = Host::start(FLOOR, daemons::bare_sender(FLOOR, floor), None)?;
+            if plan.domains {
+                host.no_domains = Some("it serves sockets only".into());
+            }
+            return Ok(host);
+        }
+        k -= 1;
+    }
+    let (flavor, label) = match k {
         0 => (Flavor::C, "C xenstored"),
         _ => (Flavor::Ocaml, "oxenstored"),
     };

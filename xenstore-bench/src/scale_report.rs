@@ -2,7 +2,7 @@
 //! one column a daemon, one row a number of idle connections.
 
 use crate::report::ops;
-use crate::scale::{Point, ScaleResult, WATCHES_PER_CONN};
+use crate::scale::{Point, ScaleResult, FLOOR, WATCHES_PER_CONN};
 use crate::stats::Sample;
 use std::fmt::Write;
 
@@ -21,7 +21,8 @@ pub fn render(sockets: &ScaleResult, domains: &ScaleResult) -> String {
          `…/device/vif/<j>/state`, which nothing writes; one on `…/device/vbd/<n>/state`, which \
          S2 writes below); in the second pair of tables N idle domains (guests on simulated \
          rings; for C xenstored and oxenstored the conformance stub's ring pages) hold as \
-         many too. Every daemon has a host (a daemon and its \
+         many too. On sockets, the {FLOOR} column is a daemon that does only what these \
+         requests need (see under S2's table). Every daemon has a host (a daemon and its \
          idle population) for each N, grown once; each round then measures every N, each \
          daemon in turn, the N in the opposite order every other round ({} round(s) of \
          {:.2} s per scenario, medians), so both the columns and the rows ran side by side, \
@@ -134,6 +135,43 @@ fn what_grows(r: &ScaleResult) -> String {
          reaching a cold socket, which the kernel pays inside those sends.\n"
         + &sends_text(r)
         + &doorbells_text(r)
+        + &floor_text(r, first, last)
+}
+
+/// What the floor's curve leaves the first shim: the floor grows by little
+/// more than the kernel's price of reaching a cold watcher; the shim's
+/// growth beyond it is its own state's.
+fn floor_text(r: &ScaleResult, first: usize, last: usize) -> String {
+    let cpu = |label: &str| {
+        let c = r.curves.iter().find(|c| c.label == label)?;
+        let p = c.points.as_ref().ok()?;
+        Some((
+            p.get(first)?.fan_out.daemon_cpu_us,
+            p.get(last)?.fan_out.daemon_cpu_us,
+        ))
+    };
+    let Some(shim) = r.curves.first().filter(|c| c.label != FLOOR) else {
+        return String::new();
+    };
+    let (Some((fa, fb)), Some((sa, sb))) = (cpu(FLOOR), cpu(&shim.label)) else {
+        return String::new();
+    };
+    let (n_a, n_b, label) = (r.levels[first], r.levels[last], &shim.label);
+    let (floor_grew, shim_grew) = (fb - fa, sb - sa);
+    format!(
+        "\nThe {FLOOR} column is `xsbench-bare-sender` (xenstore-bench/src/bin/bare-sender.rs): \
+         a daemon that does only what these writes need (one recv, the value kept in a hash \
+         map, the watcher of the path or its nearest watched parent found in another, one send \
+         for the event and one for the reply): no permissions, quotas, transactions, probes or \
+         rings, two map entries per watcher. Its CPU per write grew {floor_grew:.2} µs from \
+         N={n_a} to N={n_b} ({fa:.2} → {fb:.2} µs), nearly all of it the kernel's price of \
+         reaching a cold watcher's socket. A daemon that costs what the {label} costs at \
+         N={n_a} ({sa:.2} µs) and grows only that much would read {:.2}×; the {label} grew \
+         {shim_grew:.2} µs, {:.2} µs more than the {FLOOR}: its own state for a cold watcher \
+         (the connection, the watch, the node written, the output buffer).\n",
+        (sa + floor_grew) / sa,
+        shim_grew - floor_grew,
+    )
 }
 
 /// The doorbells timed in this run (scale_sends.rs): a domain event's
@@ -421,6 +459,47 @@ mod tests {
         );
         assert!(text.contains("(4.00 µs), makes the ratio 1.10×"), "{text}");
         assert!(text.contains("0.88 and 1.08 µs"), "{text}");
+    }
+
+    /// The floor beside the shim: the floor 3.0 → 3.3 µs a write, the
+    /// shim 4.0 → 4.5: growing as the floor, 4.3 µs at N=1000 (1.07×);
+    /// 0.20 µs grown beyond the floor.
+    #[test]
+    fn what_grows_says_what_the_floor_leaves_the_daemon() {
+        let point = |cpu: f64| Point {
+            fan_out: Sample {
+                daemon_cpu_us: cpu,
+                ..Sample::default()
+            },
+            ..Point::default()
+        };
+        let curve = |label: &str, a: f64, b: f64| Curve {
+            label: label.into(),
+            points: Ok(vec![Point::default(), point(a), point(b)]),
+            no_domains: None,
+        };
+        let r = ScaleResult {
+            levels: vec![0, 10, 1000],
+            curves: vec![curve("shim", 4.0, 4.5), curve(FLOOR, 3.0, 3.3)],
+            run: Duration::ZERO,
+            rounds: 1,
+            elapsed: Duration::ZERO,
+            sends: Vec::new(),
+            doorbells: Vec::new(),
+        };
+        let text = what_grows(&r);
+        assert!(
+            text.contains("grew 0.30 µs from N=10 to N=1000 (3.00 → 3.30 µs)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("(4.00 µs) and grows only that much would read 1.07×"),
+            "{text}"
+        );
+        assert!(
+            text.contains("the shim grew 0.50 µs, 0.20 µs more than the floor"),
+            "{text}"
+        );
     }
 
     /// With ring domains, the doorbells timed: 1.0 µs at N=10 and 1.9 µs
