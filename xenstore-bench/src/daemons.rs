@@ -15,12 +15,15 @@ pub fn shim(label: &str, binary: &Path) -> Result<Daemon> {
 }
 
 /// The scale section's floor, `xsbench-bare-sender` from `binary`
-/// (src/bin/bare-sender.rs): the least a daemon does for S2 and S5.
+/// (src/bin/bare-sender.rs): the least a daemon does for S2 and S5. Its
+/// domains' rings go in `dir/run`, as the shim's.
 pub fn bare_sender(label: &str, binary: &Path) -> Result<Daemon> {
     let dir = scratch_dir(label)?;
     let socket = dir.join("socket");
+    let rings = dir.join("run");
+    std::fs::create_dir_all(&rings).with_context(|| format!("create {}", rings.display()))?;
     let mut cmd = std::process::Command::new(binary);
-    cmd.arg(&socket);
+    cmd.arg(&socket).arg(&rings);
     Ok(Daemon::spawn(label, cmd, dir, socket)?)
 }
 

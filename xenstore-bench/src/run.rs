@@ -212,8 +212,7 @@ fn scale_plan(args: &AllArgs, b: &Builds, budget: &Budget, domains: bool) -> Pla
     }
     Plan {
         shims,
-        // On sockets only: it serves no rings.
-        floor: (!domains).then(|| b.bare_sender.clone()),
+        floor: Some(b.bare_sender.clone()),
         upstream: true,
         levels: scale::LEVELS.to_vec(),
         run: budget.run / 2,
@@ -468,8 +467,9 @@ pub fn scale_smoke(shim: &std::path::Path, floor: &std::path::Path) -> Result<()
     store_smoke(shim)
 }
 
-/// The floor (the bare sender) at N=10 on sockets: S5 answered, every
-/// S2 write's event reaches its watcher and no other.
+/// The floor (the bare sender) at N=10, with ring domains: S5 answered,
+/// every S2 write's event reaches its watcher (connection or domain) and
+/// no other.
 fn floor_smoke(floor: &std::path::Path) -> Result<()> {
     let r = scale::run(&Plan {
         shims: Vec::new(),
@@ -479,14 +479,18 @@ fn floor_smoke(floor: &std::path::Path) -> Result<()> {
         run: Duration::from_millis(100),
         rounds: 1,
         check_quiet: true,
-        domains: false,
+        domains: true,
         time_sends: false,
         time_doorbells: false,
     });
-    let points = r.curves[0]
+    let curve = &r.curves[0];
+    let points = curve
         .points
         .as_ref()
         .map_err(|e| anyhow::anyhow!("the floor: {e:#}"))?;
+    if let Some(why) = &curve.no_domains {
+        bail!("the floor served no ring domains: {why}");
+    }
     let p = &points[0];
     println!(
         "scale smoke: floor N=10: S5 {} requests, S2 {} writes each seen by its watcher",

@@ -508,11 +508,9 @@ fn start_host(plan: &Plan, k: usize) -> Result<Host> {
     let mut k = k - plan.shims.len();
     if let Some(floor) = &plan.floor {
         if k == 0 {
-            let mut host = Host::start(FLOOR, daemons::bare_sender(FLOOR, floor), None)?;
-            if plan.domains {
-                host.no_domains = Some("it serves sockets only".into());
-            }
-            return Ok(host);
+            let daemon = daemons::bare_sender(FLOOR, floor)?;
+            let rings = plan.domains.then(|| daemon.dir.join("run"));
+            return Host::start(FLOOR, Ok(daemon), rings);
         }
         k -= 1;
     }

@@ -21,8 +21,8 @@ pub fn render(sockets: &ScaleResult, domains: &ScaleResult) -> String {
          `…/device/vif/<j>/state`, which nothing writes; one on `…/device/vbd/<n>/state`, which \
          S2 writes below); in the second pair of tables N idle domains (guests on simulated \
          rings; for C xenstored and oxenstored the conformance stub's ring pages) hold as \
-         many too. On sockets, the {FLOOR} column is a daemon that does only what these \
-         requests need (see under S2's table). Every daemon has a host (a daemon and its \
+         many too. The {FLOOR} column is a daemon that does only what these requests need \
+         (see under S2's table). Every daemon has a host (a daemon and its \
          idle population) for each N, grown once; each round then measures every N, each \
          daemon in turn, the N in the opposite order every other round ({} round(s) of \
          {:.2} s per scenario, medians), so both the columns and the rows ran side by side, \
@@ -160,15 +160,16 @@ fn floor_text(r: &ScaleResult, first: usize, last: usize) -> String {
     let (floor_grew, shim_grew) = (fb - fa, sb - sa);
     format!(
         "\nThe {FLOOR} column is `xsbench-bare-sender` (xenstore-bench/src/bin/bare-sender.rs): \
-         a daemon that does only what these writes need (one recv, the value kept in a hash \
-         map, the watcher of the path or its nearest watched parent found in another, one send \
-         for the event and one for the reply): no permissions, quotas, transactions, probes or \
-         rings, two map entries per watcher. Its CPU per write grew {floor_grew:.2} µs from \
-         N={n_a} to N={n_b} ({fa:.2} → {fb:.2} µs), nearly all of it the kernel's price of \
-         reaching a cold watcher's socket. A daemon that costs what the {label} costs at \
-         N={n_a} ({sa:.2} µs) and grows only that much would read {:.2}×; the {label} grew \
-         {shim_grew:.2} µs, {:.2} µs more than the {FLOOR}: its own state for a cold watcher \
-         (the connection, the watch, the node written, the output buffer).\n",
+         a daemon that does only what these writes need (one read of the request, the value \
+         kept in a hash map, the watcher of the path or its nearest watched parent found in \
+         another, the event and the reply each sent at once; a domain's ring read and written \
+         with the shim's own ring code, a doorbell each time): no permissions, quotas, \
+         transactions or probes, two map entries per watcher. Its CPU per write grew \
+         {floor_grew:.2} µs from N={n_a} to N={n_b} ({fa:.2} → {fb:.2} µs): the price of \
+         reaching a cold watcher (its socket; for a domain, its ring page and doorbell). A daemon that costs what the {label} \
+         costs at N={n_a} ({sa:.2} µs) and grows only that much would read {:.2}×; the \
+         {label} grew {shim_grew:.2} µs, {:.2} µs more than the {FLOOR}: its own state for a \
+         cold watcher (the connection, the watch, the node written, the output buffer).\n",
         (sa + floor_grew) / sa,
         shim_grew - floor_grew,
     )

@@ -2,44 +2,64 @@
 //! S5, and nothing else. It answers WATCH (OK, then the watch's first event),
 //! WRITE (the value kept in one hash map; the event sent to the watcher of
 //! the written path or of its nearest watched parent, found in another) and
-//! READ, on one thread: epoll_wait, one recv per wake-up, a send per message
-//! out. No permissions, quotas, transactions, probes or rings, and two map
-//! entries per watcher: what its CPU per request grows with the number of
-//! idle watchers is nearly all the kernel's price of reaching a cold
-//! watcher's socket, which a daemon cannot avoid.
+//! READ; MKDIR and SET_PERMS are answered OK and do nothing; INTRODUCE
+//! attaches the domain's simulated ring (the shim's own ring code). One
+//! thread: epoll_wait, one recv per wake-up of a socket, a send per message
+//! out; a ring is read and written as the shim does, a doorbell for each.
+//! No permissions, quotas, transactions or probes, and two map entries per
+//! watcher: what its CPU per request grows with the number of idle watchers
+//! is the price of reaching a cold watcher (its socket; a domain's ring
+//! page and doorbell), which a daemon cannot avoid.
 //!
-//!   xsbench-bare-sender SOCKET
+//!   xsbench-bare-sender SOCKET RUN_DIR
 
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 use std::os::unix::net::UnixListener;
 use xenstore_proto::wire::{Header, MsgType, HEADER_LEN, PAYLOAD_MAX};
+use xenstored_probes::ring::conn::{RingConn, Wake};
+use xenstored_probes::ring::sim::SimBackend;
 
 fn main() {
-    let Some(socket) = std::env::args().nth(1) else {
-        eprintln!("usage: xsbench-bare-sender SOCKET");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [socket, run_dir] = args.as_slice() else {
+        eprintln!("usage: xsbench-bare-sender SOCKET RUN_DIR");
         std::process::exit(2);
     };
-    if let Err(e) = serve(&socket) {
+    if let Err(e) = serve(socket, SimBackend::new(run_dir.as_ref())) {
         eprintln!("xsbench-bare-sender: {socket}: {e}");
         std::process::exit(1);
     }
 }
 
+enum Link {
+    Socket(RawFd),
+    /// A domain: its ring, and its home, which its relative paths are in.
+    Ring(RingConn, String),
+}
+
 struct Client {
-    fd: RawFd,
+    link: Link,
     input: Vec<u8>,
+    /// What a full ring could not take yet.
+    output: Vec<u8>,
+}
+
+struct Watch {
+    client: usize,
+    token: Vec<u8>,
+    /// Registered relative: events drop the watcher's home.
+    relative: bool,
 }
 
 #[derive(Default)]
 struct Store {
     values: HashMap<Vec<u8>, Vec<u8>>,
-    /// Watched path -> (client index, token).
-    watches: HashMap<Vec<u8>, (usize, Vec<u8>)>,
+    watches: HashMap<Vec<u8>, Watch>,
 }
 
-fn serve(socket: &str) -> io::Result<()> {
+fn serve(socket: &str, rings: SimBackend) -> io::Result<()> {
     let _ = std::fs::remove_file(socket);
     let listener = UnixListener::bind(socket)?;
     listener.set_nonblocking(true)?;
@@ -50,58 +70,102 @@ fn serve(socket: &str) -> io::Result<()> {
     let mut store = Store::default();
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 64];
     let mut buf = vec![0u8; 64 << 10];
+    let mut woken: Vec<usize> = Vec::new();
     loop {
-        // SAFETY: `events` outlives the call and holds its length.
-        let n = unsafe { libc::epoll_wait(epoll, events.as_mut_ptr(), events.len() as i32, -1) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
+        // Rings just attached are woken once: the guest may have queued
+        // requests before it was introduced.
+        let ready: Vec<usize> = if woken.is_empty() {
+            // SAFETY: `events` outlives the call and holds its length.
+            let n =
+                unsafe { libc::epoll_wait(epoll, events.as_mut_ptr(), events.len() as i32, -1) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
             }
-            return Err(e);
-        }
-        for ev in &events[..n as usize] {
-            let key = ev.u64;
-            if key == u64::MAX {
+            events[..n as usize]
+                .iter()
+                .map(|e| e.u64 as usize)
+                .collect()
+        } else {
+            std::mem::take(&mut woken)
+        };
+        for i in ready {
+            if i == usize::MAX {
                 while let Ok((stream, _)) = listener.accept() {
                     stream.set_nonblocking(true)?;
                     let fd = stream.into_raw_fd();
                     add(epoll, fd, clients.len() as u64)?;
-                    clients.push(Some(Client {
-                        fd,
-                        input: Vec::new(),
-                    }));
+                    clients.push(Some(client(Link::Socket(fd))));
                 }
                 continue;
             }
-            let i = key as usize;
             let Some(c) = clients[i].as_mut() else {
                 continue;
             };
-            // SAFETY: `buf` is ours and as long as passed.
-            let got = unsafe { libc::recv(c.fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
-            if got == 0
-                || (got < 0 && io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock)
-            {
-                // SAFETY: the fd is this client's, closed once.
-                unsafe { libc::close(c.fd) };
+            if !receive(c, &mut buf) {
+                if let Link::Socket(fd) = c.link {
+                    // SAFETY: the fd is this client's, closed once.
+                    unsafe { libc::close(fd) };
+                }
                 clients[i] = None;
                 continue;
             }
-            if got < 0 {
-                continue;
-            }
-            c.input.extend_from_slice(&buf[..got as usize]);
             let mut input = std::mem::take(&mut c.input);
             let mut used = 0;
             while let Some(len) = whole_message(&input[used..]) {
                 let msg = &input[used..used + len];
                 used += len;
-                execute(&mut store, &clients, i, msg);
+                if let Some((ring, domid)) = execute(&mut store, &mut clients, i, msg, &rings) {
+                    add(epoll, ring.fd(), clients.len() as u64)?;
+                    woken.push(clients.len());
+                    let home = format!("/local/domain/{domid}");
+                    clients.push(Some(client(Link::Ring(ring, home))));
+                }
             }
             input.drain(..used);
             if let Some(c) = clients[i].as_mut() {
                 c.input = input;
+                flush(c);
+            }
+        }
+    }
+}
+
+fn client(link: Link) -> Client {
+    Client {
+        link,
+        input: Vec::new(),
+        output: Vec::new(),
+    }
+}
+
+/// Reads what the client sent into its input; false when it is gone.
+fn receive(c: &mut Client, buf: &mut [u8]) -> bool {
+    match &mut c.link {
+        Link::Socket(fd) => {
+            // SAFETY: `buf` is ours and as long as passed.
+            let got = unsafe { libc::recv(*fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+            if got < 0 {
+                return io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock;
+            }
+            c.input.extend_from_slice(&buf[..got as usize]);
+            got > 0
+        }
+        Link::Ring(ring, _) => {
+            match ring.wake() {
+                Ok(Wake::Ready) => {}
+                Ok(Wake::Reconnect) => return ring.finish_reconnect().is_ok(),
+                Ok(Wake::Gone) | Err(_) => return false,
+            }
+            loop {
+                match ring.read(buf) {
+                    Ok(0) => return false,
+                    Ok(n) => c.input.extend_from_slice(&buf[..n]),
+                    Err(e) => return e.kind() == io::ErrorKind::WouldBlock,
+                }
             }
         }
     }
@@ -114,60 +178,133 @@ fn whole_message(input: &[u8]) -> Option<usize> {
     (input.len() >= len).then_some(len)
 }
 
-fn execute(store: &mut Store, clients: &[Option<Client>], me: usize, msg: &[u8]) {
+/// INTRODUCE's domid, gfn and port.
+fn introduce_args(payload: &[u8]) -> Option<(u16, u64, u32)> {
+    let mut args = payload
+        .split(|&b| b == 0)
+        .map(|a| std::str::from_utf8(a).ok());
+    let mut next = || args.next().flatten();
+    Some((
+        next()?.parse().ok()?,
+        next()?.parse().ok()?,
+        next()?.parse().ok()?,
+    ))
+}
+
+/// Executes one request of client `me`; the ring it introduced and its
+/// domid, if any.
+fn execute(
+    store: &mut Store,
+    clients: &mut [Option<Client>],
+    me: usize,
+    msg: &[u8],
+    rings: &SimBackend,
+) -> Option<(RingConn, u16)> {
     let header = Header::decode(msg[..HEADER_LEN].try_into().unwrap());
     let payload = &msg[HEADER_LEN..];
     let mut parts = payload.split(|&b| b == 0);
-    let path = parts.next().unwrap_or_default();
-    let fd = |k: usize| clients.get(k).and_then(|c| c.as_ref()).map(|c| c.fd);
-    let reply = |ty: MsgType, body: &[u8]| send(fd(me), ty, header.req_id, header.tx_id, &[body]);
+    let given = parts.next().unwrap_or_default();
+    let home = match clients[me].as_ref().map(|c| &c.link) {
+        Some(Link::Ring(_, home)) if !given.starts_with(b"/") && !given.starts_with(b"@") => {
+            Some(home.clone())
+        }
+        _ => None,
+    };
+    let path = match &home {
+        Some(home) => [home.as_bytes(), b"/", given].concat(),
+        None => given.to_vec(),
+    };
+    let reply = |clients: &mut [Option<Client>], ty: MsgType, body: &[u8]| {
+        send(clients, me, ty, header.req_id, header.tx_id, &[body]);
+    };
+    let mut introduced = None;
     match header.ty {
         t if t == MsgType::Watch as u32 => {
             let token = parts.next().unwrap_or_default().to_vec();
-            reply(MsgType::Watch, b"OK\0");
+            reply(clients, MsgType::Watch, b"OK\0");
             send(
-                fd(me),
+                clients,
+                me,
                 MsgType::WatchEvent,
                 0,
                 0,
-                &[path, b"\0", &token, b"\0"],
+                &[given, b"\0", &token, b"\0"],
             );
-            store.watches.insert(path.to_vec(), (me, token));
+            let watch = Watch {
+                client: me,
+                token,
+                relative: home.is_some(),
+            };
+            store.watches.insert(path, watch);
         }
         t if t == MsgType::Write as u32 => {
-            let value = &payload[(path.len() + 1).min(payload.len())..];
-            store.values.insert(path.to_vec(), value.to_vec());
-            let mut at = path;
-            loop {
-                if let Some((k, token)) = store.watches.get(at) {
-                    send(
-                        fd(*k),
-                        MsgType::WatchEvent,
-                        0,
-                        0,
-                        &[path, b"\0", token, b"\0"],
-                    );
-                    break;
+            let value = &payload[(given.len() + 1).min(payload.len())..];
+            fire(store, clients, &path);
+            store.values.insert(path, value.to_vec());
+            reply(clients, MsgType::Write, b"OK\0");
+        }
+        t if t == MsgType::Read as u32 => match store.values.get(&path) {
+            Some(v) => reply(clients, MsgType::Read, v),
+            None => reply(clients, MsgType::Error, b"ENOENT\0"),
+        },
+        t if t == MsgType::Mkdir as u32 => reply(clients, MsgType::Mkdir, b"OK\0"),
+        t if t == MsgType::SetPerms as u32 => reply(clients, MsgType::SetPerms, b"OK\0"),
+        t if t == MsgType::Introduce as u32 => {
+            match introduce_args(payload).map(|(d, g, p)| (RingConn::attach(rings, d, g, p), d)) {
+                Some((Ok(ring), domid)) => {
+                    introduced = Some((ring, domid));
+                    reply(clients, MsgType::Introduce, b"OK\0");
                 }
-                match at.iter().rposition(|&b| b == b'/') {
-                    Some(cut) if cut > 0 => at = &at[..cut],
-                    _ => break,
+                _ => reply(clients, MsgType::Error, b"EINVAL\0"),
+            }
+        }
+        _ => reply(clients, MsgType::Error, b"ENOSYS\0"),
+    }
+    introduced
+}
+
+/// Sends the event for a write of `path` to the watcher of the path or of
+/// its nearest watched parent.
+fn fire(store: &Store, clients: &mut [Option<Client>], path: &[u8]) {
+    let mut at = path;
+    loop {
+        if let Some(w) = store.watches.get(at) {
+            let mut event = path;
+            if w.relative {
+                if let Some(Some(Client {
+                    link: Link::Ring(_, home),
+                    ..
+                })) = clients.get(w.client)
+                {
+                    let cut = (home.len() + 1).min(path.len());
+                    event = &path[cut..];
                 }
             }
-            reply(MsgType::Write, b"OK\0");
+            let parts: [&[u8]; 4] = [event, b"\0", &w.token, b"\0"];
+            send(clients, w.client, MsgType::WatchEvent, 0, 0, &parts);
+            return;
         }
-        t if t == MsgType::Read as u32 => match store.values.get(path) {
-            Some(v) => reply(MsgType::Read, v),
-            None => reply(MsgType::Error, b"ENOENT\0"),
-        },
-        _ => reply(MsgType::Error, b"ENOSYS\0"),
+        match at.iter().rposition(|&b| b == b'/') {
+            Some(cut) if cut > 0 => at = &at[..cut],
+            _ => return,
+        }
     }
 }
 
-/// One message in one send; what the socket cannot take now is dropped
-/// (the bench's clients read everything they are sent).
-fn send(fd: Option<RawFd>, ty: MsgType, req_id: u32, tx_id: u32, parts: &[&[u8]]) {
-    let Some(fd) = fd else { return };
+/// One message to client `to`: on a socket in one send (what it cannot
+/// take now is dropped: the bench's clients read everything they are
+/// sent); on a ring as far as it takes it, the rest when it wakes.
+fn send(
+    clients: &mut [Option<Client>],
+    to: usize,
+    ty: MsgType,
+    req_id: u32,
+    tx_id: u32,
+    parts: &[&[u8]],
+) {
+    let Some(Some(c)) = clients.get_mut(to) else {
+        return;
+    };
     let len: usize = parts.iter().map(|p| p.len()).sum();
     let header = Header {
         ty: ty as u32,
@@ -175,13 +312,34 @@ fn send(fd: Option<RawFd>, ty: MsgType, req_id: u32, tx_id: u32, parts: &[&[u8]]
         tx_id,
         len: len as u32,
     };
-    let mut out = Vec::with_capacity(HEADER_LEN + len);
-    out.extend_from_slice(&header.encode());
+    let start = c.output.len();
+    c.output.extend_from_slice(&header.encode());
     for p in parts {
-        out.extend_from_slice(p);
+        c.output.extend_from_slice(p);
     }
-    // SAFETY: `out` is ours and as long as passed.
-    unsafe { libc::send(fd, out.as_ptr().cast(), out.len(), libc::MSG_NOSIGNAL) };
+    if let Link::Socket(fd) = c.link {
+        let out = &c.output[start..];
+        // SAFETY: `out` is ours and as long as passed.
+        unsafe { libc::send(fd, out.as_ptr().cast(), out.len(), libc::MSG_NOSIGNAL) };
+        c.output.truncate(start);
+        return;
+    }
+    flush(c);
+}
+
+/// Writes a ring's pending output as far as the ring takes it.
+fn flush(c: &mut Client) {
+    let Link::Ring(ring, _) = &mut c.link else {
+        return;
+    };
+    let mut sent = 0;
+    while sent < c.output.len() {
+        match ring.write(&c.output[sent..]) {
+            Ok(n) => sent += n,
+            Err(_) => break,
+        }
+    }
+    c.output.drain(..sent);
 }
 
 fn add(epoll: RawFd, fd: RawFd, key: u64) -> io::Result<()> {
