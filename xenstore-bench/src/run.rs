@@ -364,7 +364,7 @@ fn smoke_sends(r: &scale::ScaleResult) -> Result<()> {
 pub fn scale_smoke(shim: &std::path::Path, floor: &std::path::Path) -> Result<()> {
     let r = scale::run(&Plan {
         shims: vec![("shim".into(), shim.to_path_buf())],
-        floor: None,
+        floor: Some(floor.to_path_buf()),
         upstream: false,
         levels: vec![0, 10, 40],
         run: Duration::from_millis(100),
@@ -374,27 +374,33 @@ pub fn scale_smoke(shim: &std::path::Path, floor: &std::path::Path) -> Result<()
         time_sends: true,
         time_doorbells: true,
     });
-    let curve = &r.curves[0];
-    let points = curve
-        .points
-        .as_ref()
-        .map_err(|e| anyhow::anyhow!("{e:#}"))?;
-    for (n, p) in r.levels.iter().zip(points) {
-        println!(
-            "scale smoke: N={n}: S5 {} requests, S2 {} writes each seen by its watcher",
-            p.idle_tax.ops, p.fan_out.ops
-        );
-    }
-    if let Some(why) = &curve.no_domains {
-        bail!("the shim served no ring domains: {why}");
-    }
-    smoke_sends(&r)?;
-    for (n, p) in r.levels.iter().zip(points) {
-        if p.idle_tax.ops == 0 || (*n > 0 && p.fan_out.ops == 0) {
-            bail!("N={n}: no operation completed");
+    for curve in &r.curves {
+        let label = &curve.label;
+        let points = curve
+            .points
+            .as_ref()
+            .map_err(|e| anyhow::anyhow!("{label}: {e:#}"))?;
+        let prefix = if curve.label == scale::FLOOR {
+            "floor "
+        } else {
+            ""
+        };
+        for (n, p) in r.levels.iter().zip(points) {
+            println!(
+                "scale smoke: {prefix}N={n}: S5 {} requests, S2 {} writes each seen by its watcher",
+                p.idle_tax.ops, p.fan_out.ops
+            );
+        }
+        if let Some(why) = &curve.no_domains {
+            bail!("the {label} served no ring domains: {why}");
+        }
+        for (n, p) in r.levels.iter().zip(points) {
+            if p.idle_tax.ops == 0 || (*n > 0 && p.fan_out.ops == 0) {
+                bail!("the {label} at N={n}: no operation completed");
+            }
         }
     }
-    floor_smoke(floor)?;
+    smoke_sends(&r)?;
     // S4: every dying domain released and every watcher told (checked by
     // the run itself), one query a firing and no more firings than deaths.
     let shims = [("shim".to_string(), shim.to_path_buf())];
@@ -465,41 +471,6 @@ pub fn scale_smoke(shim: &std::path::Path, floor: &std::path::Path) -> Result<()
         );
     }
     store_smoke(shim)
-}
-
-/// The floor (the bare sender) at N=10, with ring domains: S5 answered,
-/// every S2 write's event reaches its watcher (connection or domain) and
-/// no other.
-fn floor_smoke(floor: &std::path::Path) -> Result<()> {
-    let r = scale::run(&Plan {
-        shims: Vec::new(),
-        floor: Some(floor.to_path_buf()),
-        upstream: false,
-        levels: vec![10],
-        run: Duration::from_millis(100),
-        rounds: 1,
-        check_quiet: true,
-        domains: true,
-        time_sends: false,
-        time_doorbells: false,
-    });
-    let curve = &r.curves[0];
-    let points = curve
-        .points
-        .as_ref()
-        .map_err(|e| anyhow::anyhow!("the floor: {e:#}"))?;
-    if let Some(why) = &curve.no_domains {
-        bail!("the floor served no ring domains: {why}");
-    }
-    let p = &points[0];
-    println!(
-        "scale smoke: floor N=10: S5 {} requests, S2 {} writes each seen by its watcher",
-        p.idle_tax.ops, p.fan_out.ops
-    );
-    if p.idle_tax.ops == 0 || p.fan_out.ops == 0 || p.fan_out_one.ops == 0 {
-        bail!("the floor completed no operation");
-    }
-    Ok(())
 }
 
 /// S3 on one shim at a few domains: the walk sees every node, DIRECTORY_PART

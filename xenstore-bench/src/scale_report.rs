@@ -367,32 +367,49 @@ mod tests {
     use crate::scale_sends::{DoorbellTimes, SendTimes, Sends};
     use std::time::Duration;
 
-    /// 4 µs per write, a quarter in the kernel, at N=10; 5 µs, 40 % in
-    /// the kernel, at N=1000: kernel 1 → 2 µs, user 3 → 3 µs, so all of
-    /// the growth is kernel time.
-    #[test]
-    fn what_grows_splits_the_growth_into_kernel_and_user_time() {
-        let point = |cpu: f64, kernel: f64| Point {
+    /// S2 spread at N=10 and N=1000 costing `cpu` µs a write.
+    fn point(cpu: f64) -> Point {
+        Point {
             fan_out: Sample {
                 daemon_cpu_us: cpu,
                 ..Sample::default()
             },
-            fan_out_kernel: kernel,
             ..Point::default()
-        };
-        let r = ScaleResult {
+        }
+    }
+
+    /// A daemon's curve at N = 0, 10, 1000.
+    fn curve(label: &str, at_10: Point, at_1000: Point) -> Curve {
+        Curve {
+            label: label.into(),
+            points: Ok(vec![Point::default(), at_10, at_1000]),
+            no_domains: None,
+        }
+    }
+
+    /// A run at N = 0, 10, 1000 of `curves`, nothing timed.
+    fn run_of(curves: Vec<Curve>) -> ScaleResult {
+        ScaleResult {
             levels: vec![0, 10, 1000],
-            curves: vec![Curve {
-                label: "shim".into(),
-                points: Ok(vec![Point::default(), point(4.0, 0.25), point(5.0, 0.4)]),
-                no_domains: None,
-            }],
+            curves,
             run: Duration::ZERO,
             rounds: 1,
             elapsed: Duration::ZERO,
             sends: Vec::new(),
             doorbells: Vec::new(),
+        }
+    }
+
+    /// 4 µs per write, a quarter in the kernel, at N=10; 5 µs, 40 % in
+    /// the kernel, at N=1000: kernel 1 → 2 µs, user 3 → 3 µs, so all of
+    /// the growth is kernel time.
+    #[test]
+    fn what_grows_splits_the_growth_into_kernel_and_user_time() {
+        let split = |cpu: f64, kernel: f64| Point {
+            fan_out_kernel: kernel,
+            ..point(cpu)
         };
+        let r = run_of(vec![curve("shim", split(4.0, 0.25), split(5.0, 0.4))]);
         let text = what_grows(&r);
         assert!(text.contains("N=10 → N=1000"), "{text}");
         assert!(
@@ -411,13 +428,6 @@ mod tests {
     /// makes 4 µs a write 4.4: 1.10×.
     #[test]
     fn what_grows_says_how_much_of_the_growth_is_the_events_send() {
-        let point = |cpu: f64| Point {
-            fan_out: Sample {
-                daemon_cpu_us: cpu,
-                ..Sample::default()
-            },
-            ..Point::default()
-        };
         let times = |reply_ns: f64, event_ns: f64, watchers: usize| SendTimes {
             replies: Sends {
                 count: 100,
@@ -430,20 +440,11 @@ mod tests {
             watchers,
         };
         let r = ScaleResult {
-            levels: vec![0, 10, 1000],
-            curves: vec![Curve {
-                label: "shim".into(),
-                points: Ok(vec![Point::default(), point(4.0), point(5.0)]),
-                no_domains: None,
-            }],
-            run: Duration::ZERO,
-            rounds: 1,
-            elapsed: Duration::ZERO,
             sends: vec![
                 (10, Ok(times(880.0, 900.0, 10))),
                 (1000, Ok(times(1080.0, 1500.0, 100))),
             ],
-            doorbells: Vec::new(),
+            ..run_of(vec![curve("shim", point(4.0), point(5.0))])
         };
         let text = what_grows(&r);
         assert!(
@@ -467,27 +468,10 @@ mod tests {
     /// 0.20 µs grown beyond the floor.
     #[test]
     fn what_grows_says_what_the_floor_leaves_the_daemon() {
-        let point = |cpu: f64| Point {
-            fan_out: Sample {
-                daemon_cpu_us: cpu,
-                ..Sample::default()
-            },
-            ..Point::default()
-        };
-        let curve = |label: &str, a: f64, b: f64| Curve {
-            label: label.into(),
-            points: Ok(vec![Point::default(), point(a), point(b)]),
-            no_domains: None,
-        };
-        let r = ScaleResult {
-            levels: vec![0, 10, 1000],
-            curves: vec![curve("shim", 4.0, 4.5), curve(FLOOR, 3.0, 3.3)],
-            run: Duration::ZERO,
-            rounds: 1,
-            elapsed: Duration::ZERO,
-            sends: Vec::new(),
-            doorbells: Vec::new(),
-        };
+        let r = run_of(vec![
+            curve("shim", point(4.0), point(4.5)),
+            curve(FLOOR, point(3.0), point(3.3)),
+        ]);
         let text = what_grows(&r);
         assert!(
             text.contains("grew 0.30 µs from N=10 to N=1000 (3.00 → 3.30 µs)"),
@@ -509,13 +493,6 @@ mod tests {
     /// grown (every other write rings one).
     #[test]
     fn what_grows_says_how_much_of_the_growth_is_the_doorbell() {
-        let point = |cpu: f64| Point {
-            fan_out: Sample {
-                daemon_cpu_us: cpu,
-                ..Sample::default()
-            },
-            ..Point::default()
-        };
         let times = |reply_ns: f64, bell_ns: f64, domains: usize| DoorbellTimes {
             replies: Sends {
                 count: 100,
@@ -528,20 +505,11 @@ mod tests {
             domains,
         };
         let r = ScaleResult {
-            levels: vec![0, 10, 1000],
-            curves: vec![Curve {
-                label: "shim".into(),
-                points: Ok(vec![Point::default(), point(4.0), point(5.0)]),
-                no_domains: None,
-            }],
-            run: Duration::ZERO,
-            rounds: 1,
-            elapsed: Duration::ZERO,
-            sends: Vec::new(),
             doorbells: vec![
                 (10, Ok(times(900.0, 1000.0, 10))),
                 (1000, Ok(times(1000.0, 1900.0, 100))),
             ],
+            ..run_of(vec![curve("shim", point(4.0), point(5.0))])
         };
         let text = what_grows(&r);
         assert!(
