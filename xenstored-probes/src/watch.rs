@@ -326,14 +326,8 @@ mod tests {
                 paths.push(format!("/{x}/{y}/c"));
             }
         }
-        // a fixed pseudo-random sequence: the test is the same every run
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut below = crate::test_rng::below(0x2545_f491_4f6c_dd1du64);
+        let mut next = |n: usize| below(n as u64) as usize;
         let mut table = WatchTable::default();
         let mut usage = [WatchUsage::default(); 5];
         let mut naive: Vec<(WatchKey, Watch)> = Vec::new();

@@ -514,13 +514,7 @@ fn a_reused_domid_inherits_no_rights() {
 #[test]
 fn hostile_requests_never_panic_nor_corrupt_the_store() {
     let (mut d, dom0, guest) = with_guest();
-    let mut seed = 0x9e3779b97f4a7c15u64;
-    let mut rnd = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut below = crate::test_rng::below(0x9e3779b97f4a7c15u64);
     let words: [&[u8]; 12] = [
         b"/",
         b"/a",
@@ -536,19 +530,19 @@ fn hostile_requests_never_panic_nor_corrupt_the_store() {
         b"\xff",
     ];
     for _ in 0..20000 {
-        let ty = (rnd() % 30) as u32;
+        let ty = below(30) as u32;
         let mut payload = Vec::new();
-        for _ in 0..rnd() % 5 {
-            payload.extend_from_slice(words[(rnd() % 12) as usize]);
-            if rnd() % 3 != 0 {
+        for _ in 0..below(5) {
+            payload.extend_from_slice(words[below(12) as usize]);
+            if below(3) != 0 {
                 payload.push(0);
             }
         }
-        let conn = if rnd() % 2 == 0 { dom0 } else { guest };
+        let conn = if below(2) == 0 { dom0 } else { guest };
         let h = Header {
             ty,
             req_id: 1,
-            tx_id: (rnd() % 4) as u32,
+            tx_id: below(4) as u32,
             len: payload.len() as u32,
         };
         if ty == MsgType::Release as u32 || ty == MsgType::ResetWatches as u32 {
