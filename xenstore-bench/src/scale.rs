@@ -9,7 +9,9 @@
 //! write+read pairs on a path no watch covers. S2 (watch fan-out): the
 //! same client writes below one idle connection's or domain's own watched
 //! path and waits until it has the event: write-to-event latency and the
-//! daemon's CPU per write, with 2×N×15 watches registered.
+//! daemon's CPU per write, with 2×N×15 watches registered. Beside the
+//! daemons, the floor (src/bin/bare-sender.rs) does only what these
+//! requests need.
 
 use crate::affinity::Pin;
 use crate::client::Conn;
@@ -37,8 +39,9 @@ const GUEST_BASE: u16 = 2001;
 pub struct Plan {
     /// (label, the shim binary) for each shim build measured.
     pub shims: Vec<(String, PathBuf)>,
-    /// The floor (`xsbench-bare-sender`), measured after the shims: the
-    /// least a daemon does, whose growth is the kernel's and the cache's.
+    /// The floor (`xsbench-bare-sender`), measured after the shims: a
+    /// daemon doing only what the requests need, whose growth is the price
+    /// of reaching a cold watcher.
     pub floor: Option<PathBuf>,
     pub upstream: bool,
     pub levels: Vec<usize>,

@@ -71,10 +71,11 @@ fn serve(socket: &str, rings: SimBackend) -> io::Result<()> {
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 64];
     let mut buf = vec![0u8; 64 << 10];
     let mut woken: Vec<usize> = Vec::new();
+    let mut ready: Vec<usize> = Vec::new();
     loop {
         // Rings just attached are woken once: the guest may have queued
         // requests before it was introduced.
-        let ready: Vec<usize> = if woken.is_empty() {
+        if woken.is_empty() {
             // SAFETY: `events` outlives the call and holds its length.
             let n =
                 unsafe { libc::epoll_wait(epoll, events.as_mut_ptr(), events.len() as i32, -1) };
@@ -85,14 +86,11 @@ fn serve(socket: &str, rings: SimBackend) -> io::Result<()> {
                 }
                 return Err(e);
             }
-            events[..n as usize]
-                .iter()
-                .map(|e| e.u64 as usize)
-                .collect()
+            ready.extend(events[..n as usize].iter().map(|e| e.u64 as usize));
         } else {
-            std::mem::take(&mut woken)
-        };
-        for i in ready {
+            ready.append(&mut woken);
+        }
+        for i in ready.drain(..) {
             if i == usize::MAX {
                 while let Ok((stream, _)) = listener.accept() {
                     stream.set_nonblocking(true)?;
