@@ -50,6 +50,28 @@ fn event(s: &mut UnixStream) -> String {
     String::from_utf8(path.to_vec()).unwrap()
 }
 
+/// Registers a watch on `path` on `s`: its reply, then its first event.
+fn watch(s: &mut UnixStream, path: &str) {
+    s.write_all(&wire::message(
+        WATCH,
+        1,
+        0,
+        format!("{path}\0t\0").as_bytes(),
+    ))
+    .unwrap();
+    assert_eq!(next(s).0.ty, WATCH);
+    assert_eq!(event(s), path);
+}
+
+/// Stops the daemon and waits until it is stopped: whatever clients send
+/// now arrives before its next poll.
+fn stop(shim: &Shim) {
+    common::signal(shim.pid(), SIGSTOP);
+    common::wait_for("the daemon to stop", common::TIMEOUT, || {
+        stopped(shim.pid())
+    });
+}
+
 fn stopped(pid: u32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     // the state follows the parenthesised command name
@@ -64,11 +86,7 @@ fn stopped(pid: u32) -> bool {
 fn a_light_request_is_served_before_a_busy_backlog_drains() {
     let shim = Shim::start();
     let mut watcher = connect(&shim);
-    watcher
-        .write_all(&wire::message(WATCH, 1, 0, b"/order\0t\0"))
-        .unwrap();
-    assert_eq!(next(&mut watcher).0.ty, WATCH);
-    assert_eq!(event(&mut watcher), "/order");
+    watch(&mut watcher, "/order");
     let (mut busy, mut light) = (connect(&shim), connect(&shim));
     // A round trip each: both are accepted and idle.
     for (c, name) in [(&mut busy, "busy"), (&mut light, "light")] {
@@ -87,10 +105,7 @@ fn a_light_request_is_served_before_a_busy_backlog_drains() {
 
     // Both arrive while the daemon is stopped, the backlog first: busy is
     // first among the connections the next poll reports.
-    common::signal(shim.pid(), SIGSTOP);
-    common::wait_for("the daemon to stop", common::TIMEOUT, || {
-        stopped(shim.pid())
-    });
+    stop(&shim);
     let backlog: Vec<u8> = (0..BACKLOG)
         .flat_map(|i| write(&format!("/order/busy/{i}"), "v"))
         .collect();
@@ -131,20 +146,14 @@ fn a_big_fan_out_reaches_every_watcher_in_order_with_requests_served_between() {
     let shim = Shim::start();
     let mut watchers: Vec<UnixStream> = (0..FAN_OUT).map(|_| connect(&shim)).collect();
     for w in &mut watchers {
-        w.write_all(&wire::message(WATCH, 1, 0, b"/fan\0t\0"))
-            .unwrap();
-        assert_eq!(next(w).0.ty, WATCH);
-        assert_eq!(event(w), "/fan");
+        watch(w, "/fan");
     }
     let (mut writer, mut reader) = (connect(&shim), connect(&shim));
     reader.write_all(&write("/unrelated", "u")).unwrap();
     assert_eq!(next(&mut reader).0.ty, WRITE);
     // Two fan-outs and a read arrive in one poll: the second fan-out's
     // events queue behind the first's unwritten ones.
-    common::signal(shim.pid(), SIGSTOP);
-    common::wait_for("the daemon to stop", common::TIMEOUT, || {
-        stopped(shim.pid())
-    });
+    stop(&shim);
     writer
         .write_all(&[write("/fan", "1"), write("/fan/child", "2")].concat())
         .unwrap();
@@ -181,11 +190,7 @@ const CROWD: usize = 200;
 fn a_long_silent_client_is_served_ahead_of_a_busy_crowd() {
     let shim = Shim::start();
     let mut watcher = connect(&shim);
-    watcher
-        .write_all(&wire::message(WATCH, 1, 0, b"/crowd\0t\0"))
-        .unwrap();
-    assert_eq!(next(&mut watcher).0.ty, WATCH);
-    assert_eq!(event(&mut watcher), "/crowd");
+    watch(&mut watcher, "/crowd");
     // The quiet client has been served more turns than any of the crowd
     // ever will: it is long-lived, as a monitor reading every 10 ms.
     let mut quiet = connect(&shim);
@@ -210,10 +215,7 @@ fn a_long_silent_client_is_served_ahead_of_a_busy_crowd() {
 
     // Every one of the crowd asks again, and the quiet one last, in one
     // poll: it still goes first.
-    common::signal(shim.pid(), SIGSTOP);
-    common::wait_for("the daemon to stop", common::TIMEOUT, || {
-        stopped(shim.pid())
-    });
+    stop(&shim);
     for (i, c) in crowd.iter_mut().enumerate() {
         c.write_all(&write(&format!("/crowd/{i}/again"), ""))
             .unwrap();

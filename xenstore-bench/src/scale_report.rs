@@ -2,7 +2,7 @@
 //! one column a daemon, one row a number of idle connections.
 
 use crate::report::ops;
-use crate::scale::{Point, ScaleResult, FLOOR, WATCHES_PER_CONN};
+use crate::scale::{Curve, Point, ScaleResult, FLOOR, WATCHES_PER_CONN};
 use crate::stats::Sample;
 use std::fmt::Write;
 
@@ -138,16 +138,21 @@ fn what_grows(r: &ScaleResult) -> String {
         + &floor_text(r, first, last)
 }
 
-/// What the floor's curve leaves the first shim: the floor grows by little
-/// more than the kernel's price of reaching a cold watcher; the shim's
-/// growth beyond it is its own state's.
+/// `c`'s daemon CPU per S2 spread write at N=`n`.
+fn write_cpu(r: &ScaleResult, c: &Curve, n: usize) -> Option<f64> {
+    let i = r.levels.iter().position(|&l| l == n)?;
+    Some(c.points.as_ref().ok()?.get(i)?.fan_out.daemon_cpu_us)
+}
+
+/// What the floor's curve leaves the first shim: the floor grows by the
+/// price of reaching a cold watcher; the shim's growth beyond it is its
+/// own state's.
 fn floor_text(r: &ScaleResult, first: usize, last: usize) -> String {
     let cpu = |label: &str| {
         let c = r.curves.iter().find(|c| c.label == label)?;
-        let p = c.points.as_ref().ok()?;
         Some((
-            p.get(first)?.fan_out.daemon_cpu_us,
-            p.get(last)?.fan_out.daemon_cpu_us,
+            write_cpu(r, c, r.levels[first])?,
+            write_cpu(r, c, r.levels[last])?,
         ))
     };
     let Some(shim) = r.curves.first().filter(|c| c.label != FLOOR) else {
@@ -187,11 +192,7 @@ fn doorbells_text(r: &ScaleResult) -> String {
     };
     let label = r.curves.first().map_or("shim", |c| c.label.as_str());
     let us = |ns: f64| ns / 1000.0;
-    let cpu_at = |n: usize| {
-        let c = r.curves.first()?;
-        let i = r.levels.iter().position(|&l| l == n)?;
-        Some(c.points.as_ref().ok()?.get(i)?.fan_out.daemon_cpu_us)
-    };
+    let cpu_at = |n: usize| write_cpu(r, r.curves.first()?, n);
     // As for the sends: tracing slows the hot reply too, so only what the
     // doorbell grew beyond it is the cold socket's.
     let bell_grew = us(b.doorbells.mean_ns - a.doorbells.mean_ns);
@@ -239,11 +240,7 @@ fn sends_text(r: &ScaleResult) -> String {
     };
     let label = r.curves.first().map_or("shim", |c| c.label.as_str());
     let us = |ns: f64| ns / 1000.0;
-    let cpu_at = |n: usize| {
-        let c = r.curves.first()?;
-        let i = r.levels.iter().position(|&l| l == n)?;
-        Some(c.points.as_ref().ok()?.get(i)?.fan_out.daemon_cpu_us)
-    };
+    let cpu_at = |n: usize| write_cpu(r, r.curves.first()?, n);
     // Tracing, and the traced run's own drift, slow the hot reply's send
     // too: only what the event's send grew beyond it is the cold socket's.
     let event_grew = us(b.events.mean_ns - a.events.mean_ns);
@@ -363,7 +360,6 @@ pub fn splice_under(report: &str, heading: &str, section: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scale::Curve;
     use crate::scale_sends::{DoorbellTimes, SendTimes, Sends};
     use std::time::Duration;
 

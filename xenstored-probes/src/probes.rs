@@ -416,15 +416,14 @@ fn fire_reply(
     req_id: u32,
     result: Result<&[u8], (crate::wire::XsError, &str)>,
 ) {
-    let kept = in_flight.serial == serial;
+    // Called only for the request `in_flight` kept (`reply` checked).
     // One reading of the time for every consumer of this reply.
-    let elapsed_ns = if kept && (stats_batch::enabled() || reply_stats_enabled() || reply_enabled())
-    {
+    let elapsed_ns = if stats_batch::enabled() || reply_stats_enabled() || reply_enabled() {
         stopwatch::elapsed_ns(in_flight.decoded)
     } else {
         0
     };
-    if stats_batch::enabled() && kept {
+    if stats_batch::enabled() {
         let errno = match result {
             Ok(_) => 0,
             Err((e, _)) => e.errno() as u16, // Linux errnos fit 16 bits
@@ -437,7 +436,7 @@ fn fire_reply(
         });
     }
     #[cfg(feature = "probes")]
-    if semaphore::reply_stats.enabled() && kept {
+    if semaphore::reply_stats.enabled() {
         let latency_ns = elapsed_ns;
         let (ident, client) = pack_who(who, op, tx_id);
         let (errno, error_name) = match result {
@@ -465,7 +464,7 @@ fn fire_reply(
         );
     }
     #[cfg(feature = "probes")]
-    if semaphore::reply.enabled() && kept && in_flight.payload_kept {
+    if semaphore::reply.enabled() && in_flight.payload_kept {
         let latency_ns = elapsed_ns;
         let (ident, client) = pack_who(who, op, tx_id);
         let (errno, outcome) = match result {
@@ -517,7 +516,7 @@ fn fire_reply(
         });
     }
     #[cfg(not(feature = "probes"))]
-    let _ = (elapsed_ns, tx_id, req_id);
+    let _ = (elapsed_ns, serial, tx_id, req_id);
 }
 
 /// A watch event for `who` was queued; `serial` is the request that fired
