@@ -133,18 +133,30 @@ pub const RESPONSES: Queue = Queue {
 
 /// `struct xenstore_domain_interface` over a shared page.
 pub struct Interface {
-    page: Box<dyn Page>,
+    /// The page's address, kept here: asking the page (a boxed mapping)
+    /// each time read one more cache line per event to a cold domain.
+    base: *mut u8,
+    /// Owned so that `base` stays mapped.
+    _page: Box<dyn Page>,
 }
+
+// SAFETY: `base` is only the address of the page this value owns, which is
+// Send; it is used exactly as the page's own ptr() was before.
+unsafe impl Send for Interface {}
 
 impl Interface {
     pub fn new(page: Box<dyn Page>) -> Interface {
-        Interface { page }
+        Interface {
+            base: page.ptr(),
+            _page: page,
+        }
     }
 
     fn word(&self, offset: usize) -> &AtomicU32 {
-        // SAFETY: Page guarantees PAGE_SIZE valid bytes, page-aligned, for
-        // as long as it lives; every offset here is 4-aligned and in range.
-        unsafe { &*(self.page.ptr().add(offset) as *const AtomicU32) }
+        // SAFETY: Page guarantees PAGE_SIZE valid bytes, page-aligned, at
+        // one address for as long as it lives (and it lives as long as
+        // self); every offset here is 4-aligned and in range.
+        unsafe { &*(self.base.add(offset) as *const AtomicU32) }
     }
 
     pub fn load(&self, field: Field) -> u32 {
@@ -170,7 +182,7 @@ impl Interface {
         // does not touch bytes between cons and cons + RING_SIZE it has not
         // been handed (a hostile peer can only corrupt its own stream).
         unsafe {
-            let base = self.page.ptr().add(q.data);
+            let base = self.base.add(q.data);
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(start), first);
             std::ptr::copy_nonoverlapping(bytes[first..].as_ptr(), base, n - first);
         }
@@ -200,7 +212,7 @@ impl Interface {
         let first = n.min(RING_SIZE as usize - start);
         // SAFETY: as in produce.
         unsafe {
-            let base = self.page.ptr().add(q.data);
+            let base = self.base.add(q.data);
             std::ptr::copy_nonoverlapping(base.add(start), buf.as_mut_ptr(), first);
             std::ptr::copy_nonoverlapping(base, buf[first..].as_mut_ptr(), n - first);
         }

@@ -6,7 +6,8 @@ use std::os::fd::AsRawFd;
 
 use super::PAGE_SIZE;
 
-/// A shared page: PAGE_SIZE bytes, page-aligned, valid while the value lives.
+/// A shared page: PAGE_SIZE bytes, page-aligned, valid while the value
+/// lives, at the one address `ptr` always returns.
 pub trait Page: Send {
     fn ptr(&self) -> *mut u8;
 }
