@@ -133,7 +133,8 @@ pub fn all(args: &AllArgs) -> Result<()> {
     Ok(())
 }
 
-/// When and how an `--update`d section was measured, for its header.
+/// When, on what and how an `--update`d section was measured, for its
+/// header: sections of one report may come from different machines.
 fn measured(args: &AllArgs, machine: &Machine) -> String {
     let only: Vec<String> = args
         .only
@@ -141,9 +142,10 @@ fn measured(args: &AllArgs, machine: &Machine) -> String {
         .filter_map(|s| Some(s.to_possible_value()?.get_name().to_string()))
         .collect();
     format!(
-        "{} on {} CPUs, kernel {} (`all{}{}`)",
+        "{} on {} CPUs ({}), kernel {} (`all{}{}`)",
         machine.date,
         machine.cpus,
+        machine.cpu_model,
         machine.kernel,
         if only.is_empty() {
             String::new()
