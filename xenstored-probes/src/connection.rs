@@ -25,10 +25,11 @@ const OUT_LIMIT: usize = 64 << 20;
 /// Laid out by use, each group in a cache line of its own: among a
 /// thousand connections the one an event goes to is cold, and the layout
 /// the compiler chose spread what queueing and writing an event read over
-/// three lines (callgrind, S2 spread at N=1000). The first line is what queueing an event reads (who it is, the
-/// output queue), the second what writing it out reads, the third what an
-/// unprivileged receiver's memory quota reads; the rest is read when the
-/// connection itself sends a request.
+/// three lines (callgrind, S2 spread at N=1000). The first line is what
+/// queueing an event reads (who it is, the output queue), the second what
+/// writing it out reads, the third what an unprivileged receiver's memory
+/// quota reads; the rest is read when the connection itself sends a
+/// request.
 #[repr(C, align(64))]
 pub struct Connection {
     pub id: u32,
