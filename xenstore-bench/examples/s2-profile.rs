@@ -29,12 +29,10 @@
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::time::Duration;
+use xenstore_bench::scale::{hot_path, GUEST_BASE, GUEST_HOT, WATCHES_PER_CONN};
 use xenstore_bench::{client::Conn, daemons, guests};
 use xenstore_guest::client::Xs;
 
-const GUEST_HOT: &str = "device/vbd/51768/state";
-const GUEST_BASE: u16 = 2001;
-const WATCHES: usize = 15;
 /// Generous: the daemon may run under valgrind.
 const TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -72,25 +70,23 @@ fn run(daemon: daemons::Daemon, rings: bool, n: usize, writes: usize) -> Result<
     stop(daemon)
 }
 
-/// As the bench's sockets-only S2: connection i watches in domain i+1's
-/// home, which no domain owns.
+/// As the bench's sockets-only S2.
 fn socket_writes(daemon: &daemons::Daemon, load: &mut Conn, n: usize, writes: usize) -> Result<()> {
-    let hot = |i: usize| format!("/local/domain/{}/device/vbd/51712/state", i + 1);
     let mut idle = Vec::with_capacity(n);
     for i in 0..n {
         let mut c = Conn::connect(&daemon.socket)?;
-        for j in 1..WATCHES {
+        for j in 1..WATCHES_PER_CONN {
             let path = format!("/local/domain/{}/device/vif/{j}/state", i + 1);
             c.watch(path.as_bytes(), b"idle")?;
         }
-        c.watch(hot(i).as_bytes(), b"hot")?;
-        while c.event(TIMEOUT)? != hot(i).as_bytes() {}
+        c.watch(hot_path(i).as_bytes(), b"hot")?;
+        while c.event(TIMEOUT)? != hot_path(i).as_bytes() {}
         idle.push(c);
     }
     eprintln!("s2-profile: {n} connections up, {writes} writes");
     measure(daemon, n, writes, |op| {
         let i = op.wrapping_mul(7919) % n;
-        let path = format!("{}/v", hot(i));
+        let path = format!("{}/v", hot_path(i));
         load.write(0, path.as_bytes(), b"1")?.ok()?;
         let got = idle[i].event(TIMEOUT)?;
         if got != path.as_bytes() {
@@ -106,7 +102,7 @@ fn ring_writes(daemon: &daemons::Daemon, load: &mut Conn, n: usize, writes: usiz
     let mut domains = Vec::with_capacity(n);
     for i in 0..n {
         let mut g = guests::boot(&mut dom0, &rings, GUEST_BASE + i as u16)?;
-        for j in 1..WATCHES {
+        for j in 1..WATCHES_PER_CONN {
             g.watch(&format!("device/vif/{j}/state"), "idle")?;
         }
         g.watch(GUEST_HOT, "hot")?;
@@ -165,22 +161,18 @@ fn hook(var: &str, daemon: &daemons::Daemon) -> Result<()> {
     Ok(())
 }
 
-fn stop(daemon: daemons::Daemon) -> Result<()> {
+fn stop(mut daemon: daemons::Daemon) -> Result<()> {
     // SIGTERM, then wait for it to go, so valgrind writes its output
     // before the harness's kill.
-    let pid = daemon.pid();
     std::process::Command::new("kill")
-        .arg(pid.to_string())
+        .arg(daemon.pid().to_string())
         .status()?;
     let deadline = std::time::Instant::now() + TIMEOUT;
-    while std::path::Path::new(&format!("/proc/{pid}/status")).exists()
-        && !std::fs::read_to_string(format!("/proc/{pid}/status"))?.contains("State:\tZ")
-    {
+    while daemon.alive() {
         if std::time::Instant::now() >= deadline {
             bail!("the daemon did not exit in {TIMEOUT:?}");
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    drop(daemon);
     Ok(())
 }

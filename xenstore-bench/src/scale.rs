@@ -33,7 +33,7 @@ const LOAD_PATH: &[u8] = b"/scale/load/x";
 /// The floor's column.
 pub const FLOOR: &str = "floor";
 /// Idle domain i is domain GUEST_BASE + i.
-const GUEST_BASE: u16 = 2001;
+pub const GUEST_BASE: u16 = 2001;
 
 /// Which daemons, and how long each run.
 pub struct Plan {
@@ -325,9 +325,11 @@ pub(crate) fn timed(
 }
 
 /// The path below which S2 writes, for a domain (relative to its home).
-const GUEST_HOT: &str = "device/vbd/51768/state";
+pub const GUEST_HOT: &str = "device/vbd/51768/state";
 
-fn hot_path(i: usize) -> String {
+/// The path below which S2 writes, for idle connection `i` (in domain
+/// i+1's home, which no domain owns).
+pub fn hot_path(i: usize) -> String {
     format!("/local/domain/{}/device/vbd/51712/state", i + 1)
 }
 
