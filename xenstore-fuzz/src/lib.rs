@@ -2,6 +2,7 @@
 //! hostile input reaches, and panics only on a broken invariant. `fuzz/`
 //! wraps them for libFuzzer; `tests/corpus.rs` replays the corpora.
 
+use xenstored_probes::connection::SpareOutput;
 use xenstored_probes::daemon::{Daemon, Effects};
 use xenstored_probes::detached::{Idle, NoBackend};
 use xenstored_probes::frame::InBuf;
@@ -264,7 +265,7 @@ fn call(d: &mut Daemon, id: u32, ty: u32, tx: u32, payload: &[u8]) -> (u32, Vec<
         queued = &queued[end..];
     }
     let n = conn.pending().len();
-    conn.consumed(n);
+    conn.consumed(n, &mut SpareOutput::default());
     last
 }
 

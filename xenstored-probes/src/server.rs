@@ -449,10 +449,10 @@ impl Server {
 
     /// Writes what connection `id` has queued, as far as it goes now.
     fn flush(&mut self, id: u32) {
-        let Some(conn) = self.daemon.conn_mut(id) else {
+        let Some(flushed) = self.daemon.flush(id) else {
             return;
         };
-        match conn.flush() {
+        match flushed {
             Ok(true) => self.queue(id),
             Ok(false) => {}
             Err(reason) => return self.daemon.close(id, 0, &reason),

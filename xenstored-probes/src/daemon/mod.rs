@@ -23,7 +23,7 @@ mod tests;
 mod transactions;
 mod watches;
 
-use crate::connection::Connection;
+use crate::connection::{Connection, SpareOutput};
 use crate::domain::Domains;
 use crate::error::{Fail, Reason};
 use crate::outstanding::{Outstanding, Ticket};
@@ -72,6 +72,8 @@ pub struct Daemon {
     backend: Box<dyn DomainBackend>,
     /// The reply being built (kept: its capacity is reused).
     reply: Vec<u8>,
+    /// Output buffers between connections (see `SpareOutput`).
+    spare_output: SpareOutput,
     effects: Effects,
     log: RateLimitedLog,
     /// Quota refusals, logged within a budget per introduced domain (and
@@ -125,6 +127,7 @@ impl Daemon {
             conns_of: FxHashMap::default(),
             watches: WatchTable::default(),
             watch_hits: Vec::new(),
+            spare_output: SpareOutput::default(),
             next_conn: 1,
             serial: 0,
             backend,
@@ -195,6 +198,14 @@ impl Daemon {
         self.conns.get_mut(&id)
     }
 
+    /// Writes what connection `id` has queued, as far as its transport
+    /// takes it now (`Connection::flush`); None when there is no such
+    /// connection.
+    pub fn flush(&mut self, id: u32) -> Option<Result<bool, String>> {
+        let conn = self.conns.get_mut(&id)?;
+        Some(conn.flush(&mut self.spare_output))
+    }
+
     pub fn conn(&self, id: u32) -> Option<&Connection> {
         self.conns.get(&id)
     }
@@ -240,9 +251,11 @@ impl Daemon {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
+        let spare = &mut self.spare_output;
         match result {
-            Ok(payload) => conn.queue(h.ty, h.req_id, h.tx_id, &[payload]),
+            Ok(payload) => conn.queue(spare, h.ty, h.req_id, h.tx_id, &[payload]),
             Err((e, _)) => conn.queue(
+                spare,
                 MsgType::Error as u32,
                 h.req_id,
                 h.tx_id,

@@ -28,7 +28,7 @@ fn drain(d: &mut Daemon, id: u32) -> Vec<(u32, u32, Vec<u8>)> {
         b = &b[end..];
     }
     let n = c.pending().len();
-    c.consumed(n);
+    c.consumed(n, &mut SpareOutput::default());
     out
 }
 

@@ -53,7 +53,7 @@ pub(super) fn watch(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
     if let Some(w) = d.watches.of(call.conn).last() {
         let event_path = w.event_path(&w.path, domid);
         if event_cost(event_path, &w.token) < room {
-            let out = conn.output();
+            let out = conn.output(&mut d.spare_output);
             encode_event(out, &who, call.serial, call.conn, event_path, &w.token);
         }
     }
@@ -176,7 +176,8 @@ impl Daemon {
                 {
                     continue;
                 }
-                encode_event(conn.output(), &who, serial, firer, event_path, &w.token);
+                let out = conn.output(&mut self.spare_output);
+                encode_event(out, &who, serial, firer, event_path, &w.token);
                 room -= cost;
                 queued = true;
             }
