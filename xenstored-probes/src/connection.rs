@@ -14,6 +14,7 @@ use crate::watch::WatchUsage;
 use mio::Interest;
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
+use std::os::fd::RawFd;
 use std::rc::Rc;
 
 /// A connection with this much unsent output is not read from until it
@@ -26,39 +27,39 @@ const OUT_LIMIT: usize = 64 << 20;
 /// thousand connections the one an event goes to is cold, and the layout
 /// the compiler chose spread what queueing and writing an event read over
 /// three lines (callgrind, S2 spread at N=1000). The first line is what
-/// queueing an event reads (who it is, the output queue), the second what
-/// writing it out reads, the third what an unprivileged receiver's memory
-/// quota reads; the rest is read when the connection itself sends a
-/// request.
+/// queueing an event to a dom0 client, writing it to its socket and
+/// polling that socket again read (who it is, the output queue, the
+/// socket); the second what an event to a domain reads besides (its
+/// memory quota, its ring's transport); the rest is read when the
+/// connection itself sends a request.
 #[repr(C, align(64))]
 pub struct Connection {
     pub id: u32,
-    pub domid: u32,
     pub pid: u32,
     pub ident: Identity,
+    /// The transport's `write_fd`, or -1: written to here, without reaching
+    /// the transport.
+    write_fd: RawFd,
+    /// Bytes of `out` written (at most a MiB and one write: see `consumed`).
+    sent: u32,
+    /// Output queued; no buffer at all while nothing waits (`SpareOutput`).
+    out: Vec<u8>,
     /// Queued output not yet reported to the event loop.
     pub dirty: bool,
     /// Not read from until its output drains (see OUT_THROTTLE).
     throttled: bool,
-    /// Output queued; no buffer at all while nothing waits (`SpareOutput`).
-    out: Vec<u8>,
-    sent: usize,
-
-    transport: Box<dyn Transport>,
-    /// Outstanding requests (outstanding.rs) held until the stream has
-    /// been written up to each end position.
-    charges: VecDeque<(u64, Rc<Ticket>)>,
-    /// Where `out[0]` lies in the stream of all bytes ever queued.
-    out_origin: u64,
     /// What the event loop polls it for now (see `interest`).
     pub polled: Option<Interest>,
+    /// `charges` is not empty.
+    charged: bool,
+    /// The transport's `readiness_names_direction`.
+    names_direction: bool,
 
+    transport: Box<dyn Transport>,
     /// Its watches' count and bytes (the watches live in `watch.rs`'s table).
     pub watches: WatchUsage,
     /// Open transactions by id (ordered: teardown reports them in order).
     pub transactions: BTreeMap<u32, Transaction>,
-
-    input: InBuf,
     next_tx: u32,
     /// The event loop saw the peer hang up: read until the end, because a
     /// short read no longer means a later edge will come.
@@ -67,16 +68,23 @@ pub struct Connection {
     /// drained): the connection has more to serve once its buffered
     /// requests are done, whether or not its peer signals again.
     unread: bool,
+
+    /// Outstanding requests (outstanding.rs) held until the stream has
+    /// been written up to each end position.
+    charges: VecDeque<(u64, Rc<Ticket>)>,
+    /// Where `out[0]` lies in the stream of bytes queued, kept while
+    /// `charges` holds positions in it.
+    out_origin: u64,
+    input: InBuf,
 }
 
 // Each group above within its line.
 const _: () = {
     use std::mem::offset_of;
-    assert!(offset_of!(Connection, sent) + 8 <= 64);
+    assert!(offset_of!(Connection, names_direction) < 64);
     assert!(offset_of!(Connection, transport) == 64);
-    assert!(offset_of!(Connection, polled) < 128);
-    assert!(offset_of!(Connection, watches) == 128);
-    assert!(offset_of!(Connection, transactions) + 24 <= 192);
+    assert!(offset_of!(Connection, unread) < 128);
+    assert!(offset_of!(Connection, charges) == 128);
 };
 
 /// Output buffers no connection holds: a connection has one only while
@@ -126,8 +134,9 @@ impl Connection {
     ) -> Connection {
         Connection {
             id,
-            domid,
             pid: transport.pid(),
+            write_fd: transport.write_fd().unwrap_or(-1),
+            names_direction: transport.readiness_names_direction(),
             ident: Identity {
                 domid,
                 privileged,
@@ -142,6 +151,7 @@ impl Connection {
             sent: 0,
             out_origin: 0,
             charges: VecDeque::new(),
+            charged: false,
             throttled: false,
             dirty: false,
             peer_closed: false,
@@ -155,10 +165,14 @@ impl Connection {
         self.transport.as_ref()
     }
 
+    pub fn domid(&self) -> u32 {
+        self.ident.domid
+    }
+
     pub fn who(&self) -> Who {
         Who {
             conn: self.id,
-            domid: xenstore_proto::Ident::dom_of(self.domid),
+            domid: xenstore_proto::Ident::dom_of(self.ident.domid),
             pid: self.pid,
         }
     }
@@ -208,6 +222,7 @@ impl Connection {
     pub fn charge(&mut self, ticket: &Rc<Ticket>) {
         let end = self.out_origin + self.out.len() as u64;
         self.charges.push_back((end, ticket.clone()));
+        self.charged = true;
     }
 
     /// What it costs its domain's memory quota besides the nodes and its
@@ -225,25 +240,35 @@ impl Connection {
 
     /// Output waiting to be written.
     pub fn pending(&self) -> &[u8] {
-        &self.out[self.sent..]
+        &self.out[self.sent as usize..]
     }
 
     /// `n` bytes of `pending()` were written; a buffer left empty goes back
     /// to `spare`.
     pub fn consumed(&mut self, n: usize, spare: &mut SpareOutput) {
-        self.sent += n;
-        let written = self.out_origin + self.sent as u64;
-        while self.charges.front().is_some_and(|c| c.0 <= written) {
-            self.charges.pop_front();
+        self.sent += n as u32;
+        let sent = self.sent as usize;
+        // Without charges the origin is not needed (`charge` starts from
+        // any origin): writing to a dom0 client reads no more than line 1.
+        if self.charged {
+            let written = self.out_origin + sent as u64;
+            while self.charges.front().is_some_and(|c| c.0 <= written) {
+                self.charges.pop_front();
+            }
+            self.charged = !self.charges.is_empty();
         }
-        if self.sent == self.out.len() {
-            self.out_origin += self.out.len() as u64;
-            self.sent = 0;
+        let moved = if sent == self.out.len() {
             spare.give(std::mem::take(&mut self.out));
-        } else if self.sent > 1 << 20 {
-            self.out_origin += self.sent as u64;
-            self.out.drain(..self.sent);
-            self.sent = 0;
+            sent
+        } else if sent > 1 << 20 {
+            self.out.drain(..sent);
+            sent
+        } else {
+            return;
+        };
+        self.sent = 0;
+        if self.charged {
+            self.out_origin += moved as u64;
         }
     }
 
@@ -264,7 +289,7 @@ impl Connection {
     /// cold) socket for nothing. Other transports signal both directions
     /// through one source, and are always polled for both.
     pub fn interest(&self) -> Interest {
-        if self.transport.readiness_names_direction() && self.pending().is_empty() {
+        if self.names_direction && self.pending().is_empty() {
             Interest::READABLE
         } else {
             Interest::READABLE | Interest::WRITABLE
@@ -274,10 +299,7 @@ impl Connection {
     /// True when `event` may have brought input to read (see
     /// `Transport::readiness_names_direction`).
     pub fn may_have_input(&self, event: &mio::event::Event) -> bool {
-        !self.transport.readiness_names_direction()
-            || event.is_readable()
-            || event.is_read_closed()
-            || event.is_error()
+        !self.names_direction || event.is_readable() || event.is_read_closed() || event.is_error()
     }
 
     /// True when the end of this connection's input means its domain died
@@ -373,7 +395,7 @@ impl Connection {
     /// it must be closed (a write failed, or it is too far behind).
     pub fn flush(&mut self, spare: &mut SpareOutput) -> Result<bool, String> {
         while !self.pending().is_empty() {
-            match self.transport.write(&self.out[self.sent..]) {
+            match self.write_pending() {
                 Ok(0) => return Err("write returned 0".to_string()),
                 Ok(n) => self.consumed(n, spare),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -390,6 +412,25 @@ impl Connection {
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// One write of `pending()`: straight to `write_fd` when there is one.
+    fn write_pending(&mut self) -> io::Result<usize> {
+        let pending = &self.out[self.sent as usize..];
+        if self.write_fd < 0 {
+            return self.transport.write(pending);
+        }
+        // SAFETY: the transport owns `write_fd` and lives as long as the
+        // connection; the buffer is valid for its length. MSG_NOSIGNAL: a
+        // client gone is an error here, never a SIGPIPE.
+        let n = unsafe {
+            let buf = pending.as_ptr().cast();
+            libc::send(self.write_fd, buf, pending.len(), libc::MSG_NOSIGNAL)
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(n as usize)
     }
 }
 

@@ -434,7 +434,7 @@ impl Server {
     /// and transactions go (conn_close), the transport stays and serves a
     /// fresh connection of the same domain (conn_open).
     fn reset(&mut self, id: u32, reason: &str) {
-        let Some(domid) = self.daemon.conn(id).map(|c| c.domid) else {
+        let Some(domid) = self.daemon.conn(id).map(|c| c.domid()) else {
             return;
         };
         let Some(mut transport) = self.daemon.detach(id, 0, reason) else {

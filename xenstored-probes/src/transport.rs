@@ -50,6 +50,13 @@ pub trait Transport {
     fn eof_means_domain_gone(&self) -> bool {
         false
     }
+    /// The socket whose send(2) is all this transport's `write` does, if
+    /// so: the connection then sends on it itself, without reaching the
+    /// transport's own state (among a thousand watchers, a cold line for
+    /// each event).
+    fn write_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
     /// The fd a live update hands to the next image, for a transport that
     /// survives an exec as it is (a dom0 client's socket).
     fn inherited_fd(&self) -> Option<std::os::fd::RawFd> {

@@ -90,6 +90,9 @@ impl Transport for SocketTransport {
     fn readiness_names_direction(&self) -> bool {
         true
     }
+    fn write_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.stream.as_raw_fd())
+    }
     fn inherited_fd(&self) -> Option<std::os::fd::RawFd> {
         (!self.domain).then(|| self.stream.as_raw_fd())
     }

@@ -124,7 +124,7 @@ impl Daemon {
                 Err(big) => {
                     let n = big.0;
                     let why = format!("conn {id}: message length {n} > 4096: dropping the client");
-                    let domid = self.conns.get(&id).map_or(0, |c| c.domid);
+                    let domid = self.conns.get(&id).map_or(0, |c| c.domid());
                     let event = Notable::new(NotableKind::ConnectionDropped, why)
                         .domid(domid)
                         .reason("oversized message");
@@ -162,7 +162,7 @@ impl Daemon {
         self.in_flight.start(call.serial, payload);
         probes::request(call.serial, || conn.who(), h.ty, h.tx_id, h.req_id, payload);
         let tx_open = h.tx_id != 0 && conn.transactions.contains_key(&h.tx_id);
-        let unprivileged = (!conn.ident.privileged).then_some(conn.domid);
+        let unprivileged = (!conn.ident.privileged).then_some(conn.domid());
         self.ticket = unprivileged.map(|domid| self.outstanding.ticket(domid));
         let mut reply = std::mem::take(&mut self.reply);
         reply.clear();
@@ -254,7 +254,7 @@ impl Daemon {
         .op(name)
         .reason("panic");
         if let Some(conn) = self.conns.get(&id) {
-            event = event.domid(conn.domid);
+            event = event.domid(conn.domid());
         }
         self.log.notable(event);
     }

@@ -132,7 +132,7 @@ impl Daemon {
     /// Connection `id` was its domain's ring and the domain died without
     /// a RELEASE (its page vanished): released as if dom0 had asked.
     pub fn domain_gone(&mut self, id: u32) {
-        let Some(domid) = self.conns.get(&id).map(|c| c.domid) else {
+        let Some(domid) = self.conns.get(&id).map(|c| c.domid()) else {
             return;
         };
         self.queued_events.clear();
@@ -197,7 +197,7 @@ impl Daemon {
             return false;
         };
         let releaser = match self.conns.get(&id) {
-            Some(c) if c.domid != 0 => slot_of(c.domid).unwrap_or(id),
+            Some(c) if c.domid() != 0 => slot_of(c.domid()).unwrap_or(id),
             _ => id,
         };
         if releaser == target {

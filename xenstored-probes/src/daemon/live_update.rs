@@ -175,7 +175,7 @@ impl Daemon {
             .iter()
             .filter_map(|id| self.conns.get(id))
             .filter(|c| !c.transactions.is_empty())
-            .map(|c| c.domid)
+            .map(|c| c.domid())
             .collect();
         let late = session.started.is_some_and(|t| t.elapsed() >= held.timeout);
         if !open.is_empty() && !late {
@@ -245,10 +245,10 @@ impl Daemon {
         for c in self.conn_ids().iter().filter_map(|id| self.conns.get(id)) {
             let kind = match c.transport().inherited_fd() {
                 Some(fd) => ConnKind::Socket { fd },
-                None if c.domid != 0 || c.transport().kind() == "ring" => ConnKind::Ring {
-                    domid: c.domid as u16,
+                None if c.domid() != 0 || c.transport().kind() == "ring" => ConnKind::Ring {
+                    domid: c.domid() as u16,
                     target: c.ident.target.map(|t| t as u16),
-                    port: self.domains.get(c.domid).map_or(0, |d| d.port),
+                    port: self.domains.get(c.domid()).map_or(0, |d| d.port),
                 },
                 // Nothing the next image could take over (a test domain's
                 // socket): its clients connect again.
@@ -273,7 +273,7 @@ impl Daemon {
                 partial: 0,
             });
             for w in self.watches.of(c.id) {
-                let home = path::domain_path(c.domid);
+                let home = path::domain_path(c.domid());
                 let given = match w.path.strip_prefix(&home) {
                     Some(rest) if w.relative => rest.trim_start_matches('/'),
                     _ => w.path.as_str(),

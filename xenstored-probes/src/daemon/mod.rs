@@ -173,10 +173,10 @@ impl Daemon {
     /// connection (a ring reset).
     pub fn detach(&mut self, id: u32, serial: u64, reason: &str) -> Option<Box<dyn Transport>> {
         let mut conn = self.conns.remove(&id)?;
-        if let Some(ids) = self.conns_of.get_mut(&conn.domid) {
+        if let Some(ids) = self.conns_of.get_mut(&conn.domid()) {
             ids.retain(|&c| c != id);
             if ids.is_empty() {
-                self.conns_of.remove(&conn.domid);
+                self.conns_of.remove(&conn.domid());
             }
         }
         self.watches.clear(id, &mut conn.watches);
@@ -314,7 +314,7 @@ impl Daemon {
         if conn.ident.privileged {
             return true;
         }
-        let domid = conn.domid;
+        let domid = conn.domid();
         if self.outstanding.count(domid) >= self.quotas.get(Kind::Outstanding, domid) {
             return false;
         }

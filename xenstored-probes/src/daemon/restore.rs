@@ -145,7 +145,7 @@ impl Daemon {
         let path_max = self.quotas.get(Kind::PathMax, 0) as usize;
         let gone = || format!("connection {id} is gone");
         let c = self.conns.get_mut(&id).ok_or_else(gone)?;
-        let domid = c.domid;
+        let domid = c.domid();
         for w in watches {
             let raw = String::from_utf8_lossy(&w.path);
             let (path, relative) = path::resolve_watch(&w.path, domid, path_max)

@@ -155,7 +155,7 @@ impl Daemon {
             let Some(conn) = self.conns.get_mut(&mine[0].0 .0) else {
                 continue;
             };
-            let (who, domid, ident) = (conn.who(), conn.domid, conn.ident);
+            let (who, domid, ident) = (conn.who(), conn.domid(), conn.ident);
             if !allowed(&ident) {
                 continue;
             }
@@ -204,8 +204,8 @@ fn event_room(store: &Store, quotas: &Quotas, conn: &Connection) -> usize {
     if conn.ident.privileged {
         return usize::MAX;
     }
-    let used = store.memory(conn.domid) + conn.memory() + conn.watches.bytes;
-    (quotas.get(Kind::Memory, conn.domid) as usize).saturating_sub(used)
+    let used = store.memory(conn.domid()) + conn.memory() + conn.watches.bytes;
+    (quotas.get(Kind::Memory, conn.domid()) as usize).saturating_sub(used)
 }
 
 /// A watch event for `who`, fired by request `serial` of connection `firer`.
