@@ -282,11 +282,13 @@ impl Framing {
     }
 }
 
-/// The daemon's end of a domain's ring.
+/// The daemon's end of a domain's ring. What writing a response reads
+/// first, then the request framing (see `RingConn`).
+#[repr(C)]
 pub struct Server {
     iface: Interface,
-    framing: Framing,
     stopped: Option<RingError>,
+    framing: Framing,
 }
 
 impl Server {

@@ -22,6 +22,9 @@ use super::conn::{RingBackend, RingConn, Wake};
 use super::sim::SimBackend;
 use crate::transport::{Attachment, DomainBackend, Transport};
 
+/// Aligned so that what writing reads (`RingConn`'s first fields) is in
+/// one cache line.
+#[repr(C, align(64))]
 pub struct RingTransport {
     conn: RingConn,
     domid: u32,
