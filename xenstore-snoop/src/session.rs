@@ -372,7 +372,7 @@ impl<W: Write> Loop<'_, W> {
             }
             let alive = daemon.runs();
             // Drain after checking liveness so nothing the daemon fired is missed.
-            if let Some(stop) = self.drain(source, &mut batch)? {
+            if let Some(stop) = self.drain(source, &mut batch, false)? {
                 break stop;
             }
             if stop_flag.load(Ordering::Relaxed) {
@@ -403,7 +403,7 @@ impl<W: Write> Loop<'_, W> {
             return Ok(stop);
         }
         // Replies already captured, then what never got one.
-        let stop = match self.drain(source, &mut batch)? {
+        let stop = match self.drain(source, &mut batch, true)? {
             Some(Stop::PipeClosed) => return Ok(Stop::PipeClosed),
             _ => stop,
         };
@@ -425,10 +425,16 @@ impl<W: Write> Loop<'_, W> {
         Ok(stop)
     }
 
-    /// One pass over the source, in time order across CPUs.
-    fn drain(&mut self, source: &mut dyn Source, batch: &mut Vec<Event>) -> Result<Option<Stop>> {
+    /// One pass over the source, in time order across CPUs; `last` takes
+    /// all it holds.
+    fn drain(
+        &mut self,
+        source: &mut dyn Source,
+        batch: &mut Vec<Event>,
+        last: bool,
+    ) -> Result<Option<Stop>> {
         batch.clear();
-        source.drain(&mut |ev| batch.push(ev));
+        source.drain(&mut |ev| batch.push(ev), last);
         self.seen += batch.len() as u64;
         // One CPU's events come sorted; a stable sort would still allocate
         // its scratch (megabytes a drain at high rates).

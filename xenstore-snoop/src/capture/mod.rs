@@ -22,9 +22,11 @@ pub trait Source {
     /// Waits up to `timeout_ms` for events to be ready to drain.
     fn wait(&mut self, timeout_ms: i32) -> Result<()>;
 
-    /// Hands every event of the traced daemon now captured to `f`: each
-    /// CPU's in time order, the CPUs one after the other.
-    fn drain(&mut self, f: &mut dyn FnMut(Event));
+    /// Hands events of the traced daemon now captured to `f`: each CPU's in
+    /// time order, the CPUs one after the other. A back end that reads its
+    /// CPUs one at a time may hold back what an event still to come could
+    /// precede (see `TracefsSource::drain`); `last` hands over everything.
+    fn drain(&mut self, f: &mut dyn FnMut(Event), last: bool);
 
     /// Events dropped because the ring was full, so far.
     fn lost(&self) -> u64;

@@ -310,7 +310,8 @@ impl Source for BpfSource {
         self.ring.wait(timeout_ms)
     }
 
-    fn drain(&mut self, f: &mut dyn FnMut(Event)) {
+    /// One ring for every CPU, read in the order written: nothing to hold.
+    fn drain(&mut self, f: &mut dyn FnMut(Event), _last: bool) {
         // Records are written without waking us: take whatever is there.
         let bad = &mut self.undecodable;
         let skipped = self.ring.drain(|raw| match record::decode(raw) {

@@ -24,6 +24,8 @@ pub struct TracefsSource {
     daemon: u32,
     kernel_filter: Option<String>,
     undecodable: u64,
+    /// Events stamped at or after the last drain began (see `drain`).
+    held: Vec<Event>,
 }
 
 impl TracefsSource {
@@ -71,6 +73,7 @@ impl TracefsSource {
             daemon: target.pid,
             kernel_filter,
             undecodable: 0,
+            held: Vec::new(),
         })
     }
 }
@@ -91,7 +94,19 @@ impl Source for TracefsSource {
         self.rings.wait(timeout_ms)
     }
 
-    fn drain(&mut self, f: &mut dyn FnMut(Event)) {
+    /// The CPUs' rings are read one after another, so when the daemon moves
+    /// from one CPU to the next, an event it fired earlier may be committed
+    /// to a ring already read after a later one was committed to a ring
+    /// read next: this drain would have the later event, the next one the
+    /// earlier, and the lines would come out of order (seen under load in
+    /// tests/snoop's loss test). An event stamped before this drain began
+    /// cannot be so overtaken: the daemon (one thread) commits each event
+    /// before it stamps the next, so everything it fired before one stamped
+    /// then was committed by then and is read now. Later ones wait for the
+    /// next drain (at most the session's 100 ms wait), or `last`.
+    fn drain(&mut self, f: &mut dyn FnMut(Event), last: bool) {
+        let began = crate::output::clock_ns(libc::CLOCK_MONOTONIC);
+        let mut events = std::mem::take(&mut self.held);
         let (decoders, daemon) = (&self.decoders, self.daemon);
         let mut undecodable = 0;
         self.rings.drain(|s| {
@@ -106,11 +121,18 @@ impl Source for TracefsSource {
                 .find(|d| d.id == id)
                 .map(|d| d.decode(s.raw, s.time_ns))
             {
-                Some(Ok(ev)) => f(ev),
+                Some(Ok(ev)) => events.push(ev),
                 _ => undecodable += 1,
             }
         });
         self.undecodable += undecodable;
+        for ev in events {
+            if last || ev.mono_ns < began {
+                f(ev);
+            } else {
+                self.held.push(ev);
+            }
+        }
     }
 
     fn lost(&self) -> u64 {
