@@ -26,6 +26,8 @@ pub struct TracefsSource {
     undecodable: u64,
     /// Events stamped at or after the last drain began (see `drain`).
     held: Vec<Event>,
+    /// The other of the two lists `drain` alternates, kept for its capacity.
+    spare: Vec<Event>,
 }
 
 impl TracefsSource {
@@ -74,6 +76,7 @@ impl TracefsSource {
             kernel_filter,
             undecodable: 0,
             held: Vec::new(),
+            spare: Vec::new(),
         })
     }
 }
@@ -126,13 +129,15 @@ impl Source for TracefsSource {
             }
         });
         self.undecodable += undecodable;
-        for ev in events {
+        let mut held = std::mem::take(&mut self.spare);
+        for ev in events.drain(..) {
             if last || ev.mono_ns < began {
                 f(ev);
             } else {
-                self.held.push(ev);
+                held.push(ev);
             }
         }
+        (self.held, self.spare) = (held, events);
     }
 
     fn lost(&self) -> u64 {
