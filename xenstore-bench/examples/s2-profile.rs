@@ -3,10 +3,12 @@
 //! 15 watches each (dom0 connections on sockets, or domains on simulated
 //! rings), then WRITES writes, each below a different watcher's watched
 //! path (the bench's spread order), each waited for until its watcher has
-//! the event.
+//! the event. `broad` is S2's broad watch instead: the N idle connections'
+//! watches see nothing, and every write (a backend state node of one of N
+//! domains, spread alike) goes to one watcher on `/local/domain/0/backend`.
 //!
 //!   cargo run --release -p xenstore-bench --example s2-profile -- \
-//!     sockets|rings shim|floor BINARY N WRITES
+//!     sockets|rings|broad shim|floor BINARY N WRITES
 //!
 //! (floor: the scale section's `xsbench-bare-sender`.)
 //!
@@ -39,12 +41,13 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [mode, kind, binary, n, writes] = args.as_slice() else {
-        bail!("usage: s2-profile sockets|rings shim|floor BINARY N WRITES");
+        bail!("usage: s2-profile sockets|rings|broad shim|floor BINARY N WRITES");
     };
-    let rings = match mode.as_str() {
-        "sockets" => false,
-        "rings" => true,
-        _ => bail!("MODE is sockets or rings, not {mode}"),
+    let mode = match mode.as_str() {
+        "sockets" => Mode::Sockets,
+        "rings" => Mode::Rings,
+        "broad" => Mode::Broad,
+        _ => bail!("MODE is sockets, rings or broad, not {mode}"),
     };
     let n: usize = n.parse().context("N")?;
     let writes: usize = writes.parse().context("WRITES")?;
@@ -55,19 +58,54 @@ fn main() -> Result<()> {
         _ => bail!("the daemon is shim or floor, not {kind}"),
     };
     let room = guests::make_room(n)?;
-    let result = run(daemon, rings, n, writes);
+    let result = run(daemon, mode, n, writes);
     guests::restore_room(room);
     result
 }
 
-fn run(daemon: daemons::Daemon, rings: bool, n: usize, writes: usize) -> Result<()> {
+#[derive(Clone, Copy)]
+enum Mode {
+    Sockets,
+    Rings,
+    Broad,
+}
+
+fn run(daemon: daemons::Daemon, mode: Mode, n: usize, writes: usize) -> Result<()> {
     let mut load = Conn::connect(&daemon.socket)?;
-    if rings {
-        ring_writes(&daemon, &mut load, n, writes)?;
-    } else {
-        socket_writes(&daemon, &mut load, n, writes)?;
+    match mode {
+        Mode::Sockets => socket_writes(&daemon, &mut load, n, writes)?,
+        Mode::Rings => ring_writes(&daemon, &mut load, n, writes)?,
+        Mode::Broad => broad_writes(&daemon, &mut load, n, writes)?,
     }
     stop(daemon)
+}
+
+/// As the bench's S2 broad watch (scale_broad.rs).
+fn broad_writes(daemon: &daemons::Daemon, load: &mut Conn, n: usize, writes: usize) -> Result<()> {
+    const BROAD: &str = "/local/domain/0/backend";
+    let state = |d: usize| format!("{BROAD}/vbd/{}/51712/state", d + 1);
+    let mut broad = Conn::connect(&daemon.socket)?;
+    broad.watch(BROAD.as_bytes(), b"qemu")?;
+    while broad.event(TIMEOUT)? != BROAD.as_bytes() {}
+    let mut idle = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut c = Conn::connect(&daemon.socket)?;
+        for j in 0..WATCHES_PER_CONN {
+            let path = format!("/local/domain/{}/device/vif/{j}/state", i + 1);
+            c.watch(path.as_bytes(), b"idle")?;
+        }
+        idle.push(c);
+    }
+    eprintln!("s2-profile: {n} idle connections and a broad watcher up, {writes} writes");
+    measure(daemon, n, writes, |op| {
+        let path = state(op.wrapping_mul(7919) % n);
+        load.write(0, path.as_bytes(), b"4")?.ok()?;
+        let got = broad.event(TIMEOUT)?;
+        if got != path.as_bytes() {
+            bail!("the broad watcher got an event for another path");
+        }
+        Ok(())
+    })
 }
 
 /// As the bench's sockets-only S2.
