@@ -278,6 +278,7 @@ fn store_scenarios(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
         daemons: store.daemons.clone(),
         levels: scale_broad::LEVELS.to_vec(),
         run: store.run,
+        runs: budget.rounds,
     });
     let big_store = scale_store::run(&store);
     scale_broad::render(&broad)
@@ -493,6 +494,7 @@ fn store_smoke(shim: &std::path::Path) -> Result<()> {
         daemons: vec![("shim".into(), Start::Shim(shim.to_path_buf()))],
         levels: vec![2, 12],
         run: Duration::from_millis(100),
+        runs: 1,
     });
     if let Some(why) = &broad.curves[0].failed {
         bail!("S2 broad watch: {why}");

@@ -81,7 +81,11 @@ pub struct Point {
 /// A daemon's curve (one point per level), or why it has none.
 pub struct Curve {
     pub label: String,
+    /// The medians over rounds, one point per level.
     pub points: Result<Vec<Point>>,
+    /// Each level's points round by round (rounds ran every level side by
+    /// side, so one round's points at two levels pair up).
+    pub by_round: Vec<Vec<Point>>,
     /// Why it ran without idle domains, if it did.
     pub no_domains: Option<String>,
 }
@@ -435,6 +439,7 @@ pub fn run(plan: &Plan) -> ScaleResult {
             Curve {
                 label: label.clone(),
                 points,
+                by_round: samples.iter().map(|s| s[k].clone()).collect(),
                 no_domains,
             }
         })

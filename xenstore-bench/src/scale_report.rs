@@ -48,6 +48,7 @@ pub fn render(sockets: &ScaleResult, domains: &ScaleResult) -> String {
              watch covers.\n"
         );
         s += &table(r, |p| p.idle_tax, true);
+        s += &goal(r, |p| p.idle_tax, &format!("S5, {whom}"));
         let _ = writeln!(
             s,
             "\n### S2 watch fan-out: {whom}\n\nEach write goes below the watched path of an \
@@ -56,6 +57,7 @@ pub fn render(sockets: &ScaleResult, domains: &ScaleResult) -> String {
              the latency is write to event, the CPU is per write (with its event).\n"
         );
         s += &table(r, |p| p.fan_out, false);
+        s += &goal(r, |p| p.fan_out, &format!("S2, {whom}"));
         s += &what_grows(r);
         let _ = writeln!(
             s,
@@ -78,15 +80,9 @@ pub fn render(sockets: &ScaleResult, domains: &ScaleResult) -> String {
 /// What limits S2's spread curve: how much of the daemon's CPU per write,
 /// and of its growth from the smallest N to the largest, is kernel time.
 fn what_grows(r: &ScaleResult) -> String {
-    let (Some(first), Some(last)) = (
-        r.levels.iter().position(|&n| n > 0),
-        r.levels.len().checked_sub(1),
-    ) else {
+    let Some((first, last)) = ends(r) else {
         return String::new();
     };
-    if first >= last {
-        return String::new();
-    }
     let mut s = format!(
         "\nWhat limits it: the daemon's CPU per write split into kernel and user time \
          (/proc's stime and utime over the run, tick-sampled), N={} → N={}:\n\n",
@@ -300,23 +296,21 @@ fn table(r: &ScaleResult, pick: impl Fn(&Point) -> Sample, with_zero: bool) -> S
         }
         s += "\n";
     }
-    let (first, last) = (r.levels.iter().position(|&n| n > 0), r.levels.len() - 1);
-    if let Some(first) = first.filter(|&f| f < last) {
+    if let Some((first, last)) = ends(r) {
         let _ = write!(
             s,
             "| CPU per request, N={} ÷ N={} |",
             r.levels[last], r.levels[first]
         );
         for c in &r.curves {
-            let ratio = c.points.as_ref().ok().and_then(|p| {
-                let (a, b) = (pick(p.get(last)?), pick(p.get(first)?));
-                Some(a.daemon_cpu_us / b.daemon_cpu_us)
+            let cell = growth(c, &pick, first, last).map_or("–".into(), |g| {
+                if g.rounds > 1 {
+                    format!("**{:.2}×** ({:.2}–{:.2})", g.ratio, g.lowest, g.highest)
+                } else {
+                    format!("**{:.2}×**", g.ratio)
+                }
             });
-            let _ = write!(
-                s,
-                " {} |",
-                ratio.map_or("–".into(), |x| format!("**{x:.2}×**"))
-            );
+            let _ = write!(s, " {cell} |");
         }
         s += "\n";
     }
@@ -326,6 +320,88 @@ fn table(r: &ScaleResult, pick: impl Fn(&Point) -> Sample, with_zero: bool) -> S
         }
     }
     s
+}
+
+/// The smallest N > 0 and the largest, as level indices.
+fn ends(r: &ScaleResult) -> Option<(usize, usize)> {
+    let first = r.levels.iter().position(|&n| n > 0)?;
+    let last = r.levels.len().checked_sub(1)?;
+    (first < last).then_some((first, last))
+}
+
+/// How a daemon's CPU per request grew from level `first` to `last`.
+struct Growth {
+    /// Of the medians over rounds (the table's cells).
+    ratio: f64,
+    /// Of the rounds' own pairs: each round ran every level side by side.
+    lowest: f64,
+    highest: f64,
+    rounds: usize,
+}
+
+fn growth(
+    c: &Curve,
+    pick: &impl Fn(&Point) -> Sample,
+    first: usize,
+    last: usize,
+) -> Option<Growth> {
+    let points = c.points.as_ref().ok()?;
+    let ratio = pick(points.get(last)?).daemon_cpu_us / pick(points.get(first)?).daemon_cpu_us;
+    let per_round: Vec<f64> = (c.by_round.get(first)?.iter())
+        .zip(c.by_round.get(last)?)
+        .map(|(a, b)| pick(b).daemon_cpu_us / pick(a).daemon_cpu_us)
+        .collect();
+    let (lowest, highest) = per_round
+        .iter()
+        .fold((ratio, ratio), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    Some(Growth {
+        ratio,
+        lowest,
+        highest,
+        rounds: per_round.len(),
+    })
+}
+
+/// Issue 26's goal for S2 and S5 held against the first shim's curve,
+/// with the floor's beside it: met only if every round's pair is within
+/// the bound, missed if none is; otherwise (or with a single round) this
+/// run cannot tell.
+fn goal(r: &ScaleResult, pick: impl Fn(&Point) -> Sample, scenario: &str) -> String {
+    const BOUND: f64 = 1.1;
+    let Some((first, last)) = ends(r) else {
+        return String::new();
+    };
+    let Some((shim, g)) = (r.curves.first())
+        .filter(|c| c.label != FLOOR)
+        .and_then(|c| Some((c, growth(c, &pick, first, last)?)))
+    else {
+        return String::new();
+    };
+    let verdict = if g.rounds < 2 {
+        "**unresolved** (one round cannot tell)"
+    } else if g.highest <= BOUND {
+        "**met**"
+    } else if g.lowest > BOUND {
+        "**missed**"
+    } else {
+        "**unresolved** (rounds on both sides of the bound)"
+    };
+    let mut s = format!(
+        "\nGoal (issue 26, {scenario}), {}: CPU per request at N={} {:.2}× that at N={} \
+         ({:.2}–{:.2} over {} round(s); ≤ {BOUND}×): {verdict}.",
+        shim.label, r.levels[last], g.ratio, r.levels[first], g.lowest, g.highest, g.rounds
+    );
+    if let Some(f) =
+        (r.curves.iter().find(|c| c.label == FLOOR)).and_then(|c| growth(c, &pick, first, last))
+    {
+        let _ = write!(
+            s,
+            " The {FLOOR} daemon, which does only what these requests need, read {:.2}× \
+             ({:.2}–{:.2}) in the same rounds.",
+            f.ratio, f.lowest, f.highest
+        );
+    }
+    s + "\n"
 }
 
 fn cell(x: &Sample) -> String {
@@ -379,6 +455,7 @@ mod tests {
         Curve {
             label: label.into(),
             points: Ok(vec![Point::default(), at_10, at_1000]),
+            by_round: vec![vec![Point::default()], vec![at_10], vec![at_1000]],
             no_domains: None,
         }
     }
@@ -525,6 +602,73 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("Those sends"), "{text}");
+    }
+
+    /// Three rounds at N=10 and N=1000: the shim 4.0/4.0/4.0 → 4.2/4.3/4.8
+    /// (per round 1.05, 1.075, 1.20; medians 4.0 → 4.3, 1.075×), the
+    /// floor 3.0 → 3.6 in every round (1.20×).
+    fn three_rounds(shim_at_1000: [f64; 3]) -> ScaleResult {
+        let rounds = |label: &str, at_10: [f64; 3], at_1000: [f64; 3]| {
+            let median = |v: [f64; 3]| crate::stats::median(v.to_vec());
+            Curve {
+                by_round: vec![
+                    vec![Point::default(); 3],
+                    at_10.map(point).to_vec(),
+                    at_1000.map(point).to_vec(),
+                ],
+                ..curve(label, point(median(at_10)), point(median(at_1000)))
+            }
+        };
+        ScaleResult {
+            rounds: 3,
+            ..run_of(vec![
+                rounds("shim", [4.0; 3], shim_at_1000),
+                rounds(FLOOR, [3.0; 3], [3.6; 3]),
+            ])
+        }
+    }
+
+    #[test]
+    fn the_ratio_row_gives_the_rounds_range() {
+        let text = table(&three_rounds([4.2, 4.3, 4.8]), |p| p.fan_out, false);
+        assert!(
+            text.contains("| CPU per request, N=1000 ÷ N=10 | **1.07×** (1.05–1.20) | **1.20×** (1.20–1.20) |"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_goal_is_met_only_when_every_round_is_within_it() {
+        let unresolved = goal(&three_rounds([4.2, 4.3, 4.8]), |p| p.fan_out, "S2");
+        assert!(
+            unresolved.contains(
+                "Goal (issue 26, S2), shim: CPU per request at N=1000 1.07× that at N=10 \
+                 (1.05–1.20 over 3 round(s); ≤ 1.1×): **unresolved**"
+            ),
+            "{unresolved}"
+        );
+        assert!(
+            unresolved.contains("read 1.20× (1.20–1.20)"),
+            "{unresolved}"
+        );
+        let met = goal(&three_rounds([4.2, 4.3, 4.36]), |p| p.fan_out, "S2");
+        assert!(
+            met.contains("(1.05–1.09 over 3 round(s); ≤ 1.1×): **met**"),
+            "{met}"
+        );
+        let missed = goal(&three_rounds([4.5, 4.6, 4.8]), |p| p.fan_out, "S2");
+        assert!(missed.contains("**missed**"), "{missed}");
+        let one = goal(
+            &run_of(vec![curve("shim", point(4.0), point(4.2))]),
+            |p| p.fan_out,
+            "S2",
+        );
+        assert!(
+            one.contains(
+                "1.05× that at N=10 (1.05–1.05 over 1 round(s); ≤ 1.1×): **unresolved** (one round"
+            ),
+            "{one}"
+        );
     }
 
     #[test]
