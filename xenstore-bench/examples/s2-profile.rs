@@ -87,15 +87,10 @@ fn broad_writes(daemon: &daemons::Daemon, load: &mut Conn, n: usize, writes: usi
     let mut broad = Conn::connect(&daemon.socket)?;
     broad.watch(BROAD.as_bytes(), b"qemu")?;
     while broad.event(TIMEOUT)? != BROAD.as_bytes() {}
-    let mut idle = Vec::with_capacity(n);
-    for i in 0..n {
-        let mut c = Conn::connect(&daemon.socket)?;
-        for j in 0..WATCHES_PER_CONN {
-            let path = format!("/local/domain/{}/device/vif/{j}/state", i + 1);
-            c.watch(path.as_bytes(), b"idle")?;
-        }
-        idle.push(c);
-    }
+    // Kept open, never read: their watches see nothing.
+    let _idle = (0..n)
+        .map(|i| idle_connection(daemon, i, 0..WATCHES_PER_CONN))
+        .collect::<Result<Vec<_>>>()?;
     eprintln!("s2-profile: {n} idle connections and a broad watcher up, {writes} writes");
     measure(daemon, n, writes, |op| {
         let path = state(op.wrapping_mul(7919) % n);
@@ -108,15 +103,26 @@ fn broad_writes(daemon: &daemons::Daemon, load: &mut Conn, n: usize, writes: usi
     })
 }
 
+/// Connection `i` watching `…/device/vif/<j>/state` of domain i + 1 for
+/// each j of `vifs`, which nothing writes.
+fn idle_connection(
+    daemon: &daemons::Daemon,
+    i: usize,
+    vifs: std::ops::Range<usize>,
+) -> Result<Conn> {
+    let mut c = Conn::connect(&daemon.socket)?;
+    for j in vifs {
+        let path = format!("/local/domain/{}/device/vif/{j}/state", i + 1);
+        c.watch(path.as_bytes(), b"idle")?;
+    }
+    Ok(c)
+}
+
 /// As the bench's sockets-only S2.
 fn socket_writes(daemon: &daemons::Daemon, load: &mut Conn, n: usize, writes: usize) -> Result<()> {
     let mut idle = Vec::with_capacity(n);
     for i in 0..n {
-        let mut c = Conn::connect(&daemon.socket)?;
-        for j in 1..WATCHES_PER_CONN {
-            let path = format!("/local/domain/{}/device/vif/{j}/state", i + 1);
-            c.watch(path.as_bytes(), b"idle")?;
-        }
+        let mut c = idle_connection(daemon, i, 1..WATCHES_PER_CONN)?;
         c.watch(hot_path(i).as_bytes(), b"hot")?;
         while c.event(TIMEOUT)? != hot_path(i).as_bytes() {}
         idle.push(c);
