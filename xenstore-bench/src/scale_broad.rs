@@ -97,6 +97,7 @@ impl Host {
 
 pub fn run(plan: &Plan) -> BroadResult {
     let started = Instant::now();
+    let runs = plan.runs.max(1);
     let curves = in_turn::run(
         &plan.daemons,
         &plan.levels,
@@ -105,8 +106,8 @@ pub fn run(plan: &Plan) -> BroadResult {
             h.grow(n)
                 .with_context(|| format!("grow to {n} domains"))
                 .and_then(|()| {
-                    let runs = (0..plan.runs.max(1)).map(|_| h.measure(plan.run));
-                    Ok(median_sample(&runs.collect::<Result<Vec<_>>>()?))
+                    let samples = (0..runs).map(|_| h.measure(plan.run));
+                    Ok(median_sample(&samples.collect::<Result<Vec<_>>>()?))
                 })
                 .map(|s| (n, s))
                 .map_err(|e| format!("at N={n}: {e:#}"))
@@ -116,7 +117,7 @@ pub fn run(plan: &Plan) -> BroadResult {
     BroadResult {
         curves,
         run: plan.run,
-        runs: plan.runs.max(1),
+        runs,
         elapsed: started.elapsed(),
     }
 }

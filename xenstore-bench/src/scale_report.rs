@@ -333,7 +333,8 @@ fn ends(r: &ScaleResult) -> Option<(usize, usize)> {
 struct Growth {
     /// Of the medians over rounds (the table's cells).
     ratio: f64,
-    /// Of the rounds' own pairs: each round ran every level side by side.
+    /// Of the rounds' own pairs (each round ran every level side by side)
+    /// and `ratio`: with a single round, that ratio itself.
     lowest: f64,
     highest: f64,
     rounds: usize,

@@ -50,7 +50,8 @@ pub struct Connection {
     throttled: bool,
     /// What the event loop polls it for now (see `interest`).
     pub polled: Option<Interest>,
-    /// `charges` is not empty.
+    /// `charges` is not empty: kept here because `charges` is on line 3,
+    /// which writing to a client without charges never reads.
     charged: bool,
     /// The transport's `readiness_names_direction`.
     names_direction: bool,

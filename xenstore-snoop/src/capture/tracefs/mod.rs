@@ -26,7 +26,7 @@ pub struct TracefsSource {
     undecodable: u64,
     /// Events stamped at or after the last drain began (see `drain`).
     held: Vec<Event>,
-    /// The other of the two lists `drain` alternates, kept for its capacity.
+    /// The list the last drain's held events were in, kept for its capacity.
     spare: Vec<Event>,
 }
 
@@ -109,7 +109,17 @@ impl Source for TracefsSource {
     /// next drain (at most the session's 100 ms wait), or `last`.
     fn drain(&mut self, f: &mut dyn FnMut(Event), last: bool) {
         let began = crate::output::clock_ns(libc::CLOCK_MONOTONIC);
-        let mut events = std::mem::take(&mut self.held);
+        let mut earlier = std::mem::take(&mut self.held);
+        let mut held = std::mem::take(&mut self.spare);
+        let mut hand = |ev: Event| {
+            if last || ev.mono_ns < began {
+                f(ev);
+            } else {
+                held.push(ev);
+            }
+        };
+        // What the last drain held first: it precedes this drain's events.
+        earlier.drain(..).for_each(&mut hand);
         let (decoders, daemon) = (&self.decoders, self.daemon);
         let mut undecodable = 0;
         self.rings.drain(|s| {
@@ -124,20 +134,12 @@ impl Source for TracefsSource {
                 .find(|d| d.id == id)
                 .map(|d| d.decode(s.raw, s.time_ns))
             {
-                Some(Ok(ev)) => events.push(ev),
+                Some(Ok(ev)) => hand(ev),
                 _ => undecodable += 1,
             }
         });
         self.undecodable += undecodable;
-        let mut held = std::mem::take(&mut self.spare);
-        for ev in events.drain(..) {
-            if last || ev.mono_ns < began {
-                f(ev);
-            } else {
-                held.push(ev);
-            }
-        }
-        (self.held, self.spare) = (held, events);
+        (self.held, self.spare) = (held, earlier);
     }
 
     fn lost(&self) -> u64 {
