@@ -69,7 +69,7 @@ fn split(report: &str) -> Vec<(String, String)> {
 }
 
 /// A section with a line under its heading saying when it was measured.
-fn stamped(section: &str, measured: &str) -> String {
+pub fn stamped(section: &str, measured: &str) -> String {
     let (heading, rest) = section.split_once('\n').unwrap_or((section, ""));
     let mut s = String::new();
     let _ = write!(s, "{heading}\n\n_Measured {measured}._\n{rest}");

@@ -261,7 +261,9 @@ fn mass_destroy(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
 
 /// `--only mass-destroy`: S4's part replaces its own in the report.
 fn mass_destroy_only(args: &AllArgs, b: &Builds, budget: &Budget) -> Result<()> {
-    let part = mass_destroy(args, b, budget);
+    // The rest of the scale section may be another run's, on another machine.
+    let measured = measured(args, &Machine::describe());
+    let part = report_update::stamped(&mass_destroy(args, b, budget), &measured);
     let old = std::fs::read_to_string(&args.out).unwrap_or_default();
     let text = scale_death_report::splice(&old, &part);
     std::fs::write(&args.out, &text).with_context(|| format!("write {}", args.out.display()))?;
