@@ -54,11 +54,13 @@ pub fn session() -> Case {
     }
     steps.push(send("a", write, outside(), "/d/new\0".into(), None));
     pages(&mut steps, "a", outside);
-    // In a transaction: its own child and removal, listed in it, committed.
+    // In a transaction: its own child and removals, listed in it, committed.
     let inside = || Tx::Var("t".into());
     steps.push(send("b", 6, outside(), "\0".into(), Some("t")));
     steps.push(send("b", write, inside(), "/d/tx\0".into(), None));
-    steps.push(send("b", rm, inside(), "/d/5\0".into(), None));
+    for gone in ["5", "1500", "1998"] {
+        steps.push(send("b", rm, inside(), format!("/d/{gone}\0"), None));
+    }
     pages(&mut steps, "b", inside);
     steps.push(send("b", 7, inside(), "T\0".into(), None));
     pages(&mut steps, "a", outside);

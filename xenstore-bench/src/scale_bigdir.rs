@@ -4,7 +4,8 @@
 //! leaves below `/bigdir`. At each number of children every daemon in
 //! turn: creating and removing a new child (at the list's end), removing
 //! the oldest child and writing it back (the whole list after it moves),
-//! DIRECTORY_PART of the directory, page by page, a write of the
+//! DIRECTORY_PART of the directory, page by page (alone, in a
+//! transaction, and in one that removed a child), a write of the
 //! directory's own value, and transactions that add a child and remove it.
 
 use crate::client::Conn;
@@ -50,6 +51,9 @@ pub struct Point {
     /// The same in a transaction of its own, started and ended with the
     /// pages: an op is a page, the transaction's cost shared among them.
     pub page_in_tx: Result<Sample, String>,
+    /// The same in a transaction that first removed a child in the middle
+    /// of the list (then aborted): an op is a page.
+    pub page_after_rm: Result<Sample, String>,
     pub pages: usize,
     /// A write of the directory's own value: each request an op.
     pub own_value: Sample,
@@ -161,6 +165,7 @@ impl Host {
                     oldest,
                     page: Err(format!("{e:#}")),
                     page_in_tx: Err(format!("{e:#}")),
+                    page_after_rm: Err(format!("{e:#}")),
                     pages: 0,
                     own_value,
                     tx_child,
@@ -181,6 +186,23 @@ impl Host {
         })
         .context("DIRECTORY_PART in a transaction")?;
         per_request(&mut page_in_tx, pages);
+        let middle = format!("{DIR}/{}", children / 2);
+        let mut page_after_rm = timed(pid, run, |_| {
+            let tx = load.tx_start()?;
+            load.call(MsgType::Rm, tx, &[middle.as_bytes(), b"\0"])?
+                .ok()?;
+            let listed = list_pages(load, DIR, tx)?;
+            if listed.names.len() + 1 != children {
+                bail!(
+                    "DIRECTORY_PART after an rm listed {} of {children}",
+                    listed.names.len()
+                );
+            }
+            load.call(MsgType::TransactionEnd, tx, &[b"F\0"])?.ok()?;
+            Ok(())
+        })
+        .context("DIRECTORY_PART in a transaction that removed a child")?;
+        per_request(&mut page_after_rm, pages);
         Ok(Point {
             children,
             listing_bytes,
@@ -188,6 +210,7 @@ impl Host {
             oldest,
             page: Ok(page),
             page_in_tx: Ok(page_in_tx),
+            page_after_rm: Ok(page_after_rm),
             pages,
             own_value,
             tx_child,

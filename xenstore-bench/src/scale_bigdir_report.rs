@@ -76,6 +76,22 @@ pub fn render(r: &BigDirResult) -> String {
     });
     s += &section(
         r,
+        "DIRECTORY_PART, every page, in a transaction that removed a child",
+        "The same, the transaction first removing a child in the middle of the list (and then \
+         aborted): its copy of the list now differs from the store's. The shim finds where the \
+         removed entries lie in the store's list once, and a page maps its offset past them.",
+        |p| match &p.page_after_rm {
+            Ok(x) => format!("{} [{} pages]", cell(x), p.pages),
+            Err(e) => e.clone(),
+        },
+    );
+    s += &ratio_row(r, |p| {
+        p.page_after_rm
+            .as_ref()
+            .map_or(f64::NAN, |x| x.daemon_cpu_us)
+    });
+    s += &section(
+        r,
         "Write the directory's own value",
         "A WRITE of `/bigdir` itself, its value alternating between two bytes: its children \
          are not what changes.",

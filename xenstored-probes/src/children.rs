@@ -201,10 +201,15 @@ mod delta_tests {
                 assert_eq!(got.has(n), view.contains(n), "step {step}: {n}");
             }
             let offset = rnd(want.len() as u64 + 2) as usize;
+            let max = [1, 13, want.len() + 1][rnd(3) as usize];
             let mut page = Vec::new();
-            got.copy_range(offset, 13, &mut page);
+            got.copy_range(offset, max, &mut page);
             let rest = want.get(offset..).unwrap_or(&[]);
-            assert_eq!(page, &rest[..rest.len().min(13)], "step {step} at {offset}");
+            assert_eq!(
+                page,
+                &rest[..rest.len().min(max)],
+                "step {step} at {offset}"
+            );
         }
         assert!(!made.is_empty() && !removed.is_empty());
     }

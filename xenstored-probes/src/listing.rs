@@ -79,6 +79,13 @@ impl Listing {
         self.chunk_of.contains_key(name.as_bytes())
     }
 
+    /// Where `name`'s entry starts in the list, if it is listed: its
+    /// chunk's place (O(log chunks)) and a search of that chunk.
+    pub fn offset_of(&self, name: &str) -> Option<usize> {
+        let chunk = *self.chunk_of.get(name.as_bytes())? as usize;
+        Some(self.sizes.before(chunk) + find_child(&self.chunks[chunk], name)?)
+    }
+
     /// Appends up to `max` bytes of the list from byte `offset` to `out`.
     pub fn copy_range(&self, offset: usize, max: usize, out: &mut Vec<u8>) {
         if offset >= self.len {

@@ -4,10 +4,14 @@
 //! and the transaction's own additions and removals. Reads merge them on
 //! the fly; a commit applies the removals and additions child by child to
 //! the store's listing as it is then, so neither a transaction's first look
-//! at the directory nor its commit costs the listing's length.
+//! at the directory nor its commit costs the listing's length. A
+//! DIRECTORY_PART page copies its own bytes: where the removed entries lie
+//! in the store's listing is found once after a change (a search of each
+//! one's chunk), and a page's offset maps through them by binary search.
 
 use crate::listing::{find_child, Listing};
 use rustc_hash::FxHashSet;
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 #[derive(Clone, Debug)]
@@ -20,6 +24,27 @@ pub struct ListingDelta {
     added: Vec<u8>,
     /// Bytes of the merged list.
     len: usize,
+    /// The entries of `base` that `removed` hides, in list order; found at
+    /// the first page read after a change.
+    holes: OnceCell<Vec<Hole>>,
+}
+
+/// An entry of the base hidden in the merged list.
+#[derive(Clone, Copy, Debug)]
+struct Hole {
+    /// Where it starts in the base.
+    at: usize,
+    /// Its bytes, NUL included.
+    len: usize,
+    /// Bytes of the holes before it.
+    hidden_before: usize,
+}
+
+impl Hole {
+    /// Where the base's entry after it lands in the merged list.
+    fn merged_at(&self) -> usize {
+        self.at - self.hidden_before
+    }
 }
 
 impl ListingDelta {
@@ -29,6 +54,7 @@ impl ListingDelta {
             base,
             removed: FxHashSet::default(),
             added: Vec::new(),
+            holes: OnceCell::new(),
         }
     }
 
@@ -57,6 +83,7 @@ impl ListingDelta {
 
     /// Appends `name` (the caller checked it is not listed).
     pub fn add(&mut self, name: &str) {
+        self.holes.take();
         if self.base.has(name) && self.removed.insert(name.into()) {
             self.len -= name.len() + 1;
         }
@@ -66,6 +93,7 @@ impl ListingDelta {
     }
 
     pub fn remove(&mut self, name: &str) {
+        self.holes.take();
         if let Some(at) = find_child(&self.added, name) {
             self.added.drain(at..at + name.len() + 1);
             self.len -= name.len() + 1;
@@ -77,6 +105,7 @@ impl ListingDelta {
     /// The same additions and removals over `base` (the store's listing
     /// now): a child made here that the store has too comes once, last.
     pub fn rebase(&mut self, base: Arc<Listing>) {
+        self.holes.take();
         let made: Vec<Box<str>> = names(&self.added).map(Into::into).collect();
         self.removed.extend(made);
         self.base = base;
@@ -101,21 +130,53 @@ impl ListingDelta {
         kept.chain((!self.added.is_empty()).then_some(self.added.as_slice()))
     }
 
-    /// Appends up to `max` bytes of the merged list from byte `offset`.
+    /// Appends up to `max` bytes of the merged list from byte `offset`:
+    /// the base's bytes between the holes from there, then what was added.
     pub fn copy_range(&self, offset: usize, max: usize, out: &mut Vec<u8>) {
-        if self.removed.is_empty() {
-            // the base's pages, then what was added: no merging needed
-            let before = out.len();
-            self.base.copy_range(offset, max, out);
-            let from = offset.saturating_sub(self.base.len());
-            let left = max - (out.len() - before);
-            let rest = self.added.get(from..).unwrap_or(&[]);
-            out.extend_from_slice(&rest[..rest.len().min(left)]);
-            return;
+        let kept = self.len - self.added.len();
+        let mut left = max;
+        if offset < kept {
+            let holes = self.holes.get_or_init(|| self.find_holes());
+            let passed = holes.partition_point(|h| h.merged_at() <= offset);
+            let mut at = offset
+                + holes[..passed]
+                    .last()
+                    .map_or(0, |h| h.hidden_before + h.len);
+            let mut next = holes[passed..].iter();
+            let mut hole = next.next();
+            while left > 0 && at < self.base.len() {
+                let end = hole.map_or(self.base.len(), |h| h.at);
+                let n = (end - at).min(left);
+                self.base.copy_range(at, n, out);
+                (left, at) = (left - n, at + n);
+                if let Some(h) = hole.filter(|h| h.at == at) {
+                    at += h.len;
+                    hole = next.next();
+                }
+            }
         }
-        let merged: Vec<u8> = self.entries().flatten().copied().collect();
-        let rest = merged.get(offset..).unwrap_or(&[]);
-        out.extend_from_slice(&rest[..rest.len().min(max)]);
+        let rest = self.added.get(offset.saturating_sub(kept)..).unwrap_or(&[]);
+        out.extend_from_slice(&rest[..rest.len().min(left)]);
+    }
+
+    fn find_holes(&self) -> Vec<Hole> {
+        let mut found: Vec<(usize, usize)> = (self.removed.iter())
+            .filter_map(|n| Some((self.base.offset_of(n)?, n.len() + 1)))
+            .collect();
+        found.sort_unstable();
+        let mut hidden_before = 0;
+        found
+            .into_iter()
+            .map(|(at, len)| {
+                let hole = Hole {
+                    at,
+                    len,
+                    hidden_before,
+                };
+                hidden_before += len;
+                hole
+            })
+            .collect()
     }
 
     /// What a commit applies: the names to take out of the store's list
