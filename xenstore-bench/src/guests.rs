@@ -18,8 +18,13 @@ pub struct RingGuest {
 /// A domain start (xenstore_guest::boot: its home, its page and port,
 /// INTRODUCE from dom0, then the guest attaches).
 pub fn boot(dom0: &mut Xs<SocketLink>, rings: &Path, domid: u16) -> Result<RingGuest> {
-    let xs = xenstore_guest::boot::boot(dom0, rings, domid, Duration::from_secs(10))
+    let mut xs = xenstore_guest::boot::boot(dom0, rings, domid, Duration::from_secs(10))
         .with_context(|| format!("boot domain {domid} on a simulated ring"))?;
+    // One open file a domain, not two: the scale section holds thousands
+    // of domains at once, and on machines whose hard limit is 20000 open
+    // files (which root there cannot raise) the last daemons' domains ran
+    // out of them.
+    xs.link().unlock();
     Ok(RingGuest { domid, xs })
 }
 

@@ -54,6 +54,11 @@ impl RingLink {
     pub fn notify(&self) -> io::Result<()> {
         self.guest.notify()
     }
+
+    /// See [`SimGuest::unlock`].
+    pub fn unlock(&mut self) {
+        self.guest.unlock();
+    }
 }
 
 impl Link for RingLink {
