@@ -89,10 +89,11 @@ pub enum Section {
     /// Alone, it replaces only its own section of the report.
     Scale,
     /// The scale section's S4 (part of `scale`); alone, it replaces only
-    /// its own part of the report.
+    /// its own part of the report, saying when and where it was measured.
     MassDestroy,
-    /// S3 big store alone (`scale` includes it): writes the scale
-    /// section with only S3 into --out.
+    /// The scale section's S2 broad watch and S3 big store (part of
+    /// `scale`); alone, they replace only their own parts, each saying
+    /// when and where it was measured.
     ScaleStore,
     /// S1 boot storm: idle domains, then guest lifecycles at once.
     /// Alone, it replaces only its own section of the report.

@@ -47,8 +47,7 @@ pub fn all(args: &AllArgs) -> Result<()> {
         return mass_destroy_only(args, &b, &budget);
     }
     if args.only == [Section::ScaleStore] {
-        let s3 = store_scenarios(args, &b, &budget);
-        return write_scale_section(args, &format!("{}\n\n{s3}", scale_report::HEADING));
+        return scale_store_only(args, &b, &budget);
     }
     if args.only == [Section::Storm] {
         return storm_only(args, &b);
@@ -265,15 +264,44 @@ fn mass_destroy_only(args: &AllArgs, b: &Builds, budget: &Budget) -> Result<()> 
     let measured = measured(args, &Machine::describe());
     let part = report_update::stamped(&mass_destroy(args, b, budget), &measured);
     let old = std::fs::read_to_string(&args.out).unwrap_or_default();
-    let text = scale_death_report::splice(&old, &part);
+    let text = scale_report::splice_part(&old, scale_death_report::HEADING, &part);
     std::fs::write(&args.out, &text).with_context(|| format!("write {}", args.out.display()))?;
     println!("{part}");
     eprintln!("bench: wrote S4 into {}", args.out.display());
     Ok(())
 }
 
+/// `--only scale-store`: S2's broad watch and S3 replace their parts of
+/// the scale section, each saying when and where it was measured (the
+/// rest of the section may be another run's, on another machine).
+fn scale_store_only(args: &AllArgs, b: &Builds, budget: &Budget) -> Result<()> {
+    let measured = measured(args, &Machine::describe());
+    let parts = store_parts(args, b, budget);
+    let mut text = std::fs::read_to_string(&args.out).unwrap_or_default();
+    for (heading, part) in [
+        (scale_broad::HEADING, &parts.0),
+        (scale_store_report::HEADING, &parts.1),
+    ] {
+        let part = report_update::stamped(part, &measured);
+        text = scale_report::splice_part(&text, heading, &part);
+        println!("{part}");
+    }
+    std::fs::write(&args.out, &text).with_context(|| format!("write {}", args.out.display()))?;
+    eprintln!(
+        "bench: wrote S2's broad watch and S3 into {}",
+        args.out.display()
+    );
+    Ok(())
+}
+
 /// S2's broad watch and S3, each with every daemon.
 fn store_scenarios(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
+    let (broad, store) = store_parts(args, b, budget);
+    broad + &store
+}
+
+/// S2's broad watch's part and S3's (the big store and directory).
+fn store_parts(args: &AllArgs, b: &Builds, budget: &Budget) -> (String, String) {
     scale::raise_fd_limit();
     let store = store_plan(args, b, budget);
     let broad = scale_broad::run(&scale_broad::Plan {
@@ -283,9 +311,10 @@ fn store_scenarios(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
         runs: budget.rounds,
     });
     let big_store = scale_store::run(&store);
-    scale_broad::render(&broad)
-        + &scale_store_report::render(&big_store)
-        + &big_directory(&store, budget)
+    (
+        scale_broad::render(&broad),
+        scale_store_report::render(&big_store) + &big_directory(&store, budget),
+    )
 }
 
 /// S3's big directory, with S3's daemons.

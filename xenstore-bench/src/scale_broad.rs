@@ -122,11 +122,14 @@ pub fn run(plan: &Plan) -> BroadResult {
     }
 }
 
+/// Where its part of the scale section starts.
+pub const HEADING: &str = "### S2 broad watch";
+
 /// Its table for the scale section.
 pub fn render(r: &BroadResult) -> String {
     use std::fmt::Write;
     let mut s = format!(
-        "### S2 broad watch\n\nThe 2020 case: one dom0 watcher on `{BROAD}` (qemu's) while \
+        "{HEADING}\n\nThe 2020 case: one dom0 watcher on `{BROAD}` (qemu's) while \
          backend state writes for N domains (spread over all of them) fan out to it; N idle \
          connections hold {IDLE_WATCHES} watches each on paths nothing writes. Timed from the \
          write to the broad watcher reading its event ({} run(s) of {:.2} s back to back at \

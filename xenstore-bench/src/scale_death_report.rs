@@ -118,33 +118,3 @@ fn goal_line(label: &str, p: &Point) -> String {
         if few { "met" } else { "not met" },
     )
 }
-
-/// `report` with S4's part replaced by `part` (appended if it has none).
-pub fn splice(report: &str, part: &str) -> String {
-    let Some(start) = report.find(HEADING) else {
-        return format!("{}\n\n{part}", report.trim_end());
-    };
-    let rest = &report[start + HEADING.len()..];
-    let end = [rest.find("\n## "), rest.find("\n### ")]
-        .into_iter()
-        .flatten()
-        .min()
-        .map_or(report.len(), |i| start + HEADING.len() + i + 1);
-    format!("{}{part}\n{}", &report[..start], &report[end..])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splice_replaces_only_s4() {
-        let old = format!("# B\n\n## Scale\n\n### S2\n\nx\n\n{HEADING}: old\n\nold\n\n## 9. Y\n");
-        let new = splice(&old, &format!("{HEADING}: new\n"));
-        assert_eq!(
-            new,
-            format!("# B\n\n## Scale\n\n### S2\n\nx\n\n{HEADING}: new\n\n## 9. Y\n")
-        );
-        assert_eq!(splice("# B\n", "P\n"), "# B\n\nP\n");
-    }
-}

@@ -423,6 +423,22 @@ pub fn splice(report: &str, section: &str) -> String {
 
 /// `report` with the section under `heading` (to the next `## `) replaced
 /// by `section`, or `section` appended if there is none.
+/// `report` with the scale section's part under `heading` (a `###`
+/// heading: S2's broad watch, S3, S4) replaced by `part`, up to the next
+/// `###` or `##` heading; appended if the report has none.
+pub fn splice_part(report: &str, heading: &str, part: &str) -> String {
+    let Some(start) = report.find(heading) else {
+        return format!("{}\n\n{part}", report.trim_end());
+    };
+    let rest = &report[start + heading.len()..];
+    let end = [rest.find("\n## "), rest.find("\n### ")]
+        .into_iter()
+        .flatten()
+        .min()
+        .map_or(report.len(), |i| start + heading.len() + i + 1);
+    format!("{}{part}\n{}", &report[..start], &report[end..])
+}
+
 pub fn splice_under(report: &str, heading: &str, section: &str) -> String {
     let Some(start) = report.find(heading) else {
         return format!("{}\n\n{section}", report.trim_end());
@@ -682,5 +698,22 @@ mod tests {
         );
         let appended = splice("# B\n", &format!("{HEADING}\n"));
         assert_eq!(appended, format!("# B\n\n{HEADING}\n"));
+    }
+
+    #[test]
+    fn splice_part_replaces_only_its_part() {
+        let part = "### S4 mass destroy";
+        let old = format!(
+            "# B\n\n## Scale\n\n### S2\n\nx\n\n{part}: old\n\n#### big\n\nold\n\n## 9. Y\n"
+        );
+        let new = splice_part(&old, part, &format!("{part}: new\n"));
+        assert_eq!(
+            new,
+            format!("# B\n\n## Scale\n\n### S2\n\nx\n\n{part}: new\n\n## 9. Y\n")
+        );
+        let old = "### S2 broad watch\n\nold\n\n### S3 big store\n\nx\n";
+        let new = splice_part(old, "### S2 broad watch", "### S2 broad watch\n\nnew\n");
+        assert_eq!(new, "### S2 broad watch\n\nnew\n\n### S3 big store\n\nx\n");
+        assert_eq!(splice_part("# B\n", part, "P\n"), "# B\n\nP\n");
     }
 }

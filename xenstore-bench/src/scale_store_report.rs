@@ -6,11 +6,14 @@ use crate::scale_store::{nodes_per_domain, Point, StoreResult, SUBTREE_NODES, WA
 use crate::stats::Sample;
 use std::fmt::Write;
 
+/// Where S3's part of the scale section starts.
+pub const HEADING: &str = "### S3 big store";
+
 pub fn render(r: &StoreResult) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "### S3 big store\n\nEach domain's tree is {} nodes as `xl create` leaves them (the \
+        "{HEADING}\n\nEach domain's tree is {} nodes as `xl create` leaves them (the \
          guest's home, dom0's vbd and vif backends, `/vm/<uuid>`, `/libxl/<id>`), written by one \
          dom0 client; idle dom0 connections then hold {WATCHES_PER_DOMAIN} watches in each \
          home. At each N every daemon is measured in turn (runs of {:.2} s, {} `rm`s; the \
