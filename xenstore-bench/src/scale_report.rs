@@ -423,31 +423,27 @@ pub fn splice(report: &str, section: &str) -> String {
 
 /// `report` with the section under `heading` (to the next `## `) replaced
 /// by `section`, or `section` appended if there is none.
+pub fn splice_under(report: &str, heading: &str, section: &str) -> String {
+    splice_until(report, heading, section, &["\n## "])
+}
+
 /// `report` with the scale section's part under `heading` (a `###`
 /// heading: S2's broad watch, S3, S4) replaced by `part`, up to the next
 /// `###` or `##` heading; appended if the report has none.
 pub fn splice_part(report: &str, heading: &str, part: &str) -> String {
-    let Some(start) = report.find(heading) else {
-        return format!("{}\n\n{part}", report.trim_end());
-    };
-    let rest = &report[start + heading.len()..];
-    let end = [rest.find("\n## "), rest.find("\n### ")]
-        .into_iter()
-        .flatten()
-        .min()
-        .map_or(report.len(), |i| start + heading.len() + i + 1);
-    format!("{}{part}\n{}", &report[..start], &report[end..])
+    splice_until(report, heading, part, &["\n## ", "\n### "])
 }
 
-pub fn splice_under(report: &str, heading: &str, section: &str) -> String {
+fn splice_until(report: &str, heading: &str, text: &str, ends: &[&str]) -> String {
     let Some(start) = report.find(heading) else {
-        return format!("{}\n\n{section}", report.trim_end());
+        return format!("{}\n\n{text}", report.trim_end());
     };
     let rest = &report[start + heading.len()..];
-    let end = rest
-        .find("\n## ")
+    let end = (ends.iter())
+        .filter_map(|e| rest.find(e))
+        .min()
         .map_or(report.len(), |i| start + heading.len() + i + 1);
-    format!("{}{section}\n{}", &report[..start], &report[end..])
+    format!("{}{text}\n{}", &report[..start], &report[end..])
 }
 
 #[cfg(test)]
