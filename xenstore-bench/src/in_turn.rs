@@ -1,6 +1,6 @@
-//! Every daemon in turn at each level: the driver S2's broad watch, S3's
-//! big store and S3's big directory share. A daemon whose host did not
-//! start, or which failed at a level, keeps its curve up to there.
+//! Every daemon in turn at each level: the driver S3's big store and big
+//! directory share. A daemon whose host did not start, or which failed at
+//! a level, keeps its curve up to there.
 
 use anyhow::Result;
 use std::time::Instant;

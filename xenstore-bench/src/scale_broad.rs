@@ -6,11 +6,10 @@
 //! (spread over all N) and waits until the broad watcher has the event.
 
 use crate::client::Conn;
-use crate::in_turn;
 use crate::scale::timed;
 use crate::scale_store::Start;
 use crate::stats::{median_sample, Sample};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use std::time::{Duration, Instant};
 
 pub const LEVELS: [usize; 4] = [10, 100, 500, 1000];
@@ -22,14 +21,14 @@ pub struct Plan {
     pub daemons: Vec<(String, Start)>,
     pub levels: Vec<usize>,
     pub run: Duration,
-    /// Runs back to back at each N, of which the cells are the medians: with
-    /// one run each, two builds that callgrind counts doing the same work
-    /// per write read 1.35× and 1.03× from N=10 to N=1000 on a 2-vCPU VM.
+    /// Rounds, of which the cells are the medians: with one run each, two
+    /// builds that callgrind counts doing the same work per write read 1.35×
+    /// and 1.03× from N=10 to N=1000 on a 2-vCPU VM.
     pub runs: usize,
 }
 
 /// Points: (N, backend writes each seen by the broad watcher).
-pub type Curve = in_turn::Curve<(usize, Sample)>;
+pub type Curve = crate::in_turn::Curve<(usize, Sample)>;
 
 pub struct BroadResult {
     pub curves: Vec<Curve>,
@@ -95,25 +94,64 @@ impl Host {
     }
 }
 
+/// Every daemon's hosts for every N up at once, then each round measures
+/// every N side by side (the N in the opposite order every other round),
+/// as the S5 and S2 tables do: a drifting machine moves every N alike,
+/// where measured one N after the other it moved them apart.
 pub fn run(plan: &Plan) -> BroadResult {
     let started = Instant::now();
     let runs = plan.runs.max(1);
-    let curves = in_turn::run(
-        &plan.daemons,
-        &plan.levels,
-        Host::start,
-        |h, n| {
-            h.grow(n)
-                .with_context(|| format!("grow to {n} domains"))
-                .and_then(|()| {
-                    let samples = (0..runs).map(|_| h.measure(plan.run));
-                    Ok(median_sample(&samples.collect::<Result<Vec<_>>>()?))
+    // hosts[daemon][level]
+    let mut hosts: Vec<Vec<Result<Host, String>>> = (plan.daemons.iter())
+        .map(|(label, start)| {
+            (plan.levels.iter())
+                .map(|&n| {
+                    Host::start(label, start)
+                        .and_then(|mut h| h.grow(n).map(|()| h))
+                        .map_err(|e| format!("at N={n}: {e:#}"))
                 })
-                .map(|s| (n, s))
-                .map_err(|e| format!("at N={n}: {e:#}"))
-        },
-        |n, secs| eprintln!("bench: S2 broad watch, N={n} done ({secs:.0} s)"),
+                .collect()
+        })
+        .collect();
+    eprintln!(
+        "bench: S2 broad watch, hosts up ({:.0} s)",
+        started.elapsed().as_secs_f64()
     );
+    let mut samples: Vec<Vec<Vec<Sample>>> = vec![vec![Vec::new(); plan.levels.len()]; hosts.len()];
+    for round in 0..runs {
+        let mut order: Vec<usize> = (0..plan.levels.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for l in order {
+            for (d, row) in hosts.iter_mut().enumerate() {
+                let Ok(h) = row[l].as_mut() else { continue };
+                match h.measure(plan.run) {
+                    Ok(s) => samples[d][l].push(s),
+                    Err(e) => row[l] = Err(format!("at N={}: {e:#}", plan.levels[l])),
+                }
+            }
+        }
+        eprintln!(
+            "bench: S2 broad watch, round {} of {runs} done ({:.0} s)",
+            round + 1,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let curves = (plan.daemons.iter().zip(&hosts).zip(&samples))
+        .map(|(((label, _), row), samples)| {
+            // the curve up to its first failed level
+            let failed = row.iter().position(Result::is_err);
+            let upto = failed.unwrap_or(row.len());
+            Curve {
+                label: label.clone(),
+                points: (plan.levels[..upto].iter().zip(samples))
+                    .map(|(&n, s)| (n, median_sample(s)))
+                    .collect(),
+                failed: failed.and_then(|l| row[l].as_ref().err().cloned()),
+            }
+        })
+        .collect();
     BroadResult {
         curves,
         run: plan.run,
@@ -132,8 +170,9 @@ pub fn render(r: &BroadResult) -> String {
         "{HEADING}\n\nThe 2020 case: one dom0 watcher on `{BROAD}` (qemu's) while \
          backend state writes for N domains (spread over all of them) fan out to it; N idle \
          connections hold {IDLE_WATCHES} watches each on paths nothing writes. Timed from the \
-         write to the broad watcher reading its event ({} run(s) of {:.2} s back to back at \
-         each N, medians; {:.0} s in all). Cells: writes/s (p50/p99 µs) daemon CPU per write \
+         write to the broad watcher reading its event (every N's host up at once, then {} \
+         round(s) of one {:.2} s run at each N, the N in the opposite order every other round, \
+         medians; {:.0} s in all). Cells: writes/s (p50/p99 µs) daemon CPU per write \
          in µs.\n\n| N |",
         r.runs,
         r.run.as_secs_f64(),
