@@ -260,35 +260,38 @@ fn mass_destroy(args: &AllArgs, b: &Builds, budget: &Budget) -> String {
 
 /// `--only mass-destroy`: S4's part replaces its own in the report.
 fn mass_destroy_only(args: &AllArgs, b: &Builds, budget: &Budget) -> Result<()> {
-    // The rest of the scale section may be another run's, on another machine.
     let measured = measured(args, &Machine::describe());
-    let part = report_update::stamped(&mass_destroy(args, b, budget), &measured);
-    let old = std::fs::read_to_string(&args.out).unwrap_or_default();
-    let text = scale_report::splice_part(&old, scale_death_report::HEADING, &part);
-    std::fs::write(&args.out, &text).with_context(|| format!("write {}", args.out.display()))?;
-    println!("{part}");
-    eprintln!("bench: wrote S4 into {}", args.out.display());
-    Ok(())
+    let part = mass_destroy(args, b, budget);
+    splice_scale_parts(args, &measured, &[(scale_death_report::HEADING, part)])
 }
 
-/// `--only scale-store`: S2's broad watch and S3 replace their parts of
-/// the scale section, each saying when and where it was measured (the
-/// rest of the section may be another run's, on another machine).
+/// `--only scale-store`: S2's broad watch and S3 replace their parts.
 fn scale_store_only(args: &AllArgs, b: &Builds, budget: &Budget) -> Result<()> {
     let measured = measured(args, &Machine::describe());
-    let parts = store_parts(args, b, budget);
+    let (broad, store) = store_parts(args, b, budget);
+    splice_scale_parts(
+        args,
+        &measured,
+        &[
+            (scale_broad::HEADING, broad),
+            (scale_store_report::HEADING, store),
+        ],
+    )
+}
+
+/// Each (heading, part) replaces its part of the report's scale section,
+/// saying when and where it was `measured`: the rest of the section may be
+/// another run's, on another machine.
+fn splice_scale_parts(args: &AllArgs, measured: &str, parts: &[(&str, String)]) -> Result<()> {
     let mut text = std::fs::read_to_string(&args.out).unwrap_or_default();
-    for (heading, part) in [
-        (scale_broad::HEADING, &parts.0),
-        (scale_store_report::HEADING, &parts.1),
-    ] {
-        let part = report_update::stamped(part, &measured);
+    for (heading, part) in parts {
+        let part = report_update::stamped(part, measured);
         text = scale_report::splice_part(&text, heading, &part);
         println!("{part}");
     }
     std::fs::write(&args.out, &text).with_context(|| format!("write {}", args.out.display()))?;
     eprintln!(
-        "bench: wrote S2's broad watch and S3 into {}",
+        "bench: wrote the scale section's parts into {}",
         args.out.display()
     );
     Ok(())

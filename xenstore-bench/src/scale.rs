@@ -386,34 +386,21 @@ pub fn run(plan: &Plan) -> ScaleResult {
         hosts.push(row);
     }
     // samples[level][daemon]
-    let mut samples: Vec<Vec<Vec<Point>>> = vec![vec![Vec::new(); labels.len()]; plan.levels.len()];
-    for round in 0..plan.rounds {
-        let mut order: Vec<usize> = (0..plan.levels.len()).collect();
-        if round % 2 == 1 {
-            order.reverse();
-        }
-        for l in order {
-            for (k, host) in hosts[l].iter_mut().enumerate() {
-                let Ok(h) = host.as_mut() else {
-                    continue;
-                };
-                let n = plan.levels[l];
-                match measure(h, plan) {
-                    Ok(p) => samples[l][k].push(p),
-                    Err(e) => {
-                        let e = e.context(format!("{} at N={n}", h.label));
-                        *host = Err(e);
-                    }
-                }
-            }
-        }
-        eprintln!(
-            "bench: scale round {} of {} done ({:.0} s)",
-            round + 1,
-            plan.rounds,
-            started.elapsed().as_secs_f64()
-        );
-    }
+    let samples = crate::in_turn::rounds(
+        &mut hosts,
+        plan.rounds,
+        |h, l| {
+            measure(h, plan).map_err(|e| e.context(format!("{} at N={}", h.label, plan.levels[l])))
+        },
+        |round| {
+            eprintln!(
+                "bench: scale round {} of {} done ({:.0} s)",
+                round + 1,
+                plan.rounds,
+                started.elapsed().as_secs_f64()
+            )
+        },
+    );
     let sends = if plan.time_sends && !plan.shims.is_empty() {
         time_sends(plan, &mut hosts)
     } else {

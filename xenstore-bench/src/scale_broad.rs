@@ -101,11 +101,11 @@ impl Host {
 pub fn run(plan: &Plan) -> BroadResult {
     let started = Instant::now();
     let runs = plan.runs.max(1);
-    // hosts[daemon][level]
-    let mut hosts: Vec<Vec<Result<Host, String>>> = (plan.daemons.iter())
-        .map(|(label, start)| {
-            (plan.levels.iter())
-                .map(|&n| {
+    // hosts[level][daemon]
+    let mut hosts: Vec<Vec<Result<Host, String>>> = (plan.levels.iter())
+        .map(|&n| {
+            (plan.daemons.iter())
+                .map(|(label, start)| {
                     Host::start(label, start)
                         .and_then(|mut h| h.grow(n).map(|()| h))
                         .map_err(|e| format!("at N={n}: {e:#}"))
@@ -117,38 +117,29 @@ pub fn run(plan: &Plan) -> BroadResult {
         "bench: S2 broad watch, hosts up ({:.0} s)",
         started.elapsed().as_secs_f64()
     );
-    let mut samples: Vec<Vec<Vec<Sample>>> = vec![vec![Vec::new(); plan.levels.len()]; hosts.len()];
-    for round in 0..runs {
-        let mut order: Vec<usize> = (0..plan.levels.len()).collect();
-        if round % 2 == 1 {
-            order.reverse();
-        }
-        for l in order {
-            for (d, row) in hosts.iter_mut().enumerate() {
-                let Ok(h) = row[l].as_mut() else { continue };
-                match h.measure(plan.run) {
-                    Ok(s) => samples[d][l].push(s),
-                    Err(e) => row[l] = Err(format!("at N={}: {e:#}", plan.levels[l])),
-                }
-            }
-        }
-        eprintln!(
-            "bench: S2 broad watch, round {} of {runs} done ({:.0} s)",
-            round + 1,
-            started.elapsed().as_secs_f64()
-        );
-    }
-    let curves = (plan.daemons.iter().zip(&hosts).zip(&samples))
-        .map(|(((label, _), row), samples)| {
+    let samples = crate::in_turn::rounds(
+        &mut hosts,
+        runs,
+        |h, l| (h.measure(plan.run)).map_err(|e| format!("at N={}: {e:#}", plan.levels[l])),
+        |round| {
+            eprintln!(
+                "bench: S2 broad watch, round {} of {runs} done ({:.0} s)",
+                round + 1,
+                started.elapsed().as_secs_f64()
+            )
+        },
+    );
+    let curves = (plan.daemons.iter().enumerate())
+        .map(|(d, (label, _))| {
             // the curve up to its first failed level
-            let failed = row.iter().position(Result::is_err);
-            let upto = failed.unwrap_or(row.len());
+            let failed = hosts.iter().position(|row| row[d].is_err());
+            let upto = failed.unwrap_or(hosts.len());
             Curve {
                 label: label.clone(),
-                points: (plan.levels[..upto].iter().zip(samples))
-                    .map(|(&n, s)| (n, median_sample(s)))
+                points: (plan.levels[..upto].iter().zip(&samples))
+                    .map(|(&n, s)| (n, median_sample(&s[d])))
                     .collect(),
-                failed: failed.and_then(|l| row[l].as_ref().err().cloned()),
+                failed: failed.and_then(|l| hosts[l][d].as_ref().err().cloned()),
             }
         })
         .collect();

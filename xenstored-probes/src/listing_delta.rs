@@ -25,7 +25,7 @@ pub struct ListingDelta {
     /// Bytes of the merged list.
     len: usize,
     /// The entries of `base` that `removed` hides, in list order; found at
-    /// the first page read after a change.
+    /// the first page read after `removed` or `base` changed.
     holes: OnceCell<Vec<Hole>>,
 }
 
@@ -83,9 +83,9 @@ impl ListingDelta {
 
     /// Appends `name` (the caller checked it is not listed).
     pub fn add(&mut self, name: &str) {
-        self.holes.take();
         if self.base.has(name) && self.removed.insert(name.into()) {
             self.len -= name.len() + 1;
+            self.holes.take();
         }
         self.added.extend_from_slice(name.as_bytes());
         self.added.push(0);
@@ -93,12 +93,12 @@ impl ListingDelta {
     }
 
     pub fn remove(&mut self, name: &str) {
-        self.holes.take();
         if let Some(at) = find_child(&self.added, name) {
             self.added.drain(at..at + name.len() + 1);
             self.len -= name.len() + 1;
         } else if self.base.has(name) && self.removed.insert(name.into()) {
             self.len -= name.len() + 1;
+            self.holes.take();
         }
     }
 
