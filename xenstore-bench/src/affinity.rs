@@ -53,6 +53,20 @@ impl Pin {
     }
 }
 
+/// Runs `f` with this thread and every thread of daemon `pid` on CPU 0,
+/// then frees both, whether or not `f` succeeded (its error first).
+pub fn on_cpu0<T>(pid: u32, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    Pin::Cpu0.apply_to_process(pid)?;
+    Pin::Cpu0.apply_here()?;
+    let out = f();
+    let freed = Pin::Free
+        .apply_here()
+        .and_then(|()| Pin::Free.apply_to_process(pid));
+    let out = out?;
+    freed?;
+    Ok(out)
+}
+
 fn set_affinity(tid: i32, pin: Pin) -> Result<()> {
     let set = pin.set();
     // SAFETY: a valid cpu_set_t of the size we pass.

@@ -13,7 +13,7 @@
 //! daemons, the floor (src/bin/bare-sender.rs) does only what these
 //! requests need.
 
-use crate::affinity::Pin;
+use crate::affinity::on_cpu0;
 use crate::client::Conn;
 use crate::daemons::{self, cpu_ns, Daemon};
 use crate::guests::{self, RingGuest};
@@ -302,27 +302,25 @@ pub(crate) fn timed(
     run: Duration,
     mut op: impl FnMut(usize) -> Result<()>,
 ) -> Result<Sample> {
-    Pin::Cpu0.apply_to_process(pid)?;
-    Pin::Cpu0.apply_here()?;
-    op(0)?; // warm
-    let cpu_before = cpu_ns(pid)?;
-    let began = Instant::now();
-    let end = began + run;
-    let mut lat = Vec::with_capacity(1 << 16);
-    let mut i = 1;
-    loop {
-        let t = Instant::now();
-        if t >= end {
-            break;
+    let (lat, secs, cpu) = on_cpu0(pid, || {
+        op(0)?; // warm
+        let cpu_before = cpu_ns(pid)?;
+        let began = Instant::now();
+        let end = began + run;
+        let mut lat = Vec::with_capacity(1 << 16);
+        let mut i = 1;
+        loop {
+            let t = Instant::now();
+            if t >= end {
+                break;
+            }
+            op(i)?;
+            lat.push(t.elapsed().as_nanos().min(u32::MAX as u128) as u32);
+            i += 1;
         }
-        op(i)?;
-        lat.push(t.elapsed().as_nanos().min(u32::MAX as u128) as u32);
-        i += 1;
-    }
-    let secs = began.elapsed().as_secs_f64();
-    let cpu = cpu_ns(pid)? - cpu_before;
-    Pin::Free.apply_here()?;
-    Pin::Free.apply_to_process(pid)?;
+        let secs = began.elapsed().as_secs_f64();
+        Ok((lat, secs, cpu_ns(pid)? - cpu_before))
+    })?;
     let mut s = Sample::from_latencies(lat, secs);
     s.daemon_cpu_us = cpu as f64 / 1000.0 / s.ops.max(1) as f64;
     Ok(s)

@@ -10,7 +10,6 @@
 //! release through the store's index of where each domain is mentioned
 //! should not.
 
-use crate::affinity::Pin;
 use crate::client::Conn;
 use crate::daemons::{self, cpu_ns, rss_kib, Daemon};
 use crate::guests;
@@ -121,11 +120,7 @@ fn release_in_store(label: &str, binary: &Path, background: usize) -> Result<Poi
     // Client and daemon share CPU 0, as in the rest of the scale section:
     // unpinned, a cross-CPU wake-up on this kind of VM costs the daemon
     // tens of µs a request, more than the request itself.
-    Pin::Cpu0.apply_to_process(daemon.pid())?;
-    Pin::Cpu0.apply_here()?;
-    let point = measure_release(&daemon, background);
-    Pin::Free.apply_here()?;
-    point
+    crate::affinity::on_cpu0(daemon.pid(), || measure_release(&daemon, background))
 }
 
 fn measure_release(daemon: &Daemon, background: usize) -> Result<Point> {

@@ -13,7 +13,7 @@
 //! trees (no watches, nothing removed), so the trees cannot grow into memory
 //! something else freed.
 
-use crate::affinity::Pin;
+use crate::affinity::on_cpu0;
 use crate::client::Conn;
 use crate::daemons::{self, cpu_ns, rss_kib, Daemon};
 use crate::in_turn;
@@ -486,31 +486,30 @@ impl Host {
     fn rm_subtree(&mut self, removals: usize) -> Result<(Sample, usize)> {
         let home = format!("/local/domain/{VICTIM}");
         let pid = self.daemon.pid();
-        Pin::Cpu0.apply_to_process(pid)?;
-        Pin::Cpu0.apply_here()?;
-        let mut lat = Vec::with_capacity(removals);
-        let (mut cpu, mut secs, mut events) = (0, 0.0, 0);
-        for _ in 0..removals {
-            self.settle_victim()?;
-            let cpu_before = cpu_ns(pid)?;
-            let t = Instant::now();
-            self.load
-                .call(MsgType::Rm, 0, &[home.as_bytes(), b"\0"])?
-                .ok()?;
-            loop {
-                events += 1;
-                if self.victim_watcher.event(EVENT_TIMEOUT)? == home.as_bytes() {
-                    break;
+        let (lat, secs, cpu, events) = on_cpu0(pid, || {
+            let mut lat = Vec::with_capacity(removals);
+            let (mut cpu, mut secs, mut events) = (0, 0.0, 0);
+            for _ in 0..removals {
+                self.settle_victim()?;
+                let cpu_before = cpu_ns(pid)?;
+                let t = Instant::now();
+                self.load
+                    .call(MsgType::Rm, 0, &[home.as_bytes(), b"\0"])?
+                    .ok()?;
+                loop {
+                    events += 1;
+                    if self.victim_watcher.event(EVENT_TIMEOUT)? == home.as_bytes() {
+                        break;
+                    }
                 }
+                let took = t.elapsed();
+                cpu += cpu_ns(pid)? - cpu_before;
+                secs += took.as_secs_f64();
+                lat.push(took.as_nanos().min(u32::MAX as u128) as u32);
+                write_home(&mut self.load, VICTIM)?;
             }
-            let took = t.elapsed();
-            cpu += cpu_ns(pid)? - cpu_before;
-            secs += took.as_secs_f64();
-            lat.push(took.as_nanos().min(u32::MAX as u128) as u32);
-            write_home(&mut self.load, VICTIM)?;
-        }
-        Pin::Free.apply_here()?;
-        Pin::Free.apply_to_process(pid)?;
+            Ok((lat, secs, cpu, events))
+        })?;
         let mut s = Sample::from_latencies(lat, secs);
         s.daemon_cpu_us = cpu as f64 / 1000.0 / removals.max(1) as f64;
         Ok((s, events / removals.max(1)))
