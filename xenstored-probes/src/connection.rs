@@ -7,6 +7,7 @@
 use crate::frame::{self, InBuf};
 use crate::outstanding::Ticket;
 use crate::perms::Identity;
+use crate::poller::Readiness;
 use crate::probes::{self, TxOutcome, Who};
 use crate::transaction::Transaction;
 use crate::transport::Transport;
@@ -65,9 +66,10 @@ pub struct Connection {
     /// The event loop saw the peer hang up: read until the end, because a
     /// short read no longer means a later edge will come.
     pub peer_closed: bool,
-    /// The last read may have left input in the transport (it was not
-    /// drained): the connection has more to serve once its buffered
-    /// requests are done, whether or not its peer signals again.
+    /// Input may wait in the transport: the last read did not drain it, or
+    /// readiness was reported since (`note_readiness`). The connection has
+    /// more to serve once its buffered requests are done, whether or not
+    /// its peer signals again.
     unread: bool,
 
     /// Outstanding requests (outstanding.rs) held until the stream has
@@ -297,10 +299,15 @@ impl Connection {
         }
     }
 
-    /// True when `event` may have brought input to read (see
-    /// `Transport::readiness_names_direction`).
-    pub fn may_have_input(&self, event: &mio::event::Event) -> bool {
-        !self.names_direction || event.is_readable() || event.is_read_closed() || event.is_error()
+    /// Records that `event` may have brought input (see
+    /// `Transport::readiness_names_direction`); true if so. The mark stays
+    /// until a read drains the transport: the connection may already be
+    /// queued with requests buffered, and its turns read again only once
+    /// those are done, with no edge left to tell them to.
+    pub fn note_readiness(&mut self, event: &Readiness) -> bool {
+        let input = !self.names_direction || event.readable || event.read_closed || event.error;
+        self.unread |= input;
+        input
     }
 
     /// True when the end of this connection's input means its domain died

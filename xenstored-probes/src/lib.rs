@@ -20,6 +20,7 @@ pub mod node;
 pub mod outstanding;
 pub mod path;
 pub mod perms;
+pub mod poller;
 pub mod probes;
 pub mod quota;
 pub mod record;

@@ -7,13 +7,14 @@
 
 use crate::connection::Received;
 use crate::daemon::{Daemon, Effects};
+use crate::poller::{MioPoller, Poller, Readiness};
 use crate::ring;
 use crate::service::log;
 use crate::service::notable::{Kind, Notable};
 use crate::stats_batch;
 use crate::transport::{Attachment, DomainMonitor, Listener, Transport};
 use crate::turns::Turns;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Interest, Registry, Token};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::io;
@@ -37,13 +38,23 @@ const STATS_DEADLINE: usize = LISTENER_BASE - 3;
 const FAN_OUT_AT_ONCE: usize = 16;
 const FAN_OUT_PER_PASS: usize = 64;
 
+/// What a pass of the loop (`Server::step`) leaves the server doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    Serving,
+    /// The stop source fired or a live update is ready: `run` returns.
+    Stopping,
+}
+
 struct Port {
     listener: Box<dyn Listener>,
     domid: u32,
 }
 
 pub struct Server {
-    poll: Poll,
+    poller: Box<dyn Poller>,
+    /// What the last poll reported (kept for its capacity).
+    readiness: Vec<Readiness>,
     daemon: Daemon,
     ports: FxHashMap<usize, Port>,
     next_port: usize,
@@ -71,10 +82,15 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
 impl Server {
     pub fn new(daemon: Daemon) -> io::Result<Server> {
-        let poll = Poll::new()?;
-        poll_stats_deadline(&poll)?;
+        Server::with_poller(daemon, Box::new(MioPoller::new()?))
+    }
+
+    /// A server whose readiness comes from `poller` (the simulation's).
+    pub fn with_poller(daemon: Daemon, poller: Box<dyn Poller>) -> io::Result<Server> {
+        poll_stats_deadline(poller.registry())?;
         Ok(Server {
-            poll,
+            poller,
+            readiness: Vec::new(),
             daemon,
             ports: FxHashMap::default(),
             next_port: LISTENER_BASE,
@@ -91,7 +107,7 @@ impl Server {
     pub fn listen(&mut self, mut listener: Box<dyn Listener>, domid: u32) -> io::Result<()> {
         let token = self.next_port;
         self.next_port += 1;
-        self.poll
+        self.poller
             .registry()
             .register(listener.source(), Token(token), Interest::READABLE)?;
         self.ports.insert(token, Port { listener, domid });
@@ -100,7 +116,7 @@ impl Server {
 
     /// Follows domain shutdowns and deaths the hypervisor reports.
     pub fn monitor_domains(&mut self, mut monitor: Box<dyn DomainMonitor>) -> io::Result<()> {
-        self.poll.registry().register(
+        self.poller.registry().register(
             monitor.source(),
             Token(DOMAIN_MONITOR),
             Interest::READABLE,
@@ -130,7 +146,7 @@ impl Server {
     /// Adds a ready transport as a connection of `domid`.
     pub fn attach(&mut self, transport: Box<dyn Transport>, domid: u32) -> io::Result<u32> {
         let id = self.daemon.open(domid, transport);
-        let registry = self.poll.registry();
+        let registry = self.poller.registry();
         let registered = self.daemon.conn_mut(id).map_or(Ok(()), |conn| {
             let interest = conn.interest();
             conn.polled = Some(interest);
@@ -149,7 +165,7 @@ impl Server {
     /// serving the rest of that poll's events; `run` may be called again.
     pub fn stop_when_readable(&mut self, fd: std::os::fd::RawFd) -> io::Result<()> {
         let mut source = mio::unix::SourceFd(&fd);
-        self.poll
+        self.poller
             .registry()
             .register(&mut source, Token(STOP), Interest::READABLE)
     }
@@ -157,88 +173,110 @@ impl Server {
     /// Serves until the stop source (if any) is readable, or a live update
     /// is ready (`Daemon::take_ready_update`).
     pub fn run(&mut self) -> io::Result<()> {
-        let mut events = Events::with_capacity(1024);
         // What was queued between two runs (a failed update's answer).
         self.apply_effects();
-        loop {
-            let timeout = if !self.ready.is_empty() || !self.fan_out.is_empty() {
-                Some(Duration::ZERO)
-            } else if !self.retry_accept.is_empty() {
-                Some(ACCEPT_RETRY)
-            } else if self.daemon.live_update_held() {
-                Some(LIVE_UPDATE_CHECK)
-            } else {
-                None
-            };
-            match self.poll.poll(&mut events, timeout) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                r => r?,
+        while self.step()? == Step::Serving {}
+        self.write_fan_out(usize::MAX);
+        // Held counts reach the tracer before an exit or an exec.
+        stats_batch::flush();
+        Ok(())
+    }
+
+    /// One pass of the loop: poll (without waiting while work is queued),
+    /// take in what became ready, serve a few turns, write what waits.
+    ///
+    /// Liveness: at the end of every pass, a connection with a complete
+    /// request in its buffer, or with input that may wait in its transport
+    /// (`Connection::may_have_more`), is in one of these places, each
+    /// with its way back:
+    /// - queued in `ready` (turns.rs): the next passes serve it (the poll
+    ///   does not wait while anything is queued);
+    /// - `stalled` (its domain over a quota): `unstall`, every pass, queues
+    ///   it once deliveries bring the domain back under;
+    /// - throttled (its own output backed up): `flush` queues it when the
+    ///   output drains to a quarter, on the writable edge that room raises.
+    ///
+    /// Every other connection waits on the kernel, and is owed an edge: any
+    /// byte that arrives after its last read raises one, and the pass that
+    /// reports it marks the connection (`note_readiness`) before queueing
+    /// it, so a wake-up that finds it already queued is not lost.
+    /// Output likewise: it is written at once, or waits for a writable
+    /// edge (polled for while it waits, `repoll`), or is queued in
+    /// `fan_out`, which every pass writes from.
+    pub fn step(&mut self) -> io::Result<Step> {
+        let timeout = if !self.ready.is_empty() || !self.fan_out.is_empty() {
+            Some(Duration::ZERO)
+        } else if !self.retry_accept.is_empty() {
+            Some(ACCEPT_RETRY)
+        } else if self.daemon.live_update_held() {
+            Some(LIVE_UPDATE_CHECK)
+        } else {
+            None
+        };
+        let mut readiness = std::mem::take(&mut self.readiness);
+        match self.poller.poll(&mut readiness, timeout) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                self.readiness = readiness;
+                return Ok(Step::Serving);
             }
-            let mut stop = false;
-            for token in std::mem::take(&mut self.retry_accept) {
-                self.accept(token);
+            r => r?,
+        }
+        let mut stop = false;
+        for token in std::mem::take(&mut self.retry_accept) {
+            self.accept(token);
+        }
+        for ev in &readiness {
+            match ev.token {
+                STOP => stop = true,
+                DOMAIN_MONITOR => self.check_domains(),
+                STATS_DEADLINE => stats_batch::on_deadline(),
+                token if token >= LISTENER_BASE => self.accept(token),
+                token => self.take_in(token as u32, ev),
             }
-            for ev in events.iter() {
-                let token = ev.token().0;
-                if token == STOP {
-                    stop = true;
-                    continue;
-                }
-                if token == DOMAIN_MONITOR {
-                    self.check_domains();
-                    continue;
-                }
-                if token == STATS_DEADLINE {
-                    stats_batch::on_deadline();
-                    continue;
-                }
-                if token >= LISTENER_BASE {
-                    self.accept(token);
-                    continue;
-                }
-                let id = token as u32;
-                // Signals first, output after: a ring's guest that frees
-                // room right after this raises a fresh edge, so a backlog
-                // never waits on a signal already taken.
-                //
-                // The signals taken may be newer than this event: a guest
-                // that queued a request and rang after the poll returned
-                // has its ring's edge consumed here. The event may say only
-                // "writable" (a datagram doorbell is writable whenever the
-                // guest reads the daemon's own notifications) and the next
-                // poll reports the fd writable, not readable, so the
-                // connection is read whatever this event said.
-                self.take_signals(id);
-                // Any readiness may mean room to write: a ring signals both
-                // directions through one event source.
-                if ev.is_writable()
-                    || self
-                        .daemon
-                        .conn(id)
-                        .is_some_and(|c| !c.pending().is_empty())
-                {
-                    self.flush(id);
-                }
-                if ev.is_read_closed() {
-                    if let Some(c) = self.daemon.conn_mut(id) {
-                        c.peer_closed = true;
-                    }
-                }
-                if self.daemon.conn(id).is_some_and(|c| c.may_have_input(ev)) {
-                    self.wake(id);
-                }
-            }
-            self.serve_ready();
-            self.daemon.live_update_check();
-            self.apply_effects();
-            self.write_fan_out(FAN_OUT_PER_PASS);
-            self.unstall();
-            if stop || self.daemon.live_update_ready() {
-                self.write_fan_out(usize::MAX);
-                // Held counts reach the tracer before an exit or an exec.
-                stats_batch::flush();
-                return Ok(());
-            }
+        }
+        self.readiness = readiness;
+        self.serve_ready();
+        self.daemon.live_update_check();
+        self.apply_effects();
+        self.write_fan_out(FAN_OUT_PER_PASS);
+        self.unstall();
+        if stop || self.daemon.live_update_ready() {
+            return Ok(Step::Stopping);
+        }
+        Ok(Step::Serving)
+    }
+
+    /// Connection `id` became ready (`ev`).
+    fn take_in(&mut self, id: u32, ev: &Readiness) {
+        // Signals first, output after: a ring's guest that frees room right
+        // after this raises a fresh edge, so a backlog never waits on a
+        // signal already taken.
+        //
+        // The signals taken may be newer than this event: a guest that
+        // queued a request and rang after the poll returned has its ring's
+        // edge consumed here. The event may say only "writable" (a datagram
+        // doorbell is writable whenever the guest reads the daemon's own
+        // notifications) and the next poll reports the fd writable, not
+        // readable, so the connection is read whatever this event said.
+        self.take_signals(id);
+        // Any readiness may mean room to write: a ring signals both
+        // directions through one event source.
+        if ev.writable
+            || self
+                .daemon
+                .conn(id)
+                .is_some_and(|c| !c.pending().is_empty())
+        {
+            self.flush(id);
+        }
+        let Some(conn) = self.daemon.conn_mut(id) else {
+            return;
+        };
+        if ev.read_closed {
+            conn.peer_closed = true;
+        }
+        if conn.note_readiness(ev) {
+            self.wake(id);
         }
     }
 
@@ -440,7 +478,7 @@ impl Server {
         let Some(mut transport) = self.daemon.detach(id, 0, reason) else {
             return;
         };
-        let _ = self.poll.registry().deregister(transport.source());
+        let _ = self.poller.registry().deregister(transport.source());
         self.apply_effects();
         if let Err(e) = self.attach(transport, domid) {
             log::error(format_args!("re-attaching domain {domid}'s ring: {e}"));
@@ -472,7 +510,7 @@ impl Server {
             return;
         }
         conn.polled = Some(want);
-        let registry = self.poll.registry();
+        let registry = self.poller.registry();
         if let Err(e) = registry.reregister(conn.source(), Token(id as usize), want) {
             self.daemon.close(id, 0, &format!("poll: {e}"));
         }
@@ -493,7 +531,7 @@ impl Server {
                 break;
             }
             for mut transport in fx.closed.drain(..) {
-                let _ = self.poll.registry().deregister(transport.source());
+                let _ = self.poller.registry().deregister(transport.source());
             }
             for domid in fx.released.drain(..) {
                 let tokens: Vec<usize> = self
@@ -504,7 +542,7 @@ impl Server {
                     .collect();
                 for t in tokens {
                     if let Some(mut p) = self.ports.remove(&t) {
-                        let _ = self.poll.registry().deregister(p.listener.source());
+                        let _ = self.poller.registry().deregister(p.listener.source());
                     }
                 }
             }
@@ -552,9 +590,9 @@ impl Server {
 
 /// Polls `stats_batch`'s deadline timer, so an idle daemon still fires the
 /// records it holds within their bound (events: [`STATS_DEADLINE`]).
-fn poll_stats_deadline(poll: &Poll) -> io::Result<()> {
+fn poll_stats_deadline(registry: &Registry) -> io::Result<()> {
     match stats_batch::deadline_fd() {
-        Some(fd) => poll.registry().register(
+        Some(fd) => registry.register(
             &mut mio::unix::SourceFd(&fd),
             Token(STATS_DEADLINE),
             Interest::READABLE,
