@@ -1,7 +1,7 @@
 # The commands of README (`make demo`, `make demo-xen`, `make test`), and
 # installation: `make install` (any Linux host) and `make deb` (a Debian
 # package) share the one file list below.
-.PHONY: demo demo-xen test check miri deb install
+.PHONY: demo demo-xen test check miri deb install sim-long sim-replay
 
 demo:
 	.ci/setup
@@ -36,6 +36,18 @@ test:
 	XS_SNOOP_BACKEND=tracefs cargo test --test snoop --test scripts_live --test live_update
 	# Each fuzz target briefly, from its corpus (xenstore-fuzz/FUZZING.md).
 	scripts/fuzz-smoke 20
+
+# The event loop's simulation for minutes (xenstored-probes/src/sim/):
+# SIM_PASSES loop passes (default 10 million) from SIM_FIRST_SEED
+# (default 1000000), in release. `make test` runs seeds 0..100.
+sim-long:
+	cargo test --release -p xenstored-probes --features simulation --lib \
+	    sim::tests::long_run -- --ignored --nocapture
+
+# One seed of the simulation again, bit for bit: SIM_SEED=N make sim-replay.
+sim-replay:
+	cargo test -p xenstored-probes --features simulation --lib \
+	    sim::tests::long_run -- --ignored --nocapture
 
 # Miri runs record.rs's tests (a node packed by hand into one heap block,
 # read through raw pointers) looking for undefined behaviour. It needs a

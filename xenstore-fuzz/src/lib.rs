@@ -23,6 +23,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("daemon_sequence", daemon_sequence),
     ("state_stream", state_stream),
     ("oxenstored_dump", oxenstored_dump),
+    ("event_loop", event_loop),
 ];
 
 /// A client's byte stream, delivered in chunks whose sizes the input picks:
@@ -297,4 +298,16 @@ pub fn oxenstored_dump(data: &[u8]) {
     };
     let bytes = stream::write(&state);
     stream::read(&bytes).expect("a written stream reads back");
+}
+
+/// The event loop's deterministic simulation (xenstored-probes' `sim/`)
+/// with the input as its schedule: which client acts, how its bytes are
+/// cut, when readiness is reported. Every request must be answered once,
+/// in order, as one at a time would answer it (`sim/check.rs`).
+pub fn event_loop(data: &[u8]) {
+    if let Err(violation) =
+        xenstored_probes::sim::run(xenstored_probes::sim::Choice::from_bytes(data))
+    {
+        panic!("{violation}");
+    }
 }

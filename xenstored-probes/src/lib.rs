@@ -29,6 +29,8 @@ pub mod ring;
 pub mod sdt;
 pub mod server;
 pub mod service;
+#[cfg(any(test, feature = "simulation"))]
+pub mod sim;
 pub mod slab;
 pub mod stats_batch;
 pub mod stopwatch;

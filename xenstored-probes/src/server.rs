@@ -125,6 +125,10 @@ impl Server {
         Ok(())
     }
 
+    pub fn daemon(&self) -> &Daemon {
+        &self.daemon
+    }
+
     /// The daemon, to restore a live update's state into before serving.
     pub fn daemon_mut(&mut self) -> &mut Daemon {
         &mut self.daemon

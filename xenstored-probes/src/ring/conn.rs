@@ -3,6 +3,9 @@
 //! the channel come from is a [`RingBackend`]: simulated files and sockets
 //! ([`super::sim`]) or, on a Xen dom0, grant mapping and /dev/xen/evtchn.
 
+use mio::event::Source;
+use mio::unix::SourceFd;
+use mio::{Interest, Registry, Token};
 use std::io;
 use std::os::fd::RawFd;
 
@@ -12,7 +15,11 @@ use super::{Page, RingError, Server};
 pub trait EventChannel: Send {
     /// Signals the guest.
     fn notify(&self) -> io::Result<()>;
-    /// Becomes readable when the guest signals (or vanishes).
+    /// What the event loop polls: readable when the guest signals (or
+    /// vanishes). A real channel's fd (`FdSource`), or a simulated one.
+    fn source(&mut self) -> &mut dyn Source;
+    /// The fd `source` polls, for a loop of its own (the bench's floor
+    /// daemon, tests); -1 for the simulation's channel, which has none.
     fn fd(&self) -> RawFd;
     /// Consumes pending signals after `fd` polled readable.
     fn drain(&self) -> io::Result<Liveness>;
@@ -79,6 +86,10 @@ impl RingConn {
         })
     }
 
+    pub fn source(&mut self) -> &mut dyn Source {
+        self.channel.source()
+    }
+
     pub fn fd(&self) -> RawFd {
         self.channel.fd()
     }
@@ -142,5 +153,30 @@ impl RingConn {
         }
         self.channel.notify()?;
         Ok(n)
+    }
+}
+
+/// A channel's fd, registered with mio as it is.
+pub struct FdSource(pub RawFd);
+
+impl Source for FdSource {
+    fn register(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interests: Interest,
+    ) -> io::Result<()> {
+        SourceFd(&self.0).register(registry, token, interests)
+    }
+    fn reregister(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interests: Interest,
+    ) -> io::Result<()> {
+        SourceFd(&self.0).reregister(registry, token, interests)
+    }
+    fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
+        SourceFd(&self.0).deregister(registry)
     }
 }

@@ -23,8 +23,9 @@ use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::conn::{Attached, EventChannel, Liveness, RingBackend};
+use super::conn::{Attached, EventChannel, FdSource, Liveness, RingBackend};
 use super::{Mapping, PAGE_SIZE};
+use mio::event::Source;
 
 /// Where one domain's simulated page and event channel live.
 #[derive(Clone, Debug)]
@@ -218,6 +219,8 @@ pub struct SimChannel {
     /// 1000 (bpftrace, sys_enter/exit_sendto, S2 on rings).
     bell: UnixDatagram,
     page: File,
+    /// `sock`, as the event loop polls it.
+    source: FdSource,
 }
 
 impl SimChannel {
@@ -230,6 +233,7 @@ impl SimChannel {
         let bell = UnixDatagram::unbound()?;
         bell.set_nonblocking(true)?;
         Ok(SimChannel {
+            source: FdSource(sock.as_raw_fd()),
             sock,
             own,
             guest: paths.guest_end(port),
@@ -273,8 +277,12 @@ impl EventChannel for SimChannel {
         self.ring()
     }
 
+    fn source(&mut self) -> &mut dyn Source {
+        &mut self.source
+    }
+
     fn fd(&self) -> RawFd {
-        self.sock.as_raw_fd()
+        self.source.0
     }
 
     fn drain(&self) -> io::Result<Liveness> {

@@ -11,12 +11,9 @@
 //! stopped, reading nothing, until the guest asks for a reconnect).
 
 use std::io;
-use std::os::fd::RawFd;
 use std::path::Path;
 
 use mio::event::Source;
-use mio::unix::SourceFd;
-use mio::{Interest, Registry, Token};
 
 use super::conn::{RingBackend, RingConn, Wake};
 use super::sim::SimBackend;
@@ -28,7 +25,6 @@ use crate::transport::{Attachment, DomainBackend, Transport};
 pub struct RingTransport {
     conn: RingConn,
     domid: u32,
-    fd: RingFd,
     /// The current stop was already reported as a reset.
     stop_reported: bool,
 }
@@ -38,11 +34,9 @@ impl RingTransport {
         let id = u16::try_from(domid)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("domid {domid}")))?;
         let conn = RingConn::attach(backend, id, gfn, port)?;
-        let fd = RingFd(conn.fd());
         Ok(RingTransport {
             conn,
             domid,
-            fd,
             stop_reported: false,
         })
     }
@@ -116,7 +110,7 @@ impl Transport for RingTransport {
     }
 
     fn source(&mut self) -> &mut dyn Source {
-        &mut self.fd
+        self.conn.source()
     }
 
     fn kind(&self) -> &'static str {
@@ -133,31 +127,6 @@ impl Transport for RingTransport {
 
     fn eof_means_domain_gone(&self) -> bool {
         true
-    }
-}
-
-/// The doorbell fd, registered with mio as-is.
-struct RingFd(RawFd);
-
-impl Source for RingFd {
-    fn register(
-        &mut self,
-        registry: &Registry,
-        token: Token,
-        interests: Interest,
-    ) -> io::Result<()> {
-        SourceFd(&self.0).register(registry, token, interests)
-    }
-    fn reregister(
-        &mut self,
-        registry: &Registry,
-        token: Token,
-        interests: Interest,
-    ) -> io::Result<()> {
-        SourceFd(&self.0).reregister(registry, token, interests)
-    }
-    fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
-        SourceFd(&self.0).deregister(registry)
     }
 }
 

@@ -7,7 +7,8 @@ use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 
 use super::sys::{self, BindInterdomain, BindVirq, Port};
-use crate::ring::conn::{EventChannel, Liveness};
+use crate::ring::conn::{EventChannel, FdSource, Liveness};
+use mio::event::Source;
 
 /// A bound port, unbound on drop.
 struct Bound {
@@ -51,6 +52,8 @@ pub struct XenChannel {
     bound: Bound,
     domid: u16,
     remote_port: u32,
+    /// The evtchn fd, as the event loop polls it.
+    source: FdSource,
 }
 
 impl XenChannel {
@@ -67,6 +70,7 @@ impl XenChannel {
             "IOCTL_EVTCHN_BIND_INTERDOMAIN",
         )? as u32;
         Ok(XenChannel {
+            source: FdSource(evtchn.as_raw_fd()),
             bound: Bound { evtchn, local_port },
             domid,
             remote_port,
@@ -88,8 +92,12 @@ impl EventChannel for XenChannel {
         .map(drop)
     }
 
+    fn source(&mut self) -> &mut dyn Source {
+        &mut self.source
+    }
+
     fn fd(&self) -> RawFd {
-        self.bound.evtchn.as_raw_fd()
+        self.source.0
     }
 
     /// A Xen ring never reports its domain gone: VIRQ_DOM_EXC does.
