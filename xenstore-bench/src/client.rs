@@ -1,6 +1,7 @@
 //! A raw-socket xenstore client: one outstanding request at a time, as
-//! libxenstore and every real client do, with as few syscalls as possible
-//! (one write per request, usually one read per reply).
+//! libxenstore does (`call`), or several (`send`, then `reply`), as a
+//! pipelining client does; with as few syscalls as possible (one write per
+//! request, usually one read per reply).
 
 use anyhow::{bail, Context, Result};
 use std::io::{Read, Write};
@@ -67,13 +68,9 @@ impl Conn {
         Ok(events)
     }
 
-    /// `call`, and the number of watch events skipped before the reply.
-    fn call_past_events(
-        &mut self,
-        ty: MsgType,
-        tx_id: u32,
-        parts: &[&[u8]],
-    ) -> Result<(Reply<'_>, usize)> {
+    /// Sends one request without waiting for its reply (`reply` reads it):
+    /// a pipelining client.
+    pub fn send(&mut self, ty: MsgType, tx_id: u32, parts: &[&[u8]]) -> Result<()> {
         self.req_id = self.req_id.wrapping_add(1);
         let len: usize = parts.iter().map(|p| p.len()).sum();
         if len > PAYLOAD_MAX {
@@ -90,7 +87,26 @@ impl Conn {
         for p in parts {
             self.out.extend_from_slice(p);
         }
-        self.stream.write_all(&self.out).context("send request")?;
+        self.stream.write_all(&self.out).context("send request")
+    }
+
+    /// The next reply, watch events skipped.
+    pub fn reply(&mut self) -> Result<Reply<'_>> {
+        Ok(self.reply_past_events()?.0)
+    }
+
+    /// `call`, and the number of watch events skipped before the reply.
+    fn call_past_events(
+        &mut self,
+        ty: MsgType,
+        tx_id: u32,
+        parts: &[&[u8]],
+    ) -> Result<(Reply<'_>, usize)> {
+        self.send(ty, tx_id, parts)?;
+        self.reply_past_events()
+    }
+
+    fn reply_past_events(&mut self) -> Result<(Reply<'_>, usize)> {
         let mut events = 0;
         loop {
             self.drop_used();

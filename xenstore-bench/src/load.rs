@@ -1,5 +1,6 @@
 //! Driving a daemon: N connections on N threads, each with one request
-//! outstanding, for a fixed time; every op's latency recorded.
+//! outstanding (a pipelined workload: several), for a fixed time; every
+//! op's latency recorded.
 
 use crate::affinity::Pin;
 use crate::client::Conn;
@@ -32,18 +33,16 @@ pub fn run(
             std::thread::spawn(move || -> Result<Vec<u32>> {
                 let mut worker = Worker::new(workload, i);
                 // One op before the clock starts: connection set up, caches warm.
-                let ready = pin.apply_here().and_then(|_| worker.op(&mut conn));
                 let mut lat = Vec::with_capacity(1 << 16);
+                let ready = pin
+                    .apply_here()
+                    .and_then(|_| worker.op(&mut conn, &mut lat));
+                lat.clear();
                 start_line.wait();
                 ready?;
                 let end = Instant::now() + duration;
-                loop {
-                    let t = Instant::now();
-                    if t >= end {
-                        break;
-                    }
-                    worker.op(&mut conn)?;
-                    lat.push(t.elapsed().as_nanos().min(u32::MAX as u128) as u32);
+                while Instant::now() < end {
+                    worker.op(&mut conn, &mut lat)?;
                 }
                 Ok(lat)
             })

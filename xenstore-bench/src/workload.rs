@@ -5,6 +5,8 @@
 use crate::client::Conn;
 use anyhow::{bail, Context, Result};
 use std::path::Path;
+use std::time::Instant;
+use xenstore_proto::wire::MsgType;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Workload {
@@ -16,14 +18,22 @@ pub enum Workload {
     Directory,
     /// Read-modify-write in a transaction: START, READ, WRITE, END (one op).
     Txn,
+    /// XS_READ with `IN_FLIGHT` requests in flight, each its own write, as
+    /// a multi-threaded client or OCaml's xenstore client pipelines: each
+    /// reply is one op, timed from its request's send.
+    Pipelined,
 }
 
+/// Requests a `Pipelined` connection keeps in flight.
+pub const IN_FLIGHT: usize = 8;
+
 impl Workload {
-    pub const ALL: [Workload; 4] = [
+    pub const ALL: [Workload; 5] = [
         Workload::Read,
         Workload::Write,
         Workload::Directory,
         Workload::Txn,
+        Workload::Pipelined,
     ];
 
     pub fn name(self) -> &'static str {
@@ -32,6 +42,7 @@ impl Workload {
             Workload::Write => "write",
             Workload::Directory => "directory",
             Workload::Txn => "txn (r-m-w)",
+            Workload::Pipelined => "read, 8 in flight",
         }
     }
 }
@@ -91,8 +102,37 @@ impl Worker {
         }
     }
 
-    /// Performs one operation; errors if the daemon refused it.
-    pub fn op(&mut self, c: &mut Conn) -> Result<()> {
+    /// Performs one operation (a `Pipelined` worker: a window of requests),
+    /// pushing each op's latency in ns; errors if the daemon refused one.
+    pub fn op(&mut self, c: &mut Conn, latencies: &mut Vec<u32>) -> Result<()> {
+        if self.workload == Workload::Pipelined {
+            return self.window(c, latencies);
+        }
+        let start = Instant::now();
+        self.one(c)?;
+        latencies.push(nanos(start));
+        Ok(())
+    }
+
+    /// IN_FLIGHT reads sent one write each, then their replies.
+    fn window(&mut self, c: &mut Conn, latencies: &mut Vec<u32>) -> Result<()> {
+        let mut sent = [Instant::now(); IN_FLIGHT];
+        for at in &mut sent {
+            self.next = (self.next + 1) % KEYS;
+            *at = Instant::now();
+            c.send(MsgType::Read, 0, &[&self.keys[self.next], b"\0"])?;
+        }
+        for at in sent {
+            let r = c.reply()?;
+            if r.ok()?.len() != VALUE.len() {
+                bail!("read returned {} bytes", r.payload.len());
+            }
+            latencies.push(nanos(at));
+        }
+        Ok(())
+    }
+
+    fn one(&mut self, c: &mut Conn) -> Result<()> {
         self.next = (self.next + 1) % KEYS;
         let key = &self.keys[self.next];
         match self.workload {
@@ -108,13 +148,10 @@ impl Worker {
             Workload::Directory => {
                 c.directory(DIR)?.ok()?;
             }
+            Workload::Pipelined => unreachable!("op() runs it as windows"),
             Workload::Txn => loop {
                 let tx = c.tx_start()?;
-                let reply = c.call(
-                    xenstore_proto::wire::MsgType::Read,
-                    tx,
-                    &[&self.counter, b"\0"],
-                )?;
+                let reply = c.call(MsgType::Read, tx, &[&self.counter, b"\0"])?;
                 let value: u64 = std::str::from_utf8(reply.ok()?)
                     .ok()
                     .and_then(|s| s.trim_end_matches('\0').parse().ok())
@@ -128,4 +165,8 @@ impl Worker {
         }
         Ok(())
     }
+}
+
+fn nanos(since: Instant) -> u32 {
+    since.elapsed().as_nanos().min(u32::MAX as u128) as u32
 }

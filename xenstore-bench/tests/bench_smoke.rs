@@ -16,7 +16,13 @@ fn bench_client_drives_every_workload() {
         "smoke failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for line in ["read x1", "write x2", "directory x1", "txn (r-m-w) x2"] {
+    for line in [
+        "read x1",
+        "write x2",
+        "directory x1",
+        "txn (r-m-w) x2",
+        "read, 8 in flight x2",
+    ] {
         assert!(
             stdout.contains(&format!("smoke: {line}:")),
             "no {line} in:\n{stdout}"

@@ -47,7 +47,8 @@ pub struct Connection {
     out: Vec<u8>,
     /// Queued output not yet reported to the event loop.
     pub dirty: bool,
-    /// Not read from until its output drains (see OUT_THROTTLE).
+    /// Not read from until its output drains (see OUT_THROTTLE): the flush
+    /// that drains it tells the event loop, which queues it again.
     throttled: bool,
     /// What the event loop polls it for now (see `interest`).
     pub polled: Option<Interest>,

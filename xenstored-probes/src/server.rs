@@ -61,7 +61,8 @@ pub struct Server {
     /// Connections that may have unread input, least served first.
     ready: Turns,
     /// Connections of domains over a quota (outstanding requests, memory):
-    /// not read from until deliveries bring them under (Daemon::may_read).
+    /// not read from until deliveries bring them under (Daemon::may_read);
+    /// `unstall` looks every pass and queues them again.
     stalled: Vec<u32>,
     /// Listeners whose accept failed (e.g. out of fds): edge-triggered
     /// polling will not report them again, so they are retried on a timer.
@@ -69,7 +70,9 @@ pub struct Server {
     /// apply_effects' other set of lists (see there).
     spare_effects: Effects,
     /// Connections with output a fan-out queued, not yet written, oldest
-    /// first (each marked `dirty` until written; see FAN_OUT_AT_ONCE).
+    /// first (each marked `dirty` until written; see FAN_OUT_AT_ONCE):
+    /// every pass writes FAN_OUT_PER_PASS of them, and the poll does not
+    /// wait while any is left.
     fan_out: VecDeque<u32>,
     /// Xen's VIRQ_DOM_EXC on a dom0 (see monitor_domains).
     monitor: Option<Box<dyn DomainMonitor>>,
@@ -504,7 +507,8 @@ impl Server {
 
     /// Polls connection `id` for what it needs now (`Connection::interest`):
     /// room to write only while its output waits. Changing that re-checks
-    /// readiness, so room that came before it is still reported.
+    /// readiness, so room that came before it is still reported: output
+    /// the transport did not take is written on that writable edge.
     fn repoll(&mut self, id: u32) {
         let Some(conn) = self.daemon.conn_mut(id) else {
             return;
