@@ -262,11 +262,11 @@ impl Client {
             1 << 16
         };
         let bytes = net.client_recv(ep, most);
-        self.take(&bytes);
+        self.take(&bytes, net);
     }
 
     /// Parses what arrived and checks each reply against its request.
-    fn take(&mut self, bytes: &[u8]) {
+    fn take(&mut self, bytes: &[u8], net: &mut Net) {
         self.inbox.extend_from_slice(bytes);
         let mut at = 0;
         while self.inbox.len() - at >= HEADER_LEN {
@@ -277,12 +277,12 @@ impl Client {
             }
             let payload = self.inbox[at + HEADER_LEN..end].to_vec();
             at = end;
-            self.take_message(header, payload);
+            self.take_message(header, payload, net);
         }
         self.inbox.drain(..at);
     }
 
-    fn take_message(&mut self, header: Header, payload: Vec<u8>) {
+    fn take_message(&mut self, header: Header, payload: Vec<u8>, net: &mut Net) {
         if header.ty == MsgType::WatchEvent as u32 {
             if payload.starts_with(FAN.as_bytes()) {
                 let path = payload[..=payload.iter().position(|&b| b == 0).unwrap_or(0)].to_vec();
@@ -321,6 +321,9 @@ impl Client {
             ));
         }
         self.owed = 0;
+        if s.ty == MsgType::TransactionEnd as u32 && payload.starts_with(b"EAGAIN") {
+            net.tally.conflicts += 1;
+        }
         if header.ty == MsgType::TransactionStart as u32 {
             let id = String::from_utf8_lossy(&payload);
             self.tx = id.trim_end_matches('\0').parse().ok();
@@ -352,7 +355,7 @@ impl Client {
             if full && n > 0 {
                 net.ring_daemon(ep);
             }
-            self.take(&buf[..n]);
+            self.take(&buf[..n], net);
             // Whatever it did not read it reads on its next wake-up, which
             // it owes itself: the daemon rings only for new responses.
             if n > 0 && self.ring.as_ref().is_some_and(responses_wait) {
@@ -373,6 +376,7 @@ impl Client {
             if put < n {
                 // Full: it rings, then waits for the daemon's signal.
                 self.ring_blocked = true;
+                net.tally.full_rings += 1;
             }
         }
         let idle = self.outbox.len() == self.written || self.ring_blocked;

@@ -42,6 +42,7 @@ pub struct Report {
     pub guests: usize,
     /// The most passes in a row the daemon owed a client a reply.
     pub slowest: u64,
+    pub tally: net::Tally,
 }
 
 /// Runs one simulation; Err says what it violated.
@@ -124,6 +125,7 @@ pub fn run(choice: Choice) -> Result<Report, String> {
             report.choices = w.choice.made;
             report.requests = w.clients.iter().map(|c| c.answered as u64).sum();
             report.slowest = w.clients.iter().map(|c| c.slowest).max().unwrap_or(0);
+            report.tally = w.net.tally;
             break;
         }
     }

@@ -126,10 +126,40 @@ impl Endpoint {
     }
 }
 
+/// How often a run took each adversarial turn: a budget of seeds must take
+/// every one (the tests check), or the schedule has lost its teeth.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tally {
+    /// Writes that went in part or not at all (a full socket buffer).
+    pub blocked_writes: u64,
+    /// Owed edges reported a poll or more late.
+    pub late_edges: u64,
+    /// Readiness reported that nobody owed.
+    pub spurious: u64,
+    /// Clients that hung up mid-burst.
+    pub hangups: u64,
+    /// Guests that found their request ring full.
+    pub full_rings: u64,
+    /// Transaction ends that conflicted (EAGAIN).
+    pub conflicts: u64,
+}
+
+impl Tally {
+    pub fn add(&mut self, o: &Tally) {
+        self.blocked_writes += o.blocked_writes;
+        self.late_edges += o.late_edges;
+        self.spurious += o.spurious;
+        self.hangups += o.hangups;
+        self.full_rings += o.full_rings;
+        self.conflicts += o.conflicts;
+    }
+}
+
 /// Every endpoint, and what the daemon did with them.
 #[derive(Default)]
 pub struct Net {
     pub endpoints: Vec<Endpoint>,
+    pub tally: Tally,
     /// Bytes and signals moved by the daemon: a pass that moves none made
     /// no progress.
     pub progress: u64,
@@ -192,14 +222,14 @@ impl Net {
             return Err(std::io::ErrorKind::BrokenPipe.into());
         }
         let n = buf.len().min(e.room());
-        if n == 0 {
+        if n < buf.len() {
             e.write_blocked = true;
+            self.tally.blocked_writes += 1;
+        }
+        if n == 0 {
             return Err(std::io::ErrorKind::WouldBlock.into());
         }
         e.to_client.extend(&buf[..n]);
-        if n < buf.len() {
-            e.write_blocked = true;
-        }
         self.progress += n as u64;
         Ok(n)
     }
@@ -256,6 +286,7 @@ impl Net {
     }
 
     pub fn client_close(&mut self, id: usize) {
+        self.tally.hangups += 1;
         let e = &mut self.endpoints[id];
         e.client_closed = true;
         e.to_client.clear();
@@ -283,6 +314,7 @@ impl Net {
             };
             if !e.owed.any() {
                 if spurious && e.kind != Kind::Listener && choice.percent(10) {
+                    self.tally.spurious += 1;
                     out.push(Readiness {
                         token: token.0,
                         readable: interest.is_readable(),
@@ -303,6 +335,9 @@ impl Net {
                     error: false,
                 });
             } else {
+                if e.owed.age == 0 {
+                    self.tally.late_edges += 1;
+                }
                 e.owed.age += 1;
             }
         }

@@ -14,6 +14,7 @@ fn run_seeds(first: u64, seeds: u64, passes: u64) -> Result<(u64, Report), (u64,
         total.watchers = total.watchers.max(r.watchers);
         total.guests = total.guests.max(r.guests);
         total.clients = total.clients.max(r.clients);
+        total.tally.add(&r.tally);
         seed += 1;
     }
     Ok((seed - first, total))
@@ -22,14 +23,26 @@ fn run_seeds(first: u64, seeds: u64, passes: u64) -> Result<(u64, Report), (u64,
 /// `make test`'s budget: a fixed range of seeds, every run checked.
 #[test]
 fn seeds_keep_every_request_answered() {
-    match run_seeds(0, 100, 0) {
-        Ok((seeds, r)) => eprintln!(
-            "simulation: seeds 0..{seeds}: {} passes, {} requests answered, {} choices, \
-             at most {} clients ({} watchers, {} guests), a reply owed at most {} passes",
-            r.passes, r.requests, r.choices, r.clients, r.watchers, r.guests, r.slowest
-        ),
+    let (seeds, r) = match run_seeds(0, 100, 0) {
+        Ok(covered) => covered,
         Err((seed, e)) => panic!("seed {seed}: {e}\n(replay: SIM_SEED={seed} make sim-replay)"),
-    }
+    };
+    eprintln!(
+        "simulation: seeds 0..{seeds}: {} passes, {} requests answered, {} choices, \
+         at most {} clients ({} watchers, {} guests), a reply owed at most {} passes; {:?}",
+        r.passes, r.requests, r.choices, r.clients, r.watchers, r.guests, r.slowest, r.tally
+    );
+    let t = r.tally;
+    let taken = [
+        t.blocked_writes,
+        t.late_edges,
+        t.spurious,
+        t.hangups,
+        t.full_rings,
+        t.conflicts,
+    ];
+    assert!(taken.iter().all(|&n| n > 0), "a turn never taken: {t:?}");
+    assert!(r.watchers > 80 && r.guests > 0, "{r:?}");
 }
 
 /// A seed replays bit for bit: the same schedule, the same run.
@@ -65,13 +78,14 @@ fn long_run() {
     match run_seeds(first, 1, passes) {
         Ok((seeds, r)) => println!(
             "simulation long run: seeds {first}..{}: {} passes, {} requests answered, \
-             {} choices, 0 violations, a reply owed at most {} passes, {:.0?}",
+             {} choices, 0 violations, a reply owed at most {} passes, {:.0?}; {:?}",
             first + seeds,
             r.passes,
             r.requests,
             r.choices,
             r.slowest,
-            start.elapsed()
+            start.elapsed(),
+            r.tally
         ),
         Err((seed, e)) => panic!("seed {seed}: {e}"),
     }
