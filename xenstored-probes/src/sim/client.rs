@@ -145,6 +145,33 @@ impl Client {
         self.closed || (self.next_op == self.ops.len() && self.answered == self.sent.len())
     }
 
+    /// Where it stands, for a run that did not settle.
+    pub fn describe(&self, net: &Net) -> String {
+        let socket = self.endpoint.map(|ep| {
+            let e = &net.endpoints[ep];
+            (
+                e.to_daemon.len(),
+                e.to_client.len(),
+                e.signals,
+                e.to_guest_signals,
+            )
+        });
+        format!(
+            "{}: op {} of {}, {} sent, {} answered, {} of {} bytes written, reading {}, \
+             (to daemon, to client, signals, to guest) {socket:?}, ring blocked {}, owes bell {}",
+            self.name,
+            self.next_op,
+            self.ops.len(),
+            self.sent.len(),
+            self.answered,
+            self.written,
+            self.outbox.len(),
+            self.reading,
+            self.ring_blocked,
+            self.owes_bell
+        )
+    }
+
     /// Requests whose bytes reached the daemon and that are not answered.
     pub fn waiting(&self) -> impl Iterator<Item = &Sent> {
         self.sent[self.answered..]
@@ -211,6 +238,19 @@ impl Client {
                     self.closed = true;
                 }
             }
+        }
+    }
+
+    /// Reads everything that waits for it (a guest: on a signal).
+    pub fn drain(&mut self, net: &mut Net, choice: &mut Choice, pass: u64) {
+        self.reading = true;
+        match (self.endpoint, self.role, self.closed) {
+            (Some(ep), Role::Guest { .. }, false) => self.act_on_ring(net, choice, pass, ep),
+            (Some(ep), _, false) => {
+                let bytes = net.client_recv(ep, usize::MAX);
+                self.take(&bytes, net);
+            }
+            _ => {}
         }
     }
 

@@ -75,10 +75,10 @@ pub fn run(choice: Choice) -> Result<Report, String> {
             let n = w.choice.below(4) as usize + usize::from(w.last_timeout.is_none());
             w.act(n);
             if draining {
-                // Every client reads now, so the run can settle.
-                for c in &mut w.clients {
-                    c.reading = true;
-                }
+                // Every client reads all it has now, so the run settles
+                // (a client picked now and then, with a socket buffer of a
+                // byte, could otherwise take longer than MAX_PASSES).
+                w.drain_clients();
             }
         }
         if server.step().map_err(|e| e.to_string())? == Step::Stopping {
@@ -111,7 +111,26 @@ pub fn run(choice: Choice) -> Result<Report, String> {
             return Err(format!("pass {}: {}", w.pass, wrong.join("; ")));
         }
         if w.pass > MAX_PASSES {
-            return Err(format!("not settled after {MAX_PASSES} passes"));
+            let unsettled: Vec<String> = w
+                .clients
+                .iter()
+                .filter(|c| !c.done())
+                .map(|c| c.describe(&w.net))
+                .collect();
+            let unread: Vec<(usize, usize, bool)> = w
+                .net
+                .endpoints
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| !e.to_client.is_empty())
+                .map(|(i, e)| (i, e.to_client.len(), e.client_closed))
+                .collect();
+            return Err(format!(
+                "not settled after {MAX_PASSES} passes (last poll's timeout {:?}, \
+                 endpoints with unread output {unread:?}): {}",
+                w.last_timeout,
+                unsettled.join("; ")
+            ));
         }
         draining = w.started && w.clients.iter().all(Client::done);
         let quiet = w.net.endpoints.iter().all(|e| e.to_client.is_empty());

@@ -100,6 +100,13 @@ impl World {
         }
     }
 
+    /// Every client reads what waits for it (the end of a run).
+    pub fn drain_clients(&mut self) {
+        for c in &mut self.clients {
+            c.drain(&mut self.net, &mut self.choice, self.pass);
+        }
+    }
+
     /// Connects every client that has no endpoint yet (a guest gets its
     /// ring once introduced: see `SimDomains`).
     pub fn connect_clients(&mut self) {
