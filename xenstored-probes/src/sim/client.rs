@@ -7,7 +7,7 @@
 
 use super::choice::Choice;
 use super::net::Net;
-use crate::ring::{Field, Interface, Page, REQUESTS, RESPONSES, RING_SIZE};
+use crate::ring::{Field, Interface, REQUESTS, RESPONSES, RING_SIZE};
 use xenstore_proto::wire::{Header, MsgType, HEADER_LEN};
 
 /// The path under which fan-out watchers watch: every write below it is an
@@ -199,7 +199,7 @@ impl Client {
                 _ => return,
             };
             let fan_path = (ty == MsgType::Write && payload.starts_with(FAN.as_bytes()))
-                .then(|| payload[..=payload.iter().position(|&b| b == 0).unwrap_or(0)].to_vec());
+                .then(|| path_field(&payload));
             crate::frame::encode(&mut self.outbox, ty as u32, req_id, tx_id, &[&payload]);
             self.sent.push(Sent {
                 req_id,
@@ -229,6 +229,8 @@ impl Client {
         match choice.below(10) {
             0..=4 => self.send(net, choice, pass, ep),
             5..=7 => self.receive(net, choice, ep),
+            // Stops reading now and then (its socket fills, the daemon's
+            // writes block); resumes at its next such turn.
             8 => self.reading = !self.reading || choice.percent(70),
             _ => {
                 // Hang up mid-burst, now and then (never the setup's or a
@@ -325,8 +327,7 @@ impl Client {
     fn take_message(&mut self, header: Header, payload: Vec<u8>, net: &mut Net) {
         if header.ty == MsgType::WatchEvent as u32 {
             if payload.starts_with(FAN.as_bytes()) {
-                let path = payload[..=payload.iter().position(|&b| b == 0).unwrap_or(0)].to_vec();
-                self.fan_events.push(path);
+                self.fan_events.push(path_field(&payload));
             } else {
                 self.received.push((header, payload));
             }
@@ -432,7 +433,11 @@ fn responses_wait(ring: &Interface) -> bool {
     ring.load(Field::RspProd) != ring.load(Field::RspCons)
 }
 
-/// A guest's end of a shared page.
-pub fn guest_ring(page: Box<dyn Page>) -> Interface {
-    Interface::new(page)
+/// A payload's first field with its NUL: a write's path, an event's path.
+fn path_field(payload: &[u8]) -> Vec<u8> {
+    let end = payload
+        .iter()
+        .position(|&b| b == 0)
+        .map_or(payload.len(), |i| i + 1);
+    payload[..end].to_vec()
 }

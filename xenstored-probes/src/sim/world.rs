@@ -6,12 +6,12 @@
 //! the poll returned, a guest ringing between its drain and its read).
 
 use super::choice::Choice;
-use super::client::{guest_ring, Client, Role};
+use super::client::{Client, Role};
 use super::net::{Kind, Net};
 use crate::poller::{Poller, Readiness};
 use crate::ring::conn::{Attached, EventChannel, Liveness, RingBackend};
 use crate::ring::transport::RingTransport;
-use crate::ring::Mapping;
+use crate::ring::{Interface, Mapping};
 use crate::transport::{Attachment, DomainBackend, Listener, Transport};
 use mio::event::Source;
 use mio::{Interest, Registry, Token};
@@ -326,15 +326,12 @@ impl DomainBackend for SimDomains {
     fn introduce(&mut self, domid: u32, gfn: u64, port: u32) -> io::Result<Attachment> {
         let ring = RingTransport::attach(self, domid, gfn, port)?;
         let mut w = lock(&self.world);
-        let page = w.pages.iter().find(|p| p.0 == domid).map(|p| p.1.clone());
-        let endpoint = w.pages.iter().find(|p| p.0 == domid).map(|p| p.2);
-        if let Some(c) = w
-            .clients
-            .iter_mut()
-            .find(|c| c.role == Role::Guest { domid })
-        {
-            c.endpoint = endpoint;
-            c.ring = page.map(|p| guest_ring(Box::new(p)));
+        let World { pages, clients, .. } = &mut *w;
+        let page = pages.iter().find(|p| p.0 == domid);
+        let guest = clients.iter_mut().find(|c| c.role == Role::Guest { domid });
+        if let (Some((_, page, endpoint)), Some(c)) = (page, guest) {
+            c.endpoint = Some(*endpoint);
+            c.ring = Some(Interface::new(Box::new(page.clone())));
         }
         Ok(Attachment::Connection(Box::new(ring)))
     }
