@@ -159,6 +159,8 @@ impl Timeline {
             }
         }
         // Still open at the end: drawn to the end.
+        let mut open_tx: Vec<_> = open_tx.into_iter().collect();
+        open_tx.sort_by(|a, b| a.1 .1.total_cmp(&b.1 .1));
         for ((_, id), (track, start)) in open_tx {
             events.push(
                 json!({"ph": "X", "name": format!("transaction {id}"), "cat": "open",
@@ -309,7 +311,9 @@ impl Devices {
             json!({"ph": "M", "name": "process_sort_index", "pid": DEVICES,
                            "args": {"sort_index": 0}}),
         );
-        for (lane, current) in self.lanes.into_values() {
+        let mut lanes: Vec<_> = self.lanes.into_values().collect();
+        lanes.sort_by_key(|l| l.0);
+        for (lane, current) in lanes {
             if let Some((state, since)) = current {
                 events.push(state_span(lane, state, since, last_us.max(since + 1.0)));
             }
