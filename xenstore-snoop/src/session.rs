@@ -243,7 +243,13 @@ fn closing_line<W: Write>(loop_: &Loop<'_, W>, totals: &Totals) -> String {
         },
         match loop_.own_hidden {
             0 => String::new(),
-            n => format!(", {n} of its own requests (domain names) not shown"),
+            n => format!(
+                ", {n} of its own requests ({}) not shown",
+                match loop_.args.top {
+                    true => "domain names, quotas",
+                    false => "domain names",
+                }
+            ),
         },
         totals
             .trouble

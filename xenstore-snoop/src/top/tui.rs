@@ -6,9 +6,9 @@
 use super::{Frame, SortBy, ViewState, PATHS_SHOWN};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout};
-use ratatui::style::{Modifier, Style};
+use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
-use ratatui::widgets::{Paragraph, Row, Table};
+use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -187,12 +187,23 @@ impl Screen {
             };
             Line::styled(*h, style)
         }));
+        // Guests stand apart from dom0's processes; errors in red.
         let table = Table::new(
-            rows.iter().map(|r| Row::new(Frame::cells(r))),
+            rows.iter().map(|r| {
+                let mut cells = Frame::cells(r).map(Cell::from);
+                if r.dom() != 0 {
+                    cells[2] =
+                        std::mem::take(&mut cells[2]).style(Style::default().fg(Color::Green));
+                }
+                if r.errors_per_s > 0.0 {
+                    cells[4] = std::mem::take(&mut cells[4]).style(Style::default().fg(Color::Red));
+                }
+                Row::new(cells)
+            }),
             [
                 Constraint::Length(5),
                 Constraint::Length(7),
-                Constraint::Min(15),
+                Constraint::Length(16),
                 Constraint::Length(8),
                 Constraint::Length(7),
                 Constraint::Length(8),
@@ -200,7 +211,7 @@ impl Screen {
                 Constraint::Length(7),
                 Constraint::Length(9),
                 Constraint::Length(8),
-                Constraint::Length(11),
+                Constraint::Min(11),
             ],
         )
         .header(head);
@@ -219,7 +230,8 @@ impl Screen {
                 Constraint::Length(1),
             ])
             .areas(f.area());
-            f.render_widget(Paragraph::new(status).style(bold), top);
+            let banner = bold.fg(Color::Black).bg(Color::Cyan);
+            f.render_widget(Paragraph::new(status).style(banner), top);
             f.render_widget(table, middle);
             f.render_widget(Paragraph::new(paths), bottom);
             f.render_widget(Paragraph::new(HELP), help);
