@@ -415,10 +415,13 @@ impl<W: Write> Loop<'_, W> {
             }
             if let Some(top) = &mut self.top {
                 use crate::top::Go;
-                match top.advance(crate::output::clock_ns(libc::CLOCK_MONOTONIC), false)? {
-                    Go::On => {}
-                    Go::Quit => break Stop::Signal,
-                    Go::Counted => break Stop::Count,
+                match top.advance(crate::output::clock_ns(libc::CLOCK_MONOTONIC), false) {
+                    Ok(Go::On) => {}
+                    Ok(Go::Quit) => break Stop::Signal,
+                    Ok(Go::Counted) => break Stop::Count,
+                    // `--top | head`: as with lines, a closed pipe ends quietly.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break Stop::PipeClosed,
+                    Err(e) => return Err(e.into()),
                 }
                 continue;
             }

@@ -38,10 +38,13 @@ pub struct Timeline {
     pub dropped: u64,
 }
 
-/// Lanes of a client's track (Chrome thread ids).
-const REQUESTS: u32 = 1;
-const WATCH_EVENTS: u32 = 2;
-const TRANSACTIONS: u32 = 3;
+/// Lanes of a client's track, one set per connection (a process may hold
+/// several, whose requests overlap in time): Chrome thread ids are
+/// `conn * 4 + lane`.
+const REQUESTS: u64 = 1;
+const WATCH_EVENTS: u64 = 2;
+const TRANSACTIONS: u64 = 3;
+const LANE_NAMES: [&str; 4] = ["", "requests", "watch events", "transactions"];
 /// The devices' track (a Chrome process id no client track takes).
 const DEVICES: u32 = 1;
 
@@ -91,25 +94,27 @@ impl Timeline {
                 events.push(meta("process_name", next, 0, &name));
                 events.push(json!({"ph": "M", "name": "process_sort_index", "pid": next,
                                    "args": {"sort_index": next}}));
-                for (tid, lane) in [
-                    (REQUESTS, "requests"),
-                    (WATCH_EVENTS, "watch events"),
-                    (TRANSACTIONS, "transactions"),
-                ] {
-                    events.push(meta("thread_name", next, tid, lane));
-                }
                 next
             })
         };
+        let mut named = std::collections::HashSet::new();
+        let mut lane = |events: &mut Vec<Value>, track: u32, conn: u32, kind: u64| -> u64 {
+            let tid = u64::from(conn) * 4 + kind;
+            if named.insert((track, tid)) {
+                let name = format!("{} (conn {conn})", LANE_NAMES[kind as usize]);
+                events.push(meta("thread_name", track, tid, &name));
+            }
+            tid
+        };
         let mut devices = Devices::new();
         // Firing request serial -> where its mark is.
-        let mut marks: HashMap<u64, (u32, f64)> = HashMap::new();
+        let mut marks: HashMap<u64, Spot> = HashMap::new();
         // Connection -> watch events not yet followed by a request.
-        let mut woken: HashMap<u32, Vec<(u32, f64)>> = HashMap::new();
+        let mut woken: HashMap<u32, Vec<Spot>> = HashMap::new();
         // Open transactions: (conn, id) -> start.
-        let mut open_tx: HashMap<(u32, u32), (u32, f64)> = HashMap::new();
+        let mut open_tx: HashMap<(u32, u32), Spot> = HashMap::new();
         let mut flow_id = 0u64;
-        let mut flow = |events: &mut Vec<Value>, from: (u32, u32, f64), to: (u32, u32, f64)| {
+        let mut flow = |events: &mut Vec<Value>, from: Spot, to: Spot| {
             flow_id += 1;
             events.push(
                 json!({"ph": "s", "id": flow_id, "name": "watch", "cat": "watch",
@@ -127,44 +132,43 @@ impl Timeline {
             match r.kind {
                 Kind::Op => {
                     let dur = r.latency_ns.map_or(1.0, |ns| (ns as f64 / 1e3).max(1.0));
+                    let tid = lane(&mut events, track, r.conn, REQUESTS);
                     events.push(json!({"ph": "X", "name": r.op_name(), "cat":
                         if r.error.is_some() { "error" } else { "request" },
-                        "pid": track, "tid": REQUESTS, "ts": ts, "dur": dur,
+                        "pid": track, "tid": tid, "ts": ts, "dur": dur,
                         "args": {"line": line, "path": r.path}}));
-                    marks.insert(r.serial, (track, ts));
-                    for (event_track, event_ts) in woken.remove(&r.conn).unwrap_or_default() {
-                        flow(
-                            &mut events,
-                            (event_track, WATCH_EVENTS, event_ts),
-                            (track, REQUESTS, ts),
-                        );
+                    marks.insert(r.serial, (track, tid, ts));
+                    for event in woken.remove(&r.conn).unwrap_or_default() {
+                        flow(&mut events, event, (track, tid, ts));
                     }
-                    self.transaction(r, track, ts, &mut open_tx, &mut events);
+                    use xenstore_proto::wire::MsgType::{TransactionEnd, TransactionStart};
+                    if [TransactionStart as u16, TransactionEnd as u16].contains(&r.op.unwrap_or(0))
+                    {
+                        let tx_lane = lane(&mut events, track, r.conn, TRANSACTIONS);
+                        transaction(r, (track, tx_lane, ts), &mut open_tx, &mut events);
+                    }
                     devices.write(r, ts, &mut events);
                 }
                 Kind::WatchEvent => {
+                    let tid = lane(&mut events, track, r.conn, WATCH_EVENTS);
                     events.push(json!({"ph": "X", "name": "XS_WATCH_EVENT", "cat": "watch",
-                        "pid": track, "tid": WATCH_EVENTS, "ts": ts, "dur": 1.0,
+                        "pid": track, "tid": tid, "ts": ts, "dur": 1.0,
                         "args": {"line": line, "path": r.path}}));
-                    if let Some(&(from_track, from_ts)) = r.fired_by.and_then(|s| marks.get(&s)) {
-                        flow(
-                            &mut events,
-                            (from_track, REQUESTS, from_ts),
-                            (track, WATCH_EVENTS, ts),
-                        );
+                    if let Some(&from) = r.fired_by.and_then(|s| marks.get(&s)) {
+                        flow(&mut events, from, (track, tid, ts));
                     }
-                    woken.entry(r.conn).or_default().push((track, ts));
+                    woken.entry(r.conn).or_default().push((track, tid, ts));
                 }
                 _ => {}
             }
         }
         // Still open at the end: drawn to the end.
         let mut open_tx: Vec<_> = open_tx.into_iter().collect();
-        open_tx.sort_by(|a, b| a.1 .1.total_cmp(&b.1 .1));
-        for ((_, id), (track, start)) in open_tx {
+        open_tx.sort_by(|a, b| a.1 .2.total_cmp(&b.1 .2));
+        for ((_, id), (track, tid, start)) in open_tx {
             events.push(
                 json!({"ph": "X", "name": format!("transaction {id}"), "cat": "open",
-                "pid": track, "tid": TRANSACTIONS, "ts": start,
+                "pid": track, "tid": tid, "ts": start,
                 "dur": (last_us - start).max(1.0), "args": {"line": "still open at the end"}}),
             );
         }
@@ -180,38 +184,40 @@ impl Timeline {
             },
         })
     }
+}
 
-    /// A transaction's span: from its start's reply to its end.
-    fn transaction(
-        &self,
-        r: &Record,
-        track: u32,
-        ts: f64,
-        open: &mut HashMap<(u32, u32), (u32, f64)>,
-        events: &mut Vec<Value>,
-    ) {
-        use xenstore_proto::wire::MsgType;
-        let op = r.op.map(u32::from);
-        if op == Some(MsgType::TransactionStart as u32) && r.error.is_none() {
-            if let Some(id) = r.result.as_deref().and_then(|v| v.parse().ok()) {
-                open.insert((r.conn, id), (track, ts));
-            }
-        } else if op == Some(MsgType::TransactionEnd as u32) {
-            let Some((track, start)) = r.tx.and_then(|id| open.remove(&(r.conn, id))) else {
-                return;
-            };
-            let outcome = match (&r.error, r.value.as_str()) {
-                (Some(e), _) => e.clone(),
-                (None, "F") => "aborted".into(),
-                (None, _) => "committed".into(),
-            };
-            events.push(
-                json!({"ph": "X", "name": format!("transaction {}", r.tx.unwrap_or(0)),
-                "cat": if r.error.is_some() { "error" } else { "transaction" },
-                "pid": track, "tid": TRANSACTIONS, "ts": start,
-                "dur": (ts - start).max(1.0), "args": {"line": outcome}}),
-            );
+/// Where a mark is: track (Chrome pid), lane (tid), time (µs).
+type Spot = (u32, u64, f64);
+
+/// A transaction's span, on the lane of `at`: from its start's reply to
+/// its end.
+fn transaction(
+    r: &Record,
+    at: Spot,
+    open: &mut HashMap<(u32, u32), Spot>,
+    events: &mut Vec<Value>,
+) {
+    use xenstore_proto::wire::MsgType;
+    let op = r.op.map(u32::from);
+    if op == Some(MsgType::TransactionStart as u32) && r.error.is_none() {
+        if let Some(id) = r.result.as_deref().and_then(|v| v.parse().ok()) {
+            open.insert((r.conn, id), at);
         }
+    } else if op == Some(MsgType::TransactionEnd as u32) {
+        let Some((track, tid, start)) = r.tx.and_then(|id| open.remove(&(r.conn, id))) else {
+            return;
+        };
+        let outcome = match (&r.error, r.value.as_str()) {
+            (Some(e), _) => e.clone(),
+            (None, "F") => "aborted".into(),
+            (None, _) => "committed".into(),
+        };
+        events.push(
+            json!({"ph": "X", "name": format!("transaction {}", r.tx.unwrap_or(0)),
+            "cat": if r.error.is_some() { "error" } else { "transaction" },
+            "pid": track, "tid": tid, "ts": start,
+            "dur": (at.2 - start).max(1.0), "args": {"line": outcome}}),
+        );
     }
 }
 
@@ -244,7 +250,7 @@ pub fn write_files(
     Ok(())
 }
 
-fn meta(what: &str, pid: u32, tid: u32, name: &str) -> Value {
+fn meta(what: &str, pid: u32, tid: u64, name: &str) -> Value {
     json!({"ph": "M", "name": what, "pid": pid, "tid": tid, "args": {"name": name}})
 }
 
@@ -293,7 +299,7 @@ impl Devices {
         };
         let next = self.lanes.len() as u32 + 1;
         let (lane, current) = self.lanes.entry(name.clone()).or_insert_with(|| {
-            events.push(meta("thread_name", DEVICES, next, &name));
+            events.push(meta("thread_name", DEVICES, next.into(), &name));
             (next, None)
         });
         if let Some((was, since)) = current.replace((state, ts)) {
