@@ -241,6 +241,8 @@ fn top_in_a_terminal_live_and_replayed() {
     wait_for("the snooper to attach", TIMEOUT, || {
         std::fs::read_to_string(dir.join("err")).is_ok_and(|e| e.contains("Ctrl-C to end."))
     });
+    let err = std::fs::read_to_string(dir.join("err")).unwrap();
+    eprintln!("{}", err.lines().next().unwrap_or_default());
     let load = workload(&shim);
     assert!(tmux.alternate_on("live"), "--top is not full-screen");
 

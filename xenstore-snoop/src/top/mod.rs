@@ -16,6 +16,9 @@ const LATENCY_SAMPLES: usize = 4096;
 const PATHS_MAX: usize = 4096;
 /// Clients remembered (their totals); a host has far fewer.
 const CLIENTS_MAX: usize = 4096;
+/// Refreshes a client stays listed after its last request or event
+/// (dom0's short-lived clients, one process per xenstore-read, come and go).
+const IDLE_REFRESHES_KEPT: u32 = 10;
 /// Hottest paths shown.
 pub const PATHS_SHOWN: usize = 10;
 
@@ -33,6 +36,8 @@ struct Counts {
     watch_events: u64,
     transactions: u64,
     eagains: u64,
+    /// Requests with a latency, and a sample of those latencies.
+    timed: u64,
     latencies_ns: Vec<u64>,
 }
 
@@ -40,6 +45,8 @@ struct Counts {
 struct ClientState {
     name: Option<std::rc::Rc<str>>,
     window: Counts,
+    /// Refreshes in a row without a request or event.
+    idle: u32,
     total_requests: u64,
     total_eagains: u64,
 }
@@ -160,12 +167,15 @@ impl Top {
                     state.total_eagains += 1;
                 }
                 if let Some(ns) = r.latency_ns {
+                    w.timed += 1;
                     if w.latencies_ns.len() < LATENCY_SAMPLES {
                         w.latencies_ns.push(ns);
                     } else {
-                        // Past the cap, keep a spread: overwrite in turn.
-                        let i = (w.requests as usize) % LATENCY_SAMPLES;
-                        w.latencies_ns[i] = w.latencies_ns[i].max(ns);
+                        // A uniform sample past the cap (reservoir, as summary.rs).
+                        let j = crate::summary::splitmix(w.timed ^ ns) % w.timed;
+                        if let Some(kept) = w.latencies_ns.get_mut(j as usize) {
+                            *kept = ns;
+                        }
                     }
                 }
                 if let Some(path) = crate::paths::node_path(r) {
@@ -195,6 +205,10 @@ impl Top {
             .iter_mut()
             .map(|(client, s)| {
                 let w = std::mem::take(&mut s.window);
+                s.idle = match w.requests + w.watch_events {
+                    0 => s.idle + 1,
+                    _ => 0,
+                };
                 Row {
                     client: client.clone(),
                     name: s.name.as_deref().unwrap_or("-").to_string(),
@@ -209,6 +223,7 @@ impl Top {
                 }
             })
             .collect();
+        self.clients.retain(|_, s| s.idle < IDLE_REFRESHES_KEPT);
         let mut paths: Vec<(String, f64)> = self
             .paths
             .drain()
@@ -529,5 +544,10 @@ mod tests {
         assert!(next.rows.iter().all(|r| r.requests_per_s == 0.0));
         assert_eq!(next.rows(&view).iter().map(|r| r.requests).sum::<u64>(), 25);
         assert!(next.paths.is_empty());
+        // Gone quiet for long enough: no longer listed.
+        for _ in 0..IDLE_REFRESHES_KEPT {
+            top.roll(1.0);
+        }
+        assert!(top.roll(1.0).rows.is_empty());
     }
 }
