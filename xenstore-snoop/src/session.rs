@@ -387,11 +387,15 @@ impl<W: Write> Loop<'_, W> {
             source.wait(100)?;
             let lost = source.lost();
             if lost > lost_reported {
-                // Said at once, not only in the final count.
-                eprintln!(
-                    "xenstore-snoop: {} events lost so far (ring buffer full; try a larger --ring-mb)",
-                    lost
-                );
+                // Said at once, not only in the final count (a full-screen
+                // view says it in its heading: a line would tear it).
+                match self.top.as_mut().filter(|t| t.screen.interactive()) {
+                    Some(top) => top.lost = self.lost_before + lost,
+                    None => eprintln!(
+                        "xenstore-snoop: {} events lost so far (ring buffer full; try a larger --ring-mb)",
+                        lost
+                    ),
+                }
                 lost_reported = lost;
                 if let Some(trace) = &mut self.trace {
                     let total = self.lost_before + lost;

@@ -347,6 +347,8 @@ pub struct Driver {
     count: Option<u64>,
     /// The daemon's dom0 socket, for quotas (live only).
     socket: Option<std::path::PathBuf>,
+    /// Events the capture lost so far, said in the heading.
+    pub lost: u64,
 }
 
 /// Whether `--top` goes on.
@@ -373,6 +375,7 @@ impl Driver {
             window_start_ns: clock.start_mono_ns,
             count: args.count,
             socket,
+            lost: 0,
         })
     }
 
@@ -403,7 +406,13 @@ impl Driver {
             fill_quotas(&mut frame.rows, socket);
         }
         let stamp = self.clock.wall(end_ns).with_timezone(&chrono::Local);
-        let heading = format!("xenstore-snoop --top {}", stamp.format("%H:%M:%S"));
+        let mut heading = format!("xenstore-snoop --top {}", stamp.format("%H:%M:%S"));
+        if self.lost > 0 {
+            heading.push_str(&format!(
+                " ({} events lost: try a larger --ring-mb)",
+                self.lost
+            ));
+        }
         self.screen.show(frame, heading)?;
         if self.count.is_some_and(|n| self.screen.frames() >= n) {
             return Ok(Go::Counted);
