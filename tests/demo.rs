@@ -15,8 +15,10 @@ fn demo_script_shows_the_classic_story() {
         .parent()
         .unwrap()
         .to_path_buf();
+    let drawn = common::shim::private_dir("demo");
     let out = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/demo"))
         .env("BIN_DIR", &bin_dir)
+        .env("DEMO_OUT", &drawn)
         .bounded_output();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -63,4 +65,17 @@ fn demo_script_shows_the_classic_story() {
         "{stdout}"
     );
     assert!(stderr.contains(" 0 lost"), "{stderr}");
+    // The boot's --top frame and its timeline (tests/timeline.rs opens one).
+    let top = std::fs::read_to_string(drawn.join("top.txt")).unwrap();
+    assert!(stdout.contains(top.lines().next().unwrap()), "{stdout}");
+    assert!(
+        top.lines()
+            .any(|l| l.split_whitespace().take(3).eq(["6", "0", "guest6"])),
+        "{top}"
+    );
+    let page = std::fs::read_to_string(drawn.join("boot.html")).unwrap();
+    let trace = std::fs::read_to_string(drawn.join("boot.trace.json")).unwrap();
+    for text in [&page, &trace] {
+        assert!(text.contains("dom6 vbd 0 backend (dom0)"));
+    }
 }

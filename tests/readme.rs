@@ -16,10 +16,14 @@ use std::process::{Command, Stdio};
 const README: &str = include_str!("../README.md");
 
 /// Examples another test runs, with the reason.
-const ELSEWHERE: [(&str, &str); 2] = [
+const ELSEWHERE: [(&str, &str); 3] = [
     (
         "scripts/xs-stack-correlate",
         "needs bpftrace's stacks: tests/scripts_live.rs stacks_attribute_every_client_request",
+    ),
+    (
+        "--top",
+        "a full-screen view: tests/top.rs runs it in a terminal (tmux)",
     ),
     (
         "--metrics",

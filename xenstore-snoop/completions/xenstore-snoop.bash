@@ -23,7 +23,7 @@ _xenstore__snoop() {
 
     case "${cmd}" in
         xenstore__snoop)
-            opts="-d -p -n -x -c -T -L -v -w -r -h -V --daemon-pid --binary --domain --pid --name --failed --op --path --no-watch-events --follow --count --duration --timestamp --relative --latency --verbose --json --summary --interval --metrics --metrics-textfile --metrics-listen --metrics-listen-any --metrics-max-domains --socket --write --read --tracefs --ring-mb --paired --backend --bpf-links --help --version"
+            opts="-d -p -n -x -c -T -L -v -w -r -h -V --daemon-pid --binary --domain --pid --name --failed --op --path --no-watch-events --follow --count --duration --timestamp --relative --latency --verbose --json --summary --top --timeline --timeline-json --interval --metrics --metrics-textfile --metrics-listen --metrics-listen-any --metrics-max-domains --socket --write --read --tracefs --ring-mb --paired --backend --bpf-links --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -78,6 +78,14 @@ _xenstore__snoop() {
                     return 0
                     ;;
                 --duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeline-json)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

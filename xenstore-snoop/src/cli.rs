@@ -15,6 +15,8 @@ Examples:
   xenstore-snoop -T -L                # wall-clock timestamps and latency (µs)
   xenstore-snoop --json | jq .        # JSON lines
   xenstore-snoop --summary --interval 5 --duration 60
+  xenstore-snoop --top                # who is busy: a view refreshed every second (q quits)
+  xenstore-snoop -r boot.jsonl --timeline boot.html --timeline-json boot.trace.json
   xenstore-snoop --metrics --metrics-listen 127.0.0.1:9464   # a Prometheus exporter
   xenstore-snoop --daemon-pid 1234    # pick one of several daemons
   xenstore-snoop -w trace.jsonl       # show and record (all records, before the filters)
@@ -29,7 +31,7 @@ Examples:
 /// Needs root.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "xenstore-snoop", version, after_help = EXAMPLES)]
-#[command(group(clap::ArgGroup::new("interval_modes").args(["summary", "metrics"]).multiple(true)))]
+#[command(group(clap::ArgGroup::new("interval_modes").args(["summary", "metrics", "top"]).multiple(true)))]
 #[command(group(clap::ArgGroup::new("metrics_outputs").args(["metrics_textfile", "metrics_listen"]).multiple(true)))]
 pub struct Args {
     /// Trace this daemon process (default: the one running xenstored-shim)
@@ -77,7 +79,7 @@ pub struct Args {
     #[arg(long)]
     pub follow: bool,
 
-    /// Exit after N lines (or N requests with --summary)
+    /// Exit after N lines (or N requests with --summary, N refreshes with --top)
     #[arg(short = 'c', long, value_name = "N")]
     pub count: Option<u64>,
 
@@ -109,9 +111,29 @@ pub struct Args {
     #[arg(long)]
     pub summary: bool,
 
+    /// A full-screen view refreshed in place every second (or --interval): per guest
+    /// and per dom0 process requests/s, errors/s, watch events/s, transactions/s,
+    /// EAGAINs, p99 latency, quota use, and the hottest paths; keys sort (r e w l n),
+    /// filter by domain (d), pause (p) and quit (q). Plain text frames when standard
+    /// output is not a terminal. With -r, the trace plays at the speed it was recorded
+    #[arg(long, conflicts_with_all = ["json", "summary", "metrics"])]
+    pub top: bool,
+
+    /// Also draw what is shown as a timeline in FILE, written at the end: one
+    /// self-contained HTML page (swimlanes per guest and dom0 process, devices'
+    /// XenbusState, watch flows; zoom, pan, hover)
+    #[arg(long, value_name = "FILE", conflicts_with = "metrics")]
+    pub timeline: Option<PathBuf>,
+
+    /// Also write the timeline to FILE in Chrome's trace event format (Perfetto,
+    /// chrome://tracing), at the end
+    #[arg(long, value_name = "FILE", conflicts_with = "metrics")]
+    pub timeline_json: Option<PathBuf>,
+
     /// With --summary: every SECS seconds also print the tables with each op's and domain's
     /// rate over the interval (requests/s) beside the running totals. With --metrics: how
-    /// often the metrics are refreshed (default 15)
+    /// often the metrics are refreshed (default 15). With --top: how often it refreshes
+    /// (default 1)
     #[arg(long, value_name = "SECS", requires = "interval_modes", value_parser = positive_secs)]
     pub interval: Option<f64>,
 
@@ -235,6 +257,8 @@ impl Args {
             || self.relative
             || self.json
             || self.write.is_some()
+            || self.timeline.is_some()
+            || self.timeline_json.is_some()
             || (paired && (self.latency || self.summary))
     }
 }

@@ -22,4 +22,6 @@ pub mod sdt;
 pub mod session;
 pub mod summary;
 pub mod target;
+pub mod timeline;
+pub mod top;
 pub mod trace_file;

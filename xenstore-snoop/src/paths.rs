@@ -32,6 +32,12 @@ pub fn absolute(dom: u16, path: &str) -> Cow<'_, str> {
 /// The record's path made absolute when it names a node (ops on nodes and
 /// watch events); other first arguments (a domid, a feature) as they are.
 pub fn record_path(r: &Record) -> Cow<'_, str> {
+    node_path(r).unwrap_or(Cow::Borrowed(&r.path))
+}
+
+/// The node the record names, made absolute; None when its first argument
+/// is not a node (a domid, a feature, nothing).
+pub fn node_path(r: &Record) -> Option<Cow<'_, str>> {
     let names_a_node = match r.kind {
         Kind::Op => {
             r.op.is_some_and(|op| PATH_OPS.iter().any(|&t| t as u16 == op))
@@ -39,11 +45,7 @@ pub fn record_path(r: &Record) -> Cow<'_, str> {
         Kind::WatchEvent => true,
         _ => false,
     };
-    if names_a_node {
-        absolute(r.dom, &r.path)
-    } else {
-        Cow::Borrowed(&r.path)
-    }
+    names_a_node.then(|| absolute(r.dom, &r.path))
 }
 
 #[cfg(test)]

@@ -84,6 +84,12 @@ pub fn replay(
         line: String::new(),
         summary: Summary::new(box_drawing),
         shown: 0,
+        top: args
+            .top
+            .then(|| crate::top::Driver::new(args, clock, None))
+            .transpose()?,
+        timeline: (args.timeline.is_some() || args.timeline_json.is_some())
+            .then(crate::timeline::Timeline::new),
     };
     // Trace time, in ns; the interval at least 1 ns.
     let ns = |secs: f64| ((secs * 1e9) as u64).max(1);
@@ -97,9 +103,11 @@ pub fn replay(
         ..Replayed::default()
     };
 
-    if !args.json && !args.summary {
+    if !args.json && !args.summary && !args.top {
         writeln!(replay.out, "{}", replay.style.header())?;
     }
+    let mut last_ns = clock.start_mono_ns;
+    let mut quit = false;
     while let Some(item) = reader.next_item()? {
         let r = match item {
             Item::Record(r) => r,
@@ -108,6 +116,7 @@ pub fn replay(
                 continue;
             }
             Item::End(e) => {
+                last_ns = last_ns.max(e.mono_ns);
                 done.end = Some(e);
                 continue;
             }
@@ -115,6 +124,14 @@ pub fn replay(
         done.records += 1;
         if deadline.is_some_and(|d| r.mono_ns > d) {
             break;
+        }
+        last_ns = last_ns.max(r.mono_ns);
+        if let Some(top) = &mut replay.top {
+            let pace = top.screen.interactive();
+            if top.advance(r.mono_ns, pace)? != crate::top::Go::On {
+                quit = true;
+                break;
+            }
         }
         // The tables of the interval that ended before this record; quiet
         // intervals print nothing.
@@ -130,10 +147,18 @@ pub fn replay(
         }
         if filter.wants(&r) {
             replay.show(&r, &clock)?;
-            if args.count.is_some_and(|n| replay.shown >= n) {
+            if replay.top.is_none() && args.count.is_some_and(|n| replay.shown >= n) {
                 break;
             }
         }
+    }
+    if let Some(mut top) = replay.top.take() {
+        if !quit {
+            top.finish(last_ns)?;
+        }
+    }
+    if let Some(timeline) = &replay.timeline {
+        crate::timeline::write_files(args, timeline, &clock)?;
     }
     if args.summary {
         let tables = replay.summary.render(10);
@@ -159,11 +184,20 @@ struct Replay<'a, W: Write> {
     line: String,
     summary: Summary,
     shown: u64,
+    top: Option<crate::top::Driver>,
+    timeline: Option<crate::timeline::Timeline>,
 }
 
 impl<W: Write> Replay<'_, W> {
     fn show(&mut self, r: &Record, clock: &crate::output::Clock) -> Result<()> {
         self.shown += 1;
+        if let Some(timeline) = &mut self.timeline {
+            timeline.add(r);
+        }
+        if let Some(top) = &mut self.top {
+            top.add(r);
+            return Ok(());
+        }
         if self.args.summary {
             self.summary.add(r);
             return Ok(());

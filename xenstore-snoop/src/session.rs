@@ -97,6 +97,10 @@ pub fn run(args: &Args) -> Result<i32> {
         cuts: Cuts::new(),
         summary: Summary::new(crate::summary::box_drawing_for_stdout()),
         trace: None,
+        top: None,
+        timeline: (args.timeline.is_some() || args.timeline_json.is_some())
+            .then(crate::timeline::Timeline::new),
+        socket: crate::domains::daemon_socket(target.pid),
         shown: 0,
         seen: 0,
         undecodable: 0,
@@ -128,6 +132,8 @@ pub fn run(args: &Args) -> Result<i32> {
         Ok(stop) => format!("{stop:?}"),
         Err(_) => "Failed".to_string(),
     };
+    // The terminal back before anything more is said.
+    loop_.top = None;
     let closed = close(&mut loop_, &totals, stopped);
     if matches!(&traced, Ok(stop) if *stop != Stop::PipeClosed) && loop_.args.summary {
         let tables = loop_.summary.render(10);
@@ -137,6 +143,9 @@ pub fn run(args: &Args) -> Result<i32> {
     eprintln!("{}", closing_line(&loop_, &totals));
     traced?;
     closed?;
+    if let Some(timeline) = &loop_.timeline {
+        crate::timeline::write_files(args, timeline, &loop_.clock)?;
+    }
     Ok(0)
 }
 
@@ -234,7 +243,13 @@ fn closing_line<W: Write>(loop_: &Loop<'_, W>, totals: &Totals) -> String {
         },
         match loop_.own_hidden {
             0 => String::new(),
-            n => format!(", {n} of its own requests (domain names) not shown"),
+            n => format!(
+                ", {n} of its own requests ({}) not shown",
+                match loop_.args.top {
+                    true => "domain names, quotas",
+                    false => "domain names",
+                }
+            ),
         },
         totals
             .trouble
@@ -320,6 +335,12 @@ struct Loop<'a, W: Write> {
     summary: Summary,
     /// `-w`: every record, before the filters.
     trace: Option<trace_file::Writer>,
+    /// `--top`, once attached.
+    top: Option<crate::top::Driver>,
+    /// `--timeline`, `--timeline-json`: what is shown, kept for drawing.
+    timeline: Option<crate::timeline::Timeline>,
+    /// The daemon's dom0 socket (for --top's quotas).
+    socket: Option<std::path::PathBuf>,
     /// Events lost while tracing earlier daemon processes (--follow).
     lost_before: u64,
     shown: u64,
@@ -348,7 +369,14 @@ impl<W: Write> Loop<'_, W> {
             .zip(interval)
             .map_or(self.start, |(at, i)| at - i);
         let mut batch: Vec<Event> = Vec::new();
-        if !self.args.json && !self.args.summary && !self.header_shown {
+        if self.args.top && self.top.is_none() {
+            self.top = Some(crate::top::Driver::new(
+                self.args,
+                self.clock,
+                self.socket.clone(),
+            )?);
+        }
+        if !self.args.json && !self.args.summary && !self.args.top && !self.header_shown {
             self.header_shown = true;
             if self.emit(&self.style.header()).is_err() {
                 return Ok(Stop::PipeClosed);
@@ -359,11 +387,15 @@ impl<W: Write> Loop<'_, W> {
             source.wait(100)?;
             let lost = source.lost();
             if lost > lost_reported {
-                // Said at once, not only in the final count.
-                eprintln!(
-                    "xenstore-snoop: {} events lost so far (ring buffer full; try a larger --ring-mb)",
-                    lost
-                );
+                // Said at once, not only in the final count (a full-screen
+                // view says it in its heading: a line would tear it).
+                match self.top.as_mut().filter(|t| t.screen.interactive()) {
+                    Some(top) => top.lost = self.lost_before + lost,
+                    None => eprintln!(
+                        "xenstore-snoop: {} events lost so far (ring buffer full; try a larger --ring-mb)",
+                        lost
+                    ),
+                }
                 lost_reported = lost;
                 if let Some(trace) = &mut self.trace {
                     let total = self.lost_before + lost;
@@ -384,6 +416,18 @@ impl<W: Write> Loop<'_, W> {
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
                 break Stop::Duration;
+            }
+            if let Some(top) = &mut self.top {
+                use crate::top::Go;
+                match top.advance(crate::output::clock_ns(libc::CLOCK_MONOTONIC), false) {
+                    Ok(Go::On) => {}
+                    Ok(Go::Quit) => break Stop::Signal,
+                    Ok(Go::Counted) => break Stop::Count,
+                    // `--top | head`: as with lines, a closed pipe ends quietly.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break Stop::PipeClosed,
+                    Err(e) => return Err(e.into()),
+                }
+                continue;
             }
             if let (Some(at), Some(every)) = (self.next_report, interval) {
                 if now >= at {
@@ -464,7 +508,7 @@ impl<W: Write> Loop<'_, W> {
             if self.show(&r).is_err() {
                 return Ok(Some(Stop::PipeClosed));
             }
-            if self.args.count.is_some_and(|n| self.shown >= n) {
+            if self.top.is_none() && self.args.count.is_some_and(|n| self.shown >= n) {
                 return Ok(Some(Stop::Count));
             }
         }
@@ -479,6 +523,13 @@ impl<W: Write> Loop<'_, W> {
 
     fn show(&mut self, r: &Record) -> std::io::Result<()> {
         self.shown += 1;
+        if let Some(timeline) = &mut self.timeline {
+            timeline.add(r);
+        }
+        if let Some(top) = &mut self.top {
+            top.add(r);
+            return Ok(());
+        }
         if self.args.summary {
             self.summary.add(r);
             return Ok(());
