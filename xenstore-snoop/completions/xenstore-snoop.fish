@@ -8,8 +8,8 @@ complete -c xenstore-snoop -l path -d 'Only requests whose path matches this reg
 complete -c xenstore-snoop -s c -l count -d 'Exit after N lines (or N requests with --summary)' -r
 complete -c xenstore-snoop -l duration -d 'Exit after SECS seconds' -r
 complete -c xenstore-snoop -l interval -d 'With --summary: every SECS seconds also print the tables with each op\'s and domain\'s rate over the interval (requests/s) beside the running totals. With --metrics: how often the metrics are refreshed (default 15)' -r
-complete -c xenstore-snoop -l metrics-textfile -d 'With --metrics: write DIR/xenstore.prom every interval (node_exporter\'s textfile collector; written to a temporary name in DIR and renamed)' -r -F
-complete -c xenstore-snoop -l metrics-listen -d 'With --metrics: serve GET /metrics on ADDR (e.g. 127.0.0.1:9464); a loopback address unless --metrics-listen-any' -r
+complete -c xenstore-snoop -l metrics-textfile -d 'Export metrics (implies --metrics): write DIR/xenstore.prom every interval (node_exporter\'s textfile collector; written to a temporary name in DIR and renamed)' -r -F
+complete -c xenstore-snoop -l metrics-listen -d 'Export metrics (implies --metrics): serve GET /metrics on ADDR (e.g. 127.0.0.1:9464); a loopback address unless --metrics-listen-any' -r
 complete -c xenstore-snoop -l metrics-max-domains -d 'With --metrics: domains with series of their own; the rest are summed under domid="other" and counted in xenstore_domains_over_cap' -r
 complete -c xenstore-snoop -l socket -d 'The daemon\'s dom0 socket, for --metrics\' domain names and quotas (default: the one the daemon listens on)' -r -F
 complete -c xenstore-snoop -s w -l write -d 'Also write every record, before the filters, to FILE (a trace: JSON lines, see TRACE FILES in the man page); the output is unchanged' -r -F
@@ -30,7 +30,7 @@ complete -c xenstore-snoop -s L -l latency -d 'Add a request-to-reply latency co
 complete -c xenstore-snoop -s v -l verbose -d 'Show error reasons, connection and transaction-end events'
 complete -c xenstore-snoop -l json -d 'One JSON object per line instead of text'
 complete -c xenstore-snoop -l summary -d 'Print summary tables (per op, per domain, top paths, watch fan-out) instead of lines'
-complete -c xenstore-snoop -l metrics -d 'Run as a Prometheus exporter: count in the kernel (per op and result, per domain, latency, watch events, transaction outcomes) and read each domain\'s quotas, written to --metrics-textfile and/or served on --metrics-listen, until stopped (BPF only)'
+complete -c xenstore-snoop -l metrics -d 'Run as a Prometheus exporter: count in the kernel (per op and result, per domain, latency, watch events, transaction outcomes) and read each domain\'s quotas, written to --metrics-textfile and/or served on --metrics-listen, until stopped (BPF only); either of those alone implies it'
 complete -c xenstore-snoop -l metrics-listen-any -d 'Allow --metrics-listen on an address other hosts reach'
 complete -c xenstore-snoop -l paired -d 'Attach the request and response probes and pair them, instead of the one reply probe: shows requests never answered (ending "?"), at twice the probe firings (the default on a daemon without reply)'
 complete -c xenstore-snoop -s h -l help -d 'Print help (see more with \'--help\')'
