@@ -8,7 +8,7 @@
 //! changes). After an exec of the same file in place (a live update into the
 //! same binary) the breakpoints a standing registration put into the new mm
 //! while the ELF loader mapped it are there but the semaphores stayed zero
-//! (seen on 6.18), and a later attach, finding the breakpoint
+//! (seen on 6.1, 6.12, 6.18), and a later attach, finding the breakpoint
 //! already written, does not raise them either: the daemon never fires.
 //!
 //! A /proc/PID/mem handle holds the mm it was opened on: once the process
