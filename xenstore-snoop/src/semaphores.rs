@@ -20,6 +20,10 @@ use crate::target::Target;
 use anyhow::{Context, Result};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::time::{Duration, Instant};
+
+/// How long a process that just exec'd may take to map its new image.
+const MAPPING_WAIT: Duration = Duration::from_secs(10);
 
 pub struct Semaphores {
     pid: u32,
@@ -48,10 +52,20 @@ impl Semaphores {
             .write(true)
             .open(format!("/proc/{}/mem", target.pid))
             .with_context(|| format!("opening /proc/{}/mem", target.pid))?;
-        let maps = std::fs::read_to_string(format!("/proc/{}/maps", target.pid))
-            .with_context(|| format!("reading /proc/{}/maps", target.pid))?;
-        let mappings = file_mappings(&maps, target.image.map(|(_, ino)| ino));
         let binary = std::fs::read(&target.binary).ok();
+        // Just after an exec the loader may not have mapped the image yet.
+        let deadline = Instant::now() + MAPPING_WAIT;
+        let mappings = loop {
+            let maps = std::fs::read_to_string(format!("/proc/{}/maps", target.pid))
+                .with_context(|| format!("reading /proc/{}/maps", target.pid))?;
+            let mappings = file_mappings(&maps, target.image.map(|(_, ino)| ino));
+            let mapped = |p: &SdtProbe| address_of(&mappings, p.semaphore, true).is_some();
+            if probes.iter().filter(|p| p.semaphore != 0).all(mapped) || Instant::now() >= deadline
+            {
+                break mappings;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
         let mut sites = Vec::new();
         for p in probes.iter().filter(|p| p.semaphore != 0) {
             let address = address_of(&mappings, p.semaphore, true).with_context(|| {

@@ -24,8 +24,6 @@ use std::time::{Duration, Instant};
 const DEFAULT_INTERVAL: f64 = 15.0;
 /// How often the loop looks at the stop flag when nothing else happens.
 const TICK: Duration = Duration::from_millis(200);
-/// How long a daemon that exec'd may take to map its new image.
-const EXEC_SETTLE: Duration = Duration::from_secs(10);
 
 pub fn run(args: &Args) -> Result<i32> {
     // SAFETY: geteuid has no preconditions.
@@ -151,23 +149,13 @@ impl Exporter {
             self.carried.add(&c.read()?);
         }
         self.semaphores = None; // the memory it held is gone
-        let deadline = Instant::now() + EXEC_SETTLE;
-        let (target, attached) = loop {
-            // Until the loader mapped the new image, its semaphores are
-            // nowhere to check.
-            let attempt = crate::target::find(Some(self.pid), None)
-                .and_then(|t| attach(&t, self.max_domains_u32).map(|a| (t, a)));
-            match attempt {
-                Ok(done) => break done,
-                Err(e) if Instant::now() >= deadline => {
-                    return Err(e.context(format!(
-                        "attaching to daemon {}'s new image after its exec",
-                        self.pid
-                    )))
-                }
-                Err(_) => std::thread::sleep(Duration::from_millis(10)),
-            }
-        };
+        let target = crate::target::find(Some(self.pid), None)?;
+        let attached = attach(&target, self.max_domains_u32).with_context(|| {
+            format!(
+                "attaching to daemon {}'s new image after its exec",
+                self.pid
+            )
+        })?;
         (self.counters, self.semaphores) = attached;
         self.exec_gaps += 1;
         eprintln!(
