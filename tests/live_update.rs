@@ -309,7 +309,8 @@ fn a_live_update_to_a_target_that_is_no_shim_is_refused_untouched() {
         ("/bin/true", "not xenstored-shim"),
         ("/nonexistent", "File not accessible."),
         (data.to_str().unwrap(), "File not executable."),
-        (upstream::C_XENSTORED, "not xenstored-shim"),
+        (upstream::C_XENSTORED, "not xenstored-shim but C xenstored"),
+        (upstream::OXENSTORED, "not xenstored-shim but oxenstored"),
     ] {
         let out = xenstore_control(&shim, &["-t", "5", "-f", target]);
         let said = String::from_utf8_lossy(&out.stderr);
