@@ -4,7 +4,8 @@
 //! xenstore clients (tests/kernels/init), and the snooper must have used
 //! BPF, shown every request and lost nothing; `xenstore-snoop --metrics`'s
 //! own program (xsmetrics.bpf.c) must load there and count exactly those
-//! requests in its textfile. Refusals, said once in the
+//! requests in its textfile; across a live update of the shim in place,
+//! no tracer runs blind (see `snoops_with_bpf`). Refusals, said once in the
 //! verifier's or libbpf's words: Debian 11's 5.10 (no attach cookies) and
 //! uprobe-multi links asked of 6.1. The host's own kernel is covered by
 //! tests/snoop.rs.
@@ -91,6 +92,11 @@ impl Boot {
 
 /// Boots `kernel` (6.1 or 6.12) with the snooper given `snoop_args`.
 fn boot(kernel: &str, name: &str, snoop_args: &str) -> Boot {
+    boot_with(kernel, name, snoop_args, &[])
+}
+
+/// As `boot`, with more of tests/kernels/run's options.
+fn boot_with(kernel: &str, name: &str, snoop_args: &str, more: &[&str]) -> Boot {
     let _turn = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     let status = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kernels/run"))
@@ -102,6 +108,7 @@ fn boot(kernel: &str, name: &str, snoop_args: &str) -> Boot {
             "--timeout",
             "240",
         ])
+        .args(more)
         .arg("--shim")
         .arg(common::bin("xenstored-shim"))
         .arg("--snoop")
@@ -114,7 +121,8 @@ fn boot(kernel: &str, name: &str, snoop_args: &str) -> Boot {
     let report = format!(
         "tests/kernels/run --kernel {kernel} --snoop-args {snoop_args:?}: {status}\n\
          --- {}/steps\n{}--- times\n{}--- kernel\n{}--- snoop.err\n{}--- snoop.out\n{}\
-         --- clients.out\n{}--- console.log\n{}",
+         --- clients.out\n{}--- lu-before.err\n{}--- lu-metrics.err\n{}--- lu-after.err\n{}\
+         --- console.log\n{}",
         out.display(),
         text("steps"),
         text("times"),
@@ -122,6 +130,9 @@ fn boot(kernel: &str, name: &str, snoop_args: &str) -> Boot {
         text("snoop.err"),
         text("snoop.out"),
         text("clients.out"),
+        text("lu-before.err"),
+        text("lu-metrics.err"),
+        text("lu-after.err"),
         text("console.log"),
     );
     eprintln!("{report}");
@@ -138,8 +149,42 @@ fn boot(kernel: &str, name: &str, snoop_args: &str) -> Boot {
 
 /// The snooper's default back end is BPF on `kernel`, attached as `links`
 /// says, and it shows every request the clients made, losing nothing.
+/// Then the shim updates itself in place (tests/kernels/init's live-update
+/// phase): the snooper attached before (no --follow) says its daemon
+/// exec'd and exits 1, the exporter follows the exec and its count of
+/// writes rises, and a snooper started after sees a write.
 fn snoops_with_bpf(kernel: &str, links: &str) {
-    let boot = boot(kernel, &format!("bpf-kernel-{kernel}"), "");
+    let boot = boot_with(
+        kernel,
+        &format!("bpf-kernel-{kernel}"),
+        "",
+        &["--live-update", "yes"],
+    );
+    for step in [
+        "lu-attached",
+        "lu-update",
+        "lu-snoop-before-exits",
+        "lu-metrics-follows",
+        "lu-snoop-after-sees",
+        "lu-metrics-rising",
+        "lu-snoop-after-ended",
+        "lu-metrics-ended",
+    ] {
+        assert_eq!(
+            boot.step(step).as_deref(),
+            Some("ok"),
+            "step {step}\n{}",
+            boot.report
+        );
+    }
+    // Which path ran: the kernel's semaphores, or the tracers' own.
+    let raised = |f: &str| boot.file(f).contains("raised them in its memory");
+    eprintln!(
+        "{kernel}: after the update in place, semaphores raised by the exporter: {}, by the \
+         snooper started after: {}",
+        raised("lu-metrics.err"),
+        raised("lu-after.err")
+    );
     let report = &boot.report;
     for step in [
         "shim-ready",

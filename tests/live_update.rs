@@ -309,7 +309,8 @@ fn a_live_update_to_a_target_that_is_no_shim_is_refused_untouched() {
         ("/bin/true", "not xenstored-shim"),
         ("/nonexistent", "File not accessible."),
         (data.to_str().unwrap(), "File not executable."),
-        (upstream::C_XENSTORED, "not xenstored-shim"),
+        (upstream::C_XENSTORED, "not xenstored-shim but C xenstored"),
+        (upstream::OXENSTORED, "not xenstored-shim but oxenstored"),
     ] {
         let out = xenstore_control(&shim, &["-t", "5", "-f", target]);
         let said = String::from_utf8_lossy(&out.stderr);
@@ -463,4 +464,156 @@ fn the_snooper_follows_a_live_update() {
     );
     assert!(err.contains("--follow: gap of "), "{err}");
     assert!(err.contains(&format!("following pid {pid}")), "{err}");
+}
+
+/// Each probe's semaphore in process `pid`'s memory now.
+fn semaphores_of(pid: u32) -> Vec<(String, Option<u16>)> {
+    let target = xenstore_snoop::target::find(Some(pid), None).unwrap();
+    let probes = xenstore_snoop::sdt::read_probes(&target.binary).unwrap();
+    xenstore_snoop::semaphores::Semaphores::open(&target, &probes)
+        .unwrap()
+        .values()
+}
+
+/// The exporter's count of successful XS_WRITEs in its textfile (0 before
+/// the first).
+fn writes_counted(textfile: &Path) -> u64 {
+    std::fs::read_to_string(textfile.join("xenstore.prom"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(r#"xenstore_requests_total{op="XS_WRITE",result="ok"} "#))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A live update in place (the same file, the same pid: the issue's
+/// `xenstore-control live-update -f` into the running binary) never leaves
+/// a tracer blind: a snooper without --follow says its daemon exec'd and
+/// exits 1; one started after sees the requests (raising the semaphores
+/// the kernel left down, where it did); the exporter follows the exec and
+/// its counters keep rising; and once all detach, no semaphore stays up.
+#[test]
+fn no_tracer_goes_blind_across_an_update_in_place() {
+    use std::process::{Command, Stdio};
+    let test = "no_tracer_goes_blind_across_an_update_in_place";
+    if !common::need_root(test) || !upstream::available(Flavor::C, test) {
+        return;
+    }
+    let shim = common::shim::Shim::private_copy();
+    let pid = shim.pid();
+    let exe = exe_of(pid);
+    let snooper = || {
+        let mut s = Watched::spawn(
+            "xenstore-snoop",
+            common::snoop_command()
+                .args(["--daemon-pid", &pid.to_string(), "--path", "^/blind/"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+            false,
+        );
+        s.wait_ready("the snooper to attach", common::TIMEOUT, |_, err| {
+            err.iter().any(|l| l.contains("Ctrl-C to end."))
+        });
+        s
+    };
+    let before = snooper();
+    let textfile = shim.dir.join("textfile");
+    std::fs::create_dir(&textfile).unwrap();
+    let mut exporter = Watched::spawn(
+        "xenstore-snoop --metrics-textfile",
+        // BPF only: not common::snoop_command(), which may name a back end.
+        Command::new(common::bin("xenstore-snoop"))
+            .args(["--interval", "0.2", "--daemon-pid", &pid.to_string()])
+            .arg("--socket")
+            .arg(&shim.socket)
+            .arg("--metrics-textfile")
+            .arg(&textfile)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+        false,
+    );
+    exporter.wait_ready("the exporter to attach", common::TIMEOUT, |_, err| {
+        err.iter().any(|l| l.contains("metrics of daemon"))
+    });
+    shim.run("xenstore-write", &["/blind/before", "1"]);
+    before.wait_line("the write before", common::TIMEOUT, |l| {
+        l.contains("XS_WRITE: /blind/before")
+    });
+    xenstore_testkit::wait::wait_until("the exporter to count it", common::TIMEOUT, || {
+        writes_counted(&textfile) >= 1
+    })
+    .unwrap();
+    let counted_before = writes_counted(&textfile);
+
+    let out = xenstore_control(&shim, &["-t", "10", "-f", exe.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", shim.log());
+    assert_eq!(exe_of(pid), exe);
+
+    let ended = before.end(common::TIMEOUT);
+    let err = ended.stderr.join("\n");
+    assert_eq!(ended.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("pid {pid} exec'd a new image")),
+        "{err}"
+    );
+    assert!(
+        err.contains("start the snooper again, or use --follow"),
+        "{err}"
+    );
+
+    // Requests in the gap (until the exporter attached to the new image)
+    // are not counted.
+    exporter.wait_ready(
+        "the exporter to follow the exec",
+        common::TIMEOUT,
+        |_, err| {
+            err.iter()
+                .any(|l| l.contains("exec'd a new image") && l.contains("counting on it"))
+        },
+    );
+    let after = snooper();
+    shim.run("xenstore-write", &["/blind/after", "2"]);
+    after.wait_line("the write after the update", common::TIMEOUT, |l| {
+        l.contains("XS_WRITE: /blind/after")
+    });
+    let rising = xenstore_testkit::wait::wait_until(
+        "the exporter to count the write after the update",
+        common::TIMEOUT,
+        || writes_counted(&textfile) > counted_before,
+    );
+    assert!(
+        rising.is_ok(),
+        "{:?}\n{:?}\n{}",
+        exporter.stderr(),
+        semaphores_of(pid),
+        std::fs::read_to_string(textfile.join("xenstore.prom")).unwrap_or_default()
+    );
+    let prom = std::fs::read_to_string(textfile.join("xenstore.prom")).unwrap();
+    assert!(
+        prom.lines()
+            .any(|l| l == r#"xenstore_exporter_gaps_total{reason="exec"} 1"#),
+        "{prom}"
+    );
+    // Which path ran: the kernel's own semaphores, or ours.
+    let said = |w: &Watched| {
+        w.stderr()
+            .iter()
+            .any(|l| l.contains("raised them in its memory"))
+    };
+    eprintln!(
+        "{test}: semaphores raised by the snooper started after: {}, by the exporter: {}",
+        said(&after),
+        said(&exporter)
+    );
+    let ended = after.stop(2, common::TIMEOUT); // SIGINT
+    assert!(ended.status.success(), "{:?}", ended.stderr);
+    let ended = exporter.stop(15, common::TIMEOUT); // SIGTERM
+    assert!(ended.status.success(), "{:?}", ended.stderr);
+    let left: Vec<_> = semaphores_of(pid)
+        .into_iter()
+        .filter(|(_, v)| *v != Some(0))
+        .collect();
+    assert!(left.is_empty(), "semaphores left raised: {left:?}");
 }

@@ -381,7 +381,8 @@ fn an_older_shim_is_counted_on_reply_stats_or_reply() {
         let mut exporter = Watched::spawn(
             "xenstore-snoop --metrics",
             Command::new(common::bin("xenstore-snoop"))
-                .args(["--metrics", "--interval", "0.2", "--daemon-pid"])
+                // --metrics-textfile alone implies --metrics.
+                .args(["--interval", "0.2", "--daemon-pid"])
                 .arg(shim.pid().to_string())
                 .arg("--socket")
                 .arg(&shim.socket)
@@ -441,7 +442,8 @@ fn a_scrape_counts_every_event_before_it() {
     let mut exporter = Watched::spawn(
         "xenstore-snoop --metrics",
         Command::new(common::bin("xenstore-snoop"))
-            .args(["--metrics", "--metrics-listen", "127.0.0.1:0"])
+            // --metrics-listen alone implies --metrics.
+            .args(["--metrics-listen", "127.0.0.1:0"])
             .arg("--daemon-pid")
             .arg(shim.pid().to_string())
             .arg("--socket")

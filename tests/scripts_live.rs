@@ -396,3 +396,52 @@ fn xs_latency_counts_every_request_by_type_from_reply() {
         "{out:#?}"
     );
 }
+
+/// A bpftrace script across a live update in place (man/xenstore-scripts.7,
+/// AFTER A LIVE UPDATE): stopped before `xenstore-control live-update -f`
+/// into the daemon's own file and started again after, it sees the new
+/// image's requests. (Kept attached across the update it would not: the
+/// kernel leaves the new image's semaphores at 0.)
+#[test]
+fn a_bpftrace_script_restarted_after_an_update_sees_the_new_image() {
+    let test = "a_bpftrace_script_restarted_after_an_update_sees_the_new_image";
+    if !common::need_root(test) || !common::upstream::available(common::upstream::Flavor::C, test) {
+        return;
+    }
+    let shim = Shim::private_copy();
+    let pid = shim.pid();
+    let binary = shim.binary.clone();
+    let bpftrace = || {
+        let mut cmd = Command::new("bpftrace");
+        cmd.args(["-B", "none"])
+            .stdin(Stdio::null())
+            .arg(script("xenstore-snoop.bt"))
+            .arg(&binary);
+        Tracer::start("bpftrace xenstore-snoop.bt", cmd, |lines| {
+            lines.iter().any(|l| l.starts_with("DOM PID"))
+        })
+    };
+    let before = bpftrace();
+    shim.run("xenstore-write", &["/lu/before", "1"]);
+    before.wait_line(|l| l.contains("XS_WRITE: /lu/before 1 -> OK"));
+    before.stop();
+
+    let update = output_within(
+        shim.client("/usr/lib/xen-4.17/bin/xenstore-control")
+            .args(["live-update", "-t", "10", "-f"])
+            .arg(&binary),
+        Duration::from_secs(60),
+    );
+    assert!(update.status.success(), "{update:?}\n{}", shim.log());
+    assert!(
+        shim.log().contains("live update: took over"),
+        "{}",
+        shim.log()
+    );
+    assert_eq!(shim.pid(), pid);
+
+    let after = bpftrace();
+    shim.run("xenstore-write", &["/lu/after", "2"]);
+    after.wait_line(|l| l.contains("XS_WRITE: /lu/after 2 -> OK"));
+    after.stop();
+}

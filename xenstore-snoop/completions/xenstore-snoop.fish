@@ -10,8 +10,8 @@ complete -c xenstore-snoop -l duration -d 'Exit after SECS seconds' -r
 complete -c xenstore-snoop -l timeline -d 'Also draw what is shown as a timeline in FILE, written at the end: one self-contained HTML page (swimlanes per guest and dom0 process, devices\' XenbusState, watch flows; zoom, pan, hover)' -r -F
 complete -c xenstore-snoop -l timeline-json -d 'Also write the timeline to FILE in Chrome\'s trace event format (Perfetto, chrome://tracing), at the end' -r -F
 complete -c xenstore-snoop -l interval -d 'With --summary: every SECS seconds also print the tables with each op\'s and domain\'s rate over the interval (requests/s) beside the running totals. With --metrics: how often the metrics are refreshed (default 15). With --top: how often it refreshes (default 1)' -r
-complete -c xenstore-snoop -l metrics-textfile -d 'With --metrics: write DIR/xenstore.prom every interval (node_exporter\'s textfile collector; written to a temporary name in DIR and renamed)' -r -F
-complete -c xenstore-snoop -l metrics-listen -d 'With --metrics: serve GET /metrics on ADDR (e.g. 127.0.0.1:9464); a loopback address unless --metrics-listen-any' -r
+complete -c xenstore-snoop -l metrics-textfile -d 'Export metrics (implies --metrics): write DIR/xenstore.prom every interval (node_exporter\'s textfile collector; written to a temporary name in DIR and renamed)' -r -F
+complete -c xenstore-snoop -l metrics-listen -d 'Export metrics (implies --metrics): serve GET /metrics on ADDR (e.g. 127.0.0.1:9464); a loopback address unless --metrics-listen-any' -r
 complete -c xenstore-snoop -l metrics-max-domains -d 'With --metrics: domains with series of their own; the rest are summed under domid="other" and counted in xenstore_domains_over_cap' -r
 complete -c xenstore-snoop -l socket -d 'The daemon\'s dom0 socket, for --metrics\' domain names and quotas (default: the one the daemon listens on)' -r -F
 complete -c xenstore-snoop -s w -l write -d 'Also write every record, before the filters, to FILE (a trace: JSON lines, see TRACE FILES in the man page); the output is unchanged' -r -F
@@ -33,7 +33,7 @@ complete -c xenstore-snoop -s v -l verbose -d 'Show error reasons, connection an
 complete -c xenstore-snoop -l json -d 'One JSON object per line instead of text'
 complete -c xenstore-snoop -l summary -d 'Print summary tables (per op, per domain, top paths, watch fan-out) instead of lines'
 complete -c xenstore-snoop -l top -d 'A full-screen view refreshed in place every second (or --interval): per guest and per dom0 process requests/s, errors/s, watch events/s, transactions/s, EAGAINs, p99 latency, quota use, and the hottest paths; keys sort (r e w l n), filter by domain (d), pause (p) and quit (q). Plain text frames when standard output is not a terminal. With -r, the trace plays at the speed it was recorded'
-complete -c xenstore-snoop -l metrics -d 'Run as a Prometheus exporter: count in the kernel (per op and result, per domain, latency, watch events, transaction outcomes) and read each domain\'s quotas, written to --metrics-textfile and/or served on --metrics-listen, until stopped (BPF only)'
+complete -c xenstore-snoop -l metrics -d 'Run as a Prometheus exporter: count in the kernel (per op and result, per domain, latency, watch events, transaction outcomes) and read each domain\'s quotas, written to --metrics-textfile and/or served on --metrics-listen, until stopped (BPF only); either of those alone implies it'
 complete -c xenstore-snoop -l metrics-listen-any -d 'Allow --metrics-listen on an address other hosts reach'
 complete -c xenstore-snoop -l paired -d 'Attach the request and response probes and pair them, instead of the one reply probe: shows requests never answered (ending "?"), at twice the probe firings (the default on a daemon without reply)'
 complete -c xenstore-snoop -s h -l help -d 'Print help (see more with \'--help\')'

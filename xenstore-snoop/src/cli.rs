@@ -1,7 +1,23 @@
 //! The command line: every flag, in one place.
 
+use clap::builder::ArgPredicate;
 use clap::Parser;
 use std::path::PathBuf;
+
+/// What --metrics (or an output of it) cannot be combined with.
+const METRICS_CONFLICTS: [&str; 11] = [
+    "summary",
+    "json",
+    "write",
+    "read",
+    "count",
+    "paired",
+    "follow",
+    "backend",
+    "top",
+    "timeline",
+    "timeline_json",
+];
 
 const EXAMPLES: &str = "\
 Examples:
@@ -17,7 +33,7 @@ Examples:
   xenstore-snoop --summary --interval 5 --duration 60
   xenstore-snoop --top                # who is busy: a view refreshed every second (q quits)
   xenstore-snoop -r boot.jsonl --timeline boot.html --timeline-json boot.trace.json
-  xenstore-snoop --metrics --metrics-listen 127.0.0.1:9464   # a Prometheus exporter
+  xenstore-snoop --metrics-listen 127.0.0.1:9464   # a Prometheus exporter
   xenstore-snoop --daemon-pid 1234    # pick one of several daemons
   xenstore-snoop -w trace.jsonl       # show and record (all records, before the filters)
   xenstore-snoop -r trace.jsonl -x    # replay: the failures in the recorded trace
@@ -31,8 +47,13 @@ Examples:
 /// Needs root.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "xenstore-snoop", version, after_help = EXAMPLES)]
-#[command(group(clap::ArgGroup::new("interval_modes").args(["summary", "metrics", "top"]).multiple(true)))]
-#[command(group(clap::ArgGroup::new("metrics_outputs").args(["metrics_textfile", "metrics_listen"]).multiple(true)))]
+#[command(group(clap::ArgGroup::new("interval_modes")
+    .args(["summary", "metrics", "metrics_textfile", "metrics_listen", "top"]).multiple(true)))]
+// An output implies --metrics (clap checks conflicts only for flags given,
+// so the outputs carry --metrics' conflicts too).
+#[command(group(clap::ArgGroup::new("metrics_outputs")
+    .args(["metrics_textfile", "metrics_listen"]).multiple(true)
+    .conflicts_with_all(METRICS_CONFLICTS)))]
 pub struct Args {
     /// Trace this daemon process (default: the one running xenstored-shim)
     #[arg(long, value_name = "PID")]
@@ -139,19 +160,21 @@ pub struct Args {
 
     /// Run as a Prometheus exporter: count in the kernel (per op and result, per domain,
     /// latency, watch events, transaction outcomes) and read each domain's quotas, written
-    /// to --metrics-textfile and/or served on --metrics-listen, until stopped (BPF only)
-    #[arg(long, conflicts_with_all = ["summary", "json", "write", "read", "count", "paired", "follow", "backend"],
-          requires = "metrics_outputs")]
+    /// to --metrics-textfile and/or served on --metrics-listen, until stopped (BPF only);
+    /// either of those alone implies it
+    #[arg(long, conflicts_with_all = METRICS_CONFLICTS, requires = "metrics_outputs",
+          default_value_ifs = [("metrics_textfile", ArgPredicate::IsPresent, "true"),
+                               ("metrics_listen", ArgPredicate::IsPresent, "true")])]
     pub metrics: bool,
 
-    /// With --metrics: write DIR/xenstore.prom every interval (node_exporter's textfile
-    /// collector; written to a temporary name in DIR and renamed)
-    #[arg(long, value_name = "DIR", requires = "metrics")]
+    /// Export metrics (implies --metrics): write DIR/xenstore.prom every interval
+    /// (node_exporter's textfile collector; written to a temporary name in DIR and renamed)
+    #[arg(long, value_name = "DIR")]
     pub metrics_textfile: Option<PathBuf>,
 
-    /// With --metrics: serve GET /metrics on ADDR (e.g. 127.0.0.1:9464); a loopback
-    /// address unless --metrics-listen-any
-    #[arg(long, value_name = "ADDR", requires = "metrics")]
+    /// Export metrics (implies --metrics): serve GET /metrics on ADDR (e.g.
+    /// 127.0.0.1:9464); a loopback address unless --metrics-listen-any
+    #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<std::net::SocketAddr>,
 
     /// Allow --metrics-listen on an address other hosts reach
@@ -160,13 +183,13 @@ pub struct Args {
 
     /// With --metrics: domains with series of their own; the rest are summed under
     /// domid="other" and counted in xenstore_domains_over_cap
-    #[arg(long, value_name = "N", default_value_t = 1024, requires = "metrics",
+    #[arg(long, value_name = "N", default_value_t = 1024, requires = "metrics_outputs",
           value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub metrics_max_domains: u32,
 
     /// The daemon's dom0 socket, for --metrics' domain names and quotas (default: the
     /// one the daemon listens on)
-    #[arg(long, value_name = "PATH", requires = "metrics")]
+    #[arg(long, value_name = "PATH", requires = "metrics_outputs")]
     pub socket: Option<PathBuf>,
 
     /// Also write every record, before the filters, to FILE (a trace: JSON lines, see
@@ -317,7 +340,19 @@ mod tests {
         assert!(Args::try_parse_from([&m[..], &["--json"]].concat()).is_err());
         assert!(Args::try_parse_from([&m[..], &["--backend", "tracefs"]].concat()).is_err());
         assert!(Args::try_parse_from([&m[..], &["--interval", "5"]].concat()).is_ok());
-        assert!(Args::try_parse_from(["xenstore-snoop", "--metrics-textfile", "d"]).is_err());
+        // An output alone implies --metrics, and brings its conflicts.
+        let t = Args::try_parse_from(["xenstore-snoop", "--metrics-textfile", "d"]).unwrap();
+        assert!(t.metrics);
+        let l = ["xenstore-snoop", "--metrics-listen", "127.0.0.1:9464"];
+        assert!(Args::try_parse_from(l).unwrap().metrics);
+        assert!(Args::try_parse_from([&l[..], &["--interval", "5"]].concat()).is_ok());
+        assert!(Args::try_parse_from([&l[..], &["--socket", "s"]].concat()).is_ok());
+        for clash in ["--json", "--follow", "--summary", "--paired"] {
+            let args = [&l[..], &[clash]].concat();
+            assert!(Args::try_parse_from(args).is_err(), "{clash}");
+        }
+        assert!(!Args::try_parse_from(["xenstore-snoop"]).unwrap().metrics);
+        assert!(Args::try_parse_from(["xenstore-snoop", "--socket", "s"]).is_err());
         for bad in ["-1", "0", "NaN", "inf", "x"] {
             assert!(Args::try_parse_from(["xenstore-snoop", "--duration", bad]).is_err());
         }

@@ -19,6 +19,7 @@ pub mod paths;
 pub mod record;
 pub mod replay;
 pub mod sdt;
+pub mod semaphores;
 pub mod session;
 pub mod summary;
 pub mod target;

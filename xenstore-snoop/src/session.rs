@@ -10,6 +10,7 @@ use crate::names::Names;
 use crate::output::{Clock, JsonRecord, TextStyle};
 use crate::pairing::Pairing;
 use crate::record::{Kind, Record};
+use crate::semaphores::Semaphores;
 use crate::summary::Summary;
 use crate::trace_file;
 use crate::{attach, capture, sdt, target};
@@ -19,6 +20,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xenstore_proto::wire;
+
+/// How often the semaphores of the probes in use are checked while tracing.
+const SEMAPHORE_CHECK: Duration = Duration::from_secs(1);
 
 /// Builds the record filter from the flags.
 pub fn filter_from(args: &Args) -> Result<Filter> {
@@ -188,6 +192,14 @@ fn follow<W: Write>(
                 "exited"
             }
         );
+        if execd && !loop_.args.follow {
+            // Its new image fires nothing we attached: never trace on blind.
+            bail!(
+                "not tracing the new image of pid {} (the old one's probes no longer fire): \
+                 start the snooper again, or use --follow",
+                target.pid
+            );
+        }
         let Some(old_exe) = exe.as_deref().filter(|_| loop_.args.follow) else {
             return Ok(stop);
         };
@@ -300,20 +312,25 @@ fn trace_daemon<W: Write>(
     };
     let probes = attach::choose(&target.binary, sites, capture, loop_.args.paired)?;
     let mut source = capture::open(loop_.args, target, &probes, capture)?;
+    let mut semaphores = Semaphores::open(target, &probes)?;
+    semaphores.ensure_raised()?;
     eprintln!(
         "Tracing {} pid {} ({})... Ctrl-C to end.",
         target::DAEMON_NAME,
         target.pid,
         source.describe()
     );
-    let stop = loop_.trace(source.as_mut(), target, stop_flag);
+    let stop = loop_.trace(source.as_mut(), target, &mut semaphores, stop_flag);
     let done = Detached {
         lost: source.lost(),
         undecodable: source.undecodable(),
         corrupt_bytes: source.corrupt_bytes(),
         trouble: source.trouble(),
     };
-    source.close()?;
+    let closed = source.close();
+    // After the kernel's own decrements, which may take ours.
+    semaphores.release();
+    closed?;
     Ok((stop?, done))
 }
 
@@ -357,6 +374,7 @@ impl<W: Write> Loop<'_, W> {
         &mut self,
         source: &mut dyn Source,
         daemon: &target::Target,
+        semaphores: &mut Semaphores,
         stop_flag: &AtomicBool,
     ) -> Result<Stop> {
         let deadline = self
@@ -383,6 +401,7 @@ impl<W: Write> Loop<'_, W> {
             }
         }
         let mut lost_reported = 0;
+        let mut next_check = Instant::now() + SEMAPHORE_CHECK;
         let stop = loop {
             source.wait(100)?;
             let lost = source.lost();
@@ -402,7 +421,13 @@ impl<W: Write> Loop<'_, W> {
                     trace.lost(crate::output::clock_ns(libc::CLOCK_MONOTONIC), total)?;
                 }
             }
-            let alive = daemon.runs();
+            // Same file or not, an exec leaves the memory we opened.
+            let alive = daemon.runs() && !semaphores.execd();
+            if alive && Instant::now() >= next_check {
+                // Another tracer may have lowered what it raised for both.
+                semaphores.ensure_raised()?;
+                next_check = Instant::now() + SEMAPHORE_CHECK;
+            }
             // Drain after checking liveness so nothing the daemon fired is missed.
             if let Some(stop) = self.drain(source, &mut batch, false)? {
                 break stop;

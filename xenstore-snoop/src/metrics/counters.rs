@@ -56,8 +56,38 @@ pub struct Totals {
     pub domains: BTreeMap<u32, [u64; 3]>,
 }
 
+impl Totals {
+    /// Adds `other`'s counts (an earlier image's, across a live update).
+    pub fn add(&mut self, other: &Totals) {
+        for (k, n) in &other.requests {
+            *self.requests.entry(*k).or_default() += n;
+        }
+        for (op, (buckets, sum)) in &other.latency {
+            let mine = self.latency.entry(*op).or_insert(([0; BUCKETS], 0));
+            for (m, n) in mine.0.iter_mut().zip(buckets) {
+                *m += n;
+            }
+            mine.1 += sum;
+        }
+        self.watch_events += other.watch_events;
+        for (m, n) in self.transactions.iter_mut().zip(other.transactions) {
+            *m += n;
+        }
+        self.domain_overflow += other.domain_overflow;
+        self.records_lost += other.records_lost;
+        for (domid, counts) in &other.domains {
+            let mine = self.domains.entry(*domid).or_default();
+            for (m, n) in mine.iter_mut().zip(counts) {
+                *m += n;
+            }
+        }
+    }
+}
+
 pub struct Counters {
     _links: Vec<Link>,
+    /// The probe sites counted on.
+    pub sites: Vec<SdtProbe>,
     skel: XsmetricsSkel<'static>,
     /// How it attached: the reply probe counted and the links.
     pub how: String,
@@ -157,6 +187,7 @@ impl Counters {
         }
         Ok(Counters {
             _links: links,
+            sites: chosen.iter().map(|(_, s)| (*s).clone()).collect(),
             skel,
             how: format!(
                 "{}, {}",

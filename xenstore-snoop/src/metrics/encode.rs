@@ -36,6 +36,9 @@ pub struct Snapshot {
     pub over_cap: Vec<u32>,
     /// CONTROL quota: the global limits.
     pub limits: Quotas,
+    /// Times the exporter re-attached after the daemon exec'd a new image
+    /// (a live update): the firings between were not counted.
+    pub exec_gaps: u64,
 }
 
 type Labels = Vec<(&'static str, String)>;
@@ -161,6 +164,17 @@ impl Collector for Snapshot {
             [(
                 Labels::new(),
                 ConstCounter::new(t.domain_overflow + t.records_lost),
+            )],
+        )?;
+        family(
+            &mut enc,
+            "xenstore_exporter_gaps",
+            "Times counting stopped and resumed, by reason (exec: the daemon exec'd a new \
+             image, a live update, and the exporter attached to it)",
+            MetricType::Counter,
+            [(
+                vec![("reason", "exec".to_string())],
+                ConstCounter::new(self.exec_gaps),
             )],
         )?;
         family(

@@ -10,8 +10,10 @@ pub mod encode;
 pub mod serve;
 
 use crate::cli::Args;
+use crate::semaphores::Semaphores;
+use crate::target::Target;
 use anyhow::{bail, Context, Result};
-use counters::Counters;
+use counters::{Counters, Totals};
 use daemon::DaemonSocket;
 use encode::{DomainView, Snapshot};
 use std::path::{Path, PathBuf};
@@ -38,31 +40,25 @@ pub fn run(args: &Args) -> Result<i32> {
         None => crate::domains::daemon_socket(target.pid)
             .with_context(|| format!("finding daemon {}'s socket (give --socket)", target.pid))?,
     };
-    let sites = match crate::sdt::read_probes(&target.binary) {
-        Ok(sites) => sites,
-        // sdt.rs's word for a binary without USDT notes at all.
-        Err(e) if format!("{e:#}").contains("no .note.stapsdt") => Vec::new(),
-        Err(e) => return Err(e),
-    };
-    // A daemon without the provider (C xenstored, oxenstored) still has
-    // domains and quotas to show; one with it but failing to attach is an
-    // error.
-    let counters = if sites.iter().any(|s| s.provider == xenstore_proto::PROVIDER) {
-        Some(Counters::attach(&target, &sites, args.metrics_max_domains)?)
-    } else {
+    let (counters, semaphores) = attach(&target, args.metrics_max_domains)?;
+    if counters.is_none() {
         eprintln!(
             "xenstore-snoop: {} has no xenstore probes: domains and quotas only, no request counts",
             target.binary.display()
         );
-        None
-    };
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))
             .context("installing signal handlers")?;
     }
     let mut exporter = Exporter {
+        pid: target.pid,
         counters,
+        semaphores,
+        carried: Totals::default(),
+        exec_gaps: 0,
+        max_domains_u32: args.metrics_max_domains,
         socket,
         max_domains: args.metrics_max_domains as usize,
         textfile: args.metrics_textfile.clone(),
@@ -87,6 +83,8 @@ pub fn run(args: &Args) -> Result<i32> {
         interval
     );
     let mut next = Instant::now();
+    // When the daemon was last seen running the image counted on.
+    let mut last_seen = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         if Instant::now() >= next {
             exporter.refresh()?;
@@ -100,18 +98,85 @@ pub fn run(args: &Args) -> Result<i32> {
         if !crate::target::alive(target.pid) {
             bail!("daemon {} exited", target.pid);
         }
+        if exporter.semaphores.as_ref().is_some_and(Semaphores::execd) {
+            exporter.follow_exec(last_seen)?;
+        }
+        last_seen = Instant::now();
     }
+    exporter.detach();
     Ok(0)
 }
 
+/// The counting program on `target`'s probes and their semaphores checked
+/// (raised where the kernel left them down); none on a daemon without the
+/// provider (C xenstored, oxenstored), which still has domains and quotas
+/// to show. One with it but failing to attach is an error.
+fn attach(target: &Target, max_domains: u32) -> Result<(Option<Counters>, Option<Semaphores>)> {
+    let sites = match crate::sdt::read_probes(&target.binary) {
+        Ok(sites) => sites,
+        // sdt.rs's word for a binary without USDT notes at all.
+        Err(e) if format!("{e:#}").contains("no .note.stapsdt") => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    if !sites.iter().any(|s| s.provider == xenstore_proto::PROVIDER) {
+        return Ok((None, None));
+    }
+    let counters = Counters::attach(target, &sites, max_domains)?;
+    let mut semaphores = Semaphores::open(target, &counters.sites)?;
+    semaphores.ensure_raised()?;
+    Ok((Some(counters), Some(semaphores)))
+}
+
 struct Exporter {
+    pid: u32,
     counters: Option<Counters>,
+    semaphores: Option<Semaphores>,
+    /// What earlier images of the daemon counted (live updates).
+    carried: Totals,
+    exec_gaps: u64,
+    max_domains_u32: u32,
     socket: PathBuf,
     max_domains: usize,
     textfile: Option<PathBuf>,
 }
 
 impl Exporter {
+    /// The daemon exec'd a new image (a live update; the probes of the
+    /// old one fire no more): keeps what was counted, and counts on the
+    /// new image once it is mapped.
+    fn follow_exec(&mut self, last_seen: Instant) -> Result<()> {
+        if let Some(c) = self.counters.take() {
+            self.carried.add(&c.read()?);
+        }
+        self.semaphores = None; // the memory it held is gone
+        let target = crate::target::find(Some(self.pid), None)?;
+        let attached = attach(&target, self.max_domains_u32).with_context(|| {
+            format!(
+                "attaching to daemon {}'s new image after its exec",
+                self.pid
+            )
+        })?;
+        (self.counters, self.semaphores) = attached;
+        self.exec_gaps += 1;
+        eprintln!(
+            "xenstore-snoop: metrics: daemon {} exec'd a new image ({}); counting on it after a gap \
+             of at most {:.3} s",
+            self.pid,
+            target.binary.display(),
+            last_seen.elapsed().as_secs_f64()
+        );
+        Ok(())
+    }
+
+    /// Detaches, then lowers what we raised (after the kernel's own
+    /// decrements, which may take ours).
+    fn detach(&mut self) {
+        self.counters = None;
+        if let Some(s) = self.semaphores.take() {
+            s.release();
+        }
+    }
+
     /// One interval: the textfile rewritten. An unanswering daemon is
     /// reported and tried again next interval.
     fn refresh(&mut self) -> Result<()> {
@@ -146,10 +211,15 @@ impl Exporter {
         // holds for stats_batch before it answers a CONTROL, so the totals
         // count every event before this snapshot, not up to 100 ms less.
         let limits = daemon.quota_limits()?;
-        let totals = match &self.counters {
+        if let Some(s) = &mut self.semaphores {
+            // Another tracer may have lowered what it raised for both.
+            s.ensure_raised()?;
+        }
+        let mut totals = match &self.counters {
             Some(c) => c.read()?,
             None => Default::default(),
         };
+        totals.add(&self.carried);
         let seen = totals.domains.keys().copied();
         let mut snapshot = ask(&mut daemon, limits, seen, self.max_domains)?;
         for dead in totals.domains.keys() {
@@ -157,9 +227,11 @@ impl Exporter {
                 if let Some(c) = &self.counters {
                     c.forget_domain(*dead);
                 }
+                self.carried.domains.remove(dead);
             }
         }
         snapshot.totals = totals;
+        snapshot.exec_gaps = self.exec_gaps;
         Ok(snapshot)
     }
 }

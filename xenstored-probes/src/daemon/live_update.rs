@@ -71,13 +71,29 @@ fn refuse_target(target: &Path) -> Option<String> {
     // The mark is this function's own constant: any image that can carry
     // out a live update holds it.
     if memchr::memmem::find(&image, IMAGE_MARK.as_bytes()).is_none() {
-        return Some(
-            "The target is not xenstored-shim (or not one that reads this daemon's \
-             migration stream): only the shim takes over this daemon's rings."
-                .to_string(),
-        );
+        return Some(format!(
+            "The target is not xenstored-shim{}: only the shim takes over this daemon's \
+             rings (it binds an event channel per ring, where C xenstored and oxenstored \
+             take every port bound on one /dev/xen/evtchn).",
+            match upstream_flavor(&image) {
+                Some(which) => format!(" but {which}, which cannot take this daemon's state yet"),
+                None => " (or not one that reads this daemon's migration stream)".to_string(),
+            }
+        ));
     }
     None
+}
+
+/// Which upstream xenstored `image` is, by strings each carries.
+fn upstream_flavor(image: &[u8]) -> Option<&'static str> {
+    let has = |s: &str| memchr::memmem::find(image, s.as_bytes()).is_some();
+    if has("xenstored_core.c") {
+        Some("C xenstored")
+    } else if has("Live reload: database loaded") {
+        Some("oxenstored")
+    } else {
+        None
+    }
 }
 
 impl Daemon {
