@@ -10,6 +10,10 @@ use std::path::Path;
 use xenstore_proto::wire::{Header, MsgType, HEADER_LEN, PAYLOAD_MAX};
 
 const MSG_MAX: usize = HEADER_LEN + PAYLOAD_MAX;
+/// How long a reply may take before the run fails: a daemon that leaves a
+/// request unanswered (the pipelined row found one) fails its case instead
+/// of hanging the bench.
+const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub struct Conn {
     stream: UnixStream,
@@ -43,6 +47,7 @@ impl Conn {
     pub fn connect(socket: &Path) -> Result<Conn> {
         let stream = UnixStream::connect(socket)
             .with_context(|| format!("connect to {}", socket.display()))?;
+        stream.set_read_timeout(Some(REPLY_TIMEOUT))?;
         Ok(Conn {
             stream,
             req_id: 0,
@@ -147,7 +152,14 @@ impl Conn {
             let n = self
                 .stream
                 .read(&mut self.inbuf[self.have..])
-                .context("read reply")?;
+                .map_err(|e| match e.kind() {
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                        anyhow::anyhow!(
+                            "no reply within {REPLY_TIMEOUT:?}: a request left unanswered"
+                        )
+                    }
+                    _ => anyhow::Error::new(e).context("read reply"),
+                })?;
             if n == 0 {
                 bail!("daemon closed the connection");
             }
@@ -190,7 +202,7 @@ impl Conn {
         self.stream.set_read_timeout(Some(timeout))?;
         self.drop_used();
         let got = self.next_message();
-        self.stream.set_read_timeout(None)?;
+        self.stream.set_read_timeout(Some(REPLY_TIMEOUT))?;
         let (ty, total) = got.context("wait for a watch event")?;
         self.used = total;
         if ty != MsgType::WatchEvent as u32 {
