@@ -38,6 +38,8 @@ mod common;
 #[path = "real_xen/metrics.rs"]
 mod metrics;
 
+use common::process::BoundedOutput;
+use common::timeline::{assert_flows_paired, chromium, console_messages, names_of};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -219,6 +221,9 @@ fn shim_scenario(test: &str, release: &str) {
             shim.to_str().unwrap(),
             "--snoop",
             snoop.to_str().unwrap(),
+            // Recorded, for --top and the timeline of the boot (below).
+            "--snoop-args",
+            "-w /results/boot.jsonl",
             "--metrics",
             "yes",
         ],
@@ -335,6 +340,7 @@ fn shim_scenario(test: &str, release: &str) {
     let snoop_err = run.file("snoop.err");
     assert!(snoop_err.contains(" 0 lost"), "{}", run.report);
     assert_exporter_series(&run, release, &guest1, &guest2);
+    assert_boot_drawn(&run, &guest1);
     // Last, so that everything else is known to hold when it fails: the
     // snooper ran its default back end, BPF, on this dom0's kernel, not
     // the tracefs fallback.
@@ -346,6 +352,54 @@ fn shim_scenario(test: &str, release: &str) {
         tracing.contains("(BPF, ") && !snoop_err.contains("BPF back end unavailable"),
         "the snooper fell back from BPF on Xen {release}'s dom0 kernel: {snoop_err}"
     );
+}
+
+/// The snooper's recording of the real boot, as `--top` and the timeline
+/// show it (issue 48): --top's plain frames have guest1's row; the page
+/// opens in headless Chromium without a console message, with guest1's
+/// track and its disk's frontend and backend reaching Connected; the
+/// trace events' flows are paired.
+fn assert_boot_drawn(run: &Run, guest1: &str) {
+    let recording = run.out.join("boot.jsonl");
+    let snoop = |args: &[&str]| {
+        let out = Command::new(common::bin("xenstore-snoop"))
+            .arg("-r")
+            .arg(&recording)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .bounded_output();
+        assert!(out.status.success(), "xenstore-snoop -r {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let top = snoop(&["--top", "--count", "100"]);
+    assert!(
+        top.lines()
+            .any(|l| l.split_whitespace().take(3).collect::<Vec<_>>() == [guest1, "0", "guest1"]),
+        "no guest1 row in --top's frames:\n{top}"
+    );
+    let (html, json) = (run.out.join("boot.html"), run.out.join("boot.trace.json"));
+    snoop(&[
+        "--timeline",
+        html.to_str().unwrap(),
+        "--timeline-json",
+        json.to_str().unwrap(),
+    ]);
+    let events: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let events = events["traceEvents"].as_array().unwrap();
+    assert!(assert_flows_paired(events) > 0, "no flows");
+    let track = format!("dom{guest1} guest1");
+    assert!(
+        names_of(events, "process_name").contains(&track),
+        "{track}: {:?}",
+        names_of(events, "process_name")
+    );
+    let (dom, log) = chromium(&html, &["--dump-dom"]);
+    assert!(console_messages(&log).is_empty(), "console: {log}");
+    assert!(dom.contains(&format!("class=\"track\" data-name=\"{track}\"")));
+    for half in ["frontend", "backend (dom0)"] {
+        let span = format!("data-lane=\"dom{guest1} vbd 51712 {half}\" data-name=\"4 Connected\"");
+        assert!(dom.contains(&span), "no {span} in the page");
+    }
 }
 
 /// The exporter's snapshots (tests/real_xen/metrics.rs) against

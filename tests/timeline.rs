@@ -10,71 +10,13 @@ mod common;
 
 use common::process::{BoundedOutput, Watched};
 use common::shim::{private_dir, Shim};
+use common::timeline::{assert_flows_paired, chromium, console_messages, names_of};
 use common::TIMEOUT;
 use serde_json::Value;
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 const SIGINT: i32 = 2;
-
-/// Runs headless Chromium on `page` with `args`; its DOM (stdout) and
-/// what it logged (stderr).
-fn chromium(page: &Path, args: &[&str]) -> (String, String) {
-    let out = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .args(args)
-        .arg(format!("file://{}", page.display()))
-        .stdin(Stdio::null())
-        .bounded_output();
-    assert!(out.status.success(), "chromium: {out:?}");
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// Every flow start ("s") has one finish ("f") with its id, and back.
-fn assert_flows_paired(events: &[Value]) -> usize {
-    let mut ends: HashMap<u64, (u32, u32)> = HashMap::new();
-    for e in events {
-        let id = || e["id"].as_u64().expect("a flow id");
-        match e["ph"].as_str().unwrap() {
-            "s" => ends.entry(id()).or_default().0 += 1,
-            "f" => {
-                assert_eq!(e["bp"], "e", "{e}");
-                ends.entry(id()).or_default().1 += 1
-            }
-            "X" => {
-                assert!(e["dur"].as_f64().unwrap() > 0.0, "{e}");
-                assert!(e["ts"].as_f64().unwrap() >= 0.0, "{e}");
-            }
-            "M" => assert!(e["args"]["name"].is_string() || e["args"]["sort_index"].is_number()),
-            other => panic!("unexpected phase {other}: {e}"),
-        }
-    }
-    for (id, n) in &ends {
-        assert_eq!(*n, (1, 1), "flow {id} not paired");
-    }
-    ends.len()
-}
-
-fn names_of(events: &[Value], what: &str) -> Vec<String> {
-    let mut names: Vec<String> = events
-        .iter()
-        .filter(|e| e["ph"] == "M" && e["name"] == what)
-        .map(|e| e["args"]["name"].as_str().unwrap().to_string())
-        .collect();
-    names.sort();
-    names
-}
 
 #[test]
 fn a_boot_as_a_timeline_in_a_browser() {
@@ -147,7 +89,7 @@ fn a_boot_as_a_timeline_in_a_browser() {
     // The page in a browser: no console message, the tracks and the
     // device halves' spans through Connected in the DOM.
     let (dom, log) = chromium(&html, &["--dump-dom"]);
-    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    let console = console_messages(&log);
     assert!(console.is_empty(), "console: {console:?}");
     assert!(!dom.contains("data-error"), "{dom}");
     assert!(dom.contains("data-rendered=\""), "the script did not draw");

@@ -4,6 +4,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod stap;
+pub mod timeline;
 pub mod wire;
 
 pub use xenstore_testkit::{bin, daemon, lines, process, signal, upstream, wait_for};
