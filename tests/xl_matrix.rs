@@ -8,7 +8,9 @@
 //! restore, reap), block-attach/detach, network-attach/detach (a dom0
 //! bridge), mem-set, vcpu-set up and down, pause, unpause, reboot, destroy,
 //! a second guest's create and shutdown, a third guest's crash
-//! (on_crash=destroy).
+//! (on_crash=destroy). The shim's boot also live-updates the shim into a
+//! second copy of its binary, and back, with `xl save`, `xl restore` and
+//! `xl migrate` each stopped in the middle, the snooper following.
 //!
 //! Asserted: every step's check passed under both daemons; what each
 //! reported (xl's exit codes, `xl list`, what the guest saw, both ends of
@@ -34,6 +36,15 @@ use traffic::Steps;
 /// they share the machine alike and the time ratio stays fair; the
 /// releases take turns.
 static ONE_RELEASE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Under the shim only, after migrate-standin: a live update into the
+/// other copy of its binary while `xl save`, `xl restore` and `xl migrate`
+/// are stopped in the middle (tests/xen/dom0-matrix, in_flight).
+const LIVE_UPDATE_STEPS: &[&str] = &[
+    "save-live-update",
+    "restore-live-update",
+    "migrate-live-update",
+];
 
 /// The steps dom0-matrix checks, in order.
 const STEPS: &[&str] = &[
@@ -94,8 +105,8 @@ impl Run {
         std::fs::read_to_string(self.out.join(name)).unwrap_or_default()
     }
 
-    fn assert_steps(&self, daemon: &str) {
-        let failed: Vec<String> = STEPS
+    fn assert_steps(&self, daemon: &str, steps: &[&str]) {
+        let failed: Vec<String> = steps
             .iter()
             .filter(|s| self.steps.get(**s).map(|(r, _)| r.as_str()) != Some("ok"))
             .map(|s| format!("{s}: {:?}", self.steps.get(*s)))
@@ -192,7 +203,7 @@ fn matrix(test: &str, release: &str) {
         "--snoop",
         snoop_bin.to_str().unwrap(),
         "--snoop-args",
-        "--json",
+        "--json --follow",
     ];
     let (c, shim) = {
         let _turn = ONE_RELEASE_AT_A_TIME
@@ -220,8 +231,18 @@ fn matrix(test: &str, release: &str) {
             (c.join().expect("the C xenstored boot"), shim)
         })
     };
-    c.assert_steps("C xenstored");
-    shim.assert_steps("the shim");
+    c.assert_steps("C xenstored", STEPS);
+    shim.assert_steps("the shim", STEPS);
+    shim.assert_steps("the shim's live updates", LIVE_UPDATE_STEPS);
+    let updates = shim.file("observed-live-update");
+    assert_eq!(
+        updates
+            .matches("xl stopped during the update: yes; live-update -> 0")
+            .count(),
+        LIVE_UPDATE_STEPS.len(),
+        "{updates}\n{}",
+        shim.report
+    );
     assert_eq!(
         c.observed(),
         shim.observed(),
@@ -269,10 +290,12 @@ fn assert_snooper_names_everyone(shim: &Run) {
     }
     let err = shim.file("snoop.err");
     assert!(err.contains(" 0 lost"), "{}", shim.report);
+    // Attached at start, then after each live update (--follow).
+    let tracing: Vec<&str> = err.lines().filter(|l| l.starts_with("Tracing ")).collect();
     assert!(
-        err.lines()
-            .any(|l| l.starts_with("Tracing ") && l.contains("(BPF, ")),
-        "the snooper did not run on BPF: {err}"
+        tracing.len() == 1 + LIVE_UPDATE_STEPS.len()
+            && tracing.iter().all(|l| l.contains("(BPF, ")),
+        "the snooper did not follow every update on BPF: {err}"
     );
 }
 
