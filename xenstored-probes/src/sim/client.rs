@@ -392,7 +392,11 @@ impl Client {
                 .wrapping_sub(ring.load(Field::RspCons))
                 == RING_SIZE;
             let mut buf = vec![0u8; choice.between(1, RING_SIZE as u64) as usize];
-            let n = ring.consume(RESPONSES, &mut buf).unwrap_or(0);
+            let n = ring.consume(RESPONSES, &mut buf).unwrap_or_else(|e| {
+                self.violations
+                    .push(format!("{}: its ring broke: {e}", self.name));
+                0
+            });
             if full && n > 0 {
                 net.ring_daemon(ep);
             }
@@ -411,7 +415,11 @@ impl Client {
             let n = self.cut(choice, unsent);
             let put = ring
                 .produce(REQUESTS, &self.outbox[self.written..self.written + n])
-                .unwrap_or(0);
+                .unwrap_or_else(|e| {
+                    self.violations
+                        .push(format!("{}: its ring broke: {e}", self.name));
+                    0
+                });
             self.written += put;
             self.owes_bell |= put > 0;
             if put < n {
