@@ -52,6 +52,20 @@ sim-replay:
 	cargo test -p xenstored-probes --features simulation --lib \
 	    server::sim::tests::long_run -- --ignored --nocapture
 
+# Each fuzz target for FUZZ_SECS seconds (default an hour) from its corpus;
+# new inputs in a scratch directory, a crash under xenstore-fuzz/fuzz/artifacts/.
+FUZZ_SECS ?= 3600
+fuzz-long:
+	.ci/setup
+	scripts/fuzz-smoke $(FUZZ_SECS)
+
+# The soak for SOAK_SECS seconds (default 300): a release shim under mixed
+# load while snoopers are killed and restarted (SOAK.md).
+SOAK_SECS ?= 300
+soak:
+	cargo build --release --workspace
+	target/release/xenstore-bench soak --secs $(SOAK_SECS)
+
 # Miri runs store/packed_node.rs's tests (a node packed by hand into one heap block,
 # read through raw pointers) looking for undefined behaviour. It needs a
 # nightly toolchain with miri (`rustup toolchain install nightly --component
