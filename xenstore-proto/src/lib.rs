@@ -7,12 +7,15 @@
 //!   argument carries; [`packing`]: how several integers share one 64-bit
 //!   argument, by named shift and width, with pack and unpack; [`peer`]:
 //!   how `conn_open` describes the peer; [`stats`]: the records
-//!   `stats_batch` carries.
+//!   `stats_batch` carries; [`bpf`]: the C header the snooper's BPF
+//!   programs include, generated from the rest.
 //!
 //! To add a message type: [`wire`]. To add a probe or a field: [`probe`] and
 //! [`packing`], then xenstored-probes/src/xenstore.d and the scripts, which
 //! tests/scripts_contract.rs checks against this crate.
 
+pub mod bpf;
+pub mod c_struct;
 pub mod packing;
 pub mod peer;
 pub mod probe;
