@@ -9,9 +9,11 @@ use std::os::unix::net::UnixDatagram;
 use std::path::Path;
 use std::time::Duration;
 
-use xenstored_probes::ring::sim::{bind_fresh, drain_socket, ring_bell, wait_readable, SimPaths};
-use xenstored_probes::ring::{Mapping, PAGE_SIZE};
-use xenstored_probes::xen::simulated::{SimXen, State};
+use xenstore_proto::ring::Mapping;
+use xenstore_proto::ring::PAGE_SIZE;
+use xenstore_proto::sim::{
+    bind_fresh, drain_socket, ring_bell, wait_readable, SimPaths, SimXen, State,
+};
 
 /// How long a guest process waits for the one before it to finish.
 const LOCK_WAIT: Duration = Duration::from_secs(10);

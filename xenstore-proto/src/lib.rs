@@ -2,7 +2,10 @@
 //! on, in one dependency-free crate.
 //!
 //! - [`wire`]: the xenstore wire format (header, message types, errors,
-//!   size limits) of xen/include/public/io/xs_wire.h.
+//!   size limits) of xen/include/public/io/xs_wire.h; [`frame`]: messages
+//!   out of a byte stream and into one; [`ring`]: the shared page a
+//!   guest's ring lives in, both ends' queues; [`sim`]: the files and
+//!   sockets a simulated domain's two ends meet in.
 //! - [`probe`]: the `xenstore` USDT provider's probe list and what each
 //!   argument carries; [`packing`]: how several integers share one 64-bit
 //!   argument, by named shift and width, with pack and unpack; [`peer`]:
@@ -16,10 +19,13 @@
 
 pub mod bpf;
 pub mod c_struct;
+pub mod frame;
 pub mod packing;
 pub mod peer;
 pub mod probe;
 pub mod reason;
+pub mod ring;
+pub mod sim;
 pub mod stats;
 pub mod wire;
 
