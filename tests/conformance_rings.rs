@@ -14,7 +14,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use xenstore_guest::boot;
 use xenstore_guest::client::{Guest, Link, SocketLink, Xs};
-use xenstore_proto::wire::{Header, MsgType, HEADER_LEN};
+use xenstore_proto::frame;
+use xenstore_proto::wire::{MsgType, HEADER_LEN};
 
 const DOMID: u16 = 6;
 
@@ -83,18 +84,7 @@ fn outstanding(t: &Target) -> Vec<String> {
     guest
         .write(0, "big", &"b".repeat(128 - HEADER_LEN))
         .unwrap();
-    let one = |i: u32| {
-        let mut m = Header {
-            ty: MsgType::Read as u32,
-            req_id: 100 + i,
-            tx_id: 0,
-            len: 4,
-        }
-        .encode()
-        .to_vec();
-        m.extend_from_slice(b"big\0");
-        m
-    };
+    let one = |i: u32| frame::message(MsgType::Read as u32, 100 + i, 0, b"big\0");
     let stream: Vec<u8> = (0..200).flat_map(one).collect();
     let mut off = 0;
     let deadline = Instant::now() + common::TIMEOUT;
@@ -125,14 +115,8 @@ fn outstanding(t: &Target) -> Vec<String> {
             continue;
         }
         wire.extend_from_slice(&buf[..n]);
-        while wire.len() >= HEADER_LEN {
-            let h = Header::decode(wire[..HEADER_LEN].try_into().unwrap());
-            let end = HEADER_LEN + h.len as usize;
-            if wire.len() < end {
-                break;
-            }
+        for (h, _) in frame::take_messages(&mut wire) {
             seen.push((h.ty, h.req_id, h.len));
-            wire.drain(..end);
         }
     }
     let in_order = seen

@@ -146,21 +146,11 @@ fn replies(s: &mut UnixStream, want: usize, deadline: Instant, what: &str) -> Ve
 /// The complete messages at the front of `wire` (removed), watch events
 /// left out: (type, request id).
 fn take_messages(wire: &mut Vec<u8>) -> Vec<(u32, u32)> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while wire.len() - at >= HEADER_LEN {
-        let h = Header::decode(wire[at..at + HEADER_LEN].try_into().unwrap());
-        let end = at + HEADER_LEN + h.len as usize;
-        if wire.len() < end {
-            break;
-        }
-        if h.ty != MsgType::WatchEvent as u32 {
-            out.push((h.ty, h.req_id));
-        }
-        at = end;
-    }
-    wire.drain(..at);
-    out
+    xenstore_proto::frame::take_messages(wire)
+        .into_iter()
+        .filter(|(h, _)| h.ty != MsgType::WatchEvent as u32)
+        .map(|(h, _)| (h.ty, h.req_id))
+        .collect()
 }
 
 /// Each request answered once, in order, with its own type or an error.

@@ -264,8 +264,7 @@ mod tests {
 
         let mut guest = SimGuest::open(&run, 7).unwrap();
         let client = Client::new(Box::new(guest.take_page().unwrap()));
-        let mut request = Vec::new();
-        xenstored_probes::frame::encode(&mut request, 1, 9, 0, &[b"/\0"]);
+        let request = xenstore_proto::frame::message(1, 9, 0, b"/\0");
         assert_eq!(client.write(&request).unwrap(), request.len());
         guest.notify().unwrap();
         // The loop's take_signals for an earlier event, standing in.

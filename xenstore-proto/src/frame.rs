@@ -137,6 +137,49 @@ pub fn encode(out: &mut Vec<u8>, ty: u32, req_id: u32, tx_id: u32, parts: &[&[u8
     }
 }
 
+/// One message (header, then payload) as a buffer of its own.
+pub fn message(ty: u32, req_id: u32, tx_id: u32, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+    encode(&mut out, ty, req_id, tx_id, &[payload]);
+    out
+}
+
+/// Reads one whole message from a blocking stream: its header and
+/// payload. A payload announced longer than `max` is InvalidData, and
+/// nothing of it is read.
+pub fn read_message(r: &mut impl io::Read, max: usize) -> io::Result<(Header, Vec<u8>)> {
+    let mut h = [0u8; HEADER_LEN];
+    r.read_exact(&mut h)?;
+    let header = Header::decode(&h);
+    if header.len as usize > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a message of {} bytes (at most {max})", header.len),
+        ));
+    }
+    let mut payload = vec![0; header.len as usize];
+    r.read_exact(&mut payload)?;
+    Ok((header, payload))
+}
+
+/// The complete messages at the front of `wire`, taken out of it; a
+/// partial one stays for the bytes still to come.
+pub fn take_messages(wire: &mut Vec<u8>) -> Vec<(Header, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while wire.len() - at >= HEADER_LEN {
+        let header = Header::decode(wire[at..at + HEADER_LEN].try_into().unwrap());
+        let end = at + HEADER_LEN + header.len as usize;
+        if wire.len() < end {
+            break;
+        }
+        out.push((header, wire[at + HEADER_LEN..end].to_vec()));
+        at = end;
+    }
+    wire.drain(..at);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,5 +286,27 @@ mod tests {
         let refused = Err(Oversized(LARGEST_PAYLOAD as u32 + 1));
         assert_eq!(buf.next_message_up_to(usize::MAX), refused);
         assert_eq!(buf.next_message_up_to(5000), Err(Oversized(h.len)));
+    }
+
+    #[test]
+    fn whole_messages_are_taken_and_a_partial_one_kept() {
+        let mut wire = message(2, 7, 0, b"/a\0");
+        wire.extend(message(4, 8, 3, b"/b\0x"));
+        let mut third = message(1, 9, 0, b"/c\0");
+        let rest = third.split_off(HEADER_LEN + 1);
+        wire.extend(&third);
+        let got = take_messages(&mut wire);
+        let ids: Vec<_> = got
+            .iter()
+            .map(|(h, p)| (h.ty, h.req_id, h.tx_id, p.len()))
+            .collect();
+        assert_eq!(ids, [(2, 7, 0, 3), (4, 8, 3, 4)]);
+        assert_eq!(wire, third);
+        wire.extend(rest);
+        let (h, p) = read_message(&mut wire.as_slice(), PAYLOAD_MAX).unwrap();
+        assert_eq!((h.req_id, p.as_slice()), (9, &b"/c\0"[..]));
+        let long = message(2, 1, 0, &[b'x'; 10]);
+        let e = read_message(&mut long.as_slice(), 9).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
     }
 }

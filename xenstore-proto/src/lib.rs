@@ -3,14 +3,15 @@
 //!
 //! - [`wire`]: the xenstore wire format (header, message types, errors,
 //!   size limits) of xen/include/public/io/xs_wire.h; [`frame`]: messages
-//!   out of a byte stream and into one; [`ring`]: the shared page a
+//!   out of a byte stream and into one; [`exchange`]: one request and its
+//!   reply over a blocking stream; [`ring`]: the shared page a
 //!   guest's ring lives in, both ends' queues; [`sim`]: the files and
 //!   sockets a simulated domain's two ends meet in.
 //! - [`probe`]: the `xenstore` USDT provider's probe list and what each
 //!   argument carries; [`packing`]: how several integers share one 64-bit
 //!   argument, by named shift and width, with pack and unpack; [`peer`]:
 //!   how `conn_open` describes the peer; [`stats`]: the records
-//!   `stats_batch` carries; [`bpf`]: the C header the snooper's BPF
+//!   `stats_batch` carries; [`quantile`]: the one percentile; [`bpf`]: the C header the snooper's BPF
 //!   programs include, generated from the rest.
 //!
 //! To add a message type: [`wire`]. To add a probe or a field: [`probe`] and
@@ -19,10 +20,12 @@
 
 pub mod bpf;
 pub mod c_struct;
+pub mod exchange;
 pub mod frame;
 pub mod packing;
 pub mod peer;
 pub mod probe;
+pub mod quantile;
 pub mod reason;
 pub mod ring;
 pub mod sim;
