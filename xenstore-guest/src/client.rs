@@ -525,8 +525,8 @@ pub fn is_xs_error(err: &XsClientError, want: XsError) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xenstored_probes::ring::conn::{RingConn, Wake};
-    use xenstored_probes::ring::sim::SimBackend;
+    use xenstored_probes::conn::ring::conn::{RingConn, Wake};
+    use xenstored_probes::conn::ring::sim::SimBackend;
 
     /// A stand-in server thread: answers each request with its own payload
     /// reversed, after first firing a watch event; XS_RM gets ENOENT.

@@ -1,5 +1,5 @@
 //! The guest's end of the simulated ring (the daemon's is
-//! `xenstored_probes::ring::sim`): the domain builder's `prepare`, a guest
+//! `xenstored_probes::conn::ring::sim`; both over `xenstore_proto::sim`): the domain builder's `prepare`, a guest
 //! process attaching to its page and event channel, the domain's death.
 
 use std::fs::{File, OpenOptions, TryLockError};
@@ -148,12 +148,12 @@ mod tests {
     use std::os::fd::RawFd;
 
     use crate::ring::Client;
+    use xenstored_probes::conn::ring::conn::{RingConn, Wake};
+    use xenstored_probes::conn::ring::sim::SimBackend;
+    use xenstored_probes::conn::ring::transport::RingTransport;
+    use xenstored_probes::daemon::direct::NoBackend;
+    use xenstored_probes::daemon::quota::Quotas;
     use xenstored_probes::daemon::Daemon;
-    use xenstored_probes::detached::NoBackend;
-    use xenstored_probes::quota::Quotas;
-    use xenstored_probes::ring::conn::{RingConn, Wake};
-    use xenstored_probes::ring::sim::SimBackend;
-    use xenstored_probes::ring::transport::RingTransport;
     use xenstored_probes::server::Server;
 
     fn readable(fd: RawFd, ms: u64) -> bool {

@@ -31,8 +31,7 @@ use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// First domid Xen reserves (DOMID_FIRST_RESERVED).
-pub const DOMID_FIRST_RESERVED: u32 = 0x7ff0;
+use crate::wire::DOMID_FIRST_RESERVED;
 
 /// Where one domain's simulated page and event channel live.
 #[derive(Clone, Debug)]

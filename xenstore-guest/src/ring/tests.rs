@@ -2,7 +2,7 @@ use std::sync::Arc;
 
 use super::Client;
 use xenstore_proto::wire::{Header, PAYLOAD_MAX};
-use xenstored_probes::ring::*;
+use xenstored_probes::conn::ring::*;
 
 fn pair() -> (Server, Client, Arc<Mapping>) {
     let page = Arc::new(Mapping::anonymous().unwrap());
