@@ -1,5 +1,6 @@
 //! xenstore-proto: what the daemon, its tracers and its tests must agree
-//! on, in one dependency-free crate.
+//! on, in one crate that builds nothing of the daemon (libc and memmap2
+//! only).
 //!
 //! - [`wire`]: the xenstore wire format (header, message types, errors,
 //!   size limits) of xen/include/public/io/xs_wire.h; [`frame`]: messages
