@@ -4,10 +4,13 @@
 //! header's static assertions and the unit tests beside the skeletons.
 //! What generation cannot cover is what the C does by hand: this checks
 //! that it reads no argument register, unpacks no packed argument and
-//! defines none of the header's names itself.
+//! defines none of the header's names itself, and that a shift changed in
+//! the header changes the compiled programs.
 
 use regex::Regex;
+use std::path::Path;
 use xenstore_proto::bpf::contract_header;
+use xenstore_proto::{Field, Ident};
 
 const PROGRAMS: [(&str, &str); 2] = [
     (
@@ -100,4 +103,65 @@ fn no_program_defines_a_name_the_header_generates() {
             );
         }
     }
+}
+
+/// The instructions of `program` compiled with `header` as
+/// xenstore_contract.h (in `dir`, the same path each time, so only the
+/// header differs): the bytes of its uprobe sections.
+fn compiled(program: &str, header: &str, dir: &Path) -> Vec<u8> {
+    std::fs::write(dir.join("xenstore_contract.h"), header).unwrap();
+    let obj = dir.join("program.o");
+    let multiarch = format!("-I/usr/include/{}-linux-gnu", std::env::consts::ARCH);
+    let include = format!("-I{}", dir.display());
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src/capture/bpf")
+        .join(program);
+    libbpf_cargo::SkeletonBuilder::new()
+        .source(&source)
+        .obj(&obj)
+        .clang_args([include.as_str(), multiarch.as_str()])
+        .build()
+        .unwrap_or_else(|e| panic!("compiling {program} (needs clang): {e:#}"));
+    let bytes = std::fs::read(&obj).unwrap();
+    let elf = goblin::elf::Elf::parse(&bytes).unwrap();
+    let mut code = Vec::new();
+    for section in &elf.section_headers {
+        let name = elf.shdr_strtab.get_at(section.sh_name).unwrap_or("");
+        if name.starts_with("uprobe") {
+            code.extend_from_slice(&bytes[section.file_range().unwrap()]);
+        }
+    }
+    assert!(!code.is_empty(), "{program}: no uprobe section");
+    code
+}
+
+/// No hand-kept copy left: moving `op` one bit in the header changes what
+/// both programs compile to (each uses it: the --op filter, the metrics
+/// per op), while the same header compiles to the same code.
+#[test]
+fn a_changed_shift_in_the_header_changes_the_compiled_programs() {
+    let dir = std::env::temp_dir().join(format!("xs-bpf-contract-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let header = contract_header();
+    let define = |f: Field| format!("#define IDENT_OP(v) {}", f.c_expr("(v)"));
+    let moved = Field {
+        shift: Ident::OP.shift + 1,
+        ..Ident::OP
+    };
+    assert!(header.contains(&define(Ident::OP)), "{header}");
+    let altered = header.replace(&define(Ident::OP), &define(moved));
+    for (program, _) in PROGRAMS {
+        let code = compiled(program, &header, &dir);
+        assert_eq!(
+            code,
+            compiled(program, &header, &dir),
+            "{program} compiles reproducibly"
+        );
+        assert_ne!(
+            code,
+            compiled(program, &altered, &dir),
+            "{program} compiles the same with IDENT_OP moved: it unpacks op by hand"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
