@@ -100,25 +100,10 @@ fn outstanding(t: &Target) -> Vec<String> {
         }
     };
     let sent = off / one(0).len();
-    let mut seen = Vec::new();
-    let mut wire = Vec::new();
-    while seen.len() < sent {
-        assert!(
-            Instant::now() < deadline,
-            "{} of {sent} replies",
-            seen.len()
-        );
-        let mut buf = [0u8; 1024];
-        let n = guest.link().recv(&mut buf).unwrap();
-        if n == 0 {
-            guest.link().wait(Duration::from_millis(20)).unwrap();
-            continue;
-        }
-        wire.extend_from_slice(&buf[..n]);
-        for (h, _) in frame::take_messages(&mut wire) {
-            seen.push((h.ty, h.req_id, h.len));
-        }
-    }
+    let seen: Vec<_> = common::wire::ring_replies(&mut guest, sent, "outstanding")
+        .iter()
+        .map(|h| (h.ty, h.req_id, h.len))
+        .collect();
     let in_order = seen
         .iter()
         .enumerate()

@@ -269,25 +269,8 @@ fn send_silently(guest: &mut Guest, bytes: &[u8]) {
 }
 
 fn ring_replies(guest: &mut Guest, want: usize, what: &str) -> Vec<(u32, u32)> {
-    let deadline = Instant::now() + common::TIMEOUT;
-    let mut got = Vec::new();
-    let mut wire = Vec::new();
-    while got.len() < want {
-        assert!(
-            Instant::now() < deadline,
-            "{what}: {} of {want} replies, then nothing",
-            got.len()
-        );
-        let mut buf = [0u8; 1024];
-        let n = guest.link().recv(&mut buf).unwrap();
-        if n == 0 {
-            guest.link().wait(Duration::from_millis(20)).unwrap();
-            continue;
-        }
-        wire.extend_from_slice(&buf[..n]);
-        got.extend(take_messages(&mut wire));
-    }
-    got
+    let got = common::wire::ring_replies(guest, want, what);
+    got.iter().map(|h| (h.ty, h.req_id)).collect()
 }
 
 /// The whole script against one daemon.
