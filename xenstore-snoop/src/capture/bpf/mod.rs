@@ -12,9 +12,9 @@
 //! Closing the links detaches the program and drops the semaphores; the
 //! kernel does the same when the snooper dies, however it dies.
 
+pub mod decode;
 mod features;
 pub(crate) mod libbpf_log;
-pub mod record;
 mod ring;
 
 use crate::capture::Source;
@@ -315,7 +315,7 @@ impl Source for BpfSource {
     fn drain(&mut self, f: &mut dyn FnMut(Event), _last: bool) {
         // Records are written without waking us: take whatever is there.
         let bad = &mut self.undecodable;
-        let skipped = self.ring.drain(|raw| match record::decode(raw) {
+        let skipped = self.ring.drain(|raw| match decode::decode(raw) {
             Some(ev) => f(ev),
             None => *bad += 1,
         });

@@ -14,7 +14,7 @@
  * The probe contract (kinds, argument registers, packed fields, limits)
  * and `struct record` come from xenstore_contract.h, which build.rs
  * generates from xenstore-proto (xenstore_proto::bpf) before compiling
- * this; src/capture/bpf/record.rs decodes the record through the same
+ * this; src/capture/bpf/decode.rs decodes the record through the same
  * Rust struct.
  *
  * What older kernels refuse, and how this code avoids it (checked on
