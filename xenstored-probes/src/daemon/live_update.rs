@@ -11,11 +11,11 @@
 //! with live update; anything else is refused before anything changes).
 
 use super::{Call, Daemon};
-use crate::frame;
+use crate::conn::transport::SharedChannels;
 use crate::migration::stream::{self, ConnKind, Global, State};
-use crate::path;
-use crate::perms::{IGNORE, READ, WRITE};
-use crate::transport::SharedChannels;
+use crate::store::perms::{IGNORE, READ, WRITE};
+use crate::wire::frame;
+use crate::wire::path;
 use crate::wire::{Header, MsgType};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -358,7 +358,7 @@ impl Daemon {
         for id in ids {
             if let Some(c) = self.conns.get_mut(&id) {
                 if let Err(e) = c.transport_mut().move_channel_back() {
-                    crate::service::log::error(format_args!(
+                    crate::log::error(format_args!(
                         "live update: domain {}'s event channel not bound back: {e}",
                         c.domid()
                     ));
@@ -478,7 +478,7 @@ impl Daemon {
     }
 }
 
-fn node_record(path: &str, perms: &[crate::perms::Perm], value: &[u8]) -> stream::Node {
+fn node_record(path: &str, perms: &[crate::store::perms::Perm], value: &[u8]) -> stream::Node {
     stream::Node {
         conn_id: 0,
         tx_id: 0,
