@@ -97,7 +97,13 @@ fn recognise_target(target: &Path) -> Result<Target, String> {
         Some(r) => format!("{what} {r}"),
         None => what.to_string(),
     };
-    if has("Live reload: database loaded") {
+    if has(IMAGE_MARK.trim_end_matches(|c: char| c.is_ascii_digit() || c == '\0')) {
+        Err(format!(
+            "The target is an xenstored-shim that reads another migration stream version \
+             (this daemon writes v{}).",
+            stream::VERSION
+        ))
+    } else if has("Live reload: database loaded") {
         Err(format!(
             "The target is not xenstored-shim but {}, which cannot take this daemon's \
              state yet: the shim does not write oxenstored's dump.",
@@ -501,5 +507,54 @@ fn node_record(path: &str, perms: &[crate::store::perms::Perm], value: &[u8]) ->
             .collect(),
         path: path.as_bytes().to_vec(),
         value: value.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// `recognise_target` of an executable file holding `bytes`.
+    fn recognise(name: &str, bytes: &[u8]) -> Result<Target, String> {
+        let dir = std::env::temp_dir().join(format!("xss-lu-target-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join(name);
+        std::fs::write(&file, bytes).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        recognise_target(&file)
+    }
+
+    #[test]
+    fn targets_are_told_apart_by_what_their_files_hold() {
+        let c = b"\x7fELF libxenctrl.so.4.17\0 talloc_new: xenstored_core.c %s/state_dump";
+        assert_eq!(recognise("c", c), Ok(Target::C));
+        assert_eq!(recognise("shim", IMAGE_MARK.as_bytes()), Ok(Target::Shim));
+        let cases: [(&str, &[u8], &str); 4] = [
+            (
+                "old-shim",
+                b"xenstored-shim image: migration stream v0\0",
+                "reads another migration stream version (this daemon writes v1)",
+            ),
+            (
+                "old-c",
+                b"libxenctrl.so.4.14\0 talloc_new: xenstored",
+                "C xenstored 4.14, which cannot take this daemon's state: it has no live update",
+            ),
+            (
+                "ox",
+                b"libxenctrl.so.4.17\0 Live reload: database loaded",
+                "oxenstored 4.17, which cannot take this daemon's state yet",
+            ),
+            (
+                "other",
+                b"#!/bin/sh\n",
+                "not xenstored-shim, C xenstored or oxenstored",
+            ),
+        ];
+        for (name, bytes, why) in cases {
+            let said = recognise(name, bytes).unwrap_err();
+            assert!(said.contains(why), "{name}: {said}");
+        }
     }
 }
