@@ -467,8 +467,9 @@ mod tests {
 
 #[cfg(test)]
 mod captured {
-    use crate::event::{Decoder, Probe};
-    use crate::format::Format;
+    use crate::capture::tracefs::decode::Decoder;
+    use crate::capture::tracefs::format::Format;
+    use crate::event::Probe;
     use crate::output::{Clock, TextStyle};
     use crate::pairing::Pairing;
 
