@@ -206,10 +206,13 @@ fn the_shim_gives_the_host_back_to_c_xenstored() {
     let mut c = Upstream::start_with_env(Flavor::C, &[], &env);
     c.run("xenstore-write", &["/local/domain/7/data", "seven"]);
     let watcher = c.watch(&["/local/domain/7"]);
-    watcher.line(0, common::TIMEOUT);
+    watcher.line(0, crate::common::TIMEOUT);
+    // As xenconsoled and xl watch for deaths, across both updates.
+    let releases = c.watch(&["@releaseDomain"]);
+    releases.line(0, crate::common::TIMEOUT);
     let mut dom0 = Xs::connect(&c.socket).unwrap();
-    dom0.timeout = common::TIMEOUT;
-    let mut guest = boot::boot(&mut dom0, &ring_dir, 5, common::TIMEOUT).unwrap();
+    dom0.timeout = crate::common::TIMEOUT;
+    let mut guest = boot::boot(&mut dom0, &ring_dir, 5, crate::common::TIMEOUT).unwrap();
     // As the toolstack writes them: where the shim finds the ring again.
     dom0.write(0, "/local/domain/5/store/ring-ref", &boot::GFN.to_string())
         .unwrap();
@@ -218,7 +221,7 @@ fn the_shim_gives_the_host_back_to_c_xenstored() {
     guest.write(0, "data", "before").unwrap();
     guest.watch("data", "mine").unwrap();
     guest
-        .next_event(common::TIMEOUT)
+        .next_event(crate::common::TIMEOUT)
         .unwrap()
         .expect("the watch's first event");
     let before = store_but_probe(&c);
@@ -231,7 +234,7 @@ fn the_shim_gives_the_host_back_to_c_xenstored() {
             Duration::from_secs(30),
         )
     };
-    let shim = common::bin("xenstored-shim");
+    let shim = crate::common::bin("xenstored-shim");
     let out = update(&c, &shim);
     assert_updated(&mut c, &out, pid, &shim, &watcher);
     assert_eq!(guest.read(0, "data").unwrap(), "before", "{}", c.log());
@@ -248,7 +251,7 @@ fn the_shim_gives_the_host_back_to_c_xenstored() {
     let out = update(&c, back);
     assert_updated_back(&mut c, &out, pid, back, &watcher);
     guest.write(0, "data", "after").unwrap();
-    let event = guest.next_event(common::TIMEOUT).unwrap();
+    let event = guest.next_event(crate::common::TIMEOUT).unwrap();
     assert_eq!(
         event.map(|e| e.token),
         Some("mine".to_string()),
@@ -258,6 +261,13 @@ fn the_shim_gives_the_host_back_to_c_xenstored() {
     assert_eq!(guest.read(0, "data").unwrap(), "after");
     c.run("xenstore-write", &["/local/domain/5/data", "before"]);
     assert_eq!(store_but_probe(&c), before, "{}", c.log());
+    drop(guest);
+    dom0.release(5).unwrap();
+    releases.wait_line(
+        "@releaseDomain after the return",
+        crate::common::TIMEOUT,
+        |l| l.starts_with("@releaseDomain"),
+    );
 }
 
 /// As [`assert_updated`], for an update into an upstream daemon, which
@@ -276,7 +286,7 @@ fn assert_updated_back(d: &mut Daemon, out: &Output, pid: u32, exe: &Path, watch
     d.run("xenstore-write", &["/local/domain/7/after", "back"]);
     watcher.wait_line(
         "the event for /local/domain/7/after",
-        common::TIMEOUT,
+        crate::common::TIMEOUT,
         |l| l.starts_with("/local/domain/7/after"),
     );
 }
