@@ -145,7 +145,7 @@ pub fn snoop_record(data: &[u8]) {
         let _ = Format::parse(text);
     }
     // The same bytes as a BPF ring-buffer record (its lengths checked too).
-    if let Some(event) = xenstore_snoop::capture::bpf::record::decode(data) {
+    if let Some(event) = xenstore_snoop::capture::bpf::decode::decode(data) {
         assert!(event.s1.len() <= data.len() * 3 && event.s2.len() <= data.len() * 3);
     }
 }

@@ -211,3 +211,58 @@ mod tests {
         assert_eq!((e.req_id(), e.errno(), e.s1.as_str()), (8, 2, "ENOENT"));
     }
 }
+
+#[cfg(test)]
+mod captured {
+    //! A real failed read, from perf's raw records to the output line.
+    use super::Decoder;
+    use crate::capture::tracefs::format::Format;
+    use crate::event::Probe;
+    use crate::output::{Clock, TextStyle};
+    use crate::pairing::Pairing;
+
+    /// Raw records perf delivered on this machine for
+    /// `xenstore-read /nonexistent/node` against the shim, with the formats
+    /// tracefs gave the snooper's uprobes then.
+    #[test]
+    fn real_records_of_a_failed_read() {
+        let request = Format::parse(include_str!("../../../testdata/request.format")).unwrap();
+        let response = Format::parse(include_str!("../../../testdata/response.format")).unwrap();
+        let decoders = [
+            Decoder::new(Probe::Request, &request).unwrap(),
+            Decoder::new(Probe::Response, &response).unwrap(),
+        ];
+        let mut pairing = Pairing::new();
+        let mut records = Vec::new();
+        for (i, hex) in include_str!("../../../testdata/read-enoent.raw.hex")
+            .lines()
+            .enumerate()
+        {
+            let raw: Vec<u8> = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect();
+            let id = u16::from_ne_bytes([raw[0], raw[1]]);
+            let d = decoders.iter().find(|d| d.id == id).unwrap();
+            let ev = d.decode(&raw, 1000 + i as u64 * 25_000).unwrap();
+            records.extend(pairing.push(ev));
+        }
+        assert_eq!(records.len(), 1);
+        let r = &records[0];
+        assert_eq!(
+            (r.serial, r.conn, r.dom, r.pid, r.tx),
+            (1, 1, 0, 26137, Some(0))
+        );
+        assert_eq!(r.req_id, Some(0));
+        assert_eq!(r.error.as_deref(), Some("ENOENT"));
+        assert_eq!(r.latency_ns, Some(25_000));
+        let clock = Clock {
+            offset_ns: 0,
+            start_mono_ns: 0,
+        };
+        assert_eq!(
+            TextStyle::default().line(r, &clock),
+            "0   26137  -               0   [ERROR] XS_READ: /nonexistent/node -> ENOENT"
+        );
+    }
+}
