@@ -95,8 +95,9 @@ check:
 # After a daemon edit, in about a minute on a built tree (no root needed):
 # the daemon crate's unit tests (the loop's simulation among them) and the
 # daemon tier, its end-to-end tests against real clients and upstream
-# daemons (tests/README.md).
+# daemons (tests/README.md), with the binaries those run built first.
 daemon:
+	cargo build -q -p xenstored-probes -p xenstore-guest -p xenstore-snoop --bins
 	cargo test -q -p xenstored-probes
 	cargo test -q --test daemon
 
