@@ -1,12 +1,12 @@
 //! S4's part of the scale section: one row a number of domains, one
 //! column a daemon; the goal row; what limits the figures.
 
-use crate::scale_death::{DeathResult, Point, DYING_EVERY};
+use crate::s4_mass_destroy::{DeathResult, Point, DYING_EVERY};
 use std::fmt::Write;
 use std::time::Duration;
 
-/// Where S4's part starts; `splice` replaces it in a report.
-pub const HEADING: &str = "### S4 mass destroy";
+/// The section's heading: its name in `--only` and its folder.
+pub const HEADING: &str = "## S4 mass destroy";
 /// Issue 26's goal: 100 of 1000 dying, every watcher told within this.
 const GOAL: Duration = Duration::from_secs(1);
 
@@ -14,7 +14,7 @@ pub fn render(r: &DeathResult) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{HEADING}: N domains, N/{DYING_EVERY} die at once\n\n\
+        "{HEADING}\n\n\
          N domains on simulated rings, each with a home it owns and a dom0 connection \
          watching `@releaseDomain` (as each `xl` process's monitor does); then one in \
          {DYING_EVERY} dies at once through the simulated hypervisor (the shim's \
@@ -44,7 +44,7 @@ pub fn render(r: &DeathResult) -> String {
         .max()
         .unwrap_or(0);
     for row in 0..rows {
-        let point = |c: &crate::scale_death::Curve| c.points.as_ref().ok()?.get(row).copied();
+        let point = |c: &crate::s4_mass_destroy::Curve| c.points.as_ref().ok()?.get(row).copied();
         let Some(first) = r.curves.iter().find_map(point) else {
             continue;
         };

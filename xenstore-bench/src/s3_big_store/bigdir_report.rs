@@ -2,16 +2,15 @@
 //! one column a daemon, one row a number of children, and how much each
 //! daemon's cost grew from the fewest children to the most.
 
-use crate::report::ops;
-use crate::scale_bigdir::{BigDirResult, Point};
-use crate::stats::Sample;
+use crate::s3_big_store::bigdir::{BigDirResult, Point};
+use crate::sections::cell;
 use std::fmt::Write;
 
 pub fn render(r: &BigDirResult) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "\n#### A big directory\n\nOne directory, `/bigdir`, grown with plain writes of empty \
+        "\n### A big directory\n\nOne directory, `/bigdir`, grown with plain writes of empty \
          children named 0, 1, 2, …; at each size every daemon in turn (runs of {:.2} s; this \
          part took {:.0} s), the client and the daemon pinned to CPU 0. Cells: requests/s \
          (p50/p99 µs of the whole op) daemon CPU per request in µs. The shim keeps a list \
@@ -117,7 +116,7 @@ pub fn render(r: &BigDirResult) -> String {
 }
 
 fn section(r: &BigDirResult, title: &str, what: &str, show: impl Fn(&Point) -> String) -> String {
-    let mut s = format!("\n##### {title}\n\n{what}\n\n| children (listing bytes) |");
+    let mut s = format!("\n#### {title}\n\n{what}\n\n| children (listing bytes) |");
     let mut rule = String::from("|---|");
     for c in &r.curves {
         let _ = write!(s, " {} |", c.label);
@@ -165,14 +164,4 @@ fn ratio_row(r: &BigDirResult, pick: impl Fn(&Point) -> f64) -> String {
         );
     }
     s + "\n"
-}
-
-fn cell(x: &Sample) -> String {
-    format!(
-        "{} ({:.1}/{:.1}) {:.2}",
-        ops(x.ops_per_s),
-        x.p50_us,
-        x.p99_us,
-        x.daemon_cpu_us
-    )
 }

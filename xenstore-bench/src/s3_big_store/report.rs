@@ -1,13 +1,14 @@
 //! S3's part of the scale section: one table per operation, one column a
 //! daemon, one row a number of domains, and the goal rows.
 
-use crate::report::ops;
-use crate::scale_store::{nodes_per_domain, Point, StoreResult, SUBTREE_NODES, WATCHES_PER_DOMAIN};
-use crate::stats::Sample;
+use crate::s3_big_store::{
+    nodes_per_domain, Point, StoreResult, SUBTREE_NODES, WATCHES_PER_DOMAIN,
+};
+use crate::sections::cell;
 use std::fmt::Write;
 
 /// Where S3's part of the scale section starts.
-pub const HEADING: &str = "### S3 big store";
+pub const HEADING: &str = "## S3 big store";
 
 pub fn render(r: &StoreResult) -> String {
     let mut s = String::new();
@@ -107,7 +108,7 @@ pub fn render(r: &StoreResult) -> String {
 }
 
 fn section(r: &StoreResult, title: &str, what: &str, show: impl Fn(&Point) -> String) -> String {
-    let mut s = format!("\n#### {title}\n\n{what}\n\n| domains (nodes) |");
+    let mut s = format!("\n### {title}\n\n{what}\n\n| domains (nodes) |");
     let mut rule = String::from("|---|");
     for c in &r.curves {
         let _ = write!(s, " {} |", c.label);
@@ -175,14 +176,4 @@ fn rss_goal(r: &StoreResult, goal: &str) -> String {
         );
     }
     s + "\n"
-}
-
-fn cell(x: &Sample) -> String {
-    format!(
-        "{} ({:.1}/{:.1}) {:.2}",
-        ops(x.ops_per_s),
-        x.p50_us,
-        x.p99_us,
-        x.daemon_cpu_us
-    )
 }

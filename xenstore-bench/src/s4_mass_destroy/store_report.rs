@@ -3,14 +3,14 @@
 //! column a shim, and each shim's growth from the smallest store to the
 //! biggest.
 
-use crate::scale_death_store::{Curve, Point, StoreDeathResult, DYING};
+use crate::s4_mass_destroy::store::{Curve, Point, StoreDeathResult, DYING};
 use std::fmt::Write;
 
 pub fn render(r: &StoreDeathResult) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "\n#### S4 in a big store: {DYING} domains die at once beside B domains' trees\n\n\
+        "\n### S4 in a big store: {DYING} domains die at once beside B domains' trees\n\n\
          A fresh shim holds B background domains' trees (S3's, ~100 nodes each, with the \
          permissions libxl gives them: each home owned by its domain, its backends, `/vm/<uuid>` \
          and `/libxl/<domid>` readable by it) and {DYING} introduced domains with the same trees \

@@ -1,4 +1,4 @@
-//! The scale section: what a request costs as the host grows. N idle dom0
+//! S5's and S2's hosts: what a request costs as the host grows. N idle dom0
 //! connections and N idle domains on simulated rings each hold 15 watches
 //! (14 on paths nothing writes, one on a path of their own the fan-out load
 //! writes below). Each daemon has a host per N, and every round measures
@@ -13,11 +13,12 @@
 //! daemons, the floor (src/bin/bare-sender.rs) does only what these
 //! requests need.
 
+pub mod report;
+
 use crate::affinity::on_cpu0;
 use crate::client::Conn;
 use crate::daemons::{self, cpu_ns, Daemon};
 use crate::guests::{self, RingGuest};
-use crate::scale_sends::{DoorbellTimes, SendTimes, SendTracer};
 use crate::stats::{median, median_sample, Sample};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -52,14 +53,15 @@ pub struct Plan {
     pub check_quiet: bool,
     /// Also N idle domains on simulated rings.
     pub domains: bool,
-    /// After the rounds, one more S2 spread run (sockets only) of the
-    /// first shim at the smallest and the largest N > 0, its sends timed
-    /// with bpftrace (scale_sends.rs).
-    pub time_sends: bool,
-    /// After the rounds, one more S2 spread run of the first shim with
-    /// every write for a domain, at the smallest and the largest N > 0,
-    /// its doorbells and replies timed with bpftrace (scale_sends.rs).
-    pub time_doorbells: bool,
+    /// Which of the two scenarios the rounds measure.
+    pub scenario: Scenario,
+}
+
+/// S5 or S2 (each section measures its own on hosts of its own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    IdleTax,
+    FanOut,
 }
 
 /// One daemon's figures at one N.
@@ -96,10 +98,42 @@ pub struct ScaleResult {
     pub run: Duration,
     pub rounds: usize,
     pub elapsed: Duration,
-    /// The first shim's sends by N, if the plan timed them.
-    pub sends: Vec<(usize, Result<SendTimes>)>,
-    /// The first shim's doorbells by N, if the plan timed them.
-    pub doorbells: Vec<(usize, Result<DoorbellTimes>)>,
+}
+
+impl crate::sections::Scale {
+    /// S5's or S2's plan: every daemon, sockets only or with domains too.
+    pub fn idle_plan(&self, domains: bool, scenario: Scenario) -> Plan {
+        Plan {
+            shims: self.shims.clone(),
+            floor: Some(self.floor.clone()),
+            upstream: !self.upstream.is_empty(),
+            levels: self.pick(vec![0, 10, 40], LEVELS.to_vec(), LEVELS.to_vec()),
+            run: self.pick(Duration::from_millis(100), self.run / 2, self.run / 2),
+            rounds: self.rounds,
+            // a syscall per connection: checked where the run is short
+            check_quiet: self.size == crate::sections::Size::Smoke,
+            domains,
+            scenario,
+        }
+    }
+}
+
+impl ScaleResult {
+    /// What failed: a daemon's curve, or the domains a shim or the floor
+    /// should have served (the upstream daemons may lack the stub's rings).
+    pub fn failures(&self) -> Vec<String> {
+        let mut f = Vec::new();
+        for c in &self.curves {
+            if let Err(e) = &c.points {
+                f.push(format!("{}: {e:#}", c.label));
+            }
+            let ours = c.label.starts_with("shim") || c.label == FLOOR;
+            if let (true, Some(why)) = (ours, &c.no_domains) {
+                f.push(format!("{} served no ring domains: {why}", c.label));
+            }
+        }
+        f
+    }
 }
 
 /// A daemon under test and its idle population.
@@ -209,11 +243,11 @@ impl Host {
     }
 
     /// Writes below the watched path of an idle connection or domain
-    /// (alternately, or every one for a domain when `domains_only`; each
+    /// (alternately when it has domains; each
     /// spread over all of them, or the first of each when `one`); each
     /// write is timed until its watcher has the event. Also returns the
     /// kernel's share of the daemon's CPU in that run.
-    fn fan_out(&mut self, run: Duration, one: bool, domains_only: bool) -> Result<(Sample, f64)> {
+    fn fan_out(&mut self, run: Duration, one: bool) -> Result<(Sample, f64)> {
         let (load, idle, guests) = (&mut self.load, &mut self.idle, &mut self.guests);
         let n = idle.len();
         if n == 0 {
@@ -223,7 +257,7 @@ impl Host {
         let before = user_and_system_ticks(pid)?;
         let sample = timed(pid, run, |op| {
             let i = if one { 0 } else { op.wrapping_mul(7919) % n };
-            if (domains_only || op % 2 == 1) && !guests.is_empty() {
+            if op % 2 == 1 && !guests.is_empty() {
                 let count = guests.len();
                 let g = &mut guests[i % count];
                 let rel = format!("{GUEST_HOT}/v");
@@ -250,32 +284,6 @@ impl Host {
         let (user, system) = (after.0 - before.0, after.1 - before.1);
         let kernel = system as f64 / (user + system).max(1) as f64;
         Ok((sample, kernel))
-    }
-
-    /// One S2 spread run on the idle connections only (a domain's
-    /// doorbell is another kind of send), its sends timed.
-    fn time_sends(&mut self, run: Duration) -> Result<SendTimes> {
-        let guests = std::mem::take(&mut self.guests);
-        let tracer = SendTracer::start(self.daemon.pid());
-        let timed = tracer.and_then(|t| {
-            self.fan_out(run, false, false)?;
-            t.finish()
-        });
-        self.guests = guests;
-        timed
-    }
-
-    /// One S2 spread run with every write for a domain, its doorbells and
-    /// replies timed; None without domains.
-    fn time_doorbells(&mut self, run: Duration) -> Option<Result<DoorbellTimes>> {
-        if self.guests.is_empty() {
-            return None;
-        }
-        let tracer = SendTracer::start(self.daemon.pid());
-        Some(tracer.and_then(|t| {
-            self.fan_out(run, false, true)?;
-            t.finish_doorbells()
-        }))
     }
 }
 
@@ -399,16 +407,6 @@ pub fn run(plan: &Plan) -> ScaleResult {
             )
         },
     );
-    let sends = if plan.time_sends && !plan.shims.is_empty() {
-        time_sends(plan, &mut hosts)
-    } else {
-        Vec::new()
-    };
-    let doorbells = if plan.time_doorbells && !plan.shims.is_empty() {
-        time_doorbells(plan, &mut hosts)
-    } else {
-        Vec::new()
-    };
     let curves = labels
         .iter()
         .enumerate()
@@ -437,56 +435,7 @@ pub fn run(plan: &Plan) -> ScaleResult {
         run: plan.run,
         rounds: plan.rounds,
         elapsed: started.elapsed(),
-        sends,
-        doorbells,
     }
-}
-
-/// The first shim's sends timed at the smallest and the largest N > 0.
-fn time_sends(plan: &Plan, hosts: &mut [Vec<Result<Host>>]) -> Vec<(usize, Result<SendTimes>)> {
-    at_both_ends(plan, hosts, "sends", |h| Some(h.time_sends(plan.run)))
-}
-
-/// The first shim's doorbells timed at the smallest and the largest N > 0
-/// (none where it serves no domains).
-fn time_doorbells(
-    plan: &Plan,
-    hosts: &mut [Vec<Result<Host>>],
-) -> Vec<(usize, Result<DoorbellTimes>)> {
-    at_both_ends(plan, hosts, "doorbells", |h| h.time_doorbells(plan.run))
-}
-
-/// `time` on the first shim's host at the smallest and the largest N > 0.
-fn at_both_ends<T>(
-    plan: &Plan,
-    hosts: &mut [Vec<Result<Host>>],
-    what: &str,
-    mut time: impl FnMut(&mut Host) -> Option<Result<T>>,
-) -> Vec<(usize, Result<T>)> {
-    let first = plan.levels.iter().position(|&n| n > 0);
-    let last = plan.levels.len().checked_sub(1);
-    let (Some(first), Some(last)) = (first, last) else {
-        return Vec::new();
-    };
-    let levels = if first < last {
-        vec![first, last]
-    } else {
-        vec![first]
-    };
-    levels
-        .into_iter()
-        .filter_map(|l| {
-            let n = plan.levels[l];
-            let timed = match hosts[l][0].as_mut() {
-                Ok(h) => time(h)?,
-                Err(e) => Err(anyhow::anyhow!("{e:#}")),
-            };
-            Some((
-                n,
-                timed.with_context(|| format!("time the {what} at N={n}")),
-            ))
-        })
-        .collect()
 }
 
 /// Daemon `k` of the plan (the shims first, then the floor, then C
@@ -517,18 +466,22 @@ fn start_host(plan: &Plan, k: usize) -> Result<Host> {
     Host::start(label, Ok(d), plan.domains.then_some(rings))
 }
 
-/// One round's figures of a host: S5, S2 spread, S2 one watcher.
+/// One round's figures of a host: S5, or S2 spread and S2 one watcher.
 fn measure(h: &mut Host, plan: &Plan) -> Result<Point> {
-    let idle_tax = h.idle_tax(plan.run).context("S5")?;
-    let (fan_out, fan_out_kernel) = h.fan_out(plan.run, false, false).context("S2")?;
-    let point = Point {
-        idle_tax,
-        fan_out,
-        fan_out_one: h
-            .fan_out(plan.run, true, false)
-            .context("S2, one watcher")?
-            .0,
-        fan_out_kernel,
+    let point = match plan.scenario {
+        Scenario::IdleTax => Point {
+            idle_tax: h.idle_tax(plan.run).context("S5")?,
+            ..Point::default()
+        },
+        Scenario::FanOut => {
+            let (fan_out, fan_out_kernel) = h.fan_out(plan.run, false).context("S2")?;
+            Point {
+                fan_out,
+                fan_out_one: h.fan_out(plan.run, true).context("S2, one watcher")?.0,
+                fan_out_kernel,
+                ..Point::default()
+            }
+        }
     };
     if plan.check_quiet {
         h.quiet()?;

@@ -2,14 +2,14 @@
 //! lifecycles at once, a row per idle-domain count and daemon, then the
 //! goal at K=1000, P=100 as ratios between columns of the same run.
 
-use crate::scale_storm::{Curve, Row, Storm, StormResult};
-use crate::scale_storm_reads::{READ_EVERY, SLOW};
-use crate::scale_storm_verdict::{Leniency, OVERSIZED_MAX};
+use crate::s1_boot_storm::reads::{READ_EVERY, SLOW};
+use crate::s1_boot_storm::verdict::{Leniency, OVERSIZED_MAX};
+use crate::s1_boot_storm::{Curve, Row, Storm, StormResult};
 use std::fmt::Write;
 use std::time::Duration;
 
 /// Where the section starts; `splice` replaces it in a report.
-pub const HEADING: &str = "## Scale S1: boot storm";
+pub const HEADING: &str = "## S1 boot storm";
 
 pub fn render(r: &StormResult) -> String {
     let mut s = String::new();
@@ -25,7 +25,7 @@ pub fn render(r: &StormResult) -> String {
          EAGAIN is run again from its start, as libxl does), while one more dom0 client READs \
          an unrelated node every {} ms. Guests are on simulated rings (the stub's ring pages \
          for C xenstored and oxenstored). Every daemon in turn at each K, nothing pinned; the \
-         section took {:.0} s (`xenstore-bench all --only storm`). Wall: until the last \
+         section took {:.0} s (`xenstore-bench all --only s1-boot-storm`). Wall: until the last \
          lifecycle ended; lifecycle: one domain's create to release; CPU: the daemon's over \
          the storm.\n",
         READ_EVERY.as_millis(),
@@ -288,10 +288,4 @@ fn fewer_at_once(r: &StormResult, label: &str, k: usize, p: usize) -> Option<(us
             Some((q, b.wall.as_secs_f64() / a.wall.as_secs_f64()))
         })
         .max_by_key(|&(q, _)| q)
-}
-
-/// `report` with this section replaced by `section` (appended if it has
-/// none), the others as they were measured.
-pub fn splice(report: &str, section: &str) -> String {
-    crate::scale_report::splice_under(report, HEADING, section)
 }
