@@ -337,9 +337,9 @@ fn goals(r: &Results) -> Vec<Goal> {
 
 /// The report: how it was measured, the goals, what limits the figures,
 /// then each section that was run, in the order it was always written.
-pub fn render(r: &Results) -> String {
+pub fn render(r: &Results, scale_goals: &[crate::metrics_report::GoalRow]) -> String {
     let mut s = preamble(r);
-    s += &goals_table(r);
+    s += &goals_table(r, scale_goals);
     s += &limits(r);
     let sections = [
         r.throughput.as_ref().map(throughput_section),
@@ -397,13 +397,22 @@ fn preamble(r: &Results) -> String {
 }
 
 /// The goals, each with its target, measured figure and verdict.
-fn goals_table(r: &Results) -> String {
+fn goals_table(r: &Results, scale_goals: &[crate::metrics_report::GoalRow]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
         "## Goals\n\n| goal | target | measured | verdict |\n|---|---|---|---|"
     );
-    for goal in goals(r) {
+    let scale = scale_goals
+        .iter()
+        .cloned()
+        .map(|(what, target, measured, met)| Goal {
+            what,
+            target,
+            measured,
+            met,
+        });
+    for goal in goals(r).into_iter().chain(scale) {
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} |",
@@ -967,7 +976,7 @@ mod tests {
             "## 9. Metrics mode",
             "## 7. Probe sites and probes attached",
         ];
-        let text = render(&every_section());
+        let text = render(&every_section(), &[]);
         let at: Vec<usize> = headings
             .iter()
             .map(|h| {
@@ -981,7 +990,7 @@ mod tests {
         let mut some = every_section();
         some.snoop = None;
         some.memory = None;
-        let text = render(&some);
+        let text = render(&some, &[]);
         assert!(!text.contains("## 3. Snooping cost"), "{text}");
         assert!(!text.contains("## 6. Memory"), "{text}");
         assert!(text.contains("## 4. Per-firing cost"), "{text}");

@@ -84,6 +84,7 @@ pub fn all(args: &AllArgs) -> Result<()> {
         storm_idle: args.storm_idle.clone(),
     };
     let mut parts = String::new();
+    let mut scale_goals = Vec::new();
     for section in sections::ALL.iter().filter(|s| wanted(s)) {
         match section {
             Section::Throughput => {
@@ -105,12 +106,13 @@ pub fn all(args: &AllArgs) -> Result<()> {
                     eprintln!("bench: {f}");
                 }
                 parts += &part.text;
+                scale_goals.extend(part.goals);
             }
         }
     }
     r.elapsed = started.elapsed();
     r.load_after = machine::load();
-    let mut text = report::render(&r) + &parts;
+    let mut text = report::render(&r, &scale_goals) + &parts;
     let old = std::fs::read_to_string(&args.out).unwrap_or_default();
     if args.update {
         text = report_update::update(&old, &text, &measured(args, &r.machine));

@@ -13,10 +13,14 @@ pub fn section(s: &Scale) -> Part {
         include_str!("../report/s5-idle-tax.md"),
         &[("hosts", hosts_text(&sockets, &domains, "s5-idle-tax"))],
     );
+    let mut goals = Vec::new();
     for (r, whom) in [&sockets, &domains].into_iter().zip(WHOM) {
         text += &format!("\n### {whom}\n\n");
         text += &table(r, |p| p.idle_tax, true);
-        text += &goal(r, |p| p.idle_tax, &format!("S5, {whom}"));
+        if let Some((line, row)) = goal(r, |p| p.idle_tax, &format!("S5 idle tax, {whom}")) {
+            text += &line;
+            goals.push(row);
+        }
         text += &no_domains(r);
     }
     let outcomes = [&sockets, &domains]
@@ -26,5 +30,6 @@ pub fn section(s: &Scale) -> Part {
     Part {
         text: text + "\n",
         failures: outcomes,
+        goals,
     }
 }

@@ -83,6 +83,8 @@ impl Scale {
 pub struct Part {
     pub text: String,
     pub failures: Vec<String>,
+    /// Its rows of the report's goals table.
+    pub goals: Vec<crate::metrics_report::GoalRow>,
 }
 
 /// A scale section measured and rendered; None for the plain ones, which

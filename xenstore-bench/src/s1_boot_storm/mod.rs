@@ -485,5 +485,6 @@ pub fn section(s: &crate::sections::Scale) -> crate::sections::Part {
     crate::sections::Part {
         text: report::render(&r),
         failures,
+        goals: Vec::new(),
     }
 }

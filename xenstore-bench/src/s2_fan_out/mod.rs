@@ -6,6 +6,7 @@ pub mod broad;
 
 use crate::idle_hosts::report::{ends, hosts_text, no_domains, table, WHOM};
 use crate::idle_hosts::{self, Point, ScaleResult, Scenario, FLOOR};
+use crate::metrics_report::GoalRow;
 use crate::sections::{Part, Scale};
 use crate::stats::median;
 use crate::template::fill;
@@ -22,10 +23,14 @@ pub fn section(s: &Scale) -> Part {
         include_str!("../../report/s2-fan-out.md"),
         &[("hosts", hosts_text(&sockets, &domains, "s2-fan-out"))],
     );
+    let mut goals = Vec::new();
     for (r, whom) in [&sockets, &domains].into_iter().zip(WHOM) {
         text += &format!("\n### {whom}\n\n");
         text += &table(r, |p| p.fan_out, false);
-        text += &goal(r, whom).unwrap_or_default();
+        if let Some((line, row)) = goal(r, whom) {
+            text += &line;
+            goals.push(row);
+        }
         text += &limits(r);
         text += &table(r, |p| p.fan_out_one, false);
         text += &no_domains(r);
@@ -46,7 +51,11 @@ pub fn section(s: &Scale) -> Part {
         (broad.curves.iter())
             .filter_map(|c| Some(format!("broad watch, {}: {}", c.label, c.failed.as_ref()?))),
     );
-    Part { text, failures }
+    Part {
+        text,
+        failures,
+        goals,
+    }
 }
 
 /// The daemon's CPU per S2 spread write, by round, at level `l`.
@@ -102,13 +111,14 @@ impl BeyondFloor {
     }
 }
 
-/// The goal's line: the shim's growth against the floor's, in one run.
-fn goal(r: &ScaleResult, whom: &str) -> Option<String> {
+/// The goal's line (the shim's growth against the floor's, in one run)
+/// and its row of the goals table.
+fn goal(r: &ScaleResult, whom: &str) -> Option<(String, GoalRow)> {
     let g = BeyondFloor::of(r)?;
     let (first, last) = ends(r)?;
     let lo = g.by_round.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = g.by_round.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Some(format!(
+    let line = format!(
         "\nGoal (issue 47, S2, {whom}): from N={} to N={} the shim's CPU per write grew \
          {:.2} µs ({:.2} → {:.2}), the floor's {:.2} µs ({:.2} → {:.2}); the shim grew \
          {:+.2} µs beyond the floor (median of {} round(s), {:+.2} to {:+.2}; ≤ +{BEYOND_FLOOR_US:.2} \
@@ -126,7 +136,22 @@ fn goal(r: &ScaleResult, whom: &str) -> Option<String> {
         lo,
         hi,
         if g.met() { "met" } else { "missed" }
-    ))
+    );
+    let row = (
+        format!(
+            "S2 fan-out, {whom}: shim's CPU per write, growth N={} → N={} beyond the floor's",
+            r.levels[first], r.levels[last]
+        ),
+        "≤ +0.10 µs",
+        format!(
+            "{:+.2} µs (shim +{:.2}, floor +{:.2}; rounds {lo:+.2} to {hi:+.2})",
+            g.median(),
+            g.shim.1 - g.shim.0,
+            g.floor.1 - g.floor.0
+        ),
+        Some(g.met()),
+    );
+    Some((line, row))
 }
 
 /// What limits the spread curve: the prose, and each daemon's CPU per
@@ -206,7 +231,7 @@ mod tests {
     /// shim at 4.75, 4.8, 4.8: +0.15, +0.2, +0.2: missed.
     #[test]
     fn the_goal_takes_the_median_of_each_rounds_growth_beyond_the_floor() {
-        let met = goal(&three_rounds([4.2, 4.3, 4.8]), "sockets").unwrap();
+        let met = goal(&three_rounds([4.2, 4.3, 4.8]), "sockets").unwrap().0;
         assert!(
             met.contains(
                 "the shim's CPU per write grew 0.30 µs (4.00 → 4.30), the floor's 0.60 µs \
@@ -215,7 +240,8 @@ mod tests {
             ),
             "{met}"
         );
-        let missed = goal(&three_rounds([4.75, 4.8, 4.8]), "sockets").unwrap();
+        let (missed, row) = goal(&three_rounds([4.75, 4.8, 4.8]), "sockets").unwrap();
+        assert_eq!(row.3, Some(false));
         assert!(missed.contains("+0.20 µs beyond the floor"), "{missed}");
         assert!(missed.contains("**missed**"), "{missed}");
         // without the floor there is no goal to judge

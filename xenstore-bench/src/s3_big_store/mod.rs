@@ -730,6 +730,7 @@ pub fn section(s: &crate::sections::Scale) -> crate::sections::Part {
     crate::sections::Part {
         text: report::render(&store) + &bigdir_report::render(&big) + "\n",
         failures,
+        goals: Vec::new(),
     }
 }
 

@@ -248,5 +248,6 @@ pub fn section(s: &crate::sections::Scale) -> crate::sections::Part {
     crate::sections::Part {
         text: report::render(&deaths) + &store_report::render(&big),
         failures,
+        goals: Vec::new(),
     }
 }
