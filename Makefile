@@ -37,25 +37,25 @@ test:
 	# Each fuzz target briefly, from its corpus (xenstore-fuzz/FUZZING.md).
 	scripts/fuzz-smoke 20
 
-# The event loop's simulation for minutes (xenstored-probes/src/sim/):
+# The event loop's simulation for minutes (xenstored-probes/src/server/sim/):
 # SIM_PASSES loop passes (default 10 million) from SIM_FIRST_SEED
 # (default 1000000), in release. `make test` runs seeds 0..100.
 sim-long:
 	cargo test --release -p xenstored-probes --features simulation --lib \
-	    sim::tests::long_run -- --ignored --nocapture
+	    server::sim::tests::long_run -- --ignored --nocapture
 
 # One seed of the simulation again, bit for bit: SIM_SEED=N make sim-replay.
 sim-replay:
 	cargo test -p xenstored-probes --features simulation --lib \
-	    sim::tests::long_run -- --ignored --nocapture
+	    server::sim::tests::long_run -- --ignored --nocapture
 
-# Miri runs record.rs's tests (a node packed by hand into one heap block,
+# Miri runs store/packed_node.rs's tests (a node packed by hand into one heap block,
 # read through raw pointers) looking for undefined behaviour. It needs a
 # nightly toolchain with miri (`rustup toolchain install nightly --component
 # miri,rust-src`), which the machines CI runs on are not promised to reach,
 # so `make test` leaves it out. About 2 min cold, 1 s warm.
 miri:
-	cargo +nightly miri test -p xenstored-probes --lib record::
+	cargo +nightly miri test -p xenstored-probes --lib store::packed_node::
 
 # After an edit, in under two minutes (a built tree): build, clippy, no
 # module cycles, every crate's unit tests and the contract tests; no root,

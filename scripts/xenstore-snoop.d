@@ -12,7 +12,7 @@
  *   dtrace -Cqs scripts/xenstore-snoop.d -p PID         # ... or one daemon
  * (the probes would be xenstore<PID>:::request etc. Nothing registers the
  * provider with DTrace today: the daemon is Linux-only and its probes are
- * SystemTap-style .note.stapsdt notes (xenstored-probes/src/sdt.rs), which DTrace does not
+ * SystemTap-style .note.stapsdt notes (xenstored-probes/src/probes/sdt.rs), which DTrace does not
  * read; a port would have to register them, as DOF, at start.)
  *
  * OUTPUT: as xenstore-snoop and scripts/xenstore-snoop.bt:

@@ -1,4 +1,4 @@
-//! The event loop's turns (xenstored-probes/src/turns.rs) on the real
+//! The event loop's turns (xenstored-probes/src/server/fair_turns.rs) on the real
 //! daemon: a client that sent one request is served before another
 //! client's queued backlog drains, and each client's requests still run in
 //! the order it sent them. The order is read from a watcher, which hears

@@ -16,7 +16,7 @@ use xenstore_guest::boot;
 use xenstore_guest::client::{Guest, Link, SocketLink, Xs};
 use xenstore_guest::sim::SimGuest;
 use xenstore_proto::wire::{Header, MsgType, PAYLOAD_MAX};
-use xenstored_probes::ring::{ERROR_NONE, ERROR_PROTO};
+use xenstored_probes::conn::ring::{ERROR_NONE, ERROR_PROTO};
 
 /// The default hard memory quota (quota.rs, as C xenstored 4.17).
 const MEMORY_QUOTA: usize = 2 * 1024 * 1024 + 512 * 1024;

@@ -204,7 +204,7 @@ fn a_big_entry_reaches_journald_through_a_memfd() {
     // Over the datagram limit (net.core.wmem_default, 208 KiB by default).
     let big = "x".repeat(1 << 20);
     let marker = format!("XS_TEST={}", std::process::id());
-    let sender = xenstored_probes::service::journal::Journal::new().unwrap();
+    let sender = xenstored_probes::log::journal::Journal::new().unwrap();
     sender
         .send_to(
             &socket,

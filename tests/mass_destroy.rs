@@ -13,7 +13,7 @@ use xenstore_guest::boot;
 use xenstore_guest::client::{SocketLink, Xs};
 use xenstore_guest::sim::SimGuest;
 use xenstore_proto::wire::MsgType;
-use xenstored_probes::xen::simulated::{Counters, SimXen};
+use xenstored_probes::host::xen::simulated::{Counters, SimXen};
 
 /// What one mass death cost and what the watchers saw.
 struct Outcome {

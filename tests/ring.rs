@@ -12,7 +12,7 @@ use xenstore_guest::boot;
 use xenstore_guest::client::{Guest, SocketLink, Xs};
 use xenstore_guest::sim::SimGuest;
 use xenstore_proto::wire::{Header, PAYLOAD_MAX};
-use xenstored_probes::ring::{Field, ERROR_NONE, ERROR_PROTO, ERROR_RINGIDX, RING_SIZE};
+use xenstored_probes::conn::ring::{Field, ERROR_NONE, ERROR_PROTO, ERROR_RINGIDX, RING_SIZE};
 
 fn dom0(shim: &Shim) -> Xs<SocketLink> {
     Xs::connect(&shim.socket).expect("dom0 connects")

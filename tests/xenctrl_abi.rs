@@ -1,5 +1,5 @@
 //! The one shim binary talks to the libxenctrl of whichever Xen release the
-//! host runs (xenstored-probes/src/xen/xenctrl_abi.h): proven here by
+//! host runs (xenstored-probes/src/host/xen/xenctrl_abi.h): proven here by
 //! compiling xenctrl_abi_check.c's static assertions against the headers of
 //! Xen 4.17 (Debian 12's libxen-dev, installed by .ci/setup) and of Xen
 //! 4.20 (Debian 13's libxen-dev, downloaded by tests/xen/apt-trixie and
@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const CHECK_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/xenstored-probes/src/xen");
+const CHECK_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/xenstored-probes/src/host/xen");
 
 /// The work directory tests/xen uses (XEN_WORK, default target/xen).
 fn xen_work() -> PathBuf {

@@ -18,9 +18,9 @@ fn nop_size() {
 }
 
 /// xenstore.d's provider and probes, with how many arguments each takes,
-/// as Rust constants (`PROVIDER`, `DECLARED`) for src/sdt.rs, which checks
+/// as Rust constants (`PROVIDER`, `DECLARED`) for src/probes/sdt.rs, which checks
 /// every probe site against them; and one semaphore static a probe, named
-/// as the probe, for src/probes.rs.
+/// as the probe, for src/probes/mod.rs.
 fn declared_probes() {
     println!("cargo:rerun-if-changed=src/xenstore.d");
     let text = std::fs::read_to_string("src/xenstore.d").expect("reading src/xenstore.d");
@@ -66,17 +66,17 @@ fn declared_probes() {
     std::fs::write(out_dir.join("semaphores.rs"), semaphores).expect("writing semaphores.rs");
 }
 
-/// The C glue between the Xen backend and Xen's C side (src/xen/glue.c):
+/// The C glue between the Xen backend and Xen's C side (src/host/xen/glue.c):
 /// libxenctrl through dlopen on the ABI all supported releases share
 /// (xenctrl_abi.h, checked against the installed xenctrl.h when there is
 /// one), and the Linux xen/sys ioctl numbers for the tests when libxen-dev
 /// is installed; without it those are stubs and the daemon still builds.
 fn xen_glue() {
     for file in ["glue.c", "xenctrl_abi.h", "xenctrl_abi_check.c"] {
-        println!("cargo:rerun-if-changed=src/xen/{file}");
+        println!("cargo:rerun-if-changed=src/host/xen/{file}");
     }
     let mut build = cc::Build::new();
-    build.file("src/xen/glue.c").warnings(true);
+    build.file("src/host/xen/glue.c").warnings(true);
     let have_headers = ["/usr/include", "/usr/local/include"]
         .iter()
         .any(|dir| Path::new(dir).join("xenctrl.h").exists());

@@ -2,13 +2,13 @@
 //! hostile input reaches, and panics only on a broken invariant. `fuzz/`
 //! wraps them for libFuzzer; `tests/corpus.rs` replays the corpora.
 
-use xenstored_probes::connection::SpareOutput;
+use xenstored_probes::conn::ring::{self, Mapping, Page, RingError, PAGE_SIZE, RING_SIZE};
+use xenstored_probes::conn::transport::Transport;
+use xenstored_probes::conn::SpareOutput;
+use xenstored_probes::daemon::direct::{Idle, NoBackend};
+use xenstored_probes::daemon::quota::Quotas;
 use xenstored_probes::daemon::{Daemon, Effects};
-use xenstored_probes::detached::{Idle, NoBackend};
-use xenstored_probes::frame::InBuf;
-use xenstored_probes::quota::Quotas;
-use xenstored_probes::ring::{self, Mapping, Page, RingError, PAGE_SIZE, RING_SIZE};
-use xenstored_probes::transport::Transport;
+use xenstored_probes::wire::frame::InBuf;
 use xenstored_probes::wire::{Header, MsgType, HEADER_LEN, PAYLOAD_MAX};
 
 /// A target body: arbitrary bytes in, a panic only on a broken invariant.
@@ -306,7 +306,7 @@ pub fn oxenstored_dump(data: &[u8]) {
 /// in order, as one at a time would answer it (`sim/check.rs`).
 pub fn event_loop(data: &[u8]) {
     if let Err(violation) =
-        xenstored_probes::sim::run(xenstored_probes::sim::Choice::from_bytes(data))
+        xenstored_probes::server::sim::run(xenstored_probes::server::sim::Choice::from_bytes(data))
     {
         panic!("{violation}");
     }

@@ -13,9 +13,9 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use xenstored_probes::frame::{self, InBuf};
-use xenstored_probes::ring::sim::wait_readable;
-use xenstored_probes::ring::{RingError, FEATURE_RECONNECTION};
+use xenstored_probes::conn::ring::sim::wait_readable;
+use xenstored_probes::conn::ring::{RingError, FEATURE_RECONNECTION};
+use xenstored_probes::wire::frame::{self, InBuf};
 use xenstored_probes::wire::{msg_name, Header, MsgType, XsError, PAYLOAD_MAX};
 
 use crate::ring::Client;
@@ -525,8 +525,8 @@ pub fn is_xs_error(err: &XsClientError, want: XsError) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xenstored_probes::ring::conn::{RingConn, Wake};
-    use xenstored_probes::ring::sim::SimBackend;
+    use xenstored_probes::conn::ring::conn::{RingConn, Wake};
+    use xenstored_probes::conn::ring::sim::SimBackend;
 
     /// A stand-in server thread: answers each request with its own payload
     /// reversed, after first firing a watch event; XS_RM gets ENOENT.

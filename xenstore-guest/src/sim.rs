@@ -1,5 +1,5 @@
 //! The guest's end of the simulated ring (the daemon's is
-//! `xenstored_probes::ring::sim`): the domain builder's `prepare`, a guest
+//! `xenstored_probes::conn::ring::sim`): the domain builder's `prepare`, a guest
 //! process attaching to its page and event channel, the domain's death.
 
 use std::fs::{File, OpenOptions, TryLockError};
@@ -9,9 +9,11 @@ use std::os::unix::net::UnixDatagram;
 use std::path::Path;
 use std::time::Duration;
 
-use xenstored_probes::ring::sim::{bind_fresh, drain_socket, ring_bell, wait_readable, SimPaths};
-use xenstored_probes::ring::{Mapping, PAGE_SIZE};
-use xenstored_probes::xen::simulated::{SimXen, State};
+use xenstored_probes::conn::ring::sim::{
+    bind_fresh, drain_socket, ring_bell, wait_readable, SimPaths,
+};
+use xenstored_probes::conn::ring::{Mapping, PAGE_SIZE};
+use xenstored_probes::host::xen::simulated::{SimXen, State};
 
 /// How long a guest process waits for the one before it to finish.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
@@ -146,12 +148,12 @@ mod tests {
     use std::os::fd::RawFd;
 
     use crate::ring::Client;
+    use xenstored_probes::conn::ring::conn::{RingConn, Wake};
+    use xenstored_probes::conn::ring::sim::SimBackend;
+    use xenstored_probes::conn::ring::transport::RingTransport;
+    use xenstored_probes::daemon::direct::NoBackend;
+    use xenstored_probes::daemon::quota::Quotas;
     use xenstored_probes::daemon::Daemon;
-    use xenstored_probes::detached::NoBackend;
-    use xenstored_probes::quota::Quotas;
-    use xenstored_probes::ring::conn::{RingConn, Wake};
-    use xenstored_probes::ring::sim::SimBackend;
-    use xenstored_probes::ring::transport::RingTransport;
     use xenstored_probes::server::Server;
 
     fn readable(fd: RawFd, ms: u64) -> bool {
@@ -263,7 +265,7 @@ mod tests {
         let mut guest = SimGuest::open(&run, 7).unwrap();
         let client = Client::new(Box::new(guest.take_page().unwrap()));
         let mut request = Vec::new();
-        xenstored_probes::frame::encode(&mut request, 1, 9, 0, &[b"/\0"]);
+        xenstored_probes::wire::frame::encode(&mut request, 1, 9, 0, &[b"/\0"]);
         assert_eq!(client.write(&request).unwrap(), request.len());
         guest.notify().unwrap();
         // The loop's take_signals for an earlier event, standing in.

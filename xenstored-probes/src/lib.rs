@@ -1,49 +1,29 @@
 //! xenstored-probes: a complete xenstore daemon with a USDT provider
 //! (`xenstore`, declared in `xenstore.d`) in its request/response path.
+//!
+//! The folders are layers: each uses only those declared before it below
+//! (`scripts/module-graph` checks it). ARCHITECTURE.md says more of each.
 
-pub mod children;
-pub mod cnum;
-pub mod connection;
-pub mod daemon;
-pub mod detached;
-pub mod domain;
-pub mod domid_map;
-pub mod error;
-pub mod frame;
-pub mod home_filter;
-pub mod inline_path;
-pub mod listing;
-pub mod listing_delta;
-pub mod mentions;
-pub mod migration;
-pub mod node;
-pub mod outstanding;
-pub mod path;
-pub mod perms;
-pub mod poller;
-pub mod probes;
-pub mod quota;
-pub mod record;
-pub mod request;
-pub mod ring;
-pub mod sdt;
-pub mod server;
-pub mod service;
-#[cfg(any(test, feature = "simulation"))]
-pub mod sim;
-pub mod slab;
-pub mod stats_batch;
-pub mod stopwatch;
-pub mod store;
+// Layers, bottom first (scripts/module-graph checks the order):
 #[cfg(test)]
 mod test_rng;
-pub mod trace;
-pub mod transaction;
-pub mod transport;
-pub mod tree;
-pub mod turns;
-pub mod unix;
-pub mod update;
-pub mod watch;
+// Logging to stderr, syslog or the journal, and the notable events.
+pub mod log;
+// The wire format: framing, parsing requests, errors, paths.
 pub mod wire;
-pub mod xen;
+// The `xenstore` USDT probes and the classic trace file.
+pub mod probes;
+// The state a live update hands over, as data (C's stream, oxenstored's dump).
+pub mod migration;
+// The tree: nodes, permissions, transactions.
+pub(crate) mod store;
+// Watches and which of them an event fires.
+pub(crate) mod watch;
+// A client connection and the transports it runs over (Unix socket, ring).
+pub mod conn;
+// Executing requests, with no event loop: domains, quotas, every handler.
+pub mod daemon;
+// The event loop: readiness, fair turns, output; its simulation.
+pub mod server;
+// The daemon on a host: real Xen, the system service, live update's exec.
+pub mod host;

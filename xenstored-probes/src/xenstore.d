@@ -87,7 +87,7 @@
  *        bit 2 = str3 truncated.
  *
  * Each probe site is a 5-byte nop (0f 1f 44 00 00), which the kernel's
- * uprobes can optimise; xenstored-probes/src/sdt.rs emits it and checks
+ * uprobes can optimise; xenstored-probes/src/probes/sdt.rs emits it and checks
  * it against this list, arguments in rdi rsi rdx rcx r8 r9 r10 r11.
  * Fixed registers, so tools that stop at six arguments (bpftrace 0.17
  * refuses arg6 and arg7) can still read reply's as reg("r10"), reg("r11").

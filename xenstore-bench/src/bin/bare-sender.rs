@@ -18,8 +18,8 @@ use std::io;
 use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 use std::os::unix::net::UnixListener;
 use xenstore_proto::wire::{Header, MsgType, HEADER_LEN, PAYLOAD_MAX};
-use xenstored_probes::ring::conn::{RingConn, Wake};
-use xenstored_probes::ring::sim::SimBackend;
+use xenstored_probes::conn::ring::conn::{RingConn, Wake};
+use xenstored_probes::conn::ring::sim::SimBackend;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

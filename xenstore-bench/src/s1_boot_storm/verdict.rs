@@ -23,7 +23,7 @@ pub enum Leniency {
 /// domains' `backend/vbd` is ~5 KB, and the client's buffer must hold
 /// the whole reply (frame::LARGEST_PAYLOAD).
 pub const OVERSIZED_MAX: usize = 16 * 1024;
-const _: () = assert!(OVERSIZED_MAX <= xenstored_probes::frame::LARGEST_PAYLOAD);
+const _: () = assert!(OVERSIZED_MAX <= xenstored_probes::wire::frame::LARGEST_PAYLOAD);
 
 impl Leniency {
     /// The longest reply payload its clients take.

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use xenstore_proto::wire::MsgType;
 use xenstore_testkit::upstream::Flavor;
-use xenstored_probes::xen::simulated::SimXen;
+use xenstored_probes::host::xen::simulated::SimXen;
 
 /// A daemon S4 runs: a shim binary, or C xenstored or oxenstored under the
 /// conformance stub, which keeps the same simulated hypervisor (its domain

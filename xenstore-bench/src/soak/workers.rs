@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use xenstore_guest::boot;
 use xenstore_guest::client::{is_xs_error, Guest, Link, SocketLink, Xs, XsClientError};
 use xenstore_proto::wire::Header;
-use xenstored_probes::ring::Field;
+use xenstored_probes::conn::ring::Field;
 use xenstored_probes::wire::XsError;
 
 /// Keys every dom0 client reads and writes: /soak/k/<0..KEYS>.

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use super::Client;
-use xenstored_probes::ring::*;
+use xenstored_probes::conn::ring::*;
 use xenstored_probes::wire::{Header, PAYLOAD_MAX};
 
 fn pair() -> (Server, Client, Arc<Mapping>) {
@@ -21,7 +21,7 @@ fn set_indices(c: &Client, req: u32, rsp: u32) {
 
 fn message(ty: u32, payload: &[u8]) -> Vec<u8> {
     let mut m = Vec::new();
-    xenstored_probes::frame::encode(&mut m, ty, 7, 0, &[payload]);
+    xenstored_probes::wire::frame::encode(&mut m, ty, 7, 0, &[payload]);
     m
 }
 

@@ -5,13 +5,18 @@
 use clap::{ArgAction, Parser};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use xenstored_probes::conn::transport::DomainBackend;
+use xenstored_probes::conn::{ring, unix};
 use xenstored_probes::daemon::LiveUpdate;
+use xenstored_probes::daemon::{quota::Quotas, Daemon};
+use xenstored_probes::host::service::{detach, live, notify, pidfile::PidFile, signals};
+use xenstored_probes::host::update::{adopt, handover};
+use xenstored_probes::host::xen;
+use xenstored_probes::log;
+use xenstored_probes::log::notable::{Kind, Notable};
 use xenstored_probes::migration;
-use xenstored_probes::service::notable::{Kind, Notable};
-use xenstored_probes::service::{detach, live, log, notify, pidfile::PidFile, signals};
-use xenstored_probes::transport::DomainBackend;
-use xenstored_probes::update::{adopt, handover};
-use xenstored_probes::{daemon::Daemon, quota::Quotas, ring, server::Server, trace, unix, xen};
+use xenstored_probes::probes::trace_file;
+use xenstored_probes::server::Server;
 
 /// Upstream's XENSTORE_REL_PATH_MAX: `-M` is capped there, as upstream.
 const PATH_MAX_CAP: u32 = 2048;
@@ -286,7 +291,7 @@ fn run(args: &mut Args) -> Result<(), String> {
         live::refuse_if_served(&socket).map_err(|e| e.to_string())?;
     }
     if let Some(path) = &trace_path {
-        trace::open(path).map_err(|e| e.to_string())?;
+        trace_file::open(path).map_err(|e| e.to_string())?;
     }
     std::fs::create_dir_all(&args.run_dir)
         .map_err(|e| format!("run dir {}: {e}", args.run_dir.display()))?;
@@ -381,7 +386,7 @@ fn run(args: &mut Args) -> Result<(), String> {
         }
         let got = signals.drain();
         if got.hangup {
-            if let Err(e) = trace::reopen() {
+            if let Err(e) = trace_file::reopen() {
                 log::error(format_args!("SIGHUP: {e}"));
             }
         }

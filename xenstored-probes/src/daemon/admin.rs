@@ -4,11 +4,11 @@
 //! live_update.rs's.
 
 use super::{Call, Daemon};
-use crate::cnum::atoi;
-use crate::error::{Fail, Reason};
-use crate::quota::Quotas;
-use crate::request;
-use crate::tree::Tree;
+use crate::daemon::quota::Quotas;
+use crate::store::tree::Tree;
+use crate::wire::c_number::atoi;
+use crate::wire::error::{Fail, Reason};
+use crate::wire::request;
 use crate::wire::{XsError, PAYLOAD_MAX};
 use std::io::Write;
 
@@ -48,7 +48,7 @@ fn arg(a: &[u8]) -> String {
 pub(super) fn control(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
     // An exporter asks a CONTROL (xenstore-snoop --metrics: quota) before
     // it reads its counts: they then hold every event before its question.
-    crate::stats_batch::flush();
+    crate::probes::stats_batch::flush();
     let mut reply = Vec::new();
     let args = request::control(p)?;
     if let [b"live-update", rest @ ..] = args.as_slice() {
@@ -79,7 +79,7 @@ fn run_control(d: &mut Daemon, args: &[&[u8]], reply: &mut Vec<u8>) -> Result<()
             }
             let problems = d.store.check();
             for problem in &problems {
-                crate::service::log::error(format_args!("check_store: {problem}"));
+                crate::log::error(format_args!("check_store: {problem}"));
             }
             if !problems.is_empty() {
                 return Err(Fail::new(XsError::Eio, Reason::ControlCheck));
@@ -124,7 +124,7 @@ fn run_control(d: &mut Daemon, args: &[&[u8]], reply: &mut Vec<u8>) -> Result<()
         }
         b"print" => {
             let [s] = rest else { return Err(EINVAL) };
-            crate::service::log::info(format_args!("control: {}", arg(s)));
+            crate::log::info(format_args!("control: {}", arg(s)));
             text(reply, "OK");
         }
         b"quota" => match rest {

@@ -5,10 +5,10 @@
 //! here and a handler (with its argument parser in request.rs).
 
 use super::{admin, domains, nodes, transactions, watches, Call, Daemon};
-use crate::error::{Fail, Reason};
+use crate::daemon::quota::Kind;
+use crate::log::notable::{Kind as NotableKind, Notable};
 use crate::probes;
-use crate::quota::Kind;
-use crate::service::notable::{Kind as NotableKind, Notable};
+use crate::wire::error::{Fail, Reason};
 use crate::wire::{msg_name, Header, MsgType, XsError, HEADER_LEN, PAYLOAD_MAX};
 use std::panic::{self, AssertUnwindSafe};
 

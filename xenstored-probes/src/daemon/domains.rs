@@ -4,15 +4,15 @@
 
 use super::watches::special;
 use super::{Call, Daemon};
-use crate::domain::Domain;
-use crate::error::{Fail, Reason};
-use crate::path;
-use crate::perms::Identity;
-use crate::request;
-use crate::service::log;
-use crate::service::notable::{Kind, Notable};
-use crate::transport::DomainChanges;
-use crate::tree;
+use crate::conn::transport::DomainChanges;
+use crate::daemon::domain_registry::Domain;
+use crate::log;
+use crate::log::notable::{Kind, Notable};
+use crate::store::perms::Identity;
+use crate::store::tree;
+use crate::wire::error::{Fail, Reason};
+use crate::wire::path;
+use crate::wire::request;
 use crate::wire::XsError;
 
 pub(super) fn introduce(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fail> {
@@ -33,7 +33,6 @@ pub(super) fn introduce(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fai
     d.domains.insert(
         req.domid,
         Domain {
-            gfn: req.gfn,
             port: req.port,
             conn_slot,
             ..Domain::default()

@@ -11,10 +11,10 @@
 //! over guests' rings from per-ring event channels).
 
 use super::{Call, Daemon};
-use crate::frame;
 use crate::migration::stream::{self, ConnKind, Global, State};
-use crate::path;
-use crate::perms::{IGNORE, READ, WRITE};
+use crate::store::perms::{IGNORE, READ, WRITE};
+use crate::wire::frame;
+use crate::wire::path;
 use crate::wire::{Header, MsgType};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -320,7 +320,7 @@ impl Daemon {
     }
 }
 
-fn node_record(path: &str, perms: &[crate::perms::Perm], value: &[u8]) -> stream::Node {
+fn node_record(path: &str, perms: &[crate::store::perms::Perm], value: &[u8]) -> stream::Node {
     stream::Node {
         conn_id: 0,
         tx_id: 0,

@@ -1,8 +1,8 @@
 //! Bad input logged (stderr, or syslog once detached) without letting a
 //! client flood it.
 
-use crate::service::log;
-use crate::service::notable::Notable;
+use crate::log;
+use crate::log::notable::Notable;
 use std::time::Instant;
 
 /// At most BURST lines per second; the rest are counted.

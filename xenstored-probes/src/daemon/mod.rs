@@ -11,6 +11,10 @@
 //! rules that apply before each runs; the handlers live by concern in
 //! nodes.rs, watches.rs, transactions.rs, domains.rs and admin.rs.
 
+pub mod direct;
+pub(crate) mod domain_registry;
+pub mod quota;
+
 mod admin;
 mod dispatch;
 mod domains;
@@ -23,16 +27,16 @@ mod tests;
 mod transactions;
 mod watches;
 
-use crate::connection::{Connection, SpareOutput};
-use crate::domain::Domains;
-use crate::error::{Fail, Reason};
-use crate::outstanding::{Outstanding, Ticket};
-use crate::perms::Identity;
+use crate::conn::outstanding::{Outstanding, Ticket};
+use crate::conn::transport::{Attachment, DomainBackend, Transport};
+use crate::conn::{Connection, SpareOutput};
+use crate::daemon::domain_registry::Domains;
+use crate::daemon::quota::{Kind, Quotas};
 use crate::probes;
-use crate::quota::{Kind, Quotas};
+use crate::store::perms::Identity;
 use crate::store::Store;
-use crate::transport::{Attachment, DomainBackend, Transport};
 use crate::watch::{Hit, WatchTable};
+use crate::wire::error::{Fail, Reason};
 use crate::wire::{Header, MsgType, XsError};
 pub use live_update::Ready as LiveUpdate;
 use log::RateLimitedLog;

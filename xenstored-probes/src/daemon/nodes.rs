@@ -4,14 +4,14 @@
 //! at the transaction's commit.
 
 use super::{Call, Daemon};
-use crate::domain::DOMID_FIRST_RESERVED;
-use crate::error::{Fail, Reason};
-use crate::node::NodeRef;
-use crate::path;
-use crate::perms::{Identity, PermList, Perms};
-use crate::quota::{Kind, Quotas};
-use crate::request;
-use crate::tree::{self, Limits};
+use crate::daemon::domain_registry::DOMID_FIRST_RESERVED;
+use crate::daemon::quota::{Kind, Quotas};
+use crate::store::node::NodeRef;
+use crate::store::perms::{Identity, PermList, Perms};
+use crate::store::tree::{self, Limits};
+use crate::wire::error::{Fail, Reason};
+use crate::wire::path;
+use crate::wire::request;
 use crate::wire::{XsError, PAYLOAD_MAX};
 use std::borrow::Cow;
 use std::io::Write;
@@ -78,7 +78,7 @@ fn special_perms(d: &Daemon, name: &[u8], who: &Identity, reply: &mut Vec<u8>) -
         .ok()
         .and_then(|name| d.store.special(name))
         .ok_or(Fail::new(XsError::Einval, Reason::Path))?;
-    if node.perms.for_identity(who) & crate::perms::READ == 0 {
+    if node.perms.for_identity(who) & crate::store::perms::READ == 0 {
         return Err(Fail::new(XsError::Eacces, Reason::Perm));
     }
     node.perms.write_to(reply);
@@ -194,7 +194,7 @@ fn set_special_perms(
         .store
         .special(name)
         .ok_or(Fail::new(XsError::Enoent, Reason::Special))?;
-    let need = crate::perms::WRITE | crate::perms::OWNER;
+    let need = crate::store::perms::WRITE | crate::store::perms::OWNER;
     if node.perms.for_identity(who) & need != need {
         return Err(Fail::new(XsError::Eacces, Reason::Perm));
     }
@@ -231,9 +231,9 @@ fn directory_part_reply(n: NodeRef<'_>, offset: usize, reply: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::children::Children;
-    use crate::listing::Listing;
-    use crate::perms::Perm;
+    use crate::store::children::Children;
+    use crate::store::listing::Listing;
+    use crate::store::perms::Perm;
 
     /// Paging a long listing from offset 0 gives it back whole, each page
     /// as many whole names as fit one reply, the last one ending with an

@@ -10,14 +10,14 @@
 //! may name an owner that has no connection (an update during `xl create`).
 
 use super::Daemon;
-use crate::domain::Domain;
+use crate::conn::transport::Attachment;
+use crate::daemon::domain_registry::Domain;
+use crate::daemon::quota::Kind;
 use crate::migration::stream;
-use crate::path;
-use crate::perms::{Identity, Perm, Perms, IGNORE, READ, WRITE};
-use crate::quota::Kind;
-use crate::transport::Attachment;
-use crate::tree::{self, Limits, UNLIMITED_MEMORY};
+use crate::store::perms::{Identity, Perm, Perms, IGNORE, READ, WRITE};
+use crate::store::tree::{self, Limits, UNLIMITED_MEMORY};
 use crate::watch::Watch;
+use crate::wire::path;
 use std::io;
 
 /// Restoring ignores quotas, as C does: the state was accepted once, and a
@@ -122,7 +122,6 @@ impl Daemon {
         self.domains.insert(
             domid,
             Domain {
-                gfn,
                 port,
                 target,
                 conn_slot,

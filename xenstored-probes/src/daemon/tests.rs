@@ -2,7 +2,7 @@
 //! `Daemon::handle` as the event loop does and reads what it queued.
 
 use super::*;
-use crate::detached::{Idle, NoBackend};
+use crate::daemon::direct::{Idle, NoBackend};
 use crate::wire::HEADER_LEN;
 
 /// A new connection of `domid`.
@@ -362,7 +362,7 @@ fn hypervisor_news_announces_shutdowns_once_and_releases_the_dead() {
     ok(&mut d, guest, MsgType::TransactionStart, b"\0");
     ok(&mut d, dom0, MsgType::Watch, b"@releaseDomain\0r\0");
     events(&mut d, dom0);
-    let news = |shut_down: &[u32], dead: &[u32]| crate::transport::DomainChanges {
+    let news = |shut_down: &[u32], dead: &[u32]| crate::conn::transport::DomainChanges {
         shut_down: shut_down.to_vec(),
         dead: dead.to_vec(),
     };
@@ -409,7 +409,7 @@ fn domains_dying_together_fire_release_domain_once() {
     ok(&mut d, dom0, MsgType::SetPerms, b"/shared\0n0\0r7\0r9\0");
     ok(&mut d, dom0, MsgType::Watch, b"@releaseDomain\0r\0");
     events(&mut d, dom0);
-    d.domains_changed(&crate::transport::DomainChanges {
+    d.domains_changed(&crate::conn::transport::DomainChanges {
         shut_down: vec![],
         dead: vec![8, 6, 8],
     });
@@ -473,7 +473,7 @@ fn a_dead_targets_rights_leave_its_device_model() {
     ok(&mut d, dom0, MsgType::Introduce, b"7\x001\x001\x00");
     let dm = open(&mut d, 7, 0, "device model");
     ok(&mut d, dom0, MsgType::SetTarget, b"7\x006\x00");
-    d.domains_changed(&crate::transport::DomainChanges {
+    d.domains_changed(&crate::conn::transport::DomainChanges {
         shut_down: vec![],
         dead: vec![6],
     });
@@ -837,7 +837,7 @@ fn execute_input_stops_at_the_outstanding_quota() {
     );
     let mut wire = Vec::new();
     for i in 0..5 {
-        crate::frame::encode(&mut wire, MsgType::Read as u32, i, 0, &[b"x\0"]);
+        crate::wire::frame::encode(&mut wire, MsgType::Read as u32, i, 0, &[b"x\0"]);
     }
     let conn = d.conn_mut(guest).unwrap();
     let mut input = conn.take_input();

@@ -2,12 +2,12 @@
 //! request sees: the store, or its transaction's view of it.
 
 use super::{conns_memory, Call, Daemon};
-use crate::error::{Fail, Reason};
+use crate::daemon::quota::{Kind, Quotas};
 use crate::probes::{self, TxOutcome};
-use crate::quota::{Kind, Quotas};
-use crate::request;
-use crate::transaction::Transaction;
-use crate::tree::{Tree, MEMORY_QUOTA};
+use crate::store::transaction::Transaction;
+use crate::store::tree::{Tree, MEMORY_QUOTA};
+use crate::wire::error::{Fail, Reason};
+use crate::wire::request;
 use crate::wire::XsError;
 use std::io::Write;
 

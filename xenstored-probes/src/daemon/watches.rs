@@ -3,17 +3,17 @@
 //! commit of the transaction that made it).
 
 use super::{Call, Daemon};
-use crate::connection::Connection;
-use crate::error::{Fail, Reason};
-use crate::path;
-use crate::perms::{Identity, Perm, PermList, READ};
+use crate::conn::Connection;
+use crate::daemon::quota::Kind;
+use crate::daemon::quota::Quotas;
 use crate::probes;
-use crate::quota::Kind;
-use crate::quota::Quotas;
-use crate::request;
+use crate::store::perms::{Identity, Perm, PermList, READ};
+use crate::store::tree::Change;
 use crate::store::Store;
-use crate::tree::Change;
 use crate::watch::Watch;
+use crate::wire::error::{Fail, Reason};
+use crate::wire::path;
+use crate::wire::request;
 use crate::wire::{MsgType, XsError, HEADER_LEN};
 
 /// Replies before the watch's initial event, as upstream.
@@ -218,6 +218,6 @@ fn encode_event(
     token: &[u8],
 ) {
     let parts: [&[u8]; 4] = [path.as_bytes(), b"\0", token, b"\0"];
-    crate::frame::encode(out, MsgType::WatchEvent as u32, 0, 0, &parts);
+    crate::wire::frame::encode(out, MsgType::WatchEvent as u32, 0, 0, &parts);
     probes::watch_event(serial, who, firer, path.as_bytes(), token);
 }
