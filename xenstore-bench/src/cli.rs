@@ -44,6 +44,9 @@ pub enum Command {
         /// Only these sections (comma-separated): throughput and s1…s5.
         #[arg(long, value_delimiter = ',', value_enum, required = true)]
         only: Vec<Section>,
+        /// Also C xenstored and oxenstored, those installed.
+        #[arg(long)]
+        upstream: bool,
     },
     /// S1 on oxenstored as the benchmark runs it (CI): its listing over
     /// 4096 bytes taken by the lenient client only, then a storm with its

@@ -8,7 +8,12 @@ fn main() -> anyhow::Result<()> {
         Command::Load(args) => xenstore_bench::run::load(args),
         Command::Kernel(args) => xenstore_bench::kernel::run(args),
         Command::Soak(args) => xenstore_bench::soak::run(args),
-        Command::Smoke { shim, floor, only } => xenstore_bench::run::smoke(shim, floor, only),
+        Command::Smoke {
+            shim,
+            floor,
+            only,
+            upstream,
+        } => xenstore_bench::run::smoke(shim, floor, only, *upstream),
         Command::StormSmokeOxenstored { idle, parallel } => {
             xenstore_bench::s1_boot_storm::oxenstored::smoke(*idle, *parallel)
         }

@@ -170,11 +170,15 @@ pub fn load(args: &LoadArgs) -> Result<()> {
 
 /// `sections` at smoke size on `shim` (and the floor), each printed as it
 /// would be reported; fails on any failure one reports.
-pub fn smoke(shim: &Path, floor: &Path, sections: &[Section]) -> Result<()> {
+pub fn smoke(shim: &Path, floor: &Path, sections: &[Section], upstream: bool) -> Result<()> {
+    let available = |f: &Flavor| xenstore_testkit::upstream::available(*f, "the smoke run");
     let scale = Scale {
         shims: vec![("shim".into(), shim.to_path_buf())],
         floor: floor.to_path_buf(),
-        upstream: Vec::new(),
+        upstream: [Flavor::C, Flavor::Ocaml]
+            .into_iter()
+            .filter(|f| upstream && available(f))
+            .collect(),
         size: Size::Smoke,
         run: Duration::from_millis(100),
         rounds: 1,

@@ -6,8 +6,15 @@
 /// floor: the section run at a few small N through the code `all` measures
 /// it with. Its stdout (the section as reported) once it succeeded.
 fn smoke(section: &str) -> String {
+    smoke_with(section, &[])
+}
+
+/// `smoke` with more arguments.
+fn smoke_with(section: &str, args: &[&str]) -> String {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_xenstore-bench"))
-        .args(["smoke", "--only", section, "--shim"])
+        .args(["smoke", "--only", section])
+        .args(args)
+        .arg("--shim")
         .arg(xenstore_testkit::bin("xenstored-shim"))
         .arg("--floor")
         .arg(env!("CARGO_BIN_EXE_xsbench-bare-sender"))
@@ -88,13 +95,25 @@ fn s3_big_store_lists_every_page() {
     let text = smoke("s3-big-store");
     assert_has(
         &text,
-        &[
-            "## S3 big store",
-            "### A big directory",
-            "| 12 (",
-            "| 2500 (",
-        ],
+        &["## S3 big store", "### A big directory", "| 2500 ("],
     );
+    // The walk saw every node: the 3 a store starts with, the 8 shared
+    // directories, the domains' trees and the victim's 100-node home.
+    for (domains, nodes) in [(2, 212), (12, 1272)] {
+        let walked = 3 + 8 + nodes + 100;
+        assert!(
+            rows(&text, format!("| {domains} ({nodes}) |"))
+                .any(|row| row.ends_with(&format!("({walked}) |"))),
+            "no walk of {walked} nodes at {domains} domains in:\n{text}"
+        );
+    }
+    // Each `rm` of the home sent its watcher its 15 events.
+    assert_eq!(text.matches("[15 events]").count(), 2, "{text}");
+}
+
+/// The table rows that start with `start`.
+fn rows<'a>(text: &'a str, start: String) -> impl Iterator<Item = &'a str> + 'a {
+    text.lines().filter(move |l| l.starts_with(&start))
 }
 
 /// S4 at N = 10, 40 and beside 5 background trees: the dying released
@@ -102,10 +121,53 @@ fn s3_big_store_lists_every_page() {
 #[test]
 fn s4_mass_destroy_releases_the_dying_and_tells_every_watcher() {
     let text = smoke("s4-mass-destroy");
+    // One state query a VIRQ firing, and no more firings than deaths.
+    for (n, dying) in [(10, 1), (40, 4)] {
+        let row = rows(&text, format!("| {n} ({dying}) |"))
+            .next()
+            .unwrap_or_else(|| panic!("no N={n} row in:\n{text}"));
+        let fields: Vec<&str> = row.split(" · ").collect();
+        let (queries, firings) = fields[1].split_once('/').expect("queries/firings");
+        let (queries, firings): (u32, u32) = (queries.parse().unwrap(), firings.parse().unwrap());
+        assert!(
+            firings > 0 && firings <= dying && queries == firings,
+            "{row}"
+        );
+    }
     assert_has(
         &text,
         &["## S4 mass destroy", "| 40 (4) |", "### S4 in a big store"],
     );
+}
+
+/// S4 at N = 10, 40 on C xenstored and oxenstored under the stub's
+/// simulated hypervisor too: their dying released and every watcher told
+/// (the run checks both), each having asked about every domain.
+#[test]
+fn s4_mass_destroy_on_upstream_daemons_asks_about_every_domain() {
+    use xenstore_testkit::upstream::{available, Flavor};
+    let daemons = [(Flavor::C, "C xenstored"), (Flavor::Ocaml, "oxenstored")];
+    if !daemons
+        .iter()
+        .all(|(f, _)| available(*f, "S4 on the upstream daemons"))
+    {
+        return;
+    }
+    let text = smoke_with("s4-mass-destroy", &["--upstream"]);
+    assert_has(&text, &["| N (dying) | shim | C xenstored | oxenstored |"]);
+    for n in [10, 40] {
+        let row = rows(&text, format!("| {n} ({}) |", n / 10))
+            .next()
+            .unwrap_or_else(|| panic!("no N={n} row in:\n{text}"));
+        for cell in row.split(" | ").skip(2) {
+            let queries: u32 = cell
+                .split(" · ")
+                .nth(1)
+                .and_then(|q| q.split('/').next()?.parse().ok())
+                .unwrap_or_else(|| panic!("no queries in {row}"));
+            assert!(queries >= n, "fewer than {n} queries: {row}");
+        }
+    }
 }
 
 /// S1 at 10 idle domains and 10 lifecycles at once, guests on simulated

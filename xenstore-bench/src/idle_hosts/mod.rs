@@ -109,7 +109,12 @@ impl crate::sections::Scale {
             upstream: !self.upstream.is_empty(),
             levels: self.pick(vec![0, 10, 40], LEVELS.to_vec(), LEVELS.to_vec()),
             run: self.pick(Duration::from_millis(100), self.run / 2, self.run / 2),
-            rounds: self.rounds,
+            // S2's goal is a difference of two growths, each as wide as
+            // the noise of one round on a shared machine: more rounds.
+            rounds: match (scenario, self.size) {
+                (Scenario::FanOut, crate::sections::Size::Full) => self.rounds * 3,
+                _ => self.rounds,
+            },
             // a syscall per connection: checked where the run is short
             check_quiet: self.size == crate::sections::Size::Smoke,
             domains,
