@@ -29,6 +29,7 @@ pub mod s2_fan_out;
 pub mod s3_big_store;
 pub mod s4_mass_destroy;
 pub mod s5_idle_tax;
+pub mod scale;
 pub mod sections;
 pub mod soak;
 pub mod stats;

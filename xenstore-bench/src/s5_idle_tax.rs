@@ -3,7 +3,7 @@
 
 use crate::idle_hosts::report::{goal, hosts_text, no_domains, table, WHOM};
 use crate::idle_hosts::{self, Scenario};
-use crate::sections::{Part, Scale};
+use crate::scale::{Part, Scale};
 use crate::template::fill;
 
 pub fn section(s: &Scale) -> Part {

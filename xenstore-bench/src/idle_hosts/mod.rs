@@ -100,7 +100,7 @@ pub struct ScaleResult {
     pub elapsed: Duration,
 }
 
-impl crate::sections::Scale {
+impl crate::scale::Scale {
     /// S5's or S2's plan: every daemon, sockets only or with domains too.
     pub fn idle_plan(&self, domains: bool, scenario: Scenario) -> Plan {
         Plan {
@@ -112,11 +112,11 @@ impl crate::sections::Scale {
             // S2's goal is a difference of two growths, each as wide as
             // the noise of one round on a shared machine: more rounds.
             rounds: match (scenario, self.size) {
-                (Scenario::FanOut, crate::sections::Size::Full) => self.rounds * 3,
+                (Scenario::FanOut, crate::scale::Size::Full) => self.rounds * 3,
                 _ => self.rounds,
             },
             // a syscall per connection: checked where the run is short
-            check_quiet: self.size == crate::sections::Size::Smoke,
+            check_quiet: self.size == crate::scale::Size::Smoke,
             domains,
             scenario,
         }

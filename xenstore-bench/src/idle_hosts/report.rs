@@ -3,7 +3,7 @@
 
 use crate::idle_hosts::{Curve, Point, ScaleResult, FLOOR, WATCHES_PER_CONN};
 use crate::metrics_report::GoalRow;
-use crate::sections::cell;
+use crate::scale::cell;
 use crate::stats::Sample;
 use crate::template::fill;
 use std::fmt::Write;

@@ -466,7 +466,7 @@ pub fn run(plan: &Plan) -> StormResult {
 
 /// S1 on the shims and the upstream daemons: K idle domains, then P
 /// lifecycles at once.
-pub fn section(s: &crate::sections::Scale) -> crate::sections::Part {
+pub fn section(s: &crate::scale::Scale) -> crate::scale::Part {
     let idle = (s.storm_idle.clone())
         .unwrap_or_else(|| s.pick(vec![10], QUICK_IDLE.to_vec(), IDLE.to_vec()));
     let r = run(&Plan {
@@ -482,7 +482,7 @@ pub fn section(s: &crate::sections::Scale) -> crate::sections::Part {
                 .map(move |(k, p, why)| format!("{} at K={k}, P={p}: {why}", c.label))
         })
         .collect();
-    crate::sections::Part {
+    crate::scale::Part {
         text: report::render(&r),
         failures,
         goals: Vec::new(),

@@ -6,8 +6,8 @@
 //! (spread over all N) and waits until the broad watcher has the event.
 
 use crate::client::Conn;
+use crate::daemons::Start;
 use crate::idle_hosts::timed;
-use crate::s3_big_store::Start;
 use crate::stats::{median_sample, Sample};
 use anyhow::{bail, Result};
 use std::time::{Duration, Instant};
@@ -185,7 +185,7 @@ pub fn render(r: &BroadResult) -> String {
     for n in levels {
         let _ = write!(s, "| {n} |");
         for c in &r.curves {
-            let cell = (c.points.iter().find(|p| p.0 == n)).map(|(_, x)| crate::sections::cell(x));
+            let cell = (c.points.iter().find(|p| p.0 == n)).map(|(_, x)| crate::scale::cell(x));
             let _ = write!(s, " {} |", cell.unwrap_or_else(|| "–".into()));
         }
         s += "\n";

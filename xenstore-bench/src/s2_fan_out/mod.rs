@@ -7,7 +7,7 @@ pub mod broad;
 use crate::idle_hosts::report::{ends, hosts_text, no_domains, table, WHOM};
 use crate::idle_hosts::{self, Point, ScaleResult, Scenario, FLOOR};
 use crate::metrics_report::GoalRow;
-use crate::sections::{Part, Scale};
+use crate::scale::{Part, Scale};
 use crate::stats::median;
 use crate::template::fill;
 use std::fmt::Write;

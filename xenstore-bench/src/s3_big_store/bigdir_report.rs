@@ -3,7 +3,7 @@
 //! daemon's cost grew from the fewest children to the most.
 
 use crate::s3_big_store::bigdir::{BigDirResult, Point};
-use crate::sections::cell;
+use crate::scale::cell;
 use crate::template::fill;
 use std::fmt::Write;
 

@@ -17,9 +17,11 @@ pub mod bigdir;
 pub mod bigdir_report;
 pub mod report;
 
+pub use crate::daemons::Start;
+
 use crate::affinity::on_cpu0;
 use crate::client::Conn;
-use crate::daemons::{self, cpu_ns, rss_kib, Daemon};
+use crate::daemons::{cpu_ns, rss_kib, Daemon};
 use crate::idle_hosts::timed;
 use crate::in_turn;
 use crate::stats::Sample;
@@ -49,23 +51,6 @@ pub struct Plan {
     pub run: Duration,
     /// `rm`s of the subtree measured at each level.
     pub removals: usize,
-}
-
-#[derive(Clone)]
-pub enum Start {
-    Shim(std::path::PathBuf),
-    CXenstored,
-    Oxenstored,
-}
-
-impl Start {
-    pub fn launch(&self, label: &str) -> Result<Daemon> {
-        match self {
-            Start::Shim(binary) => daemons::shim(label, binary),
-            Start::CXenstored => daemons::c_xenstored(label, None),
-            Start::Oxenstored => daemons::oxenstored(label),
-        }
-    }
 }
 
 /// One daemon's figures at one level.
@@ -676,7 +661,7 @@ pub fn run(plan: &Plan) -> StoreResult {
 }
 
 /// S3: the big store, then the big directory, on every daemon.
-pub fn section(s: &crate::sections::Scale) -> crate::sections::Part {
+pub fn section(s: &crate::scale::Scale) -> crate::scale::Part {
     crate::idle_hosts::raise_fd_limit();
     let plan = Plan {
         daemons: s.shim_starts(),
@@ -727,7 +712,7 @@ pub fn section(s: &crate::sections::Scale) -> crate::sections::Part {
             );
         }
     }
-    crate::sections::Part {
+    crate::scale::Part {
         text: report::render(&store) + &bigdir_report::render(&big) + "\n",
         failures,
         goals: Vec::new(),

@@ -4,7 +4,7 @@
 use crate::s3_big_store::{
     nodes_per_domain, Point, StoreResult, SUBTREE_NODES, WATCHES_PER_DOMAIN,
 };
-use crate::sections::cell;
+use crate::scale::cell;
 use crate::template::fill;
 use std::fmt::Write;
 

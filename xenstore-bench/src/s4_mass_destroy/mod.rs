@@ -213,7 +213,7 @@ fn mass_destroy(label: &str, subject: &Subject, n: usize) -> Result<Point> {
 }
 
 /// S4 on every daemon, then S4 in a big store on the shims.
-pub fn section(s: &crate::sections::Scale) -> crate::sections::Part {
+pub fn section(s: &crate::scale::Scale) -> crate::scale::Part {
     let mut subjects: Vec<(String, Subject)> = (s.shims.iter())
         .map(|(label, binary)| (label.clone(), Subject::Shim(binary.clone())))
         .collect();
@@ -245,7 +245,7 @@ pub fn section(s: &crate::sections::Scale) -> crate::sections::Part {
     )
     .filter_map(|(label, e)| Some(format!("{label}: {:#}", e?)))
     .collect();
-    crate::sections::Part {
+    crate::scale::Part {
         text: report::render(&deaths) + &store_report::render(&big),
         failures,
         goals: Vec::new(),

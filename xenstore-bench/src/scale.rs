@@ -1,0 +1,78 @@
+//! What the scale sections (S1-S5) share: what they measure and for how
+//! long, and what each hands back.
+
+use crate::stats::Sample;
+use std::path::PathBuf;
+use std::time::Duration;
+use xenstore_testkit::upstream::Flavor;
+
+/// How big a scale section's run is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Size {
+    /// A few small N, shims and floor only, a tenth of a second a run: CI.
+    Smoke,
+    Quick,
+    Full,
+}
+
+/// What the scale sections (S1–S5) measure, and for how long.
+pub struct Scale {
+    /// (label, binary): the workspace's shim, then `--shim-before`'s.
+    pub shims: Vec<(String, PathBuf)>,
+    /// The floor, `xsbench-bare-sender`.
+    pub floor: PathBuf,
+    /// The upstream daemons beside them.
+    pub upstream: Vec<Flavor>,
+    pub size: Size,
+    /// One measured run.
+    pub run: Duration,
+    pub rounds: usize,
+    /// S1's idle-domain levels, if not its defaults.
+    pub storm_idle: Option<Vec<usize>>,
+}
+
+impl Scale {
+    /// `full` at full size, `quick` quick, `smoke` in smoke runs.
+    pub fn pick<T>(&self, smoke: T, quick: T, full: T) -> T {
+        match self.size {
+            Size::Smoke => smoke,
+            Size::Quick => quick,
+            Size::Full => full,
+        }
+    }
+
+    /// The shims, labelled, as the store scenarios start them.
+    pub fn shim_starts(&self) -> Vec<(String, crate::daemons::Start)> {
+        use crate::daemons::Start;
+        let mut d: Vec<(String, Start)> = (self.shims.iter())
+            .map(|(l, b)| (l.clone(), Start::Shim(b.clone())))
+            .collect();
+        for flavor in &self.upstream {
+            d.push(match flavor {
+                Flavor::C => ("C xenstored".into(), Start::CXenstored),
+                Flavor::Ocaml => ("oxenstored".into(), Start::Oxenstored),
+            });
+        }
+        d
+    }
+}
+
+/// A scale section's text (from its `## ` heading) and what failed in it:
+/// the report shows failures, a smoke run fails on them.
+pub struct Part {
+    pub text: String,
+    pub failures: Vec<String>,
+    /// Its rows of the report's goals table.
+    pub goals: Vec<crate::metrics_report::GoalRow>,
+}
+
+/// A sample's table cell: ops/s (p50/p99 µs) daemon CPU per op in µs.
+pub fn cell(x: &Sample) -> String {
+    format!(
+        "{} ({:.1}/{:.1}) {:.2}",
+        crate::report::ops(x.ops_per_s),
+        x.p50_us,
+        x.p99_us,
+        x.daemon_cpu_us
+    )
+}
