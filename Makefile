@@ -1,7 +1,7 @@
 # The commands of README (`make demo`, `make demo-xen`, `make test`), and
 # installation: `make install` (any Linux host) and `make deb` (a Debian
 # package) share the one file list below.
-.PHONY: demo demo-xen test check miri deb install sim-long sim-replay
+.PHONY: demo demo-xen test check daemon miri deb install sim-long sim-replay fuzz-long soak
 
 demo:
 	.ci/setup
@@ -26,16 +26,19 @@ test:
 	# Probes off (the idle-cost baseline) builds apart: the workspace unifies them on.
 	cargo clippy -p xenstored-probes --no-default-features --all-targets -- -D warnings
 	scripts/module-graph --quiet
-	# tests/package.rs installs and exercises the package built here.
+	# tests/service/package.rs installs and exercises the package built here.
 	$(MAKE) deb
 	# C xenstored 4.20 and its test-xenstore, the second conformance reference.
 	tests/peer/fetch 4.20
 	# The snooper's suites run once per capture back end: bpf here,
 	# tracefs after (tests/common: XS_SNOOP_BACKEND).
 	XS_SNOOP_BACKEND=bpf cargo test --workspace
-	XS_SNOOP_BACKEND=tracefs cargo test --test snoop --test scripts_live --test live_update
-	# Each fuzz target briefly, from its corpus (xenstore-fuzz/FUZZING.md).
-	scripts/fuzz-smoke 20
+	XS_SNOOP_BACKEND=tracefs cargo test --test snoop
+	XS_SNOOP_BACKEND=tracefs cargo test --test tracers scripts_live::
+	XS_SNOOP_BACKEND=tracefs cargo test --test daemon live_update::
+	# Each fuzz target briefly, from its corpus (xenstore-fuzz/FUZZING.md);
+	# cargo test replayed every corpus already. Hours: make fuzz-long.
+	scripts/fuzz-smoke 5
 
 # The event loop's simulation for minutes (xenstored-probes/src/server/sim/):
 # SIM_PASSES loop passes (default 10 million) from SIM_FIRST_SEED
@@ -48,6 +51,20 @@ sim-long:
 sim-replay:
 	cargo test -p xenstored-probes --features simulation --lib \
 	    server::sim::tests::long_run -- --ignored --nocapture
+
+# Each fuzz target for FUZZ_SECS seconds (default an hour) from its corpus;
+# new inputs in a scratch directory, a crash under xenstore-fuzz/fuzz/artifacts/.
+FUZZ_SECS ?= 3600
+fuzz-long:
+	.ci/setup
+	scripts/fuzz-smoke $(FUZZ_SECS)
+
+# The soak for SOAK_SECS seconds (default 300): a release shim under mixed
+# load while snoopers are killed and restarted (SOAK.md).
+SOAK_SECS ?= 300
+soak:
+	cargo build --release --workspace
+	target/release/xenstore-bench soak --secs $(SOAK_SECS)
 
 # Miri runs store/packed_node.rs's tests (a node packed by hand into one heap block,
 # read through raw pointers) looking for undefined behaviour. It needs a
@@ -66,7 +83,15 @@ check:
 	scripts/module-graph --quiet
 	cargo test --workspace --lib --bins -q
 	cargo test -q -p xenstore-snoop --test bpf_contract
-	cargo test -q --test scripts_contract --test probe_notes --test reason_contract
+	cargo test -q --test contract -- --skip readme:: --skip demo::
+
+# After a daemon edit, in about a minute on a built tree (no root needed):
+# the daemon crate's unit tests (the loop's simulation among them) and the
+# daemon tier, its end-to-end tests against real clients and upstream
+# daemons (tests/README.md).
+daemon:
+	cargo test -q -p xenstored-probes
+	cargo test -q --test daemon
 
 deb:
 	cargo build --release --workspace

@@ -3,7 +3,7 @@
  * xenstore-snoop.d - the classic xenstore-snoop output from DTrace (illumos,
  * FreeBSD), over the `xenstore` USDT provider of xenstored-shim. The probe
  * list and argument packing are the crate xenstore-proto's;
- * tests/scripts_contract.rs checks this file against it (probe names, argument order,
+ * tests/contract/scripts_contract.rs checks this file against it (probe names, argument order,
  * packing, op and error tables). ONLY CHECKED, NOT RUN: this project is
  * tested on Linux, where there is no DTrace (see man/xenstore-scripts.7).
  *

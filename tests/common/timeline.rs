@@ -1,6 +1,6 @@
 //! Checking a drawn timeline (`--timeline`, `--timeline-json`): the page
 //! in Debian's headless Chromium, the trace events' flows and names.
-//! Shared by tests/timeline.rs (xs-demo's boot) and tests/real_xen.rs (a
+//! Shared by tests/snoop/timeline.rs (xs-demo's boot) and tests/vm/real_xen.rs (a
 //! real guest's boot, from the snooper's -w recording in dom0).
 
 use super::process::BoundedOutput;

@@ -6,6 +6,8 @@ mod lifecycle;
 mod loss;
 mod output;
 mod summary;
+mod timeline;
+mod top;
 mod trace_file;
 
 use common::process::{output_within, wait_exit, BoundedOutput, Ended, Watched, CLIENT_TIMEOUT};

@@ -11,7 +11,7 @@
 //!
 //! To add a message type: [`wire`]. To add a probe or a field: [`probe`] and
 //! [`packing`], then xenstored-probes/src/xenstore.d and the scripts, which
-//! tests/scripts_contract.rs checks against this crate.
+//! tests/contract/scripts_contract.rs checks against this crate.
 
 pub mod packing;
 pub mod peer;

@@ -1,7 +1,7 @@
 //! The `xenstore` USDT provider: its probes, in declaration order, and what
 //! each argument carries: the six every probe has, then what a probe
 //! appends (only `reply` does). xenstored-probes/src/xenstore.d
-//! declares the same list for the linker; tests/scripts_contract.rs checks
+//! declares the same list for the linker; tests/contract/scripts_contract.rs checks
 //! that file, the man page and the scripts against this one.
 
 use crate::packing::{CutExtra, Field, RequestExtra, ResponseExtra};

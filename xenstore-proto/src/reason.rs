@@ -2,7 +2,7 @@
 //! gives the `response` probe (str2) and `reply` (str3), which tracers
 //! print and match on. The names are a contract: append, never rename.
 //! The daemon's `Fail` carries a `Reason`, so it can give no other;
-//! tests/reason_contract.rs checks it gives each of them and that
+//! tests/contract/reason_contract.rs checks it gives each of them and that
 //! xenstored-probes(7) lists them all.
 
 /// Declares the enum, its list and each reason's name and meaning from one

@@ -2,7 +2,7 @@
  * The xenstore USDT provider: every probe of xenstored-shim, in one list.
  * The contract itself (probe list, packing, flags, limits) is the crate
  * xenstore-proto, which xenstored-shim and xenstore-snoop both use;
- * tests/scripts_contract.rs checks this file, man/xenstored-probes.7 and
+ * tests/contract/scripts_contract.rs checks this file, man/xenstored-probes.7 and
  * scripts/ against it. Change it only by appending probes or arguments.
  *
  * Every probe starts with the same six arguments (reply appends two):

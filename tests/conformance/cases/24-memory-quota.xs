@@ -2,7 +2,7 @@
 # owner's domain, whoever writes it, and refuses (EIO) a write that would
 # take an unprivileged owner to its hard quota. The quotas of a guest's own
 # requests (outstanding, replies, watches, transactions) need a guest ring:
-# tests/conformance_rings.rs. Not here: rewriting an existing node, or its
+# tests/daemon/conformance_rings.rs. Not here: rewriting an existing node, or its
 # permissions, past the quota, which C answers with a stale errno (ENOENT,
 # EAGAIN, or none: an assertion kills it), see DIFFERENCES.md.
 case memory-quota-charges-the-owner

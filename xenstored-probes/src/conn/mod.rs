@@ -1,7 +1,7 @@
 //! One client connection: who it is, its transactions, its transport, the
 //! bytes read from it and not yet executed, and the output queued for it.
-//! The daemon owns every connection (and, in watch.rs's table, their
-//! watches); the event loop (server.rs) moves bytes through them when
+//! The daemon owns every connection (and, in watch/'s table, their
+//! watches); the event loop (server/) moves bytes through them when
 //! their transports are ready.
 
 pub(crate) mod outstanding;
@@ -65,7 +65,7 @@ pub struct Connection {
     names_direction: bool,
 
     transport: Box<dyn Transport>,
-    /// Its watches' count and bytes (the watches live in `watch.rs`'s table).
+    /// Its watches' count and bytes (the watches live in `watch/`'s table).
     pub watches: WatchUsage,
     /// Open transactions by id (ordered: teardown reports them in order).
     pub transactions: BTreeMap<u32, Transaction>,

@@ -1,4 +1,4 @@
-//! The event loop's seam to readiness: the loop (server.rs) registers
+//! The event loop's seam to readiness: the loop (server/) registers
 //! sources through a mio `Registry` and asks a `Poller` which tokens became
 //! ready. In the daemon that is epoll through mio (`MioPoller`); the
 //! deterministic simulation (`sim/`) reports readiness of its own

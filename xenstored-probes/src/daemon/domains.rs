@@ -221,7 +221,7 @@ impl Daemon {
 
     /// [`Daemon::release`] for several domains (`domids` sorted), with one
     /// @releaseDomain. Costs their own connections and the nodes that
-    /// mention them (the store's index, mentions.rs), not the host's: no
+    /// mention them (the store's index, domain_mentions.rs), not the host's: no
     /// pass over all connections or nodes.
     fn release_all(&mut self, domids: &[u32], serial: u64, firer: u32, why: &str) {
         debug_assert!(domids.is_sorted());

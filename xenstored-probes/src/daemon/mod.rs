@@ -1,5 +1,5 @@
 //! The daemon: the store, the domains, the quotas and every connection,
-//! and the execution of requests, with no event loop: server.rs has it
+//! and the execution of requests, with no event loop: server/ has it
 //! execute what a connection received and carries out its [`Effects`].
 //! Every request fires
 //! `request` when read, `response` and `reply` when its reply is queued; watch

@@ -153,8 +153,8 @@ macro_rules! sdt_site {
 }
 
 /// One semaphore a probe, named as the probe: generated from xenstore.d
-/// by build.rs. Here, not in probes.rs, so that stats_batch.rs, which
-/// probes.rs feeds, reads its own without a cycle.
+/// by build.rs. Here, not in mod.rs, so that stats_batch.rs, which
+/// mod.rs feeds, reads its own without a cycle.
 #[cfg(feature = "probes")]
 #[allow(non_upper_case_globals)]
 pub mod semaphore {

@@ -1,6 +1,6 @@
 //! The event loop: one thread, non-blocking transports polled with mio
 //! (epoll, edge-triggered). It decides when each connection (owned by the
-//! daemon, see connection.rs) reads, executes and writes: replies go
+//! daemon, see conn/) reads, executes and writes: replies go
 //! straight out when the transport accepts them and wait in the
 //! connection's queue otherwise, so a slow or dead client only ever delays
 //! itself. It owns the listeners, and carries out the daemon's Effects.
@@ -200,7 +200,7 @@ impl Server {
     /// request in its buffer, or with input that may wait in its transport
     /// (`Connection::may_have_more`), is in one of these places, each
     /// with its way back:
-    /// - queued in `ready` (turns.rs): the next passes serve it (the poll
+    /// - queued in `ready` (fair_turns.rs): the next passes serve it (the poll
     ///   does not wait while anything is queued);
     /// - `stalled` (its domain over a quota): `unstall`, every pass, queues
     ///   it once deliveries bring the domain back under;
@@ -348,7 +348,7 @@ impl Server {
         true
     }
 
-    /// Connection `id` may have input to serve (see turns.rs).
+    /// Connection `id` may have input to serve (see fair_turns.rs).
     fn queue(&mut self, id: u32) {
         let in_transaction = self.in_transaction(id);
         self.ready.push(id, in_transaction);
@@ -367,7 +367,7 @@ impl Server {
     }
 
     /// Serves up to TURNS_PER_POLL turns, least served connection first
-    /// (turns.rs), and returns to the poll for new arrivals. What a
+    /// (fair_turns.rs), and returns to the poll for new arrivals. What a
     /// connection's turns queued goes out when another's turn begins, so
     /// a client that sent many requests gets their replies in one write.
     fn serve_ready(&mut self) {

@@ -1,7 +1,7 @@
-//! The global tree: every node as a packed record (record.rs), a
+//! The global tree: every node as a packed record (packed_node.rs), a
 //! generation counter bumped on every change (transactions use it to
 //! detect conflicts), how many nodes each domain owns, and where each
-//! domain is mentioned (mentions.rs), so releasing one walks its own nodes.
+//! domain is mentioned (domain_mentions.rs), so releasing one walks its own nodes.
 //! A big directory's children live beside its record (listing.rs), where
 //! adding or removing one does not rewrite the whole list.
 
@@ -262,7 +262,7 @@ impl Store {
     }
 
     /// The nodes that own or name one of `domids` (sorted): a walk from
-    /// where each is mentioned (mentions.rs), in the number of its nodes,
+    /// where each is mentioned (domain_mentions.rs), in the number of its nodes,
     /// not the store's.
     pub fn mentioning(&self, domids: &[u32]) -> Mentioning {
         let mut found = Mentioning::default();

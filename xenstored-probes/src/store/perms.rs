@@ -15,7 +15,7 @@ pub const OWNER: u8 = 4;
 pub const IGNORE: u8 = 0x10;
 
 // Packed (5 bytes, alignment 1): the store keeps these in place inside
-// node records (record.rs), most nodes having exactly one.
+// node records (packed_node.rs), most nodes having exactly one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C, packed)]
 pub struct Perm {

@@ -1,5 +1,5 @@
 //! Tree operations written once against [`Tree`], which both the global
-//! store (store.rs) and a transaction's view (transaction.rs) implement.
+//! store (mod.rs) and a transaction's view (transaction.rs) implement.
 //! Every operation checks everything (permissions, quotas, sizes) before
 //! it changes anything, so a failed request never leaves the tree
 //! half-changed.

@@ -12,7 +12,7 @@
  *
  * Same discipline as xssnoop.bpf.c, so it loads on 6.1 and on 6.12 (a
  * uprobe link each on 6.1, one uprobe-multi link on 6.12: checked in QEMU
- * by tests/bpf_kernels.rs): no loops in the program itself (a batch's
+ * by tests/vm/bpf_kernels.rs): no loops in the program itself (a batch's
  * records are counted by bpf_loop, 5.17+), every index masked or compared
  * before use, nothing newer than 5.17 but the optional uprobe-multi link.
  */

@@ -5,18 +5,18 @@
  * semaphore as the uprobe's reference counter), the site's probe kind in
  * the attach cookie; all the sites in one uprobe-multi link where the
  * kernel has them, else a uprobe link each. It reads the arguments from
- * the registers the probe contract puts them in (src/bpf/mod.rs checks
+ * the registers the probe contract puts them in (src/capture/bpf/mod.rs checks
  * each site's note says so), applies the -d/-p/--op/-x filters, and copies
  * the record into a ring buffer without waking the reader; the reader is
  * woken when a quarter of the ring waits to be read, and otherwise polls
  * on a short timeout. Records that do not fit are counted in `lost`.
  *
- * The record layout is `struct record` below; src/bpf/record.rs decodes it.
+ * The record layout is `struct record` below; src/capture/bpf/record.rs decodes it.
  *
  * What older kernels refuse, and how this code avoids it (checked on
  * Debian's 6.1 and 6.12 by tests/kernels/run; the program needs 5.15+ for
  * attach cookies, 5.8+ for the ring buffer: Debian 11's 5.10 refuses it,
- * "invalid func unknown#174", which tests/bpf_kernels.rs checks is said):
+ * "invalid func unknown#174", which tests/vm/bpf_kernels.rs checks is said):
  * - 6.1's CFG check refuses a loop whose back-edge is a fall-through
  *   ("back-edge from insn N to N+1"), which clang emits for a loop that
  *   leaves by `break`/`continue`: the small fixed loops are `#pragma

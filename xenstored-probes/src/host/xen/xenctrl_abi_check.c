@@ -1,6 +1,6 @@
 /*
  * Compiled (never run) against a Xen release's xenctrl.h by
- * tests/xenctrl_abi.rs and by glue.c's build: fails to compile when that
+ * tests/daemon/xenctrl_abi.rs and by glue.c's build: fails to compile when that
  * release's libxenctrl differs from what xenctrl_abi.h assumes.
  */
 #include <stddef.h>
