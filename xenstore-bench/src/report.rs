@@ -702,19 +702,20 @@ fn limits(r: &Results) -> String {
             if let (Some(none), Some(bare), Some(snoop), Some(bpf)) =
                 (cpu(0), cpu(1), cpu(2), cpu(3))
             {
-                notes.push(format!(
-                    "Snooping ({}): the shim spends {none:.1} µs of CPU per op unsnooped, {bare:.1} µs \
-                     with a bare tracefs uprobe on `reply` that nobody reads, {snoop:.1} µs under \
-                     xenstore-snoop (BPF) and {bpf:.1} µs under bpftrace. That bare uprobe, the floor \
-                     of any tracefs-based tracer, leaves {} of the throughput; xenstore-snoop adds \
-                     {:.1} µs per op (one firing, the arguments read by its BPF program), bpftrace \
-                     (two firings per op) {:.1} µs. The unsnooped shim does {} times bpftrace's \
-                     ops/s: the ceiling of snoop ÷ bpftrace, for a tracer that cost nothing.",
-                    c.cases[ci].describe().replace(" | ", ", "),
-                    c.ratio(ci, 1, 0).map_or("?".into(), |x| format!("{x:.2}")),
-                    snoop - none,
-                    bpf - none,
-                    c.ratio(ci, 0, 3).map_or("?".into(), |x| format!("{x:.2}")),
+                let ratio = |a, b| c.ratio(ci, a, b).map_or("?".into(), |x| format!("{x:.2}"));
+                notes.push(fill(
+                    include_str!("../report/limits-snooping.md").trim_end(),
+                    &[
+                        ("case", c.cases[ci].describe().replace(" | ", ", ")),
+                        ("none", format!("{none:.1}")),
+                        ("bare", format!("{bare:.1}")),
+                        ("snoop", format!("{snoop:.1}")),
+                        ("bpf", format!("{bpf:.1}")),
+                        ("bare_ratio", ratio(1, 0)),
+                        ("snoop_adds", format!("{:.1}", snoop - none)),
+                        ("bpf_adds", format!("{:.1}", bpf - none)),
+                        ("ceiling", ratio(0, 3)),
+                    ],
                 ));
             }
         }
@@ -723,13 +724,15 @@ fn limits(r: &Results) -> String {
         let costs = firing_costs(f);
         let at = |k: usize| costs.get(k).copied().flatten();
         if let (Some(bare), Some(empty_event), Some(floor)) = (at(1), at(4), at(6)) {
-            notes.push(format!(
-                "Of a bare uprobe's {bare:.0} ns per firing, {floor:.0} ns ({:.0}%) is the floor \
-                 of any BPF-based tracer (the trap and the kernel's entry into a BPF program that \
-                 tests one map) and {empty_event:.0} ns ({:.0}%) that of any tracefs-based one \
-                 (the trap and an empty event, no fetch args).",
-                100.0 * floor / bare,
-                100.0 * empty_event / bare
+            notes.push(fill(
+                include_str!("../report/limits-firing-floors.md").trim_end(),
+                &[
+                    ("bare", format!("{bare:.0}")),
+                    ("floor", format!("{floor:.0}")),
+                    ("floor_share", format!("{:.0}", 100.0 * floor / bare)),
+                    ("empty", format!("{empty_event:.0}")),
+                    ("empty_share", format!("{:.0}", 100.0 * empty_event / bare)),
+                ],
             ));
         }
         if let (Some(bare), Some(snoop), Some(bpf)) = (at(1), at(2), at(3)) {
@@ -767,9 +770,13 @@ fn limits(r: &Results) -> String {
             .sum::<usize>() as f64
             / r.budget.memory_nodes as f64;
         if let (Some(shim), Some(c)) = (per_node("shim"), per_node("C xenstored")) {
-            notes.push(format!(
-                "Memory: each node adds {shim:.0} B of RSS to the shim and {c:.0} B to C xenstored \
-                 (values average {values:.0} B)."
+            notes.push(fill(
+                include_str!("../report/limits-memory.md").trim_end(),
+                &[
+                    ("shim", format!("{shim:.0}")),
+                    ("c", format!("{c:.0}")),
+                    ("values", format!("{values:.0}")),
+                ],
             ));
         }
     }
