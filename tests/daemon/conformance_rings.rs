@@ -12,7 +12,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use xenstore_guest::boot;
 use xenstore_guest::client::{Guest, Link, SocketLink, Xs};
-use xenstore_proto::wire::{Header, MsgType, HEADER_LEN};
+use xenstore_proto::frame;
+use xenstore_proto::wire::{MsgType, HEADER_LEN};
 
 const DOMID: u16 = 6;
 
@@ -81,18 +82,7 @@ fn outstanding(t: &Target) -> Vec<String> {
     guest
         .write(0, "big", &"b".repeat(128 - HEADER_LEN))
         .unwrap();
-    let one = |i: u32| {
-        let mut m = Header {
-            ty: MsgType::Read as u32,
-            req_id: 100 + i,
-            tx_id: 0,
-            len: 4,
-        }
-        .encode()
-        .to_vec();
-        m.extend_from_slice(b"big\0");
-        m
-    };
+    let one = |i: u32| frame::message(MsgType::Read as u32, 100 + i, 0, b"big\0");
     let stream: Vec<u8> = (0..200).flat_map(one).collect();
     let mut off = 0;
     let deadline = Instant::now() + crate::common::TIMEOUT;
@@ -108,31 +98,10 @@ fn outstanding(t: &Target) -> Vec<String> {
         }
     };
     let sent = off / one(0).len();
-    let mut seen = Vec::new();
-    let mut wire = Vec::new();
-    while seen.len() < sent {
-        assert!(
-            Instant::now() < deadline,
-            "{} of {sent} replies",
-            seen.len()
-        );
-        let mut buf = [0u8; 1024];
-        let n = guest.link().recv(&mut buf).unwrap();
-        if n == 0 {
-            guest.link().wait(Duration::from_millis(20)).unwrap();
-            continue;
-        }
-        wire.extend_from_slice(&buf[..n]);
-        while wire.len() >= HEADER_LEN {
-            let h = Header::decode(wire[..HEADER_LEN].try_into().unwrap());
-            let end = HEADER_LEN + h.len as usize;
-            if wire.len() < end {
-                break;
-            }
-            seen.push((h.ty, h.req_id, h.len));
-            wire.drain(..end);
-        }
-    }
+    let seen: Vec<_> = crate::common::wire::ring_replies(&mut guest, sent, "outstanding")
+        .iter()
+        .map(|h| (h.ty, h.req_id, h.len))
+        .collect();
     let in_order = seen
         .iter()
         .enumerate()

@@ -5,10 +5,10 @@
 //! every write in the order the daemon executed it.
 use crate::common::shim::Shim;
 use crate::common::wire;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
-use xenstore_proto::wire::{Header, HEADER_LEN};
+use xenstore_proto::wire::{Header, PAYLOAD_MAX};
 
 const READ: u32 = 2;
 const WATCH: u32 = 4;
@@ -32,12 +32,7 @@ fn write(path: &str, value: &str) -> Vec<u8> {
 
 /// The next message: its header and payload.
 fn next(s: &mut UnixStream) -> (Header, Vec<u8>) {
-    let mut h = [0u8; HEADER_LEN];
-    s.read_exact(&mut h).expect("a message within 30 s");
-    let header = Header::decode(&h);
-    let mut body = vec![0; header.len as usize];
-    s.read_exact(&mut body).unwrap();
-    (header, body)
+    xenstore_proto::frame::read_message(s, PAYLOAD_MAX).expect("a message within 30 s")
 }
 
 /// The path of the next watch event.

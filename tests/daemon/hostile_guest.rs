@@ -104,16 +104,7 @@ impl Host {
 }
 
 fn message(ty: MsgType, req_id: u32, payload: &[u8]) -> Vec<u8> {
-    let mut m = Header {
-        ty: ty as u32,
-        req_id,
-        tx_id: 0,
-        len: payload.len() as u32,
-    }
-    .encode()
-    .to_vec();
-    m.extend_from_slice(payload);
-    m
+    xenstore_proto::frame::message(ty as u32, req_id, 0, payload)
 }
 
 /// XSA-326 class (a guest that never reads its ring): the hostile guest

@@ -144,21 +144,11 @@ fn replies(s: &mut UnixStream, want: usize, deadline: Instant, what: &str) -> Ve
 /// The complete messages at the front of `wire` (removed), watch events
 /// left out: (type, request id).
 fn take_messages(wire: &mut Vec<u8>) -> Vec<(u32, u32)> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while wire.len() - at >= HEADER_LEN {
-        let h = Header::decode(wire[at..at + HEADER_LEN].try_into().unwrap());
-        let end = at + HEADER_LEN + h.len as usize;
-        if wire.len() < end {
-            break;
-        }
-        if h.ty != MsgType::WatchEvent as u32 {
-            out.push((h.ty, h.req_id));
-        }
-        at = end;
-    }
-    wire.drain(..at);
-    out
+    xenstore_proto::frame::take_messages(wire)
+        .into_iter()
+        .filter(|(h, _)| h.ty != MsgType::WatchEvent as u32)
+        .map(|(h, _)| (h.ty, h.req_id))
+        .collect()
 }
 
 /// Each request answered once, in order, with its own type or an error.
@@ -282,25 +272,8 @@ fn send_silently(guest: &mut Guest, bytes: &[u8]) {
 }
 
 fn ring_replies(guest: &mut Guest, want: usize, what: &str) -> Vec<(u32, u32)> {
-    let deadline = Instant::now() + crate::common::TIMEOUT;
-    let mut got = Vec::new();
-    let mut wire = Vec::new();
-    while got.len() < want {
-        assert!(
-            Instant::now() < deadline,
-            "{what}: {} of {want} replies, then nothing",
-            got.len()
-        );
-        let mut buf = [0u8; 1024];
-        let n = guest.link().recv(&mut buf).unwrap();
-        if n == 0 {
-            guest.link().wait(Duration::from_millis(20)).unwrap();
-            continue;
-        }
-        wire.extend_from_slice(&buf[..n]);
-        got.extend(take_messages(&mut wire));
-    }
-    got
+    let got = crate::common::wire::ring_replies(guest, want, what);
+    got.iter().map(|h| (h.ty, h.req_id)).collect()
 }
 
 /// The whole script against one daemon.

@@ -5,7 +5,7 @@ use crate::common::wire;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
-use xenstore_proto::wire::Header;
+use xenstore_proto::wire::{Header, PAYLOAD_MAX};
 
 const READ: u32 = 2;
 const WATCH: u32 = 4;
@@ -60,12 +60,8 @@ fn a_watcher_that_never_reads_stalls_nobody() {
 
 /// The next message of any type, watch events included: (type, payload).
 fn next_message(s: &mut UnixStream) -> (u32, Vec<u8>) {
-    let mut h = [0u8; xenstore_proto::wire::HEADER_LEN];
-    s.read_exact(&mut h)
+    let (header, body) = xenstore_proto::frame::read_message(s, PAYLOAD_MAX)
         .expect("a message before the read timeout");
-    let header = Header::decode(&h);
-    let mut body = vec![0; header.len as usize];
-    s.read_exact(&mut body).unwrap();
     (header.ty, body)
 }
 

@@ -366,16 +366,22 @@ usdt:{bin}:{PROVIDER}:{probe} {{
 #[test]
 fn stats_batch_fires_full_batches_at_once_and_an_idle_daemons_within_its_bound() {
     use std::io::Write;
+    use std::mem::offset_of;
     use std::os::unix::net::UnixStream;
-    use xenstore_proto::stats::{StatsKind, BATCH_RECORDS, LAYOUT, RECORD_FIELDS};
+    use xenstore_proto::stats::{StatsKind, StatsRecord, BATCH_RECORDS, LAYOUT};
     let test = "stats_batch_fires_full_batches_at_once_and_an_idle_daemons_within_its_bound";
     if !crate::common::need_root(test) {
         return;
     }
     let shim = Shim::private_copy();
     let (bin, probe) = (shim.binary.display(), Probe::StatsBatch.name());
-    let at = |name: &str| RECORD_FIELDS.iter().find(|f| f.0 == name).unwrap().1;
-    let (kind, op, errno, domid, pid) = (at("kind"), at("op"), at("errno"), at("domid"), at("pid"));
+    let (kind, op, errno, domid, pid) = (
+        offset_of!(StatsRecord, kind),
+        offset_of!(StatsRecord, op),
+        offset_of!(StatsRecord, errno),
+        offset_of!(StatsRecord, domid),
+        offset_of!(StatsRecord, pid),
+    );
     let script = format!(
         r#"
 BEGIN {{ printf("READY\n"); }}

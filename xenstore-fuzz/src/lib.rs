@@ -129,8 +129,9 @@ pub fn ring_page(data: &[u8]) {
 /// checked, never trusted.
 pub fn snoop_record(data: &[u8]) {
     use std::sync::OnceLock;
-    use xenstore_snoop::event::{Decoder, Probe};
-    use xenstore_snoop::format::Format;
+    use xenstore_snoop::capture::tracefs::decode::Decoder;
+    use xenstore_snoop::capture::tracefs::format::Format;
+    use xenstore_snoop::event::Probe;
     static DECODER: OnceLock<Decoder> = OnceLock::new();
     let decoder = DECODER.get_or_init(|| {
         let format = Format::parse(include_str!("../../xenstore-snoop/testdata/request.format"))
@@ -144,7 +145,7 @@ pub fn snoop_record(data: &[u8]) {
         let _ = Format::parse(text);
     }
     // The same bytes as a BPF ring-buffer record (its lengths checked too).
-    if let Some(event) = xenstore_snoop::capture::bpf::record::decode(data) {
+    if let Some(event) = xenstore_snoop::capture::bpf::decode::decode(data) {
         assert!(event.s1.len() <= data.len() * 3 && event.s2.len() <= data.len() * 3);
     }
 }

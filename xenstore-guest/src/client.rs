@@ -13,10 +13,10 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use xenstored_probes::conn::ring::sim::wait_readable;
-use xenstored_probes::conn::ring::{RingError, FEATURE_RECONNECTION};
-use xenstored_probes::wire::frame::{self, InBuf};
-use xenstored_probes::wire::{msg_name, Header, MsgType, XsError, PAYLOAD_MAX};
+use xenstore_proto::frame::{self, InBuf};
+use xenstore_proto::ring::{RingError, FEATURE_RECONNECTION};
+use xenstore_proto::sim::wait_readable;
+use xenstore_proto::wire::{msg_name, Header, MsgType, XsError, PAYLOAD_MAX};
 
 use crate::ring::Client;
 use crate::sim::SimGuest;

@@ -1,5 +1,5 @@
 //! The guest's end of the simulated ring (the daemon's is
-//! `xenstored_probes::conn::ring::sim`): the domain builder's `prepare`, a guest
+//! `xenstored_probes::conn::ring::sim`; both over `xenstore_proto::sim`): the domain builder's `prepare`, a guest
 //! process attaching to its page and event channel, the domain's death.
 
 use std::fs::{File, OpenOptions, TryLockError};
@@ -9,11 +9,11 @@ use std::os::unix::net::UnixDatagram;
 use std::path::Path;
 use std::time::Duration;
 
-use xenstored_probes::conn::ring::sim::{
-    bind_fresh, drain_socket, ring_bell, wait_readable, SimPaths,
+use xenstore_proto::ring::Mapping;
+use xenstore_proto::ring::PAGE_SIZE;
+use xenstore_proto::sim::{
+    bind_fresh, drain_socket, ring_bell, wait_readable, SimPaths, SimXen, State,
 };
-use xenstored_probes::conn::ring::{Mapping, PAGE_SIZE};
-use xenstored_probes::host::xen::simulated::{SimXen, State};
 
 /// How long a guest process waits for the one before it to finish.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
@@ -264,8 +264,7 @@ mod tests {
 
         let mut guest = SimGuest::open(&run, 7).unwrap();
         let client = Client::new(Box::new(guest.take_page().unwrap()));
-        let mut request = Vec::new();
-        xenstored_probes::wire::frame::encode(&mut request, 1, 9, 0, &[b"/\0"]);
+        let request = xenstore_proto::frame::message(1, 9, 0, b"/\0");
         assert_eq!(client.write(&request).unwrap(), request.len());
         guest.notify().unwrap();
         // The loop's take_signals for an earlier event, standing in.

@@ -5,6 +5,9 @@ pub const HEADER_LEN: usize = 16;
 pub const PAYLOAD_MAX: usize = 4096;
 pub const ABS_PATH_MAX: usize = 3072;
 pub const REL_PATH_MAX: usize = 2048;
+/// First domid Xen reserves (xen.h's DOMID_FIRST_RESERVED): no domain has
+/// it or one above.
+pub const DOMID_FIRST_RESERVED: u32 = 0x7ff0;
 
 /// Message types 0..=26. 20 was XS_RESTRICT, removed upstream; 23..=26 are
 /// from the newest xenstore.txt (Xen 4.17's xs_wire.h stops at 22).

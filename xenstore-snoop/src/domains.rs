@@ -4,11 +4,10 @@
 //! its fds and /proc/PID/net/unix) that is not a per-domain one
 //! (`<run-dir>/domain/<id>`).
 
-use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
-use xenstore_proto::wire::{Header, MsgType, XsError, HEADER_LEN};
+use xenstore_proto::wire::{MsgType, XsError};
 
 /// How long the daemon may take to answer; the check is skipped past it.
 const TIMEOUT: Duration = Duration::from_secs(2);
@@ -48,37 +47,14 @@ pub fn daemon_socket(pid: u32) -> Option<PathBuf> {
     listening.into_iter().next()
 }
 
-/// One request and its reply: Ok(payload) or Err(error name).
+/// One request and its reply: Ok(payload) or Err(error name). The
+/// request id spells "snoo", for whoever reads the daemon's trace.
 pub(crate) fn ask(
     s: &mut UnixStream,
     ty: MsgType,
     payload: &[u8],
 ) -> std::io::Result<Result<Vec<u8>, String>> {
-    let header = Header {
-        ty: ty as u32,
-        req_id: 0x736e_6f6f,
-        tx_id: 0,
-        len: payload.len() as u32,
-    };
-    s.write_all(&[&header.encode()[..], payload].concat())?;
-    loop {
-        let mut h = [0u8; HEADER_LEN];
-        s.read_exact(&mut h)?;
-        let h = Header::decode(&h);
-        if h.len as usize > xenstore_proto::wire::PAYLOAD_MAX {
-            return Err(std::io::ErrorKind::InvalidData.into());
-        }
-        let mut body = vec![0; h.len as usize];
-        s.read_exact(&mut body)?;
-        if h.ty == MsgType::WatchEvent as u32 {
-            continue;
-        }
-        if h.ty == MsgType::Error as u32 {
-            let name = String::from_utf8_lossy(body.strip_suffix(&[0]).unwrap_or(&body));
-            return Ok(Err(name.into_owned()));
-        }
-        return Ok(Ok(body));
-    }
+    xenstore_proto::exchange::ask(s, ty, 0x736e_6f6f, payload)
 }
 
 /// Whether the daemon behind `socket` knows domain `domid`: it was

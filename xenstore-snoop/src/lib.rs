@@ -10,7 +10,6 @@ pub mod domains;
 pub mod event;
 pub mod filter;
 pub mod follow;
-pub mod format;
 pub mod metrics;
 pub mod names;
 pub mod output;

@@ -8,6 +8,7 @@ use comfy_table::{
 };
 use std::borrow::Cow;
 use std::collections::HashMap;
+use xenstore_proto::quantile::nearest_rank;
 
 /// Memory stays bounded however long a summary runs: latencies beyond
 /// this many per row are a uniform sample (reservoir), exact below it.
@@ -29,7 +30,6 @@ struct Stats {
     /// uniform sample of that size.
     timed: u64,
     latencies_ns: Vec<u64>,
-    sorted: bool,
 }
 
 impl Stats {
@@ -38,7 +38,6 @@ impl Stats {
         self.errors += r.error.is_some() as u64;
         if let Some(ns) = r.latency_ns {
             self.timed += 1;
-            self.sorted = false;
             if self.latencies_ns.len() < LATENCY_SAMPLES {
                 self.latencies_ns.push(ns);
             } else {
@@ -59,16 +58,8 @@ impl Stats {
     }
 
     fn percentile_us(&mut self, p: f64) -> String {
-        if self.latencies_ns.is_empty() {
-            return "-".into();
-        }
-        if !self.sorted {
-            self.latencies_ns.sort_unstable();
-            self.sorted = true;
-        }
-        let v = &self.latencies_ns;
-        let i = ((v.len() as f64 * p).ceil() as usize).clamp(1, v.len()) - 1;
-        format!("{:.1}", v[i] as f64 / 1e3)
+        nearest_rank(&mut self.latencies_ns, p)
+            .map_or("-".into(), |ns| format!("{:.1}", ns as f64 / 1e3))
     }
 }
 

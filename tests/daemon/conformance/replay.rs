@@ -282,12 +282,6 @@ pub fn answers(socket: &Path, patience: Duration) -> bool {
     let Ok(mut s) = UnixStream::connect(socket) else {
         return false;
     };
-    let header = Header {
-        ty: MsgType::GetDomainPath as u32,
-        req_id: 0,
-        tx_id: 0,
-        len: 2,
-    };
-    let request = [&header.encode()[..], b"0\0"].concat();
+    let request = xenstore_proto::frame::message(MsgType::GetDomainPath as u32, 0, 0, b"0\0");
     s.write_all(&request).is_ok() && read_one(&mut s, patience).end.is_none()
 }

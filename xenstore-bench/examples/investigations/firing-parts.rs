@@ -39,9 +39,9 @@ use xenstore_bench::stats::median;
 use xenstore_bench::tracers::{Tracer, TracerKind};
 use xenstore_bench::uprobe::{BareUprobes, Fetch};
 use xenstore_proto::Probe;
+use xenstore_snoop::capture::tracefs::format::Format;
 use xenstore_snoop::capture::tracefs::perf::Rings;
 use xenstore_snoop::capture::tracefs::uprobe::Group;
-use xenstore_snoop::format::Format;
 
 const INSTANCES: &str = "/sys/kernel/tracing/instances";
 

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{fence, Ordering};
 
-use xenstored_probes::conn::ring::{
+use xenstore_proto::ring::{
     Field, Interface, Page, RingError, CONNECTED, ERROR_COMM, ERROR_NONE, FEATURE_ERROR,
     FEATURE_RECONNECTION, RECONNECT, REQUESTS, RESPONSES, RING_SIZE,
 };

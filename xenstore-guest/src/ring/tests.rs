@@ -1,8 +1,8 @@
 use std::sync::Arc;
 
 use super::Client;
+use xenstore_proto::wire::{Header, PAYLOAD_MAX};
 use xenstored_probes::conn::ring::*;
-use xenstored_probes::wire::{Header, PAYLOAD_MAX};
 
 fn pair() -> (Server, Client, Arc<Mapping>) {
     let page = Arc::new(Mapping::anonymous().unwrap());
@@ -20,9 +20,7 @@ fn set_indices(c: &Client, req: u32, rsp: u32) {
 }
 
 fn message(ty: u32, payload: &[u8]) -> Vec<u8> {
-    let mut m = Vec::new();
-    xenstored_probes::wire::frame::encode(&mut m, ty, 7, 0, &[payload]);
-    m
+    xenstore_proto::frame::message(ty, 7, 0, payload)
 }
 
 fn drain_server(s: &mut Server) -> Vec<u8> {

@@ -3,7 +3,6 @@
 //! else `reply`, and `watch_event` and `tx_end`), counting in maps; read
 //! here once an interval into plain totals.
 
-use crate::capture::bpf::record::cookie_of;
 use crate::capture::bpf::{check_registers, explained, libbpf_log};
 use crate::sdt::SdtProbe;
 use crate::target::Target;
@@ -12,6 +11,7 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts, UprobeOpts};
 use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
+use xenstore_proto::bpf::cookie_of;
 use xenstore_proto::{Probe, PROVIDER};
 
 mod skel {
@@ -161,7 +161,7 @@ impl Counters {
             for (probe, site) in chosen {
                 opts.offsets.push(site.offset as usize);
                 opts.ref_ctr_offsets.push(site.semaphore as usize);
-                opts.cookies.push(cookie_of(*probe));
+                opts.cookies.push(cookie_of(*probe).into());
             }
             let link = skel
                 .progs
@@ -173,7 +173,7 @@ impl Counters {
             for (probe, site) in chosen {
                 let opts = UprobeOpts {
                     ref_ctr_offset: site.semaphore as usize,
-                    cookie: cookie_of(*probe),
+                    cookie: cookie_of(*probe).into(),
                     ..Default::default()
                 };
                 let what = format!("attaching to xenstore:{} at {:#x}", site.name, site.offset);
@@ -350,4 +350,33 @@ fn words<const N: usize>(v: &[u8]) -> Option<[u64; N]> {
         *w = u64::from_ne_bytes(v.get(i * 8..i * 8 + 8)?.try_into().ok()?);
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::mem::{offset_of, size_of};
+    use xenstore_proto::stats::StatsRecord;
+
+    /// The compiled program's batch record (its BTF, as the skeleton has
+    /// it) is StatsRecord, field for field.
+    #[test]
+    fn the_compiled_stats_record_is_the_rust_struct() {
+        use super::skel::types::stats_record as Compiled;
+        let compiled = [
+            ("elapsed_ns", offset_of!(Compiled, elapsed_ns)),
+            ("pid", offset_of!(Compiled, pid)),
+            ("domid", offset_of!(Compiled, domid)),
+            ("op", offset_of!(Compiled, op)),
+            ("errno", offset_of!(Compiled, errno)),
+            ("kind", offset_of!(Compiled, kind)),
+            ("outcome", offset_of!(Compiled, outcome)),
+            ("reserved", offset_of!(Compiled, reserved)),
+        ];
+        let rust: Vec<_> = StatsRecord::C_FIELDS
+            .iter()
+            .map(|f| (f.name, f.offset))
+            .collect();
+        assert_eq!(compiled.to_vec(), rust);
+        assert_eq!(size_of::<Compiled>(), size_of::<StatsRecord>());
+    }
 }

@@ -8,6 +8,7 @@ pub mod tui;
 use crate::record::{Kind, Record};
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use xenstore_proto::quantile::nearest_rank;
 
 /// Latencies kept per client and window for the p99: enough for a
 /// percentile, bounded however busy a window is.
@@ -204,7 +205,7 @@ impl Top {
             .clients
             .iter_mut()
             .map(|(client, s)| {
-                let w = std::mem::take(&mut s.window);
+                let mut w = std::mem::take(&mut s.window);
                 s.idle = match w.requests + w.watch_events {
                     0 => s.idle + 1,
                     _ => 0,
@@ -218,7 +219,7 @@ impl Top {
                     transactions_per_s: w.transactions as f64 / secs,
                     eagains: s.total_eagains,
                     requests: s.total_requests,
-                    p99_us: p99(w.latencies_ns).map(|ns| ns as f64 / 1e3),
+                    p99_us: nearest_rank(&mut w.latencies_ns, 0.99).map(|ns| ns as f64 / 1e3),
                     quota: None,
                 }
             })
@@ -233,14 +234,6 @@ impl Top {
         paths.truncate(PATHS_SHOWN);
         Frame { secs, rows, paths }
     }
-}
-
-fn p99(mut v: Vec<u64>) -> Option<u64> {
-    if v.is_empty() {
-        return None;
-    }
-    let i = ((v.len() as f64 * 0.99).ceil() as usize).clamp(1, v.len()) - 1;
-    Some(*v.select_nth_unstable(i).1)
 }
 
 impl Frame {

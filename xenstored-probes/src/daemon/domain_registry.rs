@@ -5,8 +5,7 @@
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// First domid Xen reserves (DOMID_FIRST_RESERVED).
-pub const DOMID_FIRST_RESERVED: u32 = 0x7ff0;
+pub use xenstore_proto::wire::DOMID_FIRST_RESERVED;
 /// DOMID_SELF, which IS_DOMAIN_INTRODUCED answers "T" for.
 pub const DOMID_SELF: u32 = 0x7ff0;
 

@@ -12,9 +12,9 @@
 //! Closing the links detaches the program and drops the semaphores; the
 //! kernel does the same when the snooper dies, however it dies.
 
+pub mod decode;
 mod features;
 pub(crate) mod libbpf_log;
-pub mod record;
 mod ring;
 
 use crate::capture::Source;
@@ -28,6 +28,7 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts, UprobeOpts};
 use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
+use xenstore_proto::bpf::cookie_of;
 
 mod skel {
     #![allow(clippy::all, clippy::pedantic, clippy::undocumented_unsafe_blocks)]
@@ -218,7 +219,7 @@ fn attach_per_site(
     for (probe, site) in chosen {
         let opts = UprobeOpts {
             ref_ctr_offset: site.semaphore as usize,
-            cookie: record::cookie_of(*probe),
+            cookie: cookie_of(*probe).into(),
             ..Default::default()
         };
         let link = skel
@@ -250,7 +251,7 @@ fn attach_multi(
     for (probe, site) in chosen {
         multi.offsets.push(site.offset as usize);
         multi.ref_ctr_offsets.push(site.semaphore as usize);
-        multi.cookies.push(record::cookie_of(*probe));
+        multi.cookies.push(cookie_of(*probe).into());
     }
     skel.progs
         .xenstore_probe_multi
@@ -314,7 +315,7 @@ impl Source for BpfSource {
     fn drain(&mut self, f: &mut dyn FnMut(Event), _last: bool) {
         // Records are written without waking us: take whatever is there.
         let bad = &mut self.undecodable;
-        let skipped = self.ring.drain(|raw| match record::decode(raw) {
+        let skipped = self.ring.drain(|raw| match decode::decode(raw) {
             Some(ev) => f(ev),
             None => *bad += 1,
         });

@@ -15,45 +15,19 @@
  * by tests/vm/bpf_kernels.rs): no loops in the program itself (a batch's
  * records are counted by bpf_loop, 5.17+), every index masked or compared
  * before use, nothing newer than 5.17 but the optional uprobe-multi link.
+ *
+ * The probe kinds, argument registers, packed fields and `struct
+ * stats_record` come from xenstore_contract.h, generated from xenstore-proto
+ * by build.rs.
  */
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <linux/ptrace.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "xenstore_contract.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-/* Probe kinds, in xenstore_proto::Probe::ALL's order. */
-enum kind {
-	K_WATCH_EVENT = 2,
-	K_TX_END = 5,
-	K_REPLY = 6,
-	K_REPLY_STATS = 8,
-	K_STATS_BATCH = 9,
-};
-
-/* stats_batch's records: xenstore_proto::stats::StatsRecord (checked by
- * tests/bpf_contract.rs), BATCH_RECORDS of them at most per firing. */
-struct stats_record {
-	__u64 elapsed_ns;
-	__u32 pid;
-	__u16 domid;
-	__u16 op;
-	__u16 errno;
-	__u8 kind;
-	__u8 outcome;
-	__u32 reserved;
-};
-
-/* A record's kind: xenstore_proto::stats::StatsKind. */
-enum stats_kind {
-	S_REPLY = 0,
-	S_WATCH_EVENT = 1,
-	S_TX_END = 2,
-};
-
-#define BATCH_RECORDS 256
 
 /* Message types 0..31 have a slot each; OP_OTHER takes the rest. */
 #define OPS 33
@@ -69,8 +43,8 @@ enum stats_kind {
 /* Indices of `totals`. */
 enum total {
 	T_WATCH_EVENTS,
-	T_TX_COMMIT, /* + xenstore_proto::TxOutcome code, 0..3 */
-	T_TX_OTHER = T_TX_COMMIT + 4,
+	T_TX_COMMIT, /* + the tx_outcome */
+	T_TX_OTHER = T_TX_COMMIT + TX_OUTCOMES,
 	/* Firings counted only in the totals: the domain table was full. */
 	T_DOMAIN_OVERFLOW,
 	/* Batched records not counted at all: unreadable or past the cap. */
@@ -202,7 +176,7 @@ static __always_inline void count_watch_event(__u32 dom)
 
 static __always_inline void count_tx_end(__u64 outcome)
 {
-	add(&totals, outcome < 4 ? T_TX_COMMIT + (__u32)outcome : T_TX_OTHER, 1);
+	add(&totals, outcome < TX_OUTCOMES ? T_TX_COMMIT + (__u32)outcome : T_TX_OTHER, 1);
 }
 
 static __always_inline void count_reply(__u32 dom, __u32 op, __u32 err, __u64 ns)
@@ -313,12 +287,12 @@ static long count_record(__u64 i, void *unused)
 	return 0;
 }
 
-/* stats_batch: extra (rcx) records at the address in r10, copied in one
+/* stats_batch: extra records at the address in `records`, copied in one
  * read and counted one by one, in runs. */
 static __always_inline int count_batch(struct pt_regs *ctx)
 {
-	__u64 n = ctx->rcx;
-	const void *records = (const void *)ctx->r10;
+	__u64 n = ARG_EXTRA(ctx);
+	const void *records = (const void *)ARG_RECORDS(ctx);
 	__u32 zero = 0;
 	struct batch *b = bpf_map_lookup_elem(&scratch, &zero);
 
@@ -345,16 +319,14 @@ static __always_inline int count_batch(struct pt_regs *ctx)
 
 static __always_inline int count(struct pt_regs *ctx)
 {
-	/* Arguments in rdi rsi rdx rcx r8 r9 r10 r11
-	 * (xenstore_proto::probe::ARG_REGISTERS). */
 	__u32 kind = bpf_get_attach_cookie(ctx);
-	__u64 ident = ctx->rsi;
-	__u64 extra = ctx->rcx;
-	__u32 dom = ident & 0xffff;
+	__u64 ident = ARG_IDENT(ctx);
+	__u64 extra = ARG_EXTRA(ctx);
+	__u32 dom = IDENT_DOM(ident);
 
 	if (kind == K_STATS_BATCH)
 		return count_batch(ctx);
-	if ((ctx->rdx & 0xffffffff) == exporter_pid)
+	if (CLIENT_PID(ARG_CLIENT(ctx)) == exporter_pid)
 		return 0;
 
 	if (kind == K_WATCH_EVENT) {
@@ -368,15 +340,15 @@ static __always_inline int count(struct pt_regs *ctx)
 	if (kind != K_REPLY && kind != K_REPLY_STATS)
 		return 0;
 
-	__u32 op = (ident >> 16) & 0xffff;
-	__u32 err = (extra >> 32) & 0xffff;
-	/* reply's latency_ns (arg7), reply_stats' elapsed_ns (arg6). Both
-	 * loaded first: clang otherwise selects between the two fields'
-	 * addresses, a modified ctx pointer the verifier refuses. */
-	__u64 arg6 = ctx->r10, arg7 = ctx->r11;
+	__u32 op = IDENT_OP(ident);
+	__u32 err = RESPONSE_EXTRA_ERRNO(extra);
+	/* reply's latency_ns, reply_stats' elapsed_ns. Both loaded first:
+	 * clang otherwise selects between the two fields' addresses, a
+	 * modified ctx pointer the verifier refuses. */
+	__u64 elapsed_ns = ARG_ELAPSED_NS(ctx), latency_ns = ARG_LATENCY_NS(ctx);
 
-	asm volatile("" : "+r"(arg6), "+r"(arg7));
-	count_reply(dom, op, err, kind == K_REPLY ? arg7 : arg6);
+	asm volatile("" : "+r"(elapsed_ns), "+r"(latency_ns));
+	count_reply(dom, op, err, kind == K_REPLY ? latency_ns : elapsed_ns);
 	return 0;
 }
 

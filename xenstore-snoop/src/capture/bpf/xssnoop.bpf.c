@@ -11,7 +11,11 @@
  * woken when a quarter of the ring waits to be read, and otherwise polls
  * on a short timeout. Records that do not fit are counted in `lost`.
  *
- * The record layout is `struct record` below; src/capture/bpf/record.rs decodes it.
+ * The probe contract (kinds, argument registers, packed fields, limits)
+ * and `struct record` come from xenstore_contract.h, which build.rs
+ * generates from xenstore-proto (xenstore_proto::bpf) before compiling
+ * this; src/capture/bpf/decode.rs decodes the record through the same
+ * Rust struct.
  *
  * What older kernels refuse, and how this code avoids it (checked on
  * Debian's 6.1 and 6.12 by tests/kernels/run; the program needs 5.15+ for
@@ -35,26 +39,10 @@
 #include <linux/ptrace.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "xenstore_contract.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Probe kinds, in xenstore_proto::Probe::ALL's order. */
-enum kind {
-	K_REQUEST,
-	K_RESPONSE,
-	K_WATCH_EVENT,
-	K_CONN_OPEN,
-	K_CONN_CLOSE,
-	K_TX_END,
-	K_REPLY,
-	K_TRUNCATED,
-	K_REPLY_STATS, /* never attached: for --metrics (xsmetrics.bpf.c) */
-	K_STATS_BATCH, /* never attached: for --metrics (xsmetrics.bpf.c) */
-};
-
-/* Room for each string; the daemon keeps all of a probe's strings
- * together under 3900 bytes (xenstore.d). */
-#define STR_MAX 4096
 #define MAX_FILTER 16
 
 /* Set by the snooper before load (the verifier then drops what is off). */
@@ -76,21 +64,6 @@ const volatile __u32 check_every = 1 << 20;
 /* 0: the output shows no firing's time, so none is read (a clock read is
  * about 20 ns a firing, a quarter of what the program adds, measured). */
 const volatile __u8 timestamps = 1;
-
-struct record {
-	__u64 mono_ns;
-	__u64 serial;
-	__u64 ident;
-	__u64 client;
-	__u64 extra;
-	__u64 latency_ns;
-	__u32 kind;
-	/* Bytes of each string, its NUL included (0: none), and where in
-	 * `str` it starts. */
-	__u16 len[3];
-	__u16 at[3];
-	char str[4 * STR_MAX];
-};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -145,16 +118,16 @@ static __always_inline int listed32(const volatile __u32 *list, __u32 n, __u32 v
  * behind a connection for lines that are shown. */
 static __always_inline int wanted(__u32 kind, __u64 ident, __u64 client, __u64 extra)
 {
-	if (n_doms && !listed16(doms, n_doms, ident & 0xffff))
+	if (n_doms && !listed16(doms, n_doms, IDENT_DOM(ident)))
 		return 0;
-	if (n_pids && !listed32(pids, n_pids, client & 0xffffffff))
+	if (n_pids && !listed32(pids, n_pids, CLIENT_PID(client)))
 		return 0;
 	if (kind > K_WATCH_EVENT && kind != K_REPLY)
 		return 1;
-	if (n_ops && !listed16(ops, n_ops, (ident >> 16) & 0xffff))
+	if (n_ops && !listed16(ops, n_ops, IDENT_OP(ident)))
 		return 0;
 	/* A response's request has passed already: it must find its pair. */
-	if (failed_only && kind == K_REPLY && ((extra >> 32) & 0xffff) == 0)
+	if (failed_only && kind == K_REPLY && RESPONSE_EXTRA_ERRNO(extra) == 0)
 		return 0;
 	if (failed_only && kind == K_WATCH_EVENT)
 		return 0;
@@ -163,7 +136,7 @@ static __always_inline int wanted(__u32 kind, __u64 ident, __u64 client, __u64 e
 
 /* Copies the string at user address `src` to `dst`; its length with the
  * NUL, 0 if it could not be read. */
-static __always_inline __u16 copy_str(char *dst, __u64 src)
+static __always_inline __u16 copy_str(void *dst, __u64 src)
 {
 	long n = bpf_probe_read_user_str(dst, STR_MAX, (const void *)src);
 	return n > 0 ? n : 0;
@@ -245,12 +218,10 @@ static __always_inline int count_lost(void)
 
 static __always_inline int capture(struct pt_regs *ctx)
 {
-	/* The arguments are in rdi rsi rdx rcx r8 r9 r10 r11, in order
-	 * (xenstore_proto::probe::ARG_REGISTERS). */
 	__u32 kind = bpf_get_attach_cookie(ctx);
-	__u64 ident = ctx->rsi;
-	__u64 client = ctx->rdx;
-	__u64 extra = ctx->rcx;
+	__u64 ident = ARG_IDENT(ctx);
+	__u64 client = ARG_CLIENT(ctx);
+	__u64 extra = ARG_EXTRA(ctx);
 	if (!wanted(kind, ident, client, extra))
 		return 0;
 
@@ -258,20 +229,20 @@ static __always_inline int capture(struct pt_regs *ctx)
 	struct record *r = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r)
 		return count_lost();
-	r->serial = ctx->rdi;
+	r->serial = ARG_SERIAL(ctx);
 	r->mono_ns = timestamps ? bpf_ktime_get_ns() : 0;
 	r->ident = ident;
 	r->client = client;
 	r->extra = extra;
 	r->kind = kind;
 
-	__u64 strs[3] = { ctx->r8, ctx->r9, 0 };
+	__u64 strs[3] = { ARG_STR1(ctx), ARG_STR2(ctx), 0 };
 	__u32 n_strs = 2;
 	r->latency_ns = 0;
 	if (kind == K_REPLY) {
-		strs[2] = ctx->r10;
+		strs[2] = ARG_STR3(ctx);
 		n_strs = 3;
-		r->latency_ns = ctx->r11;
+		r->latency_ns = ARG_LATENCY_NS(ctx);
 	}
 	r->len[2] = 0;
 	r->at[2] = 0;

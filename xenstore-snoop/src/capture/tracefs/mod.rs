@@ -1,6 +1,8 @@
 //! The tracefs back end: one uprobe event per probe site in this
 //! snooper's tracefs group, read through per-CPU perf rings.
 
+pub mod decode;
+pub mod format;
 pub mod perf;
 pub mod perf_ring;
 pub mod uprobe;
@@ -8,12 +10,13 @@ pub mod uprobe;
 use crate::capture::tracefs::perf::Rings;
 use crate::capture::tracefs::uprobe::{remove_stale_groups, tracefs, Group};
 use crate::capture::Source;
-use crate::event::{Decoder, Event, Probe};
+use crate::event::{Event, Probe};
 use crate::filter::Filter;
-use crate::format::Format;
 use crate::sdt::SdtProbe;
 use crate::target::Target;
 use anyhow::{Context, Result};
+use decode::Decoder;
+use format::Format;
 use std::collections::HashMap;
 
 pub struct TracefsSource {

@@ -1,150 +1,24 @@
-//! The simulated ring backend (the guest's end is xenstore-guest's `sim`): a guest's "page" is a 4 KiB file both sides
-//! mmap MAP_SHARED, its event channel a pair of Unix datagram sockets bound
-//! to paths, one byte per notification. Layout under `<run-dir>/ring/<domid>/`:
-//!
-//! - `page-<gfn>`: the shared page (gfn as XS_INTRODUCE gives it, decimal);
-//! - `evtchn-<port>`: the guest's end, bound by whichever guest process is
-//!   running (guest processes take turns: they hold an flock on the page);
-//! - `evtchn-<port>.xenstored`: the daemon's end, bound at XS_INTRODUCE.
-//!
-//! Datagrams sent by path survive either side restarting, and a full socket
-//! buffer simply means a notification is already pending, like Xen's pending
-//! bit. The domain is gone when its page file is unlinked: the domain
-//! builder's destroy raises the simulated VIRQ_DOM_EXC (`xen::simulated`),
-//! as Xen does, and a wake-up finds the page's link count 0. (An inotify
-//! watch a ring did that before, but closing an inotify instance waits for
-//! the kernel's SRCU grace period, ~10 ms, in the daemon's one thread, for
-//! each domain released.)
+//! The simulated ring backend: the daemon's end of xenstore-proto's `sim`
+//! rendezvous (the guest's end is xenstore-guest's `sim`), where the
+//! layout under `<run-dir>/ring/<domid>/` is described. The domain is gone
+//! when its page file is unlinked: the domain builder's destroy raises the
+//! simulated VIRQ_DOM_EXC (`xen::simulated`), as Xen does, and a wake-up
+//! finds the page's link count 0. (An inotify watch a ring did that before,
+//! but closing an inotify instance waits for the kernel's SRCU grace
+//! period, ~10 ms, in the daemon's one thread, for each domain released.)
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use super::conn::{Attached, EventChannel, FdSource, Liveness, RingBackend};
 use super::{Mapping, PAGE_SIZE};
 use mio::event::Source;
-
-/// Where one domain's simulated page and event channel live.
-#[derive(Clone, Debug)]
-pub struct SimPaths {
-    pub dir: PathBuf,
-}
-
-impl SimPaths {
-    pub fn new(run_dir: &Path, domid: u16) -> SimPaths {
-        SimPaths {
-            dir: run_dir.join("ring").join(domid.to_string()),
-        }
-    }
-    pub fn page(&self, gfn: u64) -> PathBuf {
-        self.dir.join(format!("page-{gfn}"))
-    }
-    pub fn guest_end(&self, port: u32) -> PathBuf {
-        self.dir.join(format!("evtchn-{port}"))
-    }
-    pub fn daemon_end(&self, port: u32) -> PathBuf {
-        self.dir.join(format!("evtchn-{port}.xenstored"))
-    }
-
-    /// The gfn and port a prepared domain uses, read back from the names.
-    pub fn discover(&self) -> io::Result<(u64, u32)> {
-        let mut gfn = None;
-        let mut port = None;
-        let entries = std::fs::read_dir(&self.dir).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("{}: {e} (run `xs-guest prepare` first)", self.dir.display()),
-            )
-        })?;
-        for entry in entries {
-            let name = entry?.file_name();
-            let name = name.to_string_lossy();
-            if let Some(n) = name.strip_prefix("page-") {
-                gfn = n.parse().ok().or(gfn);
-            } else if let Some(n) = name.strip_prefix("evtchn-") {
-                port = n.parse().ok().or(port);
-            }
-        }
-        match (gfn, port) {
-            (Some(g), Some(p)) => Ok((g, p)),
-            _ => Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("{}: no page-<gfn> and evtchn-<port>", self.dir.display()),
-            )),
-        }
-    }
-}
-
-/// Sends one notification byte to `to`. Nobody bound there (yet) or a full
-/// buffer both leave the peer to find the ring's state when it next looks.
-pub fn ring_bell(sock: &UnixDatagram, to: &Path) -> io::Result<()> {
-    match sock.send_to(&[1], to) {
-        Ok(_) => Ok(()),
-        Err(e) if quiet(&e) || e.kind() == io::ErrorKind::WouldBlock => Ok(()),
-        Err(e) => Err(notify_error(to, e)),
-    }
-}
-
-/// Nobody is bound at the path (yet, or any more).
-fn quiet(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
-    )
-}
-
-fn notify_error(to: &Path, e: io::Error) -> io::Error {
-    io::Error::new(e.kind(), format!("notify {}: {e}", to.display()))
-}
-
-/// Reads every pending notification byte.
-pub fn drain_socket(sock: &UnixDatagram) -> io::Result<()> {
-    let mut buf = [0u8; 64];
-    loop {
-        match sock.recv(&mut buf) {
-            Ok(_) => continue,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// Binds a datagram socket at `path`, replacing a stale one, non-blocking.
-pub fn bind_fresh(path: &Path) -> io::Result<UnixDatagram> {
-    let _ = std::fs::remove_file(path);
-    let sock = UnixDatagram::bind(path)
-        .map_err(|e| io::Error::new(e.kind(), format!("bind {}: {e}", path.display())))?;
-    sock.set_nonblocking(true)?;
-    Ok(sock)
-}
-
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
-
-/// Waits up to `timeout` for `fd` to become readable; true if it did.
-pub fn wait_readable(fd: RawFd, timeout: Duration) -> io::Result<bool> {
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-    loop {
-        // SAFETY: one valid pollfd.
-        match cvt(unsafe { libc::poll(&mut pfd, 1, ms) }) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            r => return Ok(r? > 0),
-        }
-    }
-}
+pub use xenstore_proto::sim::{
+    bind_fresh, drain_socket, notify_error, quiet, ring_bell, wait_readable, SimPaths,
+};
 
 /// Simulated domains under a daemon's run directory.
 pub struct SimBackend {

@@ -2,24 +2,17 @@
 //! domain list Xen keeps and VIRQ_DOM_EXC, so that a simulated domain's
 //! death reaches the daemon as a real one does (a signal that names no
 //! domain, then queries about the introduced ones, [`super::monitor`])
-//! and the queries can be counted. Under `<run-dir>/xen/`:
-//!
-//! - `domains`: two little-endian u64 counters the daemon keeps (state
-//!   queries answered, firings handled), then one byte a domid below
-//!   DOMID_FIRST_RESERVED: 0 unknown, then [`State`];
-//! - `virq-dom-exc`: the daemon's datagram socket; the toolstack sends a
-//!   byte after changing a domain's state, as Xen raises the VIRQ.
+//! and the queries can be counted. The files are xenstore-proto's `sim`
+//! (`SimXen`), shared with the domain builder.
 //!
 //! The domain builder (`xenstore_guest::sim`) marks a prepared domain
 //! running and a dying one dying. A domain the table does not know (one
 //! introduced over a test socket, or adopted from another daemon) is not
 //! asked about: it leaves by RELEASE or by its ring vanishing.
 
-use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::os::unix::net::UnixDatagram;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use std::os::fd::AsRawFd;
 
@@ -27,134 +20,26 @@ use mio::event::Source;
 
 use super::ctrl::{DomInfo, DomainInfoSource};
 use super::monitor::{self, VirqFd};
-use crate::conn::ring::sim::{bind_fresh, drain_socket, ring_bell};
+use crate::conn::ring::sim::{bind_fresh, drain_socket};
 use crate::conn::transport::{DomainChanges, DomainMonitor};
-use crate::daemon::domain_registry::DOMID_FIRST_RESERVED;
+pub use xenstore_proto::sim::{Counters, SimXen, State};
 
-/// The counters before the state bytes.
-const HEADER: u64 = 16;
-const QUERIES: u64 = 0;
-const FIRINGS: u64 = 8;
-const TABLE_LEN: u64 = HEADER + DOMID_FIRST_RESERVED as u64;
-
-/// A domain's state as the simulated hypervisor keeps it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum State {
-    Running = 1,
-    ShutDown = 2,
-    Dying = 3,
-}
-
-impl State {
-    fn info(byte: u8) -> Option<DomInfo> {
-        match byte {
-            1 => Some(DomInfo {
-                shutdown: false,
-                dying: false,
-            }),
-            2 => Some(DomInfo {
-                shutdown: true,
-                dying: false,
-            }),
-            3 => Some(DomInfo {
-                shutdown: true,
-                dying: true,
-            }),
-            _ => None,
-        }
-    }
-}
-
-/// What the daemon counted: a query is one xc_domain_getinfolist's worth.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counters {
-    pub queries: u64,
-    pub firings: u64,
-}
-
-/// One run directory's simulated hypervisor.
-pub struct SimXen {
-    table: File,
-    virq: PathBuf,
-}
-
-impl SimXen {
-    /// Opens (creating) the domain table under `run_dir`.
-    pub fn open(run_dir: &Path) -> io::Result<SimXen> {
-        let dir = run_dir.join("xen");
-        let context = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", dir.display()));
-        std::fs::create_dir_all(&dir).map_err(context)?;
-        let table = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(dir.join("domains"))
-            .map_err(context)?;
-        if table.metadata().map_err(context)?.len() < TABLE_LEN {
-            table.set_len(TABLE_LEN).map_err(context)?;
-        }
-        Ok(SimXen {
-            table,
-            virq: dir.join("virq-dom-exc"),
-        })
-    }
-
-    /// The toolstack's side: domain `domid` is now in `state`.
-    pub fn set(&self, domid: u16, state: Option<State>) -> io::Result<()> {
-        if u32::from(domid) >= DOMID_FIRST_RESERVED {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("domain {domid} is a reserved domid"),
-            ));
-        }
-        let byte = state.map_or(0, |s| s as u8);
-        self.table.write_all_at(&[byte], HEADER + u64::from(domid))
-    }
-
-    /// Xen raising VIRQ_DOM_EXC (nobody listening: nothing happens).
-    pub fn fire(&self) -> io::Result<()> {
-        let sock = UnixDatagram::unbound()?;
-        ring_bell(&sock, &self.virq)
-    }
-
-    pub fn counters(&self) -> io::Result<Counters> {
-        Ok(Counters {
-            queries: self.counter(QUERIES)?,
-            firings: self.counter(FIRINGS)?,
-        })
-    }
-
-    fn counter(&self, at: u64) -> io::Result<u64> {
-        let mut b = [0u8; 8];
-        self.table.read_exact_at(&mut b, at)?;
-        Ok(u64::from_le_bytes(b))
-    }
-
-    fn count(&self, at: u64) -> io::Result<()> {
-        let n = self.counter(at)? + 1;
-        self.table.write_all_at(&n.to_le_bytes(), at)
-    }
-
-    /// The state bytes of domids `first` and up.
-    fn states(&self, first: u32) -> io::Result<Vec<u8>> {
-        let first = first.min(DOMID_FIRST_RESERVED);
-        let mut bytes = vec![0u8; (DOMID_FIRST_RESERVED - first) as usize];
-        self.table
-            .read_exact_at(&mut bytes, HEADER + u64::from(first))?;
-        Ok(bytes)
+/// What Xen's domain list says of a domain in `state`.
+fn info(state: State) -> DomInfo {
+    DomInfo {
+        shutdown: state != State::Running,
+        dying: state == State::Dying,
     }
 }
 
 impl DomainInfoSource for SimXen {
     fn list(&mut self, first: u32, max: usize) -> io::Result<Vec<(u32, DomInfo)>> {
-        self.count(QUERIES)?;
+        self.count_query()?;
         Ok(self
             .states(first)?
             .into_iter()
             .zip(first..)
-            .filter_map(|(byte, domid)| Some((domid, State::info(byte)?)))
+            .filter_map(|(byte, domid)| Some((domid, info(State::from_byte(byte)?))))
             .take(max)
             .collect())
     }
@@ -171,7 +56,7 @@ impl SimDomExc {
     /// Binds the VIRQ's socket under `run_dir`.
     pub fn bind(run_dir: &Path) -> io::Result<SimDomExc> {
         let xen = SimXen::open(run_dir)?;
-        let sock = bind_fresh(&xen.virq)?;
+        let sock = bind_fresh(xen.virq_path())?;
         let fd = VirqFd(sock.as_raw_fd());
         Ok(SimDomExc { sock, fd, xen })
     }
@@ -185,7 +70,7 @@ impl DomainMonitor for SimDomExc {
     fn check(&mut self, domains: &[(u32, bool)]) -> io::Result<DomainChanges> {
         // Drained first: a change made while we ask fires again.
         drain_socket(&self.sock)?;
-        self.xen.count(FIRINGS)?;
+        self.xen.count_firing()?;
         let known = self.xen.states(0)?;
         let known: Vec<(u32, bool)> = domains
             .iter()
@@ -199,6 +84,7 @@ impl DomainMonitor for SimDomExc {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn run_dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("xss-simxen-{name}-{}", std::process::id()));

@@ -1,41 +1,33 @@
-//! The records xssnoop.bpf.c writes into the ring buffer, decoded.
-//!
-//! `struct record`: mono_ns, serial, ident, client, extra, latency_ns
-//! (u64 each), kind (u32), three string lengths with their NULs (u16 each;
-//! the third only for `reply`), where each string starts in the string
-//! area (u16 each), then the string area.
+//! The records xssnoop.bpf.c writes into the ring buffer, decoded: a
+//! [`SnoopRecord`] cut after its strings, at the offsets Rust gives the
+//! struct the program's C declaration is generated from.
 
-use crate::event::{Event, Probe};
+use crate::event::Event;
+use std::mem::offset_of;
+use xenstore_proto::bpf::{probe_of, SnoopRecord, SNOOP_HEADER_LEN};
 use xenstore_proto::{Client, Ident};
 
-/// Bytes before the strings.
-pub const HEADER_LEN: usize = 64;
-
-/// The probe whose firings carry `cookie` (the BPF program's `enum kind`,
-/// which follows `Probe::ALL`).
-pub fn probe_of(cookie: u32) -> Option<Probe> {
-    Probe::ALL.get(cookie as usize).copied()
+/// Where string `i`'s length and start are.
+fn len_at(i: usize) -> usize {
+    offset_of!(SnoopRecord, len) + 2 * i
 }
 
-/// The cookie the BPF program is attached with for `probe`.
-pub fn cookie_of(probe: Probe) -> u64 {
-    Probe::ALL
-        .iter()
-        .position(|&p| p == probe)
-        .expect("every probe is in Probe::ALL") as u64
+fn start_at(i: usize) -> usize {
+    offset_of!(SnoopRecord, at) + 2 * i
 }
 
 /// One record as the ring holds it; None if it is malformed.
 pub fn decode(raw: &[u8]) -> Option<Event> {
     let u64_at = |o: usize| Some(u64::from_ne_bytes(raw.get(o..o + 8)?.try_into().ok()?));
     let u16_at = |o: usize| Some(u16::from_ne_bytes(raw.get(o..o + 2)?.try_into().ok()?));
-    let kind = u32::from_ne_bytes(raw.get(48..52)?.try_into().ok()?);
+    let kind_at = offset_of!(SnoopRecord, kind);
+    let kind = u32::from_ne_bytes(raw.get(kind_at..kind_at + 4)?.try_into().ok()?);
     let probe = probe_of(kind)?;
-    let ident = Ident::unpack(u64_at(16)?);
-    let client = Client::unpack(u64_at(24)?);
+    let ident = Ident::unpack(u64_at(offset_of!(SnoopRecord, ident))?);
+    let client = Client::unpack(u64_at(offset_of!(SnoopRecord, client))?);
     let text = |i: usize| -> Option<String> {
-        let len = usize::from(u16_at(52 + 2 * i)?);
-        let at = HEADER_LEN + usize::from(u16_at(58 + 2 * i)?);
+        let len = usize::from(u16_at(len_at(i))?);
+        let at = SNOOP_HEADER_LEN + usize::from(u16_at(start_at(i))?);
         let bytes = raw.get(at..at + len)?;
         // The length counts the NUL. The string ends at the first NUL, as a
         // string copy would have ended it (a window copy takes a string to
@@ -52,42 +44,50 @@ pub fn decode(raw: &[u8]) -> Option<Event> {
     let s3 = text(2)?;
     Some(Event {
         probe,
-        mono_ns: u64_at(0)?,
-        serial: u64_at(8)?,
+        mono_ns: u64_at(offset_of!(SnoopRecord, mono_ns))?,
+        serial: u64_at(offset_of!(SnoopRecord, serial))?,
         dom: ident.dom,
         op: ident.op,
         conn: ident.conn,
         pid: client.pid,
         tx: client.tx,
-        extra: u64_at(32)?,
+        extra: u64_at(offset_of!(SnoopRecord, extra))?,
         s1,
         s2,
         s3,
-        latency_ns: u64_at(40)?,
+        latency_ns: u64_at(offset_of!(SnoopRecord, latency_ns))?,
     })
 }
 
 #[cfg(test)]
 pub mod tests {
     use super::*;
+    use crate::event::Probe;
+    use xenstore_proto::bpf::cookie_of;
 
-    /// A record laid out as the BPF program writes it.
+    /// A record laid out as the BPF program writes it: `words` are
+    /// mono_ns, serial, ident, client, extra, latency_ns.
     pub fn record(kind: u32, words: [u64; 6], strings: &[&[u8]]) -> Vec<u8> {
-        let mut r = Vec::new();
-        for w in words {
-            r.extend_from_slice(&w.to_ne_bytes());
+        let mut r = vec![0; SNOOP_HEADER_LEN];
+        let mut put = |at: usize, bytes: &[u8]| r[at..at + bytes.len()].copy_from_slice(bytes);
+        let word_at = [
+            offset_of!(SnoopRecord, mono_ns),
+            offset_of!(SnoopRecord, serial),
+            offset_of!(SnoopRecord, ident),
+            offset_of!(SnoopRecord, client),
+            offset_of!(SnoopRecord, extra),
+            offset_of!(SnoopRecord, latency_ns),
+        ];
+        for (at, w) in word_at.into_iter().zip(words) {
+            put(at, &w.to_ne_bytes());
         }
-        r.extend_from_slice(&kind.to_ne_bytes());
-        for i in 0..3 {
-            let len = strings.get(i).map_or(0, |s| s.len() as u16);
-            r.extend_from_slice(&len.to_ne_bytes());
+        put(offset_of!(SnoopRecord, kind), &kind.to_ne_bytes());
+        let mut start = 0u16;
+        for (i, s) in strings.iter().enumerate() {
+            put(len_at(i), &(s.len() as u16).to_ne_bytes());
+            put(start_at(i), &start.to_ne_bytes());
+            start += s.len() as u16;
         }
-        let mut at = 0u16;
-        for i in 0..3 {
-            r.extend_from_slice(&at.to_ne_bytes());
-            at += strings.get(i).map_or(0, |s| s.len() as u16);
-        }
-        assert_eq!(r.len(), HEADER_LEN);
         for s in strings {
             r.extend_from_slice(s);
         }
@@ -104,7 +104,7 @@ pub mod tests {
         .pack();
         let client = Client { tx: 5, pid: 100 }.pack();
         let raw = record(
-            cookie_of(Probe::Request) as u32,
+            cookie_of(Probe::Request),
             [1000, 9, ident, client, 8, 0],
             &[b"device/vbd/0/state\0", b"\0"],
         );
@@ -122,7 +122,7 @@ pub mod tests {
 
     #[test]
     fn unreadable_strings_are_empty_and_bad_records_rejected() {
-        let raw = record(cookie_of(Probe::ConnClose) as u32, [0; 6], &[b"", b""]);
+        let raw = record(cookie_of(Probe::ConnClose), [0; 6], &[b"", b""]);
         let e = decode(&raw).unwrap();
         assert_eq!((e.probe, e.s1.as_str()), (Probe::ConnClose, ""));
         // Invalid UTF-8 is shown, not dropped.
@@ -151,7 +151,7 @@ pub mod tests {
         }
         .pack();
         let raw = record(
-            cookie_of(Probe::Reply) as u32,
+            cookie_of(Probe::Reply),
             [5000, 9, ident, 0, extra, 1234],
             &[b"/a\0", b"\0", b"no such node\0"],
         );
@@ -168,7 +168,7 @@ pub mod tests {
     fn strings_are_found_where_their_offsets_say() {
         // As a window copy of reply leaves them: str1, str3, str2.
         let mut raw = record(
-            cookie_of(Probe::Reply) as u32,
+            cookie_of(Probe::Reply),
             [0; 6],
             &[b"/p\0", b"result\0", b"args\0"],
         );
@@ -177,8 +177,8 @@ pub mod tests {
         };
         // Lengths then offsets of str1, str2, str3.
         for (i, (len, at)) in [(3, 0), (5, 10), (7, 3)].into_iter().enumerate() {
-            field(&mut raw, 52 + 2 * i, len);
-            field(&mut raw, 58 + 2 * i, at);
+            field(&mut raw, len_at(i), len);
+            field(&mut raw, start_at(i), at);
         }
         let e = decode(&raw).unwrap();
         assert_eq!(
@@ -186,14 +186,35 @@ pub mod tests {
             ("/p", "args", "result")
         );
         // An offset past the end.
-        field(&mut raw, 60, 11);
+        field(&mut raw, start_at(1), 11);
         assert!(decode(&raw).is_none());
     }
 
+    /// The compiled program's record (its BTF, as the skeleton has it) is
+    /// SnoopRecord, field for field.
     #[test]
-    fn cookies_round_trip() {
-        for p in Probe::ALL {
-            assert_eq!(probe_of(cookie_of(p) as u32), Some(p));
-        }
+    fn the_compiled_record_is_the_rust_struct() {
+        use super::super::skel::types::record as Compiled;
+        let compiled = [
+            ("mono_ns", offset_of!(Compiled, mono_ns)),
+            ("serial", offset_of!(Compiled, serial)),
+            ("ident", offset_of!(Compiled, ident)),
+            ("client", offset_of!(Compiled, client)),
+            ("extra", offset_of!(Compiled, extra)),
+            ("latency_ns", offset_of!(Compiled, latency_ns)),
+            ("kind", offset_of!(Compiled, kind)),
+            ("len", offset_of!(Compiled, len)),
+            ("at", offset_of!(Compiled, at)),
+            ("str", offset_of!(Compiled, str)),
+        ];
+        let rust: Vec<_> = SnoopRecord::C_FIELDS
+            .iter()
+            .map(|f| (f.name, f.offset))
+            .collect();
+        assert_eq!(compiled.to_vec(), rust);
+        assert_eq!(
+            std::mem::size_of::<Compiled>(),
+            std::mem::size_of::<SnoopRecord>()
+        );
     }
 }

@@ -116,7 +116,7 @@ mod tests {
     use super::*;
 
     /// Captured from this machine's tracefs for the request uprobe.
-    pub const REQUEST_FORMAT: &str = include_str!("../testdata/request.format");
+    pub const REQUEST_FORMAT: &str = include_str!("../../../testdata/request.format");
 
     #[test]
     fn parses_a_captured_uprobe_format() {
