@@ -238,14 +238,13 @@ impl Host {
             times.push(t);
             tally.add(c);
         }
-        times.sort_unstable();
         let read = Reads::of(&reads.context("the unrelated reader")?);
         same_work(life, p, &tally)?;
         Ok(Storm {
             lifecycles: p,
             wall,
-            lifecycle_p50: percentile(&times, 0.50),
-            lifecycle_p99: percentile(&times, 0.99),
+            lifecycle_p50: percentile(&mut times, 0.50),
+            lifecycle_p99: percentile(&mut times, 0.99),
             tally,
             daemon_cpu: Duration::from_nanos(cpu),
             reads: read.count,
