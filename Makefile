@@ -100,8 +100,9 @@ daemon:
 	cargo test -q -p xenstored-probes
 	cargo test -q --test daemon
 
+# The package holds the two installed binaries: only their crates build.
 deb:
-	cargo build --release --workspace
+	cargo build --release -p xenstored-probes -p xenstore-snoop
 	packaging/build-deb
 
 # Where `make install` puts things; `make deb` uses PREFIX=/usr.

@@ -11,6 +11,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
+use xenstore_guest::boot;
+use xenstore_guest::client::Xs;
 use xenstore_testkit::daemon::Daemon;
 use xenstore_testkit::Watched;
 use xenstored_probes::migration::stream::{self, ConnKind, Perm};
@@ -186,6 +188,109 @@ fn c_xenstored_update_into_the_shim(release: Release) {
     assert_eq!(c.run("xenstore-read", &["/vm/uuid/name"]).trim(), "guest7");
 }
 
+/// Giving the host back: C xenstored 4.17 updates into the shim and the
+/// shim back into it, a guest's ring (its doorbell carried by the stub as
+/// C's event channel) and a dom0 watcher served throughout: the shim hands
+/// C every ring's channel on one fd and domain 0's connection, as C's own
+/// stream does.
+#[test]
+fn the_shim_gives_the_host_back_to_c_xenstored() {
+    let test = "the_shim_gives_the_host_back_to_c_xenstored";
+    if !upstream::available(Flavor::C, test) {
+        return;
+    }
+    let ring_dir = xenstore_testkit::daemon::scratch_dir("give-back-rings").unwrap();
+    let rings = ring_dir.to_str().unwrap();
+    // The shim C execs keeps its rings under its run dir: the same.
+    let env = [("XENSTUB_RING_DIR", rings), ("XENSTORED_RUNDIR", rings)];
+    let mut c = Upstream::start_with_env(Flavor::C, &[], &env);
+    c.run("xenstore-write", &["/local/domain/7/data", "seven"]);
+    let watcher = c.watch(&["/local/domain/7"]);
+    watcher.line(0, crate::common::TIMEOUT);
+    // As xenconsoled and xl watch for deaths, across both updates.
+    let releases = c.watch(&["@releaseDomain"]);
+    releases.line(0, crate::common::TIMEOUT);
+    let mut dom0 = Xs::connect(&c.socket).unwrap();
+    dom0.timeout = crate::common::TIMEOUT;
+    let mut guest = boot::boot(&mut dom0, &ring_dir, 5, crate::common::TIMEOUT).unwrap();
+    // As the toolstack writes them: where the shim finds the ring again.
+    dom0.write(0, "/local/domain/5/store/ring-ref", &boot::GFN.to_string())
+        .unwrap();
+    dom0.write(0, "/local/domain/5/store/port", &boot::PORT.to_string())
+        .unwrap();
+    guest.write(0, "data", "before").unwrap();
+    guest.watch("data", "mine").unwrap();
+    guest
+        .next_event(crate::common::TIMEOUT)
+        .unwrap()
+        .expect("the watch's first event");
+    let before = store_but_probe(&c);
+    let pid = c.pid();
+    let update = |c: &Upstream, target: &Path| {
+        xenstore_testkit::process::output_within(
+            c.client("/usr/lib/xen-4.17/bin/xenstore-control")
+                .args(["live-update", "-t", "10", "-f"])
+                .arg(target),
+            Duration::from_secs(30),
+        )
+    };
+    let shim = crate::common::bin("xenstored-shim");
+    let out = update(&c, &shim);
+    assert_updated(&mut c, &out, pid, &shim, &watcher);
+    assert_eq!(guest.read(0, "data").unwrap(), "before", "{}", c.log());
+    let back = Path::new(upstream::C_XENSTORED);
+    // A node of a domain C has no connection for: C would die on it, so
+    // the shim refuses, and serves on.
+    c.run("xenstore-chmod", &["/local/domain/7/data", "n7"]);
+    let out = update(&c, back);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("owned by domain 7"), "{said}");
+    assert_eq!(exe_of(pid), shim.canonicalize().unwrap());
+    c.run("xenstore-chmod", &["/local/domain/7/data", "n0"]);
+    let out = update(&c, back);
+    assert_updated_back(&mut c, &out, pid, back, &watcher);
+    guest.write(0, "data", "after").unwrap();
+    let event = guest.next_event(crate::common::TIMEOUT).unwrap();
+    assert_eq!(
+        event.map(|e| e.token),
+        Some("mine".to_string()),
+        "the guest's watch, set before the first update, after the second:\n{}",
+        c.log()
+    );
+    assert_eq!(guest.read(0, "data").unwrap(), "after");
+    c.run("xenstore-write", &["/local/domain/5/data", "before"]);
+    assert_eq!(store_but_probe(&c), before, "{}", c.log());
+    drop(guest);
+    dom0.release(5).unwrap();
+    releases.wait_line(
+        "@releaseDomain after the return",
+        crate::common::TIMEOUT,
+        |l| l.starts_with("@releaseDomain"),
+    );
+}
+
+/// As [`assert_updated`], for an update into an upstream daemon, which
+/// says nothing of what it took over.
+fn assert_updated_back(d: &mut Daemon, out: &Output, pid: u32, exe: &Path, watcher: &Watched) {
+    assert!(
+        out.status.success(),
+        "xenstore-control live-update: {} {}{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        d.log()
+    );
+    assert!(d.alive(), "the daemon died:\n{}", d.log());
+    assert_eq!(exe_of(pid), exe.canonicalize().unwrap(), "{}", d.log());
+    d.run("xenstore-write", &["/local/domain/7/after", "back"]);
+    watcher.wait_line(
+        "the event for /local/domain/7/after",
+        crate::common::TIMEOUT,
+        |l| l.starts_with("/local/domain/7/after"),
+    );
+}
+
 /// `xenstore-control live-update ARGS` against `daemon`: its output.
 fn xenstore_control(daemon: &Daemon, args: &[&str]) -> Output {
     xenstore_testkit::process::output_within(
@@ -307,7 +412,6 @@ fn a_live_update_to_a_target_that_is_no_shim_is_refused_untouched() {
         ("/bin/true", "not xenstored-shim"),
         ("/nonexistent", "File not accessible."),
         (data.to_str().unwrap(), "File not executable."),
-        (upstream::C_XENSTORED, "not xenstored-shim but C xenstored"),
         (upstream::OXENSTORED, "not xenstored-shim but oxenstored"),
     ] {
         let out = xenstore_control(&shim, &["-t", "5", "-f", target]);

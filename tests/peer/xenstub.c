@@ -378,10 +378,53 @@ xenevtchn_handle *xenevtchn_open(xentoollog_logger *logger,
 	return new_evtchn(-1);
 }
 
+/*
+ * An inherited handle (a live update: the GLOBAL record's evtchn fd): the
+ * doorbell sockets in its epoll set, each under its local port, are bound
+ * again in this image's table, read back from /proc/self/fdinfo.
+ */
+static struct bound *add_bound(evtchn_port_t port);
+
+static void adopt_bound(int epfd)
+{
+	char path[64], line[256];
+	FILE *f;
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", epfd);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		int sock;
+		unsigned int events;
+		unsigned long long data;
+		struct sockaddr_un addr;
+		socklen_t len = sizeof(addr);
+		struct bound *b;
+		char *suffix;
+		if (sscanf(line, "tfd: %d events: %x data: %llx", &sock, &events, &data) != 3)
+			continue;
+		if (getsockname(sock, (void *)&addr, &len) != 0 || addr.sun_family != AF_UNIX)
+			continue;
+		b = add_bound((evtchn_port_t)data);
+		if (!b)
+			continue;
+		b->sock = sock;
+		strncpy(b->daemon_end, addr.sun_path, sizeof(b->daemon_end) - 1);
+		strncpy(b->guest_end, addr.sun_path, sizeof(b->guest_end) - 1);
+		suffix = strstr(b->guest_end, ".xenstored");
+		if (suffix)
+			*suffix = 0;
+		if (data >= next_port)
+			next_port = data + 1;
+	}
+	fclose(f);
+}
+
 xenevtchn_handle *xenevtchn_fdopen(struct xentoollog_logger *logger,
 				   int fd, unsigned open_flags)
 {
 	(void)logger; (void)open_flags;
+	adopt_bound(fd);
 	return new_evtchn(fd);
 }
 

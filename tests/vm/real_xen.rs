@@ -592,7 +592,10 @@ fn promtool_accepts(name: &str, text: &str) {
 /// destroyed, no zombie), with the snooper attached to the shim it became.
 /// On the way the shim refuses a target that is no xenstored-shim and,
 /// while `xl create` builds guest1, updates itself into a second copy of
-/// its binary, the snooper following (--follow).
+/// its binary, the snooper following (--follow); coming from C, a snooper
+/// without --follow and the exporter are attached across that update too.
+/// Giving the host back to oxenstored is refused (not built), the shim
+/// serving on.
 fn live_update_into_the_shim(test: &str, release: &str, from: &str) {
     if !prerequisites(test) {
         return;
@@ -635,7 +638,27 @@ fn live_update_into_the_shim(test: &str, release: &str, from: &str) {
     {
         steps.insert(at + i, s);
     }
+    let at = steps.iter().position(|s| *s == "guest1-read-keys").unwrap() + 1;
+    let more: &[&str] = if from == "oxenstored" {
+        &["give-back-refused"]
+    } else {
+        // Across the shim's update of itself.
+        &[
+            "snoop-nofollow-attached",
+            "metrics-attached",
+            "metrics-before-update",
+            "snoop-nofollow-exits",
+            "snoop-after-sees-guest",
+            "metrics-after-update",
+        ]
+    };
+    for (i, s) in more.iter().enumerate() {
+        steps.insert(at + i, s);
+    }
     run.assert_steps(&steps);
+    if from != "oxenstored" {
+        assert_exporter_follows(&run);
+    }
     assert_only_dom0(&run, "xl-list-final.txt");
     // The same store before and after (dom0's part): the same nodes,
     // values and permissions. oxenstored lists a directory's children in
@@ -667,6 +690,39 @@ fn live_update_into_the_shim(test: &str, release: &str, from: &str) {
     assert!(
         tracing.len() == 2 && tracing.iter().all(|t| t.contains("(BPF, ")),
         "the snooper attached twice, on BPF, across the shim's update: {snoop_err}"
+    );
+}
+
+/// The exporter attached before the shim's update of itself counts on
+/// after it: guest2's requests rise, the exec counted as a gap.
+fn assert_exporter_follows(run: &Run) {
+    use metrics::{parse_exposition, value};
+    let guest2 = run.domid("guest2");
+    let at = |name: &str| {
+        let samples = parse_exposition(&run.file(&format!("metrics-{name}.om")));
+        let requests = value(
+            &samples,
+            "xenstore_domain_requests_total",
+            &[("domid", &guest2)],
+        );
+        let gaps = value(
+            &samples,
+            "xenstore_exporter_gaps_total",
+            &[("reason", "exec")],
+        );
+        (requests.unwrap_or(0.0), gaps.unwrap_or(0.0))
+    };
+    let (before, gaps_before) = at("before-update");
+    let (after, gaps_after) = at("after-update");
+    assert!(
+        before > 0.0 && after > before,
+        "guest2's requests counted {before} before the update, {after} after\n{}",
+        run.report
+    );
+    assert!(
+        gaps_after > gaps_before,
+        "no exec gap counted\n{}",
+        run.report
     );
 }
 

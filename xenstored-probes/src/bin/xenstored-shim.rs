@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use xenstored_probes::conn::transport::DomainBackend;
 use xenstored_probes::conn::{ring, unix};
-use xenstored_probes::daemon::LiveUpdate;
 use xenstored_probes::daemon::{quota::Quotas, Daemon};
+use xenstored_probes::daemon::{LiveUpdate, LiveUpdateTarget};
 use xenstored_probes::host::service::{detach, live, notify, pidfile::PidFile, signals};
 use xenstored_probes::host::update::{adopt, handover};
 use xenstored_probes::host::xen;
@@ -382,7 +382,7 @@ fn run(args: &mut Args) -> Result<(), String> {
     loop {
         server.run().map_err(|e| format!("event loop: {e}"))?;
         if let Some(update) = server.daemon_mut().take_ready_update() {
-            hand_over(&mut server, listener_fd, &args.run_dir, &update);
+            hand_over(&mut server, listener_fd, &args.run_dir, on_xen, &update);
         }
         let got = signals.drain();
         if got.hangup {
@@ -403,8 +403,47 @@ fn run(args: &mut Args) -> Result<(), String> {
 
 /// Execs the live update's target with this daemon's state; returns only
 /// when that failed, the daemon still serving and the error answered.
-fn hand_over(server: &mut Server, listener_fd: i32, run_dir: &Path, update: &LiveUpdate) {
-    let state = server.daemon_mut().export_state(listener_fd, update);
+///
+/// C xenstored takes every ring's event channel bound on one fd: each is
+/// moved onto a fresh one here, just before the exec, and back if it
+/// fails. (Binding them on one fd always would have the event loop read
+/// pending ports and route them; moving them costs the loop nothing and
+/// only a handover to C pays it.)
+fn hand_over(
+    server: &mut Server,
+    listener_fd: i32,
+    run_dir: &Path,
+    on_xen: bool,
+    update: &LiveUpdate,
+) {
+    let mut shared = None;
+    let mut moved = Default::default();
+    if update.kind == LiveUpdateTarget::C {
+        let opened = if on_xen {
+            xen::evtchn::open_shared()
+        } else {
+            ring::sim::open_shared()
+        };
+        let channels = opened
+            .map_err(|e| format!("event channels for the target: {e}"))
+            .and_then(|mut s| {
+                let ports = server.daemon_mut().move_ring_channels(&mut s)?;
+                Ok((s, ports))
+            });
+        match channels {
+            Ok((s, ports)) => (shared, moved) = (Some(s), ports),
+            Err(why) => {
+                log::error(format_args!("live update: {why}"));
+                let why = format!("Error activating new binary: {why}");
+                server.daemon_mut().live_update_failed(update, &why);
+                return;
+            }
+        }
+    }
+    let channels = shared.as_ref().map(|s| (s.fd(), &moved));
+    let state = server
+        .daemon_mut()
+        .export_state(listener_fd, update, channels);
     let args = handover::arguments(update.cmdline.as_deref(), std::env::args_os().skip(1));
     log::info(format_args!(
         "live update: {} connections, {} nodes to {} {args:?}",
@@ -417,6 +456,11 @@ fn hand_over(server: &mut Server, listener_fd: i32, run_dir: &Path, update: &Liv
         "live update: {}: {err}",
         update.target.display()
     ));
+    // Closing the shared fd unbinds what moved there.
+    drop(shared);
+    server
+        .daemon_mut()
+        .move_ring_channels_back(moved.keys().copied());
     let why = format!("Error activating new binary: {err}");
     server.daemon_mut().live_update_failed(update, &why);
 }

@@ -175,6 +175,11 @@ impl Connection {
         self.transport.as_ref()
     }
 
+    /// The transport, for a live update to move its event channel.
+    pub fn transport_mut(&mut self) -> &mut dyn Transport {
+        self.transport.as_mut()
+    }
+
     pub fn domid(&self) -> u32 {
         self.ident.domid
     }

@@ -4,6 +4,33 @@
 //! (unix.rs); a shared-memory ring can implement them as well.
 
 use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+/// The one event-channel fd a live update's target takes every ring's
+/// channel on (C xenstored's evtchn handle, the GLOBAL record's evtchn_fd):
+/// /dev/xen/evtchn on Xen, an epoll set of the rings' doorbell sockets in
+/// the simulation (as tests/peer/xenstub.c's handle is). Open across exec.
+pub struct SharedChannels {
+    fd: OwnedFd,
+    /// The simulation's local port numbers, handed out counting up.
+    next_port: u32,
+}
+
+impl SharedChannels {
+    pub fn new(fd: OwnedFd) -> SharedChannels {
+        SharedChannels { fd, next_port: 1 }
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// A local port number not handed out yet (the simulation's).
+    pub fn next_port(&mut self) -> u32 {
+        self.next_port += 1;
+        self.next_port - 1
+    }
+}
 
 /// One connection's bytes. Non-blocking: `read`/`write` return
 /// `ErrorKind::WouldBlock` when nothing can move now, and the daemon tries
@@ -61,6 +88,18 @@ pub trait Transport {
     /// survives an exec as it is (a dom0 client's socket).
     fn inherited_fd(&self) -> Option<std::os::fd::RawFd> {
         None
+    }
+    /// For a live update whose target serves every ring through one fd:
+    /// binds this transport's event channel on `shared` instead of its
+    /// own, returning its local port there; None when it has none (a
+    /// socket).
+    fn move_channel(&mut self, shared: &mut SharedChannels) -> Option<io::Result<u32>> {
+        let _ = shared;
+        None
+    }
+    /// Undoes `move_channel` (the exec failed), once `shared` is closed.
+    fn move_channel_back(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 

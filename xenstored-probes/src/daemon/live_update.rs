@@ -7,15 +7,17 @@
 //! As C, `-s` is answered only by the new image ("OK", in the stream), or
 //! with why not; while transactions are open it waits up to `-t` seconds
 //! (the event loop checks it every second). Better than C: the target is
-//! checked when named (it must be a xenstored-shim: only this reader takes
-//! over guests' rings from per-ring event channels).
+//! checked when named, read but never run (another shim, or C xenstored
+//! with live update; anything else is refused before anything changes).
 
 use super::{Call, Daemon};
+use crate::conn::transport::SharedChannels;
 use crate::migration::stream::{self, ConnKind, Global, State};
 use crate::store::perms::{IGNORE, READ, WRITE};
 use crate::wire::frame;
 use crate::wire::path;
 use crate::wire::{Header, MsgType};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -23,6 +25,7 @@ use std::time::{Duration, Instant};
 pub struct Session {
     conn: u32,
     pub target: PathBuf,
+    kind: Target,
     /// `-c`: the new image's arguments instead of this one's.
     pub cmdline: Option<String>,
     /// When `-s` first came: open transactions get `-t` seconds from then.
@@ -46,6 +49,7 @@ pub struct Ready {
     pub serial: u64,
     pub header: Header,
     pub target: PathBuf,
+    pub kind: Target,
     pub cmdline: Option<String>,
 }
 
@@ -56,44 +60,87 @@ pub struct Ready {
 const IMAGE_MARK: &str = "xenstored-shim image: migration stream v1\0";
 const _: () = assert!(stream::VERSION == 1, "IMAGE_MARK names the stream version");
 
-/// Why `target` cannot take this daemon's state, if it cannot.
-fn refuse_target(target: &Path) -> Option<String> {
+/// What a live update's target is, as far as taking this daemon's state
+/// goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Another xenstored-shim: reads the stream and binds each ring's
+    /// event channel itself.
+    Shim,
+    /// C xenstored 4.15 or later (4.17 and 4.20 tested): reads the stream,
+    /// and takes every ring's event channel bound on the one
+    /// /dev/xen/evtchn fd the GLOBAL record names, and domain 0's ring
+    /// connection in it (it never introduces dom0 on a live update).
+    C,
+}
+
+/// What `target` is, or why it cannot take this daemon's state.
+fn recognise_target(target: &Path) -> Result<Target, String> {
     use std::os::unix::fs::PermissionsExt;
     let Ok(meta) = std::fs::metadata(target) else {
-        return Some("File not accessible.".to_string());
+        return Err("File not accessible.".to_string());
     };
     if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
-        return Some("File not executable.".to_string());
+        return Err("File not executable.".to_string());
     }
     let Ok(image) = std::fs::read(target) else {
-        return Some("File not readable.".to_string());
+        return Err("File not readable.".to_string());
     };
     // The mark is this function's own constant: any image that can carry
     // out a live update holds it.
-    if memchr::memmem::find(&image, IMAGE_MARK.as_bytes()).is_none() {
-        return Some(format!(
-            "The target is not xenstored-shim{}: only the shim takes over this daemon's \
-             rings (it binds an event channel per ring, where C xenstored and oxenstored \
-             take every port bound on one /dev/xen/evtchn).",
-            match upstream_flavor(&image) {
-                Some(which) => format!(" but {which}, which cannot take this daemon's state yet"),
-                None => " (or not one that reads this daemon's migration stream)".to_string(),
-            }
-        ));
+    if memchr::memmem::find(&image, IMAGE_MARK.as_bytes()).is_some() {
+        return Ok(Target::Shim);
     }
-    None
+    let has = |s: &str| memchr::memmem::find(&image, s.as_bytes()).is_some();
+    let release = xen_release(&image);
+    let named = |what: &str| match &release {
+        Some(r) => format!("{what} {r}"),
+        None => what.to_string(),
+    };
+    if has(IMAGE_MARK.trim_end_matches(|c: char| c.is_ascii_digit() || c == '\0')) {
+        Err(format!(
+            "The target is an xenstored-shim that reads another migration stream version \
+             (this daemon writes v{}).",
+            stream::VERSION
+        ))
+    } else if has("Live reload: database loaded") {
+        Err(format!(
+            "The target is not xenstored-shim but {}, which cannot take this daemon's \
+             state yet: the shim does not write oxenstored's dump.",
+            named("oxenstored")
+        ))
+    } else if has("talloc_new: ") && has("xenstored") {
+        // C's live-update reader opens "<rootdir>/state_dump" (4.15 on).
+        if has("%s/state_dump") {
+            Ok(Target::C)
+        } else {
+            Err(format!(
+                "The target is not xenstored-shim but {}, which cannot take this daemon's \
+                 state: it has no live update (C xenstored reads the migration stream \
+                 since 4.15).",
+                named("C xenstored")
+            ))
+        }
+    } else {
+        Err(
+            "The target is not xenstored-shim, C xenstored or oxenstored (or not one \
+             that reads this daemon's migration stream)."
+                .to_string(),
+        )
+    }
 }
 
-/// Which upstream xenstored `image` is, by strings each carries.
-fn upstream_flavor(image: &[u8]) -> Option<&'static str> {
-    let has = |s: &str| memchr::memmem::find(image, s.as_bytes()).is_some();
-    if has("xenstored_core.c") {
-        Some("C xenstored")
-    } else if has("Live reload: database loaded") {
-        Some("oxenstored")
-    } else {
-        None
-    }
+/// The Xen release an upstream image was built for, by the libxenctrl it
+/// links ("libxenctrl.so.4.17").
+fn xen_release(image: &[u8]) -> Option<String> {
+    const LIB: &[u8] = b"libxenctrl.so.";
+    let at = memchr::memmem::find(image, LIB)? + LIB.len();
+    let version: String = image[at..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit() || **b == b'.')
+        .map(|&b| b as char)
+        .collect();
+    (!version.is_empty()).then_some(version)
 }
 
 impl Daemon {
@@ -108,12 +155,14 @@ impl Daemon {
                     return text("Live-update session already active.");
                 }
                 let target = PathBuf::from(String::from_utf8_lossy(file).into_owned());
-                if let Some(why) = refuse_target(&target) {
-                    return Some(why);
-                }
+                let kind = match recognise_target(&target) {
+                    Ok(kind) => kind,
+                    Err(why) => return Some(why),
+                };
                 self.live = Some(Session {
                     conn: call.conn,
                     target,
+                    kind,
                     cmdline: None,
                     started: None,
                     held: None,
@@ -198,6 +247,17 @@ impl Daemon {
             return;
         }
         let session = self.live.take().expect("checked above");
+        let refused = if session.kind == Target::C {
+            self.c_cannot_take()
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            let mut reply = why.into_bytes();
+            reply.push(0);
+            self.respond(session.conn, held.serial, &held.header, Ok(&reply));
+            return;
+        }
         if !open.is_empty() && !held.force {
             let why = format!("Domains with long running transactions: {open:?} (-F drops them)");
             let mut reply = why.into_bytes();
@@ -215,8 +275,33 @@ impl Daemon {
             serial: held.serial,
             header: held.header,
             target: session.target,
+            kind: session.kind,
             cmdline: session.cmdline,
         });
+    }
+
+    /// Why C xenstored (4.17 to 4.20) could not restore this store, if it
+    /// could not: it accounts each node to its owner's domain, and knows
+    /// only the domains the stream has a connection for (it dies on a node
+    /// of any other, as it does restoring its own dump of such a store).
+    fn c_cannot_take(&self) -> Option<String> {
+        let mut todo = vec!["/".to_string()];
+        while let Some(p) = todo.pop() {
+            let Some(n) = self.store.node(&p) else {
+                continue;
+            };
+            if let Some(owner) = n.perms.first().map(|p| p.domid) {
+                if owner != 0 && self.domains.get(owner).is_none() {
+                    return Some(format!(
+                        "C xenstored cannot take this store: {p} is owned by domain \
+                         {owner}, which has no connection (C restores only the domains \
+                         it has one for)."
+                    ));
+                }
+            }
+            todo.extend(n.children().map(|c| path::child(&p, c)));
+        }
+        None
     }
 
     /// This image took over from oxenstored, whose `xenstore-control`
@@ -244,19 +329,73 @@ impl Daemon {
         self.respond(ready.conn, ready.serial, &ready.header, Ok(&reply));
     }
 
+    /// For a target that takes every ring's event channel on one fd (C
+    /// xenstored): binds each ring's on `shared` instead of its own; the
+    /// local ports there by connection id. On an error the moved ones are
+    /// moved back.
+    pub fn move_ring_channels(
+        &mut self,
+        shared: &mut SharedChannels,
+    ) -> Result<HashMap<u32, u32>, String> {
+        let mut moved = HashMap::new();
+        for id in self.conn_ids() {
+            let Some(c) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            let domid = c.domid();
+            match c.transport_mut().move_channel(shared) {
+                None => {}
+                Some(Ok(port)) => {
+                    moved.insert(id, port);
+                }
+                Some(Err(e)) => {
+                    self.move_ring_channels_back(moved.keys().copied());
+                    return Err(format!("domain {domid}'s ring's event channel: {e}"));
+                }
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Undoes [`Daemon::move_ring_channels`] for connections `ids`, once
+    /// the shared fd is closed; what cannot be rebound is logged (that
+    /// ring waits for its guest's next request to be noticed).
+    pub fn move_ring_channels_back(&mut self, ids: impl Iterator<Item = u32>) {
+        for id in ids {
+            if let Some(c) = self.conns.get_mut(&id) {
+                if let Err(e) = c.transport_mut().move_channel_back() {
+                    crate::log::error(format_args!(
+                        "live update: domain {}'s event channel not bound back: {e}",
+                        c.domid()
+                    ));
+                }
+            }
+        }
+    }
+
     /// This daemon's state as the stream the new image reads: the socket
     /// listening on fd `listener`, every connection (its fd, or its domain's
     /// ring) with its watches and buffered bytes, the `-s` request's "OK"
     /// queued last on its connection, and every node, parents first.
-    pub fn export_state(&self, listener: i32, ready: &Ready) -> State {
+    /// `channels`: the shared event-channel fd and each ring's local port
+    /// on it, for a target that takes them so (else each ring is named by
+    /// its domain's port, which the next shim binds again).
+    pub fn export_state(
+        &self,
+        listener: i32,
+        ready: &Ready,
+        channels: Option<(i32, &HashMap<u32, u32>)>,
+    ) -> State {
         let mut state = State {
             global: Some(Global {
                 socket_fd: listener,
-                // Rings' channels are per ring here, closed on exec; the
-                // new image binds them again.
-                evtchn_fd: -1,
+                evtchn_fd: channels.map_or(-1, |(fd, _)| fd),
             }),
             ..State::default()
+        };
+        let port_of = |id: u32, domid: u32| match channels {
+            Some((_, ports)) => ports.get(&id).copied().unwrap_or(0),
+            None => self.domains.get(domid).map_or(0, |d| d.port),
         };
         for c in self.conn_ids().iter().filter_map(|id| self.conns.get(id)) {
             let kind = match c.transport().inherited_fd() {
@@ -264,7 +403,7 @@ impl Daemon {
                 None if c.domid() != 0 || c.transport().kind() == "ring" => ConnKind::Ring {
                     domid: c.domid() as u16,
                     target: c.ident.target.map(|t| t as u16),
-                    port: self.domains.get(c.domid()).map_or(0, |d| d.port),
+                    port: port_of(c.id, c.domid()),
                 },
                 // Nothing the next image could take over (a test domain's
                 // socket): its clients connect again.
@@ -300,6 +439,31 @@ impl Daemon {
                     token: w.token.to_vec(),
                 });
             }
+        }
+        // C introduces domain 0 only at a fresh start, from the stream on
+        // a live update: without it, it dereferences a null domain. Port 0
+        // (no ring served here, in the simulation) it takes as a ring to
+        // ignore.
+        let has_dom0 = state
+            .connections
+            .iter()
+            .any(|c| matches!(c.kind, ConnKind::Ring { domid: 0, .. }));
+        if channels.is_some() && !has_dom0 {
+            let id = self.conn_ids().into_iter().max().unwrap_or(0) + 1;
+            state.connections.insert(
+                0,
+                stream::Connection {
+                    id,
+                    kind: ConnKind::Ring {
+                        domid: 0,
+                        target: None,
+                        port: 0,
+                    },
+                    input: Vec::new(),
+                    output: Vec::new(),
+                    partial: 0,
+                },
+            );
         }
         for name in [path::RELEASE_DOMAIN, path::INTRODUCE_DOMAIN] {
             if let Some(n) = self.store.special(name) {
@@ -343,5 +507,54 @@ fn node_record(path: &str, perms: &[crate::store::perms::Perm], value: &[u8]) ->
             .collect(),
         path: path.as_bytes().to_vec(),
         value: value.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// `recognise_target` of an executable file holding `bytes`.
+    fn recognise(name: &str, bytes: &[u8]) -> Result<Target, String> {
+        let dir = std::env::temp_dir().join(format!("xss-lu-target-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join(name);
+        std::fs::write(&file, bytes).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        recognise_target(&file)
+    }
+
+    #[test]
+    fn targets_are_told_apart_by_what_their_files_hold() {
+        let c = b"\x7fELF libxenctrl.so.4.17\0 talloc_new: xenstored_core.c %s/state_dump";
+        assert_eq!(recognise("c", c), Ok(Target::C));
+        assert_eq!(recognise("shim", IMAGE_MARK.as_bytes()), Ok(Target::Shim));
+        let cases: [(&str, &[u8], &str); 4] = [
+            (
+                "old-shim",
+                b"xenstored-shim image: migration stream v0\0",
+                "reads another migration stream version (this daemon writes v1)",
+            ),
+            (
+                "old-c",
+                b"libxenctrl.so.4.14\0 talloc_new: xenstored",
+                "C xenstored 4.14, which cannot take this daemon's state: it has no live update",
+            ),
+            (
+                "ox",
+                b"libxenctrl.so.4.17\0 Live reload: database loaded",
+                "oxenstored 4.17, which cannot take this daemon's state yet",
+            ),
+            (
+                "other",
+                b"#!/bin/sh\n",
+                "not xenstored-shim, C xenstored or oxenstored",
+            ),
+        ];
+        for (name, bytes, why) in cases {
+            let said = recognise(name, bytes).unwrap_err();
+            assert!(said.contains(why), "{name}: {said}");
+        }
     }
 }

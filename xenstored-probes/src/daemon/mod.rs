@@ -39,6 +39,7 @@ use crate::watch::{Hit, WatchTable};
 use crate::wire::error::{Fail, Reason};
 use crate::wire::{Header, MsgType, XsError};
 pub use live_update::Ready as LiveUpdate;
+pub use live_update::Target as LiveUpdateTarget;
 use log::RateLimitedLog;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;

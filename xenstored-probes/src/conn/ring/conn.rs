@@ -10,6 +10,7 @@ use std::io;
 use std::os::fd::RawFd;
 
 use super::{Page, RingError, Server};
+use crate::conn::transport::SharedChannels;
 
 /// The notification half of a ring: Xen's event channel or a stand-in.
 pub trait EventChannel: Send {
@@ -25,6 +26,19 @@ pub trait EventChannel: Send {
     fn drain(&self) -> io::Result<Liveness>;
     /// Where the ring lives, for conn_open's peer string.
     fn describe(&self) -> String;
+    /// Binds this channel's port on `shared` rather than its own fd (see
+    /// `Transport::move_channel`); its local port there.
+    fn move_to(&mut self, shared: &mut SharedChannels) -> io::Result<u32> {
+        let _ = shared;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this ring's event channel cannot be handed over",
+        ))
+    }
+    /// Undoes `move_to`, once `shared` is closed.
+    fn move_back(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +110,14 @@ impl RingConn {
 
     pub fn describe(&self) -> String {
         self.channel.describe()
+    }
+
+    pub fn move_channel(&mut self, shared: &mut SharedChannels) -> io::Result<u32> {
+        self.channel.move_to(shared)
+    }
+
+    pub fn move_channel_back(&mut self) -> io::Result<()> {
+        self.channel.move_back()
     }
 
     /// Call when `fd` polls readable (and once right after attaching: the

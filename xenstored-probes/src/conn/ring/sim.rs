@@ -15,10 +15,36 @@ use std::path::{Path, PathBuf};
 
 use super::conn::{Attached, EventChannel, FdSource, Liveness, RingBackend};
 use super::{Mapping, PAGE_SIZE};
+use crate::conn::transport::SharedChannels;
 use mio::event::Source;
+use std::os::fd::{FromRawFd, OwnedFd};
 pub use xenstore_proto::sim::{
     bind_fresh, drain_socket, notify_error, quiet, ring_bell, wait_readable, SimPaths,
 };
+
+/// An epoll set that survives exec, for a live update's target to take
+/// every ring's doorbell on, each under its local port (the upstream
+/// stub's event-channel handle, tests/peer/xenstub.c).
+pub fn open_shared() -> io::Result<SharedChannels> {
+    // SAFETY: epoll_create1 returns a new fd or -1.
+    let fd = cvt(unsafe { libc::epoll_create1(0) })?;
+    // SAFETY: the fd is new and nothing else owns it.
+    Ok(SharedChannels::new(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+fn set_cloexec(fd: RawFd, on: bool) -> io::Result<()> {
+    let flags = if on { libc::FD_CLOEXEC } else { 0 };
+    // SAFETY: fcntl on an fd number.
+    cvt(unsafe { libc::fcntl(fd, libc::F_SETFD, flags) }).map(drop)
+}
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
 
 /// Simulated domains under a daemon's run directory.
 pub struct SimBackend {
@@ -170,6 +196,25 @@ impl EventChannel for SimChannel {
 
     fn describe(&self) -> String {
         format!("ring {}", self.own.parent().unwrap_or(&self.own).display())
+    }
+
+    /// The doorbell socket joins `shared`'s epoll set, kept open across
+    /// exec; the stub finds it there by its port.
+    fn move_to(&mut self, shared: &mut SharedChannels) -> io::Result<u32> {
+        let port = shared.next_port();
+        let mut event = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: port as u64,
+        };
+        let fd = self.sock.as_raw_fd();
+        // SAFETY: both fds are open; the event is a valid epoll_event.
+        cvt(unsafe { libc::epoll_ctl(shared.fd(), libc::EPOLL_CTL_ADD, fd, &mut event) })?;
+        set_cloexec(fd, false)?;
+        Ok(port)
+    }
+
+    fn move_back(&mut self) -> io::Result<()> {
+        set_cloexec(self.sock.as_raw_fd(), true)
     }
 }
 

@@ -17,7 +17,7 @@ use mio::event::Source;
 
 use super::conn::{RingBackend, RingConn, Wake};
 use super::sim::SimBackend;
-use crate::conn::transport::{Attachment, DomainBackend, Transport};
+use crate::conn::transport::{Attachment, DomainBackend, SharedChannels, Transport};
 
 /// Aligned so that what writing reads (`RingConn`'s first fields) is in
 /// one cache line.
@@ -127,6 +127,14 @@ impl Transport for RingTransport {
 
     fn eof_means_domain_gone(&self) -> bool {
         true
+    }
+
+    fn move_channel(&mut self, shared: &mut SharedChannels) -> Option<io::Result<u32>> {
+        Some(self.conn.move_channel(shared))
+    }
+
+    fn move_channel_back(&mut self) -> io::Result<()> {
+        self.conn.move_channel_back()
     }
 }
 

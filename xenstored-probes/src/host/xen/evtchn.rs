@@ -8,7 +8,44 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use super::sys::{self, BindInterdomain, BindVirq, Port};
 use crate::conn::ring::conn::{EventChannel, FdSource, Liveness};
+use crate::conn::transport::SharedChannels;
 use mio::event::Source;
+
+/// A fresh /dev/xen/evtchn open that survives exec, for a live update's
+/// target to take every ring's channel on.
+pub fn open_shared() -> io::Result<SharedChannels> {
+    let evtchn = sys::open_dev("/dev/xen/evtchn")?;
+    // SAFETY: fcntl on an fd this function owns.
+    if unsafe { libc::fcntl(evtchn.as_raw_fd(), libc::F_SETFD, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(SharedChannels::new(evtchn.into()))
+}
+
+fn bind_interdomain(fd: RawFd, domid: u16, remote_port: u32) -> io::Result<u32> {
+    let mut req = BindInterdomain {
+        remote_domain: domid as u32,
+        remote_port,
+    };
+    sys::ioctl(
+        fd,
+        sys::IOCTL_EVTCHN_BIND_INTERDOMAIN,
+        &mut req,
+        "IOCTL_EVTCHN_BIND_INTERDOMAIN",
+    )
+    .map(|port| port as u32)
+}
+
+fn unbind(fd: RawFd, port: u32) -> io::Result<()> {
+    let mut req = Port { port };
+    sys::ioctl(
+        fd,
+        sys::IOCTL_EVTCHN_UNBIND,
+        &mut req,
+        "IOCTL_EVTCHN_UNBIND",
+    )
+    .map(drop)
+}
 
 /// A bound port, unbound on drop.
 struct Bound {
@@ -34,15 +71,7 @@ impl Bound {
 
 impl Drop for Bound {
     fn drop(&mut self) {
-        let mut req = Port {
-            port: self.local_port,
-        };
-        let _ = sys::ioctl(
-            self.evtchn.as_raw_fd(),
-            sys::IOCTL_EVTCHN_UNBIND,
-            &mut req,
-            "IOCTL_EVTCHN_UNBIND",
-        );
+        let _ = unbind(self.evtchn.as_raw_fd(), self.local_port);
     }
 }
 
@@ -59,16 +88,7 @@ pub struct XenChannel {
 impl XenChannel {
     pub fn bind(domid: u16, remote_port: u32) -> io::Result<XenChannel> {
         let evtchn = sys::open_dev("/dev/xen/evtchn")?;
-        let mut req = BindInterdomain {
-            remote_domain: domid as u32,
-            remote_port,
-        };
-        let local_port = sys::ioctl(
-            evtchn.as_raw_fd(),
-            sys::IOCTL_EVTCHN_BIND_INTERDOMAIN,
-            &mut req,
-            "IOCTL_EVTCHN_BIND_INTERDOMAIN",
-        )? as u32;
+        let local_port = bind_interdomain(evtchn.as_raw_fd(), domid, remote_port)?;
         Ok(XenChannel {
             source: FdSource(evtchn.as_raw_fd()),
             bound: Bound { evtchn, local_port },
@@ -111,6 +131,23 @@ impl EventChannel for XenChannel {
             "xen domain {} port {} (local {})",
             self.domid, self.remote_port, self.bound.local_port
         )
+    }
+
+    /// Xen binds an interdomain port only while its remote end is unbound:
+    /// unbound here first, bound back here if `shared` fails.
+    fn move_to(&mut self, shared: &mut SharedChannels) -> io::Result<u32> {
+        let own = self.bound.evtchn.as_raw_fd();
+        unbind(own, self.bound.local_port)?;
+        bind_interdomain(shared.fd(), self.domid, self.remote_port).or_else(|e| {
+            self.move_back()?;
+            Err(e)
+        })
+    }
+
+    fn move_back(&mut self) -> io::Result<()> {
+        let own = self.bound.evtchn.as_raw_fd();
+        self.bound.local_port = bind_interdomain(own, self.domid, self.remote_port)?;
+        Ok(())
     }
 }
 
