@@ -30,35 +30,23 @@ pub enum Command {
     /// The soak: 64 dom0 clients, 8 guest rings and killed snoopers under
     /// load for SECS, then leak, store and event-accounting checks (needs root).
     Soak(SoakArgs),
-    /// Seconds-long check of the client and workloads against a shim (CI).
+    /// Seconds-long runs (CI) of the scale sections at a few small N,
+    /// through the code `all` measures them with, on the shim and the
+    /// floor; `throughput`: every workload of the client against the shim.
+    /// Fails on any failure a section reports.
     Smoke {
-        /// The xenstored-shim binary to start.
-        #[arg(long)]
-        shim: PathBuf,
-    },
-    /// Seconds-long run of the scale section's scenarios against a shim
-    /// at a few small N (CI): every fan-out write's event reaches its
-    /// watcher and no other.
-    ScaleSmoke {
         /// The xenstored-shim binary to start.
         #[arg(long)]
         shim: PathBuf,
         /// The floor's binary (xsbench-bare-sender).
         #[arg(long)]
         floor: PathBuf,
-    },
-    /// Seconds-long S1 boot storm against a shim (CI): 10 idle domains,
-    /// 10 lifecycles at once, every transaction committed.
-    StormSmoke {
-        /// The xenstored-shim binary to start.
+        /// Only these sections (comma-separated): throughput and s1…s5.
+        #[arg(long, value_delimiter = ',', value_enum, required = true)]
+        only: Vec<Section>,
+        /// Also C xenstored and oxenstored, those installed.
         #[arg(long)]
-        shim: PathBuf,
-        /// Idle domains (K).
-        #[arg(long, default_value_t = 10)]
-        idle: usize,
-        /// Lifecycles at once (P).
-        #[arg(long, default_value_t = 10)]
-        parallel: usize,
+        upstream: bool,
     },
     /// S1 on oxenstored as the benchmark runs it (CI): its listing over
     /// 4096 bytes taken by the lenient client only, then a storm with its
@@ -85,19 +73,16 @@ pub enum Section {
     Sites,
     /// xenstore-snoop --metrics against unsnooped and full tracing.
     Metrics,
-    /// Idle connections and their watches: S5 idle tax, S2 watch fan-out.
-    /// Alone, it replaces only its own section of the report.
-    Scale,
-    /// The scale section's S4 (part of `scale`); alone, it replaces only
-    /// its own part of the report, saying when and where it was measured.
-    MassDestroy,
-    /// The scale section's S2 broad watch and S3 big store (part of
-    /// `scale`); alone, they replace only their own parts, each saying
-    /// when and where it was measured.
-    ScaleStore,
-    /// S1 boot storm: idle domains, then guest lifecycles at once.
-    /// Alone, it replaces only its own section of the report.
-    Storm,
+    /// K idle domains, then guest lifecycles at once.
+    S1BootStorm,
+    /// One write, one event: for a cold watcher among N, or a broad one.
+    S2FanOut,
+    /// A store of N domains' trees, and a big directory.
+    S3BigStore,
+    /// N domains, a tenth of them dying at once.
+    S4MassDestroy,
+    /// Requests no watch covers beside N idle connections and domains.
+    S5IdleTax,
 }
 
 /// An upstream daemon S1 can run beside the shim.

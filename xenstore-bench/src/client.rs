@@ -7,6 +7,7 @@ use anyhow::{bail, Context, Result};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
+use xenstore_proto::frame;
 use xenstore_proto::wire::{Header, MsgType, HEADER_LEN, PAYLOAD_MAX};
 
 const MSG_MAX: usize = HEADER_LEN + PAYLOAD_MAX;
@@ -82,17 +83,8 @@ impl Conn {
         if len > PAYLOAD_MAX {
             bail!("payload of {len} bytes is over {PAYLOAD_MAX}");
         }
-        let header = Header {
-            ty: ty as u32,
-            req_id: self.req_id,
-            tx_id,
-            len: len as u32,
-        };
         self.out.clear();
-        self.out.extend_from_slice(&header.encode());
-        for p in parts {
-            self.out.extend_from_slice(p);
-        }
+        frame::encode(&mut self.out, ty as u32, self.req_id, tx_id, parts);
         self.stream.write_all(&self.out).context("send request")
     }
 

@@ -76,3 +76,21 @@ pub fn upstream_with_rings(flavor: Flavor, label: &str) -> Result<(Daemon, PathB
     let daemon = Upstream::launch(flavor, label, &[], &env)?.into_daemon();
     Ok((daemon, rings))
 }
+
+/// How S2's broad watch and S3 start each daemon they measure.
+#[derive(Clone)]
+pub enum Start {
+    Shim(std::path::PathBuf),
+    CXenstored,
+    Oxenstored,
+}
+
+impl Start {
+    pub fn launch(&self, label: &str) -> Result<Daemon> {
+        match self {
+            Start::Shim(binary) => shim(label, binary),
+            Start::CXenstored => c_xenstored(label, None),
+            Start::Oxenstored => oxenstored(label),
+        }
+    }
+}

@@ -8,15 +8,14 @@ fn main() -> anyhow::Result<()> {
         Command::Load(args) => xenstore_bench::run::load(args),
         Command::Kernel(args) => xenstore_bench::kernel::run(args),
         Command::Soak(args) => xenstore_bench::soak::run(args),
-        Command::Smoke { shim } => xenstore_bench::run::smoke(shim),
-        Command::ScaleSmoke { shim, floor } => xenstore_bench::run::scale_smoke(shim, floor),
-        Command::StormSmoke {
+        Command::Smoke {
             shim,
-            idle,
-            parallel,
-        } => xenstore_bench::run::storm_smoke(shim, *idle, *parallel),
+            floor,
+            only,
+            upstream,
+        } => xenstore_bench::run::smoke(shim, floor, only, *upstream),
         Command::StormSmokeOxenstored { idle, parallel } => {
-            xenstore_bench::scale_storm_oxenstored::smoke(*idle, *parallel)
+            xenstore_bench::s1_boot_storm::oxenstored::smoke(*idle, *parallel)
         }
     }
 }

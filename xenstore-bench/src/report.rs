@@ -5,6 +5,7 @@ use crate::compare::Comparison;
 use crate::machine::Machine;
 use crate::memory::Rss;
 use crate::plan::{Budget, LossStep, SitesResult, SnoopResult};
+use crate::template::fill;
 use anyhow::Result;
 use std::fmt::Write;
 use std::time::Duration;
@@ -337,9 +338,9 @@ fn goals(r: &Results) -> Vec<Goal> {
 
 /// The report: how it was measured, the goals, what limits the figures,
 /// then each section that was run, in the order it was always written.
-pub fn render(r: &Results) -> String {
+pub fn render(r: &Results, scale_goals: &[crate::metrics_report::GoalRow]) -> String {
     let mut s = preamble(r);
-    s += &goals_table(r);
+    s += &goals_table(r, scale_goals);
     s += &limits(r);
     let sections = [
         r.throughput.as_ref().map(throughput_section),
@@ -397,13 +398,22 @@ fn preamble(r: &Results) -> String {
 }
 
 /// The goals, each with its target, measured figure and verdict.
-fn goals_table(r: &Results) -> String {
+fn goals_table(r: &Results, scale_goals: &[crate::metrics_report::GoalRow]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
         "## Goals\n\n| goal | target | measured | verdict |\n|---|---|---|---|"
     );
-    for goal in goals(r) {
+    let scale = scale_goals
+        .iter()
+        .cloned()
+        .map(|(what, target, measured, met)| Goal {
+            what,
+            target,
+            measured,
+            met,
+        });
+    for goal in goals(r).into_iter().chain(scale) {
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} |",
@@ -419,15 +429,7 @@ fn goals_table(r: &Results) -> String {
 /// Section 1: each daemon under the same client workload.
 fn throughput_section(t: &Comparison) -> String {
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "\n## 1. Throughput and latency\n\nThe same client workload against each daemon. \
-         Raw client: one outstanding request per connection, one thread per connection. \
-         `pinned`: client and daemon threads on CPU 0 (`sched_setaffinity`); `unpinned`: \
-         anywhere (on this VM a cross-CPU wake-up costs tens of µs). `txn`: START, READ, \
-         WRITE, END on the connection's own counter, counted as one op. libxenstore rows \
-         use `xs_read`/`xs_write` from a small C program (c/xs_load.c).\n"
-    );
+    let _ = write!(s, "\n{}\n", include_str!("../report/1-throughput.md"));
     s += &table(t, &[("shim ÷ C", 0, 1), ("shim ÷ oxenstored", 0, 2)], &[]);
     s
 }
@@ -435,11 +437,7 @@ fn throughput_section(t: &Comparison) -> String {
 /// Section 2: the shim with its probes, untraced, against without them.
 fn idle_section(c: &Comparison) -> String {
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "\n## 2. Idle probes\n\nThe shim built with its probes (no tracer attached) against \
-         the shim built with `--no-default-features` (every probe compiled out).\n"
-    );
+    let _ = write!(s, "\n{}\n", include_str!("../report/2-idle-probes.md"));
     s += &table(c, &[("in ÷ out", 0, 1)], &[("in ÷ out", 0, 1)]);
     s
 }
@@ -448,18 +446,7 @@ fn idle_section(c: &Comparison) -> String {
 fn snoop_section(sn: &SnoopResult) -> String {
     let mut s = String::new();
     let c = &sn.comparison;
-    let _ = writeln!(
-        s,
-        "\n## 3. Snooping cost\n\nxenstore-snoop: full capture to a file (`xenstore-snoop \
-         --daemon-pid PID --backend bpf|tracefs > file`: one `reply` firing per op); bpftrace: `bpftrace -B full \
-         scripts/xenstore-snoop.bt SHIM > file` (same fields from `request` and \
-         `response`: two firings per op); C xenstored's own `-T` trace file as the upstream \
-         anchor. Bare uprobes: the probe the snooper attaches per op (`reply`) as a tracefs \
-         uprobe with the snooper's fetch args, enabled into a private trace instance \
-         with no reader (the snooper's floor). Tracers attach \
-         before and detach after each run, outside the measured window; they run \
-         unpinned.\n"
-    );
+    let _ = write!(s, "\n{}\n", include_str!("../report/3-snooping-cost.md"));
     let mut ratios = vec![
         ("bare ÷ none", 1, 0),
         ("snoop ÷ none", 2, 0),
@@ -526,23 +513,7 @@ fn snoop_section(sn: &SnoopResult) -> String {
 /// Section 4: what each tracer costs per probe firing.
 fn firing_section(c: &Comparison) -> String {
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "\n## 4. Per-firing cost\n\n`xsbench-probe-loop` fires request/response probe \
-         pairs in a tight loop through `xenstored_probes::probes` (strings built as the \
-         shim builds them), pinned to CPU 0, {} rounds; xenstore-snoop attaches to those \
-         two with `--paired` (its lines show no times, so its program reads no clock; the \
-         last row adds `-T`). Bare uprobe: the same probe \
-         sites and fetch args defined in tracefs and enabled into a private trace instance, \
-         no reader; no fetch args: the same without them (the kernel still writes an \
-         empty event); the BPF floor: bpftrace running a program that tests one map \
-         and does nothing else (the trap and the kernel's entry into BPF, which any \
-         BPF-based tracer pays). Cost per firing = \
-         ns per event with the tracer − ns per event with none.\n\n\
-         | tracer | events/s | ns per event | cost per firing (ns) | ÷ bare uprobe |\n\
-         |---|---|---|---|---|",
-        c.samples[0][0].len()
-    );
+    let _ = writeln!(s, "\n{}\n| tracer | events/s | ns per event | cost per firing (ns) | ÷ bare uprobe |\n|---|---|---|---|---|", fill(include_str!("../report/4-per-firing-cost.md"), &[("rounds", c.samples[0][0].len().to_string())]));
     let costs = firing_costs(c);
     for (k, cfg) in c.configs.iter().enumerate() {
         let m = c.median(0, k);
@@ -566,13 +537,13 @@ fn firing_section(c: &Comparison) -> String {
 /// Section 5: the event rates the snooper keeps up with.
 fn loss_section(loss: &Result<Vec<LossStep>>, b: &Budget) -> String {
     let mut s = String::new();
-    let _ = writeln!(
+    let _ = write!(
         s,
-        "\n## 5. Event rate without loss\n\nThe probe loop paced at each target rate for \
-         {:.2} s with xenstore-snoop --paired attached (full capture to a file); seen and lost as \
-         the snooper reports them on exit (seen includes the attach markers). A rate \
-         counts as loss-free only with 0 lost and seen ≥ fired.\n",
-        b.run.as_secs_f64()
+        "\n{}\n",
+        fill(
+            include_str!("../report/5-event-rate.md"),
+            &[("run", format!("{:.2}", b.run.as_secs_f64()))]
+        )
     );
     match loss {
         Ok(steps) => {
@@ -614,10 +585,11 @@ fn memory_section(mem: &[(String, Result<Rss>)], b: &Budget) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "\n## 6. Memory\n\nVmRSS after writing {} nodes (`/mem/dN/nM`, values 8 B 40%, 32 B \
-         30%, 128 B 20%, 1 KiB 10%) over one connection.\n\n\
-         | daemon | RSS before (KiB) | RSS after (KiB) | ÷ C xenstored |\n|---|---|---|---|",
-        b.memory_nodes
+        "\n{}\n| daemon | RSS before (KiB) | RSS after (KiB) | ÷ C xenstored |\n|---|---|---|---|",
+        fill(
+            include_str!("../report/6-memory.md"),
+            &[("nodes", b.memory_nodes.to_string())]
+        )
     );
     let c_after = rss_of(mem, "C xenstored").map(|r| r.after_kib as f64);
     for (label, rss) in mem {
@@ -642,17 +614,7 @@ fn memory_section(mem: &[(String, Result<Rss>)], b: &Budget) -> String {
 /// Section 9: `--metrics` against unsnooped and full tracing.
 fn metrics_section(m: &crate::metrics_mode::MetricsResult) -> String {
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "\n## 9. Metrics mode\n\nThe shim unsnooped, under `xenstore-snoop --metrics` \
-         (the daemon batches a record per reply, watch event and transaction end into \
-         stats_batch firings; xsmetrics.bpf.c counts each record in maps; the exporter \
-         reads them and writes a textfile every second here) and under full tracing (the \
-         BPF back end, every reply to user space, output to a file); then a bpftrace \
-         program on reply_stats that only tests a map (the floor of any counter taking a \
-         trap per op), and one on stats_batch (the floor of --metrics: the daemon's \
-         records and a trap per batch).\n"
-    );
+    let _ = write!(s, "\n{}\n", include_str!("../report/9-metrics-mode.md"));
     let mut ratios = vec![("metrics ÷ shim", 1, 0), ("tracing ÷ shim", 2, 0)];
     if m.comparison.configs.len() > crate::metrics_mode::CONFIGS.len() {
         // --shim-before's build (configs 5, 6, 7) in the same run.
@@ -679,15 +641,7 @@ fn metrics_section(m: &crate::metrics_mode::MetricsResult) -> String {
 /// Section 7: 5-byte against 1-byte nop sites, one firing per op against two.
 fn sites_section(sites: &SitesResult) -> String {
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "\n## 7. Probe sites and probes attached\n\nThe shim as built (probe sites are \
-         5-byte nops, which the kernel turns into a call to a uprobe trampoline after the \
-         first hit) against the same source built with `XSS_SDT_NOP1=1` (1-byte nops, as \
-         usdt 0.6 emitted: every firing traps), each unsnooped, under the tracefs snooper \
-         (`reply` and `watch_event`: one firing per op) and under the snooper with \
-         `--paired` (`request` + `response`: two). Snooper as in section 3.\n"
-    );
+    let _ = write!(s, "\n{}\n", include_str!("../report/7-probe-sites.md"));
     s += &table(
         &sites.per_op.comparison,
         &[
@@ -748,19 +702,20 @@ fn limits(r: &Results) -> String {
             if let (Some(none), Some(bare), Some(snoop), Some(bpf)) =
                 (cpu(0), cpu(1), cpu(2), cpu(3))
             {
-                notes.push(format!(
-                    "Snooping ({}): the shim spends {none:.1} µs of CPU per op unsnooped, {bare:.1} µs \
-                     with a bare tracefs uprobe on `reply` that nobody reads, {snoop:.1} µs under \
-                     xenstore-snoop (BPF) and {bpf:.1} µs under bpftrace. That bare uprobe, the floor \
-                     of any tracefs-based tracer, leaves {} of the throughput; xenstore-snoop adds \
-                     {:.1} µs per op (one firing, the arguments read by its BPF program), bpftrace \
-                     (two firings per op) {:.1} µs. The unsnooped shim does {} times bpftrace's \
-                     ops/s: the ceiling of snoop ÷ bpftrace, for a tracer that cost nothing.",
-                    c.cases[ci].describe().replace(" | ", ", "),
-                    c.ratio(ci, 1, 0).map_or("?".into(), |x| format!("{x:.2}")),
-                    snoop - none,
-                    bpf - none,
-                    c.ratio(ci, 0, 3).map_or("?".into(), |x| format!("{x:.2}")),
+                let ratio = |a, b| c.ratio(ci, a, b).map_or("?".into(), |x| format!("{x:.2}"));
+                notes.push(fill(
+                    include_str!("../report/limits-snooping.md").trim_end(),
+                    &[
+                        ("case", c.cases[ci].describe().replace(" | ", ", ")),
+                        ("none", format!("{none:.1}")),
+                        ("bare", format!("{bare:.1}")),
+                        ("snoop", format!("{snoop:.1}")),
+                        ("bpf", format!("{bpf:.1}")),
+                        ("bare_ratio", ratio(1, 0)),
+                        ("snoop_adds", format!("{:.1}", snoop - none)),
+                        ("bpf_adds", format!("{:.1}", bpf - none)),
+                        ("ceiling", ratio(0, 3)),
+                    ],
                 ));
             }
         }
@@ -769,13 +724,15 @@ fn limits(r: &Results) -> String {
         let costs = firing_costs(f);
         let at = |k: usize| costs.get(k).copied().flatten();
         if let (Some(bare), Some(empty_event), Some(floor)) = (at(1), at(4), at(6)) {
-            notes.push(format!(
-                "Of a bare uprobe's {bare:.0} ns per firing, {floor:.0} ns ({:.0}%) is the floor \
-                 of any BPF-based tracer (the trap and the kernel's entry into a BPF program that \
-                 tests one map) and {empty_event:.0} ns ({:.0}%) that of any tracefs-based one \
-                 (the trap and an empty event, no fetch args).",
-                100.0 * floor / bare,
-                100.0 * empty_event / bare
+            notes.push(fill(
+                include_str!("../report/limits-firing-floors.md").trim_end(),
+                &[
+                    ("bare", format!("{bare:.0}")),
+                    ("floor", format!("{floor:.0}")),
+                    ("floor_share", format!("{:.0}", 100.0 * floor / bare)),
+                    ("empty", format!("{empty_event:.0}")),
+                    ("empty_share", format!("{:.0}", 100.0 * empty_event / bare)),
+                ],
             ));
         }
         if let (Some(bare), Some(snoop), Some(bpf)) = (at(1), at(2), at(3)) {
@@ -813,9 +770,13 @@ fn limits(r: &Results) -> String {
             .sum::<usize>() as f64
             / r.budget.memory_nodes as f64;
         if let (Some(shim), Some(c)) = (per_node("shim"), per_node("C xenstored")) {
-            notes.push(format!(
-                "Memory: each node adds {shim:.0} B of RSS to the shim and {c:.0} B to C xenstored \
-                 (values average {values:.0} B)."
+            notes.push(fill(
+                include_str!("../report/limits-memory.md").trim_end(),
+                &[
+                    ("shim", format!("{shim:.0}")),
+                    ("c", format!("{c:.0}")),
+                    ("values", format!("{values:.0}")),
+                ],
             ));
         }
     }
@@ -967,7 +928,7 @@ mod tests {
             "## 9. Metrics mode",
             "## 7. Probe sites and probes attached",
         ];
-        let text = render(&every_section());
+        let text = render(&every_section(), &[]);
         let at: Vec<usize> = headings
             .iter()
             .map(|h| {
@@ -981,7 +942,7 @@ mod tests {
         let mut some = every_section();
         some.snoop = None;
         some.memory = None;
-        let text = render(&some);
+        let text = render(&some, &[]);
         assert!(!text.contains("## 3. Snooping cost"), "{text}");
         assert!(!text.contains("## 6. Memory"), "{text}");
         assert!(text.contains("## 4. Per-firing cost"), "{text}");

@@ -1,563 +1,78 @@
-//! The scale section: what a request costs as the host grows. N idle dom0
-//! connections and N idle domains on simulated rings each hold 15 watches
-//! (14 on paths nothing writes, one on a path of their own the fan-out load
-//! writes below). Each daemon has a host per N, and every round measures
-//! every N and daemon in turn, so a curve's points and the daemons'
-//! figures come from runs side by side.
-//!
-//! S5 (idle tax): one client pinned with the daemon on CPU 0 sends
-//! write+read pairs on a path no watch covers. S2 (watch fan-out): the
-//! same client writes below one idle connection's or domain's own watched
-//! path and waits until it has the event: write-to-event latency and the
-//! daemon's CPU per write, with 2×N×15 watches registered. Beside the
-//! daemons, the floor (src/bin/bare-sender.rs) does only what these
-//! requests need.
+//! What the scale sections (S1-S5) share: what they measure and for how
+//! long, and what each hands back.
 
-use crate::affinity::on_cpu0;
-use crate::client::Conn;
-use crate::daemons::{self, cpu_ns, Daemon};
-use crate::guests::{self, RingGuest};
-use crate::scale_sends::{DoorbellTimes, SendTimes, SendTracer};
-use crate::stats::{median, median_sample, Sample};
-use anyhow::{bail, Context, Result};
+use crate::stats::Sample;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use xenstore_testkit::upstream::Flavor;
 
-pub const WATCHES_PER_CONN: usize = 15;
-/// The curves' points: how many idle connections.
-pub const LEVELS: [usize; 5] = [0, 10, 100, 500, 1000];
-/// Longest a watcher may wait for the event a write fires.
-const EVENT_TIMEOUT: Duration = Duration::from_secs(5);
-const LOAD_PATH: &[u8] = b"/scale/load/x";
-/// The floor's column.
-pub const FLOOR: &str = "floor";
-/// Idle domain i is domain GUEST_BASE + i.
-pub const GUEST_BASE: u16 = 2001;
+/// How big a scale section's run is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Size {
+    /// A few small N, shims and floor only, a tenth of a second a run: CI.
+    Smoke,
+    Quick,
+    Full,
+}
 
-/// Which daemons, and how long each run.
-pub struct Plan {
-    /// (label, the shim binary) for each shim build measured.
+/// What the scale sections (S1–S5) measure, and for how long.
+pub struct Scale {
+    /// (label, binary): the workspace's shim, then `--shim-before`'s.
     pub shims: Vec<(String, PathBuf)>,
-    /// The floor (`xsbench-bare-sender`), measured after the shims: a
-    /// daemon doing only what the requests need, whose growth is the price
-    /// of reaching a cold watcher.
-    pub floor: Option<PathBuf>,
-    pub upstream: bool,
-    pub levels: Vec<usize>,
+    /// The floor, `xsbench-bare-sender`.
+    pub floor: PathBuf,
+    /// The upstream daemons beside them.
+    pub upstream: Vec<Flavor>,
+    pub size: Size,
+    /// One measured run.
     pub run: Duration,
     pub rounds: usize,
-    /// After each level, check no idle connection was sent an event it
-    /// should not have been (costs a syscall per connection).
-    pub check_quiet: bool,
-    /// Also N idle domains on simulated rings.
-    pub domains: bool,
-    /// After the rounds, one more S2 spread run (sockets only) of the
-    /// first shim at the smallest and the largest N > 0, its sends timed
-    /// with bpftrace (scale_sends.rs).
-    pub time_sends: bool,
-    /// After the rounds, one more S2 spread run of the first shim with
-    /// every write for a domain, at the smallest and the largest N > 0,
-    /// its doorbells and replies timed with bpftrace (scale_sends.rs).
-    pub time_doorbells: bool,
+    /// S1's idle-domain levels, if not its defaults.
+    pub storm_idle: Option<Vec<usize>>,
 }
 
-/// One daemon's figures at one N.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Point {
-    /// S5: write+read pairs, each request an op.
-    pub idle_tax: Sample,
-    /// S2: writes, each firing one event; latency is write to event.
-    pub fan_out: Sample,
-    /// S2 with every write for the same watcher: the daemon's own cost
-    /// of finding and sending the event, without a different connection
-    /// (socket, ring, output buffer) to touch each time.
-    pub fan_out_one: Sample,
-    /// The share of the daemon's CPU in S2 (spread) spent in the kernel
-    /// (/proc's system time over user plus system, sampled at the tick).
-    pub fan_out_kernel: f64,
-}
-
-/// A daemon's curve (one point per level), or why it has none.
-pub struct Curve {
-    pub label: String,
-    /// The medians over rounds, one point per level.
-    pub points: Result<Vec<Point>>,
-    /// Each level's points round by round (rounds ran every level side by
-    /// side, so one round's points at two levels pair up).
-    pub by_round: Vec<Vec<Point>>,
-    /// Why it ran without idle domains, if it did.
-    pub no_domains: Option<String>,
-}
-
-pub struct ScaleResult {
-    pub levels: Vec<usize>,
-    pub curves: Vec<Curve>,
-    pub run: Duration,
-    pub rounds: usize,
-    pub elapsed: Duration,
-    /// The first shim's sends by N, if the plan timed them.
-    pub sends: Vec<(usize, Result<SendTimes>)>,
-    /// The first shim's doorbells by N, if the plan timed them.
-    pub doorbells: Vec<(usize, Result<DoorbellTimes>)>,
-}
-
-/// A daemon under test and its idle population.
-struct Host {
-    label: String,
-    daemon: Daemon,
-    idle: Vec<Conn>,
-    load: Conn,
-    /// Where its domains' rings go; None: no idle domains.
-    rings: Option<PathBuf>,
-    guests: Vec<RingGuest>,
-    /// Why it has no idle domains although the plan wanted them.
-    no_domains: Option<String>,
-}
-
-impl Host {
-    fn start(label: &str, daemon: Result<Daemon>, rings: Option<PathBuf>) -> Result<Host> {
-        let daemon = daemon?;
-        let mut load = Conn::connect(&daemon.socket)?;
-        load.write(0, LOAD_PATH, b"0")?.ok()?;
-        Ok(Host {
-            label: label.into(),
-            daemon,
-            idle: Vec::new(),
-            load,
-            rings,
-            guests: Vec::new(),
-            no_domains: None,
-        })
-    }
-
-    /// Boots idle domains up to `n`, each with its watches (relative to
-    /// its home, as guests register them); a daemon that cannot serve
-    /// rings here goes on without them, and the report says so.
-    fn grow_domains(&mut self, n: usize) -> Result<()> {
-        let Some(rings) = self.rings.clone() else {
-            return Ok(());
-        };
-        let mut dom0 = xenstore_guest::client::Xs::connect(&self.daemon.socket)?;
-        while self.guests.len() < n {
-            let domid = GUEST_BASE + self.guests.len() as u16;
-            let mut g = match guests::boot(&mut dom0, &rings, domid) {
-                Ok(g) => g,
-                Err(e) if self.guests.is_empty() => {
-                    self.no_domains = Some(format!("{e:#}"));
-                    self.rings = None;
-                    return Ok(());
-                }
-                Err(e) => return Err(e),
-            };
-            for j in 1..WATCHES_PER_CONN {
-                g.watch(&format!("device/vif/{j}/state"), "idle")?;
-            }
-            g.watch(GUEST_HOT, "hot")?;
-            while g.event(EVENT_TIMEOUT)? != GUEST_HOT {}
-            self.guests.push(g);
+impl Scale {
+    /// `full` at full size, `quick` quick, `smoke` in smoke runs.
+    pub fn pick<T>(&self, smoke: T, quick: T, full: T) -> T {
+        match self.size {
+            Size::Smoke => smoke,
+            Size::Quick => quick,
+            Size::Full => full,
         }
-        Ok(())
     }
 
-    /// Opens idle connections up to `n`, each with its watches.
-    fn grow(&mut self, n: usize) -> Result<()> {
-        self.grow_domains(n)?;
-        while self.idle.len() < n {
-            let i = self.idle.len();
-            let mut c = Conn::connect(&self.daemon.socket)?;
-            for j in 1..WATCHES_PER_CONN {
-                let path = format!("/local/domain/{}/device/vif/{j}/state", i + 1);
-                c.watch(path.as_bytes(), b"idle")?;
-            }
-            c.watch(hot_path(i).as_bytes(), b"hot")?;
-            // Its initial event, so the fan-out load finds only its own.
-            while c.event(EVENT_TIMEOUT)? != hot_path(i).as_bytes() {}
-            self.idle.push(c);
-        }
-        Ok(())
-    }
-
-    /// Fails if an idle connection has unread output: every event the
-    /// fan-out fired was read by the watcher it was for.
-    fn quiet(&mut self) -> Result<()> {
-        for (i, c) in self.idle.iter_mut().enumerate() {
-            if c.has_unread()? {
-                bail!("idle connection {i} was sent something nobody asked for");
-            }
-        }
-        for g in &mut self.guests {
-            if g.has_event()? {
-                bail!("idle domain {} was sent an event nobody asked for", g.domid);
-            }
-        }
-        Ok(())
-    }
-
-    fn idle_tax(&mut self, run: Duration) -> Result<Sample> {
-        let load = &mut self.load;
-        let mut s = timed(self.daemon.pid(), run, |_| {
-            load.write(0, LOAD_PATH, b"1")?.ok()?;
-            load.read(LOAD_PATH)?.ok()?;
-            Ok(())
-        })?;
-        // two requests a pair
-        s.ops *= 2;
-        s.ops_per_s *= 2.0;
-        s.daemon_cpu_us /= 2.0;
-        Ok(s)
-    }
-
-    /// Writes below the watched path of an idle connection or domain
-    /// (alternately, or every one for a domain when `domains_only`; each
-    /// spread over all of them, or the first of each when `one`); each
-    /// write is timed until its watcher has the event. Also returns the
-    /// kernel's share of the daemon's CPU in that run.
-    fn fan_out(&mut self, run: Duration, one: bool, domains_only: bool) -> Result<(Sample, f64)> {
-        let (load, idle, guests) = (&mut self.load, &mut self.idle, &mut self.guests);
-        let n = idle.len();
-        if n == 0 {
-            return Ok((Sample::default(), f64::NAN));
-        }
-        let pid = self.daemon.pid();
-        let before = user_and_system_ticks(pid)?;
-        let sample = timed(pid, run, |op| {
-            let i = if one { 0 } else { op.wrapping_mul(7919) % n };
-            if (domains_only || op % 2 == 1) && !guests.is_empty() {
-                let count = guests.len();
-                let g = &mut guests[i % count];
-                let rel = format!("{GUEST_HOT}/v");
-                let path = format!("/local/domain/{}/{rel}", g.domid);
-                load.write(0, path.as_bytes(), b"1")?.ok()?;
-                let got = g.event(EVENT_TIMEOUT)?;
-                if got != rel {
-                    bail!("domain {} got an event for {got} instead of {rel}", g.domid);
-                }
-                return Ok(());
-            }
-            let path = format!("{}/v", hot_path(i));
-            load.write(0, path.as_bytes(), b"1")?.ok()?;
-            let got = idle[i].event(EVENT_TIMEOUT)?;
-            if got != path.as_bytes() {
-                bail!(
-                    "connection {i} got an event for {} instead of {path}",
-                    String::from_utf8_lossy(got)
-                );
-            }
-            Ok(())
-        })?;
-        let after = user_and_system_ticks(pid)?;
-        let (user, system) = (after.0 - before.0, after.1 - before.1);
-        let kernel = system as f64 / (user + system).max(1) as f64;
-        Ok((sample, kernel))
-    }
-
-    /// One S2 spread run on the idle connections only (a domain's
-    /// doorbell is another kind of send), its sends timed.
-    fn time_sends(&mut self, run: Duration) -> Result<SendTimes> {
-        let guests = std::mem::take(&mut self.guests);
-        let tracer = SendTracer::start(self.daemon.pid());
-        let timed = tracer.and_then(|t| {
-            self.fan_out(run, false, false)?;
-            t.finish()
-        });
-        self.guests = guests;
-        timed
-    }
-
-    /// One S2 spread run with every write for a domain, its doorbells and
-    /// replies timed; None without domains.
-    fn time_doorbells(&mut self, run: Duration) -> Option<Result<DoorbellTimes>> {
-        if self.guests.is_empty() {
-            return None;
-        }
-        let tracer = SendTracer::start(self.daemon.pid());
-        Some(tracer.and_then(|t| {
-            self.fan_out(run, false, true)?;
-            t.finish_doorbells()
-        }))
-    }
-}
-
-/// The user and system CPU time of process `pid` so far, in clock ticks
-/// (/proc/PID/stat's utime and stime, all threads).
-fn user_and_system_ticks(pid: u32) -> Result<(u64, u64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // The fields after the command name, which is in parentheses.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let tick = |i: usize| -> Result<u64> {
-        f.get(i)
-            .and_then(|v| v.parse().ok())
-            .with_context(|| format!("/proc/{pid}/stat field {}", i + 3))
-    };
-    // utime and stime are fields 14 and 15; `rest` starts at field 3.
-    Ok((tick(11)?, tick(12)?))
-}
-
-/// Runs `op` (given its call number) for `run`, daemon `pid` pinned with
-/// this thread on CPU 0: each call's latency, and the daemon's CPU per call.
-pub(crate) fn timed(
-    pid: u32,
-    run: Duration,
-    mut op: impl FnMut(usize) -> Result<()>,
-) -> Result<Sample> {
-    let (lat, secs, cpu) = on_cpu0(pid, || {
-        op(0)?; // warm
-        let cpu_before = cpu_ns(pid)?;
-        let began = Instant::now();
-        let end = began + run;
-        let mut lat = Vec::with_capacity(1 << 16);
-        let mut i = 1;
-        loop {
-            let t = Instant::now();
-            if t >= end {
-                break;
-            }
-            op(i)?;
-            lat.push(t.elapsed().as_nanos().min(u32::MAX as u128) as u32);
-            i += 1;
-        }
-        let secs = began.elapsed().as_secs_f64();
-        Ok((lat, secs, cpu_ns(pid)? - cpu_before))
-    })?;
-    let mut s = Sample::from_latencies(lat, secs);
-    s.daemon_cpu_us = cpu as f64 / 1000.0 / s.ops.max(1) as f64;
-    Ok(s)
-}
-
-/// The path below which S2 writes, for a domain (relative to its home).
-pub const GUEST_HOT: &str = "device/vbd/51768/state";
-
-/// The path below which S2 writes, for idle connection `i` (in domain
-/// i+1's home, which no domain owns).
-pub fn hot_path(i: usize) -> String {
-    format!("/local/domain/{}/device/vbd/51712/state", i + 1)
-}
-
-/// Runs the plan. Every daemon gets a host of its own for each level,
-/// grown once; then each round measures every level, each daemon in
-/// turn, the levels in the opposite order every other round. So a curve's
-/// points ran interleaved, seconds apart, not one level minutes after the
-/// other: a machine whose load drifts moves every level alike, and the
-/// ratio of two levels measures the host's size, not the hour.
-pub fn run(plan: &Plan) -> ScaleResult {
-    raise_fd_limit();
-    let labels: Vec<String> = plan
-        .shims
-        .iter()
-        .map(|(l, _)| l.clone())
-        .chain(plan.floor.as_ref().map(|_| FLOOR.to_string()))
-        .chain(
-            plan.upstream
-                .then(|| ["C xenstored".to_string(), "oxenstored".to_string()])
-                .into_iter()
-                .flatten(),
-        )
-        .collect();
-    let all_levels: usize = plan.levels.iter().sum();
-    let room = if plan.domains {
-        guests::make_room(labels.len() * all_levels).unwrap_or_else(|e| {
-            eprintln!("bench: {e:#}: the daemons may run out of simulated domains");
-            None
-        })
-    } else {
-        None
-    };
-    let started = Instant::now();
-    // hosts[level][daemon]
-    let mut hosts: Vec<Vec<Result<Host>>> = Vec::new();
-    for &n in &plan.levels {
-        let mut row = Vec::new();
-        for (k, label) in labels.iter().enumerate() {
-            let host = start_host(plan, k).and_then(|mut h| {
-                h.grow(n)
-                    .with_context(|| format!("open {n} idle connections"))?;
-                Ok(h)
+    /// The shims, labelled, as the store scenarios start them.
+    pub fn shim_starts(&self) -> Vec<(String, crate::daemons::Start)> {
+        use crate::daemons::Start;
+        let mut d: Vec<(String, Start)> = (self.shims.iter())
+            .map(|(l, b)| (l.clone(), Start::Shim(b.clone())))
+            .collect();
+        for flavor in &self.upstream {
+            d.push(match flavor {
+                Flavor::C => ("C xenstored".into(), Start::CXenstored),
+                Flavor::Ocaml => ("oxenstored".into(), Start::Oxenstored),
             });
-            row.push(host.map_err(|e| e.context(format!("{label} at N={n}"))));
         }
-        eprintln!(
-            "bench: scale N={n} hosts up ({:.0} s)",
-            started.elapsed().as_secs_f64()
-        );
-        hosts.push(row);
-    }
-    // samples[level][daemon]
-    let samples = crate::in_turn::rounds(
-        &mut hosts,
-        plan.rounds,
-        |h, l| {
-            measure(h, plan).map_err(|e| e.context(format!("{} at N={}", h.label, plan.levels[l])))
-        },
-        |round| {
-            eprintln!(
-                "bench: scale round {} of {} done ({:.0} s)",
-                round + 1,
-                plan.rounds,
-                started.elapsed().as_secs_f64()
-            )
-        },
-    );
-    let sends = if plan.time_sends && !plan.shims.is_empty() {
-        time_sends(plan, &mut hosts)
-    } else {
-        Vec::new()
-    };
-    let doorbells = if plan.time_doorbells && !plan.shims.is_empty() {
-        time_doorbells(plan, &mut hosts)
-    } else {
-        Vec::new()
-    };
-    let curves = labels
-        .iter()
-        .enumerate()
-        .map(|(k, label)| {
-            let failed = hosts.iter().find_map(|row| row[k].as_ref().err());
-            let points = match failed {
-                Some(e) => Err(anyhow::anyhow!("{e:#}")),
-                None => Ok(samples.iter().map(|s| median_point(&s[k])).collect()),
-            };
-            let no_domains = hosts
-                .iter()
-                .find_map(|row| row[k].as_ref().ok().and_then(|h| h.no_domains.clone()));
-            Curve {
-                label: label.clone(),
-                points,
-                by_round: samples.iter().map(|s| s[k].clone()).collect(),
-                no_domains,
-            }
-        })
-        .collect();
-    drop(hosts); // the daemons go, and their domains
-    guests::restore_room(room);
-    ScaleResult {
-        levels: plan.levels.clone(),
-        curves,
-        run: plan.run,
-        rounds: plan.rounds,
-        elapsed: started.elapsed(),
-        sends,
-        doorbells,
+        d
     }
 }
 
-/// The first shim's sends timed at the smallest and the largest N > 0.
-fn time_sends(plan: &Plan, hosts: &mut [Vec<Result<Host>>]) -> Vec<(usize, Result<SendTimes>)> {
-    at_both_ends(plan, hosts, "sends", |h| Some(h.time_sends(plan.run)))
+/// A scale section's text (from its `## ` heading) and what failed in it:
+/// the report shows failures, a smoke run fails on them.
+pub struct Part {
+    pub text: String,
+    pub failures: Vec<String>,
+    /// Its rows of the report's goals table.
+    pub goals: Vec<crate::metrics_report::GoalRow>,
 }
 
-/// The first shim's doorbells timed at the smallest and the largest N > 0
-/// (none where it serves no domains).
-fn time_doorbells(
-    plan: &Plan,
-    hosts: &mut [Vec<Result<Host>>],
-) -> Vec<(usize, Result<DoorbellTimes>)> {
-    at_both_ends(plan, hosts, "doorbells", |h| h.time_doorbells(plan.run))
-}
-
-/// `time` on the first shim's host at the smallest and the largest N > 0.
-fn at_both_ends<T>(
-    plan: &Plan,
-    hosts: &mut [Vec<Result<Host>>],
-    what: &str,
-    mut time: impl FnMut(&mut Host) -> Option<Result<T>>,
-) -> Vec<(usize, Result<T>)> {
-    let first = plan.levels.iter().position(|&n| n > 0);
-    let last = plan.levels.len().checked_sub(1);
-    let (Some(first), Some(last)) = (first, last) else {
-        return Vec::new();
-    };
-    let levels = if first < last {
-        vec![first, last]
-    } else {
-        vec![first]
-    };
-    levels
-        .into_iter()
-        .filter_map(|l| {
-            let n = plan.levels[l];
-            let timed = match hosts[l][0].as_mut() {
-                Ok(h) => time(h)?,
-                Err(e) => Err(anyhow::anyhow!("{e:#}")),
-            };
-            Some((
-                n,
-                timed.with_context(|| format!("time the {what} at N={n}")),
-            ))
-        })
-        .collect()
-}
-
-/// Daemon `k` of the plan (the shims first, then the floor, then C
-/// xenstored and oxenstored), with no idle population yet.
-fn start_host(plan: &Plan, k: usize) -> Result<Host> {
-    if let Some((label, binary)) = plan.shims.get(k) {
-        let daemon = daemons::shim(label, binary);
-        let rings = match &daemon {
-            Ok(d) if plan.domains => Some(d.dir.join("run")),
-            _ => None,
-        };
-        return Host::start(label, daemon, rings);
-    }
-    let mut k = k - plan.shims.len();
-    if let Some(floor) = &plan.floor {
-        if k == 0 {
-            let daemon = daemons::bare_sender(FLOOR, floor)?;
-            let rings = plan.domains.then(|| daemon.dir.join("run"));
-            return Host::start(FLOOR, Ok(daemon), rings);
-        }
-        k -= 1;
-    }
-    let (flavor, label) = match k {
-        0 => (Flavor::C, "C xenstored"),
-        _ => (Flavor::Ocaml, "oxenstored"),
-    };
-    let (d, rings) = daemons::upstream_with_rings(flavor, label)?;
-    Host::start(label, Ok(d), plan.domains.then_some(rings))
-}
-
-/// One round's figures of a host: S5, S2 spread, S2 one watcher.
-fn measure(h: &mut Host, plan: &Plan) -> Result<Point> {
-    let idle_tax = h.idle_tax(plan.run).context("S5")?;
-    let (fan_out, fan_out_kernel) = h.fan_out(plan.run, false, false).context("S2")?;
-    let point = Point {
-        idle_tax,
-        fan_out,
-        fan_out_one: h
-            .fan_out(plan.run, true, false)
-            .context("S2, one watcher")?
-            .0,
-        fan_out_kernel,
-    };
-    if plan.check_quiet {
-        h.quiet()?;
-    }
-    Ok(point)
-}
-
-/// The per-figure medians of one level's rounds.
-fn median_point(s: &[Point]) -> Point {
-    let tax: Vec<Sample> = s.iter().map(|p| p.idle_tax).collect();
-    let fan: Vec<Sample> = s.iter().map(|p| p.fan_out).collect();
-    let one: Vec<Sample> = s.iter().map(|p| p.fan_out_one).collect();
-    Point {
-        idle_tax: median_sample(&tax),
-        fan_out: median_sample(&fan),
-        fan_out_one: median_sample(&one),
-        fan_out_kernel: median(s.iter().map(|p| p.fan_out_kernel).collect()),
-    }
-}
-
-/// A thousand connections need more descriptors than a login shell's
-/// 1024; the daemons inherit the limit.
-pub fn raise_fd_limit() {
-    // SAFETY: getrlimit/setrlimit with a valid pointer to a plain struct.
-    unsafe {
-        let mut l: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
-            l.rlim_cur = l.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
-        }
-    }
+/// A sample's table cell: ops/s (p50/p99 µs) daemon CPU per op in µs.
+pub fn cell(x: &Sample) -> String {
+    format!(
+        "{} ({:.1}/{:.1}) {:.2}",
+        crate::report::ops(x.ops_per_s),
+        x.p50_us,
+        x.p99_us,
+        x.daemon_cpu_us
+    )
 }

@@ -1,5 +1,7 @@
 //! One measured run, and the medians and ratios over interleaved rounds.
 
+use xenstore_proto::quantile;
+
 /// What one client run measured.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Sample {
@@ -15,8 +17,8 @@ impl Sample {
     /// From per-op latencies in ns over `secs` of wall time.
     pub fn from_latencies(mut lat_ns: Vec<u32>, secs: f64) -> Sample {
         let ops = lat_ns.len() as u64;
-        let p50_us = percentile(&mut lat_ns, 0.50) / 1000.0;
-        let p99_us = percentile(&mut lat_ns, 0.99) / 1000.0;
+        let mut p = |q| quantile::nearest_rank(&mut lat_ns, q).map_or(f64::NAN, |ns| ns as f64);
+        let (p50_us, p99_us) = (p(0.50) / 1000.0, p(0.99) / 1000.0);
         Sample {
             ops,
             ops_per_s: ops as f64 / secs,
@@ -25,14 +27,6 @@ impl Sample {
             daemon_cpu_us: f64::NAN,
         }
     }
-}
-
-fn percentile(v: &mut [u32], q: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((v.len() - 1) as f64 * q).round() as usize;
-    *v.select_nth_unstable(i).1 as f64
 }
 
 pub fn median(mut v: Vec<f64>) -> f64 {
@@ -80,7 +74,7 @@ mod tests {
         let s = Sample::from_latencies((1..=100).map(|i| i * 1000).collect(), 2.0);
         assert_eq!(s.ops, 100);
         assert_eq!(s.ops_per_s, 50.0);
-        assert_eq!(s.p50_us, 51.0);
+        assert_eq!(s.p50_us, 50.0);
         assert_eq!(s.p99_us, 99.0);
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);

@@ -303,18 +303,8 @@ fn send(
     let Some(Some(c)) = clients.get_mut(to) else {
         return;
     };
-    let len: usize = parts.iter().map(|p| p.len()).sum();
-    let header = Header {
-        ty: ty as u32,
-        req_id,
-        tx_id,
-        len: len as u32,
-    };
     let start = c.output.len();
-    c.output.extend_from_slice(&header.encode());
-    for p in parts {
-        c.output.extend_from_slice(p);
-    }
+    xenstore_proto::frame::encode(&mut c.output, ty as u32, req_id, tx_id, parts);
     if let Link::Socket(fd) = c.link {
         let out = &c.output[start..];
         // SAFETY: `out` is ours and as long as passed.

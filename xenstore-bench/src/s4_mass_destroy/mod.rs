@@ -9,6 +9,10 @@
 //! the daemon made and the firings it handled (the simulated hypervisor
 //! counts them), the events each watcher got, and the daemon's CPU.
 
+pub mod report;
+pub mod store;
+pub mod store_report;
+
 use crate::client::Conn;
 use crate::daemons::{self, cpu_ns, Daemon};
 use crate::guests;
@@ -86,7 +90,7 @@ pub struct DeathResult {
 /// Runs S4 on each daemon at each level, `rounds` times a level (a fresh
 /// daemon each time: the deaths shrink the host), medians.
 pub fn run(subjects: &[(String, Subject)], levels: &[usize], rounds: usize) -> DeathResult {
-    crate::scale::raise_fd_limit();
+    crate::idle_hosts::raise_fd_limit();
     let started = Instant::now();
     let curves = subjects
         .iter()
@@ -206,4 +210,44 @@ fn mass_destroy(label: &str, subject: &Subject, n: usize) -> Result<Point> {
         events_per_watcher: busiest,
         daemon_cpu_ms: cpu as f64 / 1e6,
     })
+}
+
+/// S4 on every daemon, then S4 in a big store on the shims.
+pub fn section(s: &crate::scale::Scale) -> crate::scale::Part {
+    let mut subjects: Vec<(String, Subject)> = (s.shims.iter())
+        .map(|(label, binary)| (label.clone(), Subject::Shim(binary.clone())))
+        .collect();
+    for &flavor in &s.upstream {
+        let label = match flavor {
+            Flavor::C => "C xenstored",
+            Flavor::Ocaml => "oxenstored",
+        };
+        subjects.push((label.into(), Subject::Upstream(flavor)));
+    }
+    let deaths = run(
+        &subjects,
+        &s.pick(vec![10, 40], LEVELS.to_vec(), LEVELS.to_vec()),
+        s.rounds,
+    );
+    let big = store::run(
+        &s.shims,
+        &s.pick(vec![5], store::LEVELS.to_vec(), store::LEVELS.to_vec()),
+        s.rounds,
+    );
+    let failures = (deaths
+        .curves
+        .iter()
+        .map(|c| (&c.label, c.points.as_ref().err())))
+    .chain(
+        big.curves
+            .iter()
+            .map(|c| (&c.label, c.points.as_ref().err())),
+    )
+    .filter_map(|(label, e)| Some(format!("{label}: {:#}", e?)))
+    .collect();
+    crate::scale::Part {
+        text: report::render(&deaths) + &store_report::render(&big),
+        failures,
+        goals: Vec::new(),
+    }
 }

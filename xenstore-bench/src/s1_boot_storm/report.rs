@@ -2,35 +2,21 @@
 //! lifecycles at once, a row per idle-domain count and daemon, then the
 //! goal at K=1000, P=100 as ratios between columns of the same run.
 
-use crate::scale_storm::{Curve, Row, Storm, StormResult};
-use crate::scale_storm_reads::{READ_EVERY, SLOW};
-use crate::scale_storm_verdict::{Leniency, OVERSIZED_MAX};
+use crate::s1_boot_storm::reads::{READ_EVERY, SLOW};
+use crate::s1_boot_storm::verdict::{Leniency, OVERSIZED_MAX};
+use crate::s1_boot_storm::{Curve, Row, Storm, StormResult};
+use crate::template::fill;
 use std::fmt::Write;
 use std::time::Duration;
 
-/// Where the section starts; `splice` replaces it in a report.
-pub const HEADING: &str = "## Scale S1: boot storm";
-
 pub fn render(r: &StormResult) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{HEADING}\n\nIssue 26's S1: K idle domains, each brought up by replaying the create part \
-         of a real guest's life (`tests/data/xl-lifecycle.txt`, C xenstored's trace of `xl \
-         create`, the guest's disk and console handshake and xl's reaping in the real-Xen \
-         test: ~130 nodes a domain under `/local/domain/<id>`, `/vm/<uuid>`, `/libxl/<id>` and \
-         dom0's `backend/vbd` and `backend/console`, and the watches its guest, xl monitor and \
-         backends keep), then P whole lifecycles at once (create and destroy; each domain's \
-         xl, backends and guest on connections of their own; a transaction that ends in \
-         EAGAIN is run again from its start, as libxl does), while one more dom0 client READs \
-         an unrelated node every {} ms. Guests are on simulated rings (the stub's ring pages \
-         for C xenstored and oxenstored). Every daemon in turn at each K, nothing pinned; the \
-         section took {:.0} s (`xenstore-bench all --only storm`). Wall: until the last \
-         lifecycle ended; lifecycle: one domain's create to release; CPU: the daemon's over \
-         the storm.\n",
-        READ_EVERY.as_millis(),
-        r.elapsed.as_secs_f64()
-    );
+    let mut s = fill(
+        include_str!("../../report/s1-boot-storm.md"),
+        &[
+            ("read_every", READ_EVERY.as_millis().to_string()),
+            ("elapsed", format!("{:.0}", r.elapsed.as_secs_f64())),
+        ],
+    ) + "\n";
     for &p in &r.parallel {
         let _ = writeln!(
             s,
@@ -87,6 +73,7 @@ pub fn render(r: &StormResult) -> String {
         }
         let retried = c.storms.iter().any(|(_, _, x)| x.tally.einval > 0);
         if retried || c.failed.iter().any(|f| is_replay_einval(&f.2)) {
+            s += "\n";
             s += OXENSTORED_EINVAL;
         }
         if let Some(e) = &c.error {
@@ -98,19 +85,7 @@ pub fn render(r: &StormResult) -> String {
 
 /// oxenstored's answer to some conflicted commits, found in its debug log
 /// (`xenstored-log-level = debug`) of a K=10, P=100 storm.
-const OXENSTORED_EINVAL: &str = "\nWhy oxenstored 4.17 fails a storm: it answers EINVAL to a \
-     conflicted TRANSACTION_END, and libxl gives up on EINVAL (the bench retries it, for \
-     oxenstored only, and counts it: above). After a \
-     conflict, oxenstored replays the transaction on the current store (`transaction_replay` \
-     in process.ml); when that fails it apportions blame by replaying the transaction again \
-     against each guest commit in its history (`judge_and_sentence`). That second pass runs in \
-     the replay's `Transaction_again` handler, outside the `try` that turns the replay's \
-     failures into EAGAIN, so an exception raised there reaches `input_handle_error`, which \
-     answers EINVAL. Its log shows exactly that order for each EINVAL: `Apportioning blame for \
-     EAGAIN in txn N`, one or more `Blaming domain ...`, then the EINVAL and no commit. Only \
-     commits of guests on rings enter that history (dom0 sockets are left out), so it \
-     takes guests committing while xl's transactions conflict: every P=100 storm in our runs, \
-     and some P=10 ones (one K=10 run in five, and the one K=100 run).\n";
+const OXENSTORED_EINVAL: &str = include_str!("../../report/s1-oxenstored-einval.md");
 
 /// A lifecycle ended by EINVAL to its commit (see OXENSTORED_EINVAL).
 fn is_replay_einval(why: &str) -> bool {
@@ -288,10 +263,4 @@ fn fewer_at_once(r: &StormResult, label: &str, k: usize, p: usize) -> Option<(us
             Some((q, b.wall.as_secs_f64() / a.wall.as_secs_f64()))
         })
         .max_by_key(|&(q, _)| q)
-}
-
-/// `report` with this section replaced by `section` (appended if it has
-/// none), the others as they were measured.
-pub fn splice(report: &str, section: &str) -> String {
-    crate::scale_report::splice_under(report, HEADING, section)
 }

@@ -1,16 +1,16 @@
-//! Replaying a lifecycle's requests (scale_storm_lifecycle.rs) against a
+//! Replaying a lifecycle's requests (s1_boot_storm::lifecycle.rs) against a
 //! daemon, each actor over its own connection, as the real clients do:
 //! a transaction that ends in EAGAIN is run again from its start (libxl's
 //! and Linux's xenbus loop), errors the real run also got (ENOENT of a
 //! read, a listing or a removal) are expected, any other fails the replay
-//! (scale_storm_verdict.rs decides, and what oxenstored alone is forgiven).
+//! (s1_boot_storm::verdict.rs decides, and what oxenstored alone is forgiven).
 //! The trace's removals of emptied parents (libxl's path cleanup: RM, then
 //! READ and DIRECTORY of the parent, RM it if empty, and so up) are made
 //! only while the listing is empty, as libxl decides: other domains share
 //! `backend/vbd` and the like here.
 
-use crate::scale_storm_lifecycle::{Actor, Step, Vars};
-use crate::scale_storm_verdict::{judge, Answer, Leniency, Verdict};
+use crate::s1_boot_storm::lifecycle::{Actor, Step, Vars};
+use crate::s1_boot_storm::verdict::{judge, Answer, Leniency, Verdict};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use xenstore_guest::client::{Guest, Link, SocketLink, Xs};

@@ -6,7 +6,7 @@
 use anyhow::{bail, Context, Result};
 use xenstore_proto::wire::{msg_type_by_name, MsgType};
 
-const TRACE: &str = include_str!("../../tests/data/xl-lifecycle.txt");
+const TRACE: &str = include_str!("../../../tests/data/xl-lifecycle.txt");
 
 /// Which client sent a request (each replays over a connection of its own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

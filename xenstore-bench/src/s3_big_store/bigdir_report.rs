@@ -2,34 +2,18 @@
 //! one column a daemon, one row a number of children, and how much each
 //! daemon's cost grew from the fewest children to the most.
 
-use crate::report::ops;
-use crate::scale_bigdir::{BigDirResult, Point};
-use crate::stats::Sample;
+use crate::s3_big_store::bigdir::{BigDirResult, Point};
+use crate::scale::cell;
+use crate::template::fill;
 use std::fmt::Write;
 
 pub fn render(r: &BigDirResult) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "\n#### A big directory\n\nOne directory, `/bigdir`, grown with plain writes of empty \
-         children named 0, 1, 2, …; at each size every daemon in turn (runs of {:.2} s; this \
-         part took {:.0} s), the client and the daemon pinned to CPU 0. Cells: requests/s \
-         (p50/p99 µs of the whole op) daemon CPU per request in µs. The shim keeps a list \
-         longer than 8192 bytes beside its node in chunks of whole entries (at most 4096 \
-         bytes each) and each name's chunk in a hash map: testing or adding a child is a \
-         hash lookup and an append, removing one a lookup and a move of the rest of its \
-         chunk (at most 4096 bytes, wherever the child is in the list). A reply or \
-         DIRECTORY_PART page concatenates the chunks it copies (a Fenwick tree of their \
-         lengths finds a page's first chunk). Removals leave chunks short; they are \
-         repacked once the room left grows by half the listing's bytes, an O(listing) \
-         step amortised over the removals that left it. A write of the directory's own value or \
-         permissions rewrites its record beside the list; a transaction's copy shares the \
-         store's list and keeps the children it added and removed, which its commit applies \
-         one by one (the store copies a list it changes while a transaction shares it). \
-         Smaller lists are contiguous and searched with memmem, as \
-         before.",
-        r.run.as_secs_f64(),
-        r.elapsed.as_secs_f64()
+    let mut s = fill(
+        include_str!("../../report/s3-big-directory.md"),
+        &[
+            ("run", format!("{:.2}", r.run.as_secs_f64())),
+            ("elapsed", format!("{:.0}", r.elapsed.as_secs_f64())),
+        ],
     );
     s += &section(
         r,
@@ -117,7 +101,7 @@ pub fn render(r: &BigDirResult) -> String {
 }
 
 fn section(r: &BigDirResult, title: &str, what: &str, show: impl Fn(&Point) -> String) -> String {
-    let mut s = format!("\n##### {title}\n\n{what}\n\n| children (listing bytes) |");
+    let mut s = format!("\n#### {title}\n\n{what}\n\n| children (listing bytes) |");
     let mut rule = String::from("|---|");
     for c in &r.curves {
         let _ = write!(s, " {} |", c.label);
@@ -165,14 +149,4 @@ fn ratio_row(r: &BigDirResult, pick: impl Fn(&Point) -> f64) -> String {
         );
     }
     s + "\n"
-}
-
-fn cell(x: &Sample) -> String {
-    format!(
-        "{} ({:.1}/{:.1}) {:.2}",
-        ops(x.ops_per_s),
-        x.p50_us,
-        x.p99_us,
-        x.daemon_cpu_us
-    )
 }

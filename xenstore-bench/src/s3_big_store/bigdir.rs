@@ -9,9 +9,10 @@
 //! directory's own value, and transactions that add a child and remove it.
 
 use crate::client::Conn;
+use crate::daemons::Start;
+use crate::idle_hosts::timed;
 use crate::in_turn;
-use crate::scale::timed;
-use crate::scale_store::{list_pages, Start};
+use crate::s3_big_store::list_pages;
 use crate::stats::Sample;
 use anyhow::{bail, Context, Result};
 use std::time::{Duration, Instant};

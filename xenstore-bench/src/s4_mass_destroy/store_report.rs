@@ -3,27 +3,19 @@
 //! column a shim, and each shim's growth from the smallest store to the
 //! biggest.
 
-use crate::scale_death_store::{Curve, Point, StoreDeathResult, DYING};
+use crate::s4_mass_destroy::store::{Curve, Point, StoreDeathResult, DYING};
+use crate::template::fill;
 use std::fmt::Write;
 
 pub fn render(r: &StoreDeathResult) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "\n#### S4 in a big store: {DYING} domains die at once beside B domains' trees\n\n\
-         A fresh shim holds B background domains' trees (S3's, ~100 nodes each, with the \
-         permissions libxl gives them: each home owned by its domain, its backends, `/vm/<uuid>` \
-         and `/libxl/<domid>` readable by it) and {DYING} introduced domains with the same trees \
-         on simulated rings; then those {DYING} die at once (simulated VIRQ_DOM_EXC). Cells: \
-         the daemon's CPU in ms from the first death until a `@releaseDomain` watcher heard of \
-         the last release · that time in ms · the resident set's growth per node while the \
-         background trees were written (B ≥ 500: smaller stores are within a page's noise) · the \
-         daemon's CPU a request while writing them (MKDIR, SET_PERMS, WRITE, one client). The \
-         client and the daemon are pinned to CPU 0 throughout. {} run(s) a point (median by \
-         CPU); this part took {:.0} s.\n",
-        r.rounds,
-        r.elapsed.as_secs_f64()
-    );
+    let mut s = fill(
+        include_str!("../../report/s4-big-store.md"),
+        &[
+            ("dying", DYING.to_string()),
+            ("rounds", r.rounds.to_string()),
+            ("elapsed", format!("{:.0}", r.elapsed.as_secs_f64())),
+        ],
+    ) + "\n";
     let mut head = String::from("| B (nodes) |");
     let mut rule = String::from("|---|");
     for c in &r.curves {

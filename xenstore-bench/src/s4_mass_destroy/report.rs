@@ -1,34 +1,23 @@
 //! S4's part of the scale section: one row a number of domains, one
 //! column a daemon; the goal row; what limits the figures.
 
-use crate::scale_death::{DeathResult, Point, DYING_EVERY};
+use crate::s4_mass_destroy::{DeathResult, Point, DYING_EVERY};
+use crate::template::fill;
 use std::fmt::Write;
 use std::time::Duration;
 
-/// Where S4's part starts; `splice` replaces it in a report.
-pub const HEADING: &str = "### S4 mass destroy";
 /// Issue 26's goal: 100 of 1000 dying, every watcher told within this.
 const GOAL: Duration = Duration::from_secs(1);
 
 pub fn render(r: &DeathResult) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{HEADING}: N domains, N/{DYING_EVERY} die at once\n\n\
-         N domains on simulated rings, each with a home it owns and a dom0 connection \
-         watching `@releaseDomain` (as each `xl` process's monitor does); then one in \
-         {DYING_EVERY} dies at once through the simulated hypervisor (the shim's \
-         `xen/simulated.rs`, kept by the conformance stub for C xenstored and oxenstored: the \
-         domain marked dying and VIRQ_DOM_EXC raised, which names no domain, so the daemon asks \
-         about the introduced ones as on Xen). A fresh daemon each \
-         run, {} run(s) a point (median by time); S4 took {:.0} s. Cells: ms from the first \
-         death until every dying domain was released and every watcher had read its \
-         `@releaseDomain` events (in brackets: until the bench saw them all released) · state queries / VIRQ firings handled (the simulated \
-         hypervisor counts them; a query is one `xc_domain_getinfo*` call: the shim's ask about up to 1024 \
-         domains, C xenstored's and oxenstored's about one) · events the busiest watcher read · the daemon's CPU in ms.\n",
-        r.rounds,
-        r.elapsed.as_secs_f64()
-    );
+    let mut s = fill(
+        include_str!("../../report/s4-mass-destroy.md"),
+        &[
+            ("dying_every", DYING_EVERY.to_string()),
+            ("rounds", r.rounds.to_string()),
+            ("elapsed", format!("{:.0}", r.elapsed.as_secs_f64())),
+        ],
+    ) + "\n";
     let mut head = String::from("| N (dying) |");
     let mut rule = String::from("|---|");
     for c in &r.curves {
@@ -44,7 +33,7 @@ pub fn render(r: &DeathResult) -> String {
         .max()
         .unwrap_or(0);
     for row in 0..rows {
-        let point = |c: &crate::scale_death::Curve| c.points.as_ref().ok()?.get(row).copied();
+        let point = |c: &crate::s4_mass_destroy::Curve| c.points.as_ref().ok()?.get(row).copied();
         let Some(first) = r.curves.iter().find_map(point) else {
             continue;
         };

@@ -8,12 +8,19 @@
 //! node every 10 ms. Every daemon in turn at each K, so the columns ran
 //! side by side.
 
+pub mod lifecycle;
+pub mod oxenstored;
+pub mod reads;
+pub mod replay;
+pub mod report;
+pub mod verdict;
+
 use crate::daemons::{self, cpu_ns, Daemon};
 use crate::guests;
-use crate::scale_storm_lifecycle::{self as lifecycle, Lifecycle, Vars};
-use crate::scale_storm_reads::{percentile, read_every, Reads};
-use crate::scale_storm_replay::{dom0, Domain, GuestSide, Introducer, Rings, Sockets, Tally};
-use crate::scale_storm_verdict::Leniency;
+use crate::s1_boot_storm::lifecycle::{Lifecycle, Vars};
+use crate::s1_boot_storm::reads::{percentile, read_every, Reads};
+use crate::s1_boot_storm::replay::{dom0, Domain, GuestSide, Introducer, Rings, Sockets, Tally};
+use crate::s1_boot_storm::verdict::Leniency;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
@@ -231,14 +238,13 @@ impl Host {
             times.push(t);
             tally.add(c);
         }
-        times.sort_unstable();
         let read = Reads::of(&reads.context("the unrelated reader")?);
         same_work(life, p, &tally)?;
         Ok(Storm {
             lifecycles: p,
             wall,
-            lifecycle_p50: percentile(&times, 0.50),
-            lifecycle_p99: percentile(&times, 0.99),
+            lifecycle_p50: percentile(&mut times, 0.50),
+            lifecycle_p99: percentile(&mut times, 0.99),
             tally,
             daemon_cpu: Duration::from_nanos(cpu),
             reads: read.count,
@@ -454,5 +460,30 @@ pub fn run(plan: &Plan) -> StormResult {
         parallel: plan.parallel.clone(),
         curves,
         elapsed: started.elapsed(),
+    }
+}
+
+/// S1 on the shims and the upstream daemons: K idle domains, then P
+/// lifecycles at once.
+pub fn section(s: &crate::scale::Scale) -> crate::scale::Part {
+    let idle = (s.storm_idle.clone())
+        .unwrap_or_else(|| s.pick(vec![10], QUICK_IDLE.to_vec(), IDLE.to_vec()));
+    let r = run(&Plan {
+        shims: s.shims.clone(),
+        upstream: s.upstream.clone(),
+        idle,
+        parallel: s.pick(vec![10], PARALLEL.to_vec(), PARALLEL.to_vec()),
+    });
+    let failures = (r.curves.iter())
+        .flat_map(|c| {
+            c.failed
+                .iter()
+                .map(move |(k, p, why)| format!("{} at K={k}, P={p}: {why}", c.label))
+        })
+        .collect();
+    crate::scale::Part {
+        text: report::render(&r),
+        failures,
+        goals: Vec::new(),
     }
 }

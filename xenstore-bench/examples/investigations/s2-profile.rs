@@ -31,7 +31,7 @@
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::time::Duration;
-use xenstore_bench::scale::{hot_path, GUEST_BASE, GUEST_HOT, WATCHES_PER_CONN};
+use xenstore_bench::idle_hosts::{hot_path, GUEST_BASE, GUEST_HOT, WATCHES_PER_CONN};
 use xenstore_bench::{client::Conn, daemons, guests};
 use xenstore_guest::client::Xs;
 
@@ -80,7 +80,7 @@ fn run(daemon: daemons::Daemon, mode: Mode, n: usize, writes: usize) -> Result<(
     stop(daemon)
 }
 
-/// As the bench's S2 broad watch (scale_broad.rs).
+/// As the bench's S2 broad watch (s2_fan_out::broad.rs).
 fn broad_writes(daemon: &daemons::Daemon, load: &mut Conn, n: usize, writes: usize) -> Result<()> {
     const BROAD: &str = "/local/domain/0/backend";
     let state = |d: usize| format!("{BROAD}/vbd/{}/51712/state", d + 1);

@@ -13,7 +13,7 @@
 use crate::client::Conn;
 use crate::daemons::{self, cpu_ns, rss_kib, Daemon};
 use crate::guests;
-use crate::scale_store::{domain_tree, nodes_per_domain};
+use crate::s3_big_store::{domain_tree, nodes_per_domain};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -59,7 +59,7 @@ pub struct StoreDeathResult {
 
 /// Each shim at each level, `rounds` fresh daemons a point (median by CPU).
 pub fn run(shims: &[(String, PathBuf)], levels: &[usize], rounds: usize) -> StoreDeathResult {
-    crate::scale::raise_fd_limit();
+    crate::idle_hosts::raise_fd_limit();
     let started = Instant::now();
     let curves = shims
         .iter()

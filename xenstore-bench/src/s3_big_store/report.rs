@@ -1,29 +1,24 @@
 //! S3's part of the scale section: one table per operation, one column a
 //! daemon, one row a number of domains, and the goal rows.
 
-use crate::report::ops;
-use crate::scale_store::{nodes_per_domain, Point, StoreResult, SUBTREE_NODES, WATCHES_PER_DOMAIN};
-use crate::stats::Sample;
+use crate::s3_big_store::{
+    nodes_per_domain, Point, StoreResult, SUBTREE_NODES, WATCHES_PER_DOMAIN,
+};
+use crate::scale::cell;
+use crate::template::fill;
 use std::fmt::Write;
 
-/// Where S3's part of the scale section starts.
-pub const HEADING: &str = "### S3 big store";
-
 pub fn render(r: &StoreResult) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{HEADING}\n\nEach domain's tree is {} nodes as `xl create` leaves them (the \
-         guest's home, dom0's vbd and vif backends, `/vm/<uuid>`, `/libxl/<id>`), written by one \
-         dom0 client; idle dom0 connections then hold {WATCHES_PER_DOMAIN} watches in each \
-         home. At each N every daemon is measured in turn (runs of {:.2} s, {} `rm`s; the \
-         section took {:.0} s). The client and the daemon are pinned to CPU 0 while timed. \
-         Cells: ops/s (p50/p99 µs) daemon CPU per op in µs.\n",
-        nodes_per_domain(),
-        r.run.as_secs_f64(),
-        r.removals,
-        r.elapsed.as_secs_f64()
-    );
+    let mut s = fill(
+        include_str!("../../report/s3-big-store.md"),
+        &[
+            ("nodes", nodes_per_domain().to_string()),
+            ("watches", WATCHES_PER_DOMAIN.to_string()),
+            ("run", format!("{:.2}", r.run.as_secs_f64())),
+            ("removals", r.removals.to_string()),
+            ("elapsed", format!("{:.0}", r.elapsed.as_secs_f64())),
+        ],
+    ) + "\n";
     let goal_rss = "RSS per node ≤ 0.8 × C xenstored's";
     s += &section(
         r,
@@ -107,7 +102,7 @@ pub fn render(r: &StoreResult) -> String {
 }
 
 fn section(r: &StoreResult, title: &str, what: &str, show: impl Fn(&Point) -> String) -> String {
-    let mut s = format!("\n#### {title}\n\n{what}\n\n| domains (nodes) |");
+    let mut s = format!("\n### {title}\n\n{what}\n\n| domains (nodes) |");
     let mut rule = String::from("|---|");
     for c in &r.curves {
         let _ = write!(s, " {} |", c.label);
@@ -175,14 +170,4 @@ fn rss_goal(r: &StoreResult, goal: &str) -> String {
         );
     }
     s + "\n"
-}
-
-fn cell(x: &Sample) -> String {
-    format!(
-        "{} ({:.1}/{:.1}) {:.2}",
-        ops(x.ops_per_s),
-        x.p50_us,
-        x.p99_us,
-        x.daemon_cpu_us
-    )
 }

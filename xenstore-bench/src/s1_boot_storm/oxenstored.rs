@@ -4,9 +4,9 @@
 //! commits retried still runs every lifecycle to its end with every commit.
 
 use crate::daemons;
-use crate::scale_storm::{self, Plan};
-use crate::scale_storm_replay::dom0;
-use crate::scale_storm_verdict::{judge, Answer, Leniency, Verdict};
+use crate::s1_boot_storm::replay::dom0;
+use crate::s1_boot_storm::verdict::{judge, Answer, Leniency, Verdict};
+use crate::s1_boot_storm::{self, Plan};
 use anyhow::{bail, ensure, Context, Result};
 use xenstore_proto::wire::{MsgType, PAYLOAD_MAX};
 use xenstore_testkit::upstream::Flavor;
@@ -61,7 +61,7 @@ fn oversized_listing() -> Result<()> {
 }
 
 fn storm(idle: usize, parallel: usize) -> Result<()> {
-    let r = scale_storm::run(&Plan {
+    let r = s1_boot_storm::run(&Plan {
         shims: Vec::new(),
         upstream: vec![Flavor::Ocaml],
         idle: vec![idle],

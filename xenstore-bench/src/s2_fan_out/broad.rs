@@ -6,8 +6,8 @@
 //! (spread over all N) and waits until the broad watcher has the event.
 
 use crate::client::Conn;
-use crate::scale::timed;
-use crate::scale_store::Start;
+use crate::daemons::Start;
+use crate::idle_hosts::timed;
 use crate::stats::{median_sample, Sample};
 use anyhow::{bail, Result};
 use std::time::{Duration, Instant};
@@ -152,7 +152,7 @@ pub fn run(plan: &Plan) -> BroadResult {
 }
 
 /// Where its part of the scale section starts.
-pub const HEADING: &str = "### S2 broad watch";
+pub const HEADING: &str = "### Broad watch";
 
 /// Its table for the scale section.
 pub fn render(r: &BroadResult) -> String {
@@ -185,15 +185,7 @@ pub fn render(r: &BroadResult) -> String {
     for n in levels {
         let _ = write!(s, "| {n} |");
         for c in &r.curves {
-            let cell = c.points.iter().find(|p| p.0 == n).map(|(_, x)| {
-                format!(
-                    "{} ({:.1}/{:.1}) {:.2}",
-                    crate::report::ops(x.ops_per_s),
-                    x.p50_us,
-                    x.p99_us,
-                    x.daemon_cpu_us
-                )
-            });
+            let cell = (c.points.iter().find(|p| p.0 == n)).map(|(_, x)| crate::scale::cell(x));
             let _ = write!(s, " {} |", cell.unwrap_or_else(|| "–".into()));
         }
         s += "\n";

@@ -13,11 +13,17 @@
 //! trees (no watches, nothing removed), so the trees cannot grow into memory
 //! something else freed.
 
+pub mod bigdir;
+pub mod bigdir_report;
+pub mod report;
+
+pub use crate::daemons::Start;
+
 use crate::affinity::on_cpu0;
 use crate::client::Conn;
-use crate::daemons::{self, cpu_ns, rss_kib, Daemon};
+use crate::daemons::{cpu_ns, rss_kib, Daemon};
+use crate::idle_hosts::timed;
 use crate::in_turn;
-use crate::scale::timed;
 use crate::stats::Sample;
 use anyhow::{bail, Context, Result};
 use std::time::{Duration, Instant};
@@ -45,23 +51,6 @@ pub struct Plan {
     pub run: Duration,
     /// `rm`s of the subtree measured at each level.
     pub removals: usize,
-}
-
-#[derive(Clone)]
-pub enum Start {
-    Shim(std::path::PathBuf),
-    CXenstored,
-    Oxenstored,
-}
-
-impl Start {
-    pub fn launch(&self, label: &str) -> Result<Daemon> {
-        match self {
-            Start::Shim(binary) => daemons::shim(label, binary),
-            Start::CXenstored => daemons::c_xenstored(label, None),
-            Start::Oxenstored => daemons::oxenstored(label),
-        }
-    }
 }
 
 /// One daemon's figures at one level.
@@ -668,6 +657,65 @@ pub fn run(plan: &Plan) -> StoreResult {
         run: plan.run,
         removals: plan.removals,
         elapsed: started.elapsed(),
+    }
+}
+
+/// S3: the big store, then the big directory, on every daemon.
+pub fn section(s: &crate::scale::Scale) -> crate::scale::Part {
+    crate::idle_hosts::raise_fd_limit();
+    let plan = Plan {
+        daemons: s.shim_starts(),
+        levels: s.pick(vec![2, 12], vec![10, 500, 2000], LEVELS.to_vec()),
+        run: s.pick(Duration::from_millis(100), s.run / 2, s.run / 2),
+        removals: s.pick(3, 5, 20),
+    };
+    let store = run(&plan);
+    let big = bigdir::run(&bigdir::Plan {
+        daemons: plan.daemons.clone(),
+        levels: s.pick(
+            vec![10, 2500],
+            bigdir::QUICK_LEVELS.to_vec(),
+            bigdir::LEVELS.to_vec(),
+        ),
+        run: plan.run,
+    });
+    let mut failures = Vec::new();
+    for c in &store.curves {
+        failures.extend(c.failed.iter().map(|f| format!("{}: {f}", c.label)));
+        for p in &c.points {
+            let errors = [
+                p.walk.as_ref().err(),
+                p.directory.as_ref().err(),
+                p.directory_part.as_ref().err(),
+            ];
+            failures.extend(
+                errors
+                    .into_iter()
+                    .flatten()
+                    .map(|e| format!("{} at {} domains: {e}", c.label, p.domains)),
+            );
+        }
+    }
+    for c in &big.curves {
+        failures.extend(
+            c.failed
+                .iter()
+                .map(|f| format!("big directory, {}: {f}", c.label)),
+        );
+        for p in &c.points {
+            let errors = [p.page.as_ref().err(), p.page_in_tx.as_ref().err()];
+            failures.extend(
+                errors
+                    .into_iter()
+                    .flatten()
+                    .map(|e| format!("big directory, {} at {} children: {e}", c.label, p.children)),
+            );
+        }
+    }
+    crate::scale::Part {
+        text: report::render(&store) + &bigdir_report::render(&big) + "\n",
+        failures,
+        goals: Vec::new(),
     }
 }
 

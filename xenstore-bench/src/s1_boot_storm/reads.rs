@@ -41,16 +41,14 @@ pub struct Reads {
 impl Reads {
     pub fn of(reads: &[Read]) -> Reads {
         let mut lat: Vec<Duration> = reads.iter().map(|r| r.latency).collect();
-        lat.sort_unstable();
         let mut own: Vec<Duration> = reads.iter().map(|r| r.latency - r.daemon_waited).collect();
-        own.sort_unstable();
         let slow = reads.iter().filter(|r| r.latency > SLOW);
         Reads {
             count: lat.len(),
-            p50: percentile(&lat, 0.50),
-            p99: percentile(&lat, 0.99),
-            max: lat.last().copied().unwrap_or_default(),
-            own_p99: percentile(&own, 0.99),
+            p50: percentile(&mut lat, 0.50),
+            p99: percentile(&mut lat, 0.99),
+            max: lat.iter().max().copied().unwrap_or_default(),
+            own_p99: percentile(&mut own, 0.99),
             slow: slow.clone().count(),
             slow_total: slow.clone().map(|r| r.latency).sum(),
             slow_waited: slow.map(|r| r.daemon_waited).sum(),
@@ -58,12 +56,9 @@ impl Reads {
     }
 }
 
-/// `q` of sorted `v`.
-pub fn percentile(v: &[Duration], q: f64) -> Duration {
-    if v.is_empty() {
-        return Duration::ZERO;
-    }
-    v[((v.len() - 1) as f64 * q).round() as usize]
+/// The project's one percentile (xenstore-proto's), zero for no values.
+pub fn percentile(v: &mut [Duration], q: f64) -> Duration {
+    xenstore_proto::quantile::nearest_rank(v, q).unwrap_or_default()
 }
 
 /// READs `path`, one every READ_EVERY until `stop`, at SCHED_FIFO, of
