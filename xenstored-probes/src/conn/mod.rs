@@ -18,6 +18,7 @@ use crate::store::perms::Identity;
 use crate::store::transaction::Transaction;
 use crate::watch::WatchUsage;
 use crate::wire::frame::{self, InBuf};
+use crate::wire::{Header, HEADER_LEN};
 use mio::Interest;
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
@@ -85,6 +86,10 @@ pub struct Connection {
     /// Where `out[0]` lies in the stream of bytes queued, kept while
     /// `charges` holds positions in it.
     out_origin: u64,
+    /// How many bytes at the head of `out` end a message whose start was
+    /// drained (a MiB sent mid-message) or restored as a partial one: a
+    /// live update hands on where the message in progress ends.
+    out_head_partial: u32,
     input: InBuf,
 }
 
@@ -160,6 +165,7 @@ impl Connection {
             out: Vec::new(),
             sent: 0,
             out_origin: 0,
+            out_head_partial: 0,
             charges: VecDeque::new(),
             charged: false,
             throttled: false,
@@ -258,6 +264,27 @@ impl Connection {
         &self.out[self.sent as usize..]
     }
 
+    /// How many bytes at the head of `pending()` end a message partly
+    /// written already (0 when it starts with a whole message): what a live
+    /// update's stream calls the partial response.
+    pub fn pending_partial(&self) -> usize {
+        self.rest_of_message(self.sent as usize)
+    }
+
+    /// The bytes from `at` in `out` to the end of the message holding it
+    /// (0 at a message boundary), walking the headers queued before it.
+    fn rest_of_message(&self, at: usize) -> usize {
+        let mut boundary = self.out_head_partial as usize;
+        while boundary < at {
+            let Some(header) = self.out.get(boundary..boundary + HEADER_LEN) else {
+                return 0; // never: only whole messages are queued
+            };
+            let header = Header::decode(header.try_into().expect("HEADER_LEN bytes"));
+            boundary += HEADER_LEN + header.len as usize;
+        }
+        boundary - at
+    }
+
     /// `n` bytes of `pending()` were written; a buffer left empty goes back
     /// to `spare`.
     pub fn consumed(&mut self, n: usize, spare: &mut SpareOutput) {
@@ -274,8 +301,10 @@ impl Connection {
         }
         let moved = if sent == self.out.len() {
             spare.give(std::mem::take(&mut self.out));
+            self.out_head_partial = 0;
             sent
         } else if sent > 1 << 20 {
+            self.out_head_partial = self.rest_of_message(sent) as u32;
             self.out.drain(..sent);
             sent
         } else {
@@ -378,8 +407,14 @@ impl Connection {
     }
 
     /// Live update: what the previous daemon had read from this peer and
-    /// not executed, and had queued for it and not sent.
-    pub fn restore_buffers(&mut self, input: &[u8], output: &[u8]) -> Result<(), String> {
+    /// not executed, and had queued for it and not sent (its first
+    /// `partial` bytes the end of a message begun).
+    pub fn restore_buffers(
+        &mut self,
+        input: &[u8],
+        output: &[u8],
+        partial: usize,
+    ) -> Result<(), String> {
         let mut rest = input;
         while !rest.is_empty() {
             let n = self
@@ -394,6 +429,9 @@ impl Connection {
                 return Err(format!("{} bytes of buffered input do not fit", rest.len()));
             }
             rest = &rest[n..];
+        }
+        if self.out.is_empty() {
+            self.out_head_partial = partial as u32;
         }
         self.out.extend_from_slice(output);
         Ok(())
@@ -456,7 +494,80 @@ impl Connection {
 
 #[cfg(test)]
 mod tests {
-    use super::SpareOutput;
+    use super::{Connection, SpareOutput};
+    use crate::conn::transport::Transport;
+    use crate::wire::{frame, HEADER_LEN};
+    use std::io;
+
+    /// A peer the tests write for by hand.
+    struct Quiet;
+
+    impl Transport for Quiet {
+        fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+            Err(io::ErrorKind::WouldBlock.into())
+        }
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::ErrorKind::WouldBlock.into())
+        }
+        fn source(&mut self) -> &mut dyn mio::event::Source {
+            unreachable!("no event loop here")
+        }
+        fn kind(&self) -> &'static str {
+            "socket"
+        }
+        fn peer(&self) -> String {
+            "test".into()
+        }
+        fn pid(&self) -> u32 {
+            0
+        }
+    }
+
+    fn queue(c: &mut Connection, spare: &mut SpareOutput, payload_len: usize) {
+        frame::encode(c.output(spare), 2, 1, 0, &[&vec![b'x'; payload_len]]);
+    }
+
+    /// A live update hands on where the message a peer has part of ends:
+    /// mid-message after a partial write, after a MiB sent was dropped from
+    /// the buffer's head, and after a restore that began with a partial one.
+    #[test]
+    fn the_partial_message_is_known_wherever_writing_stopped() {
+        let mut spare = SpareOutput::default();
+        let mut c = Connection::new(1, 0, true, None, Box::new(Quiet));
+        queue(&mut c, &mut spare, 10);
+        queue(&mut c, &mut spare, 3000);
+        assert_eq!(c.pending_partial(), 0);
+        c.consumed(5, &mut spare);
+        assert_eq!(c.pending_partial(), HEADER_LEN + 10 - 5);
+        c.consumed(HEADER_LEN + 10 - 5, &mut spare);
+        assert_eq!(c.pending_partial(), 0);
+        c.consumed(100, &mut spare);
+        assert_eq!(c.pending_partial(), HEADER_LEN + 3000 - 100);
+
+        // Past a MiB sent, the sent part leaves the buffer mid-message.
+        let mut c = Connection::new(2, 0, true, None, Box::new(Quiet));
+        for _ in 0..300 {
+            queue(&mut c, &mut spare, 4000);
+        }
+        let message = HEADER_LEN + 4000;
+        let sent = (1 << 20) + 7;
+        c.consumed(sent, &mut spare);
+        assert!(c.pending().len() < 300 * message - sent + 1, "not drained");
+        assert_eq!(c.pending_partial(), message - sent % message);
+        c.consumed(message - sent % message + 3, &mut spare);
+        assert_eq!(c.pending_partial(), message - 3);
+
+        // Restored with the end of a message first.
+        let mut c = Connection::new(3, 0, true, None, Box::new(Quiet));
+        let mut output = vec![b'y'; 9];
+        frame::encode(&mut output, 2, 1, 0, &[b"ok\0"]);
+        c.restore_buffers(&[], &output, 9).unwrap();
+        assert_eq!(c.pending_partial(), 9);
+        c.consumed(4, &mut spare);
+        assert_eq!(c.pending_partial(), 5);
+        c.consumed(5, &mut spare);
+        assert_eq!(c.pending_partial(), 0);
+    }
 
     /// What waits between connections is bounded: an empty buffer or a
     /// backlog's big one is not kept, nor more than `BUFFERS`; what is

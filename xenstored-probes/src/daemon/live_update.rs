@@ -425,7 +425,10 @@ impl Daemon {
                 kind,
                 input: c.unexecuted().to_vec(),
                 output,
-                partial: 0,
+                // A message the peer has part of: the stream says where it
+                // ends, so the next image resumes it rather than reading
+                // its middle as a header.
+                partial: c.pending_partial() as u16,
             });
             for w in self.watches.of(c.id) {
                 let home = path::domain_path(c.domid());

@@ -160,7 +160,7 @@ impl Daemon {
                 },
             );
         }
-        c.restore_buffers(&conn.input, &conn.output)?;
+        c.restore_buffers(&conn.input, &conn.output, conn.partial.into())?;
         Self::mark_dirty(&mut self.effects, c);
         Ok(())
     }
