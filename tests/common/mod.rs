@@ -50,6 +50,27 @@ pub fn need_root(test: &str) -> bool {
     false
 }
 
+/// True when root, tracefs and every one of `tools` are there (.ci/setup
+/// installs them); a loud skip when not and CI is unset; a failure under CI.
+pub fn need_tools(test: &str, tools: &[&str]) -> bool {
+    if !need_root(test) {
+        return false;
+    }
+    let missing: Vec<&str> = tools
+        .iter()
+        .copied()
+        .filter(|p| !std::path::Path::new(p).exists())
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("{test}: missing {missing:?} (run .ci/setup), and CI is set: this test must run");
+    }
+    eprintln!("\n*** SKIPPING {test}: missing {missing:?} (CI unset; run .ci/setup) ***\n");
+    false
+}
+
 extern "C" {
     #[link_name = "geteuid"]
     fn libc_geteuid() -> u32;

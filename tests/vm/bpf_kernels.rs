@@ -13,7 +13,7 @@
 //! Needs root and apt-get (the kernels and QEMU come from Debian's archive
 //! into target/xen/cache and target/kernels). The VMs take turns.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -50,22 +50,10 @@ const EXPECTED: &[(&str, &str, &str)] = &[
     ("xenstore-rm", "1", "XS_TRANSACTION_END: T -> OK"),
 ];
 
-/// True when the prerequisites are there; a loud skip when they are not and
-/// CI is unset; a failure under CI.
+/// Root, tracefs, apt-get (the kernels come from Debian's archive) and
+/// xenstore-utils (its clients run in the VM).
 fn prerequisites(test: &str) -> bool {
-    if !crate::common::need_root(test) {
-        return false;
-    }
-    if Path::new("/usr/bin/apt-get").exists() && Path::new("/usr/bin/xenstore").exists() {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("{test}: no apt-get or xenstore-utils (run .ci/setup), and CI is set: this test must run");
-    }
-    eprintln!(
-        "\n*** SKIPPING {test}: no apt-get or xenstore-utils (CI unset; run .ci/setup) ***\n"
-    );
-    false
+    crate::common::need_tools(test, &["/usr/bin/apt-get", "/usr/bin/xenstore"])
 }
 
 /// What one boot left in its --out directory.

@@ -41,7 +41,7 @@ mod metrics;
 use crate::common::process::BoundedOutput;
 use crate::common::timeline::{assert_flows_paired, chromium, console_messages, names_of};
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -68,30 +68,18 @@ const STEPS: &[&str] = &[
     "xenstored-alive",
 ];
 
-/// True when the prerequisites are there; a loud skip when they are not and
-/// CI is unset; a failure under CI.
+/// Root, tracefs and the tools a boot uses (4.17's dom0 tools are the
+/// host's; 4.20's are fetched).
 fn prerequisites(test: &str) -> bool {
-    if !crate::common::need_root(test) {
-        return false;
-    }
-    // 4.17's dom0 tools are the host's (4.20's are fetched).
-    let missing: Vec<&str> = [
-        "/usr/bin/apt-get",
-        "/usr/bin/dpkg-deb",
-        "/usr/lib/xen-4.17/bin/xl",
-        "/usr/bin/promtool",
-    ]
-    .into_iter()
-    .filter(|p| !Path::new(p).exists())
-    .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("{test}: missing {missing:?} (run .ci/setup), and CI is set: this test must run");
-    }
-    eprintln!("\n*** SKIPPING {test}: missing {missing:?} (CI unset; run .ci/setup) ***\n");
-    false
+    crate::common::need_tools(
+        test,
+        &[
+            "/usr/bin/apt-get",
+            "/usr/bin/dpkg-deb",
+            "/usr/lib/xen-4.17/bin/xl",
+            "/usr/bin/promtool",
+        ],
+    )
 }
 
 /// What one run left in its --out directory.

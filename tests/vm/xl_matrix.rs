@@ -25,7 +25,7 @@ mod traffic;
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
 use traffic::Steps;
@@ -69,25 +69,14 @@ const STEPS: &[&str] = &[
 ];
 
 fn prerequisites(test: &str) -> bool {
-    if !crate::common::need_root(test) {
-        return false;
-    }
-    let missing: Vec<&str> = [
-        "/usr/bin/apt-get",
-        "/usr/bin/dpkg-deb",
-        "/usr/lib/xen-4.17/bin/xl",
-    ]
-    .into_iter()
-    .filter(|p| !Path::new(p).exists())
-    .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("{test}: missing {missing:?} (run .ci/setup), and CI is set: this test must run");
-    }
-    eprintln!("\n*** SKIPPING {test}: missing {missing:?} (CI unset; run .ci/setup) ***\n");
-    false
+    crate::common::need_tools(
+        test,
+        &[
+            "/usr/bin/apt-get",
+            "/usr/bin/dpkg-deb",
+            "/usr/lib/xen-4.17/bin/xl",
+        ],
+    )
 }
 
 /// What one boot left in its --out directory.
