@@ -426,10 +426,20 @@ fn hand_over(
         };
         let channels = opened
             .map_err(|e| format!("event channels for the target: {e}"))
-            .and_then(|mut s| {
-                let ports = server.daemon_mut().move_ring_channels(&mut s)?;
-                Ok((s, ports))
-            });
+            .and_then(
+                |mut s| match server.daemon_mut().move_ring_channels(&mut s) {
+                    Ok(ports) => Ok((s, ports)),
+                    Err((why, moved)) => {
+                        // Closing the shared fd unbinds what moved there, so
+                        // each can be bound back on its own.
+                        drop(s);
+                        server
+                            .daemon_mut()
+                            .move_ring_channels_back(moved.keys().copied());
+                        Err(why)
+                    }
+                },
+            );
         match channels {
             Ok((s, ports)) => (shared, moved) = (Some(s), ports),
             Err(why) => {

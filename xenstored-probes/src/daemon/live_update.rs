@@ -331,12 +331,12 @@ impl Daemon {
 
     /// For a target that takes every ring's event channel on one fd (C
     /// xenstored): binds each ring's on `shared` instead of its own; the
-    /// local ports there by connection id. On an error the moved ones are
-    /// moved back.
+    /// local ports there by connection id. On an error, why and the ones
+    /// moved already: close `shared`, then move those back.
     pub fn move_ring_channels(
         &mut self,
         shared: &mut SharedChannels,
-    ) -> Result<HashMap<u32, u32>, String> {
+    ) -> Result<HashMap<u32, u32>, (String, HashMap<u32, u32>)> {
         let mut moved = HashMap::new();
         for id in self.conn_ids() {
             let Some(c) = self.conns.get_mut(&id) else {
@@ -349,8 +349,8 @@ impl Daemon {
                     moved.insert(id, port);
                 }
                 Some(Err(e)) => {
-                    self.move_ring_channels_back(moved.keys().copied());
-                    return Err(format!("domain {domid}'s ring's event channel: {e}"));
+                    let why = format!("domain {domid}'s ring's event channel: {e}");
+                    return Err((why, moved));
                 }
             }
         }
