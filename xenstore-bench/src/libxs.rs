@@ -34,20 +34,16 @@ pub fn build(dir: &Path) -> Result<PathBuf> {
 
 /// `write` or `read` workload for `duration` through libxenstore.
 pub fn run(exe: &Path, socket: &Path, write: bool, duration: Duration, pin: Pin) -> Result<Sample> {
-    let mut cmd = match pin {
-        Pin::Cpu0 => {
-            let mut c = Command::new("taskset");
-            c.args(["-c", "0"]).arg(exe);
-            c
-        }
-        Pin::Free => Command::new(exe),
-    };
-    let out = cmd
+    // The child takes this thread's CPUs at fork: pinned as affinity.rs
+    // pins every client, and this thread freed again after.
+    pin.apply_here()?;
+    let out = Command::new(exe)
         .arg(if write { "write" } else { "read" })
         .arg(duration.as_secs_f64().to_string())
         .env("XENSTORED_PATH", socket)
-        .output()
-        .with_context(|| format!("run {}", exe.display()))?;
+        .output();
+    Pin::Free.apply_here()?;
+    let out = out.with_context(|| format!("run {}", exe.display()))?;
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         bail!(
