@@ -6,12 +6,17 @@
 //!
 //! As C, `-s` is answered only by the new image ("OK", in the stream), or
 //! with why not; while transactions are open it waits up to `-t` seconds
-//! (the event loop checks it every second). Better than C: the target is
-//! checked when named, read but never run (another shim, or C xenstored
-//! with live update; anything else is refused before anything changes).
+//! (the event loop checks it every second). Into oxenstored, as oxenstored
+//! does: every `-s` is answered "BUSY" until the exec, and the new image
+//! answers the one xenstore-control repeats "OK"; it waits for bytes in
+//! flight as for transactions, its dump holding none. Better than C: the
+//! target is checked when named, read but never run (another shim, C
+//! xenstored or oxenstored with live update; anything else is refused
+//! before anything changes).
 
 use super::{Call, Daemon};
 use crate::conn::transport::SharedChannels;
+use crate::migration::oxenstored::{self, DomChannel};
 use crate::migration::stream::{self, ConnKind, Global, State};
 use crate::store::perms::{IGNORE, READ, WRITE};
 use crate::wire::frame;
@@ -30,8 +35,12 @@ pub struct Session {
     pub cmdline: Option<String>,
     /// When `-s` first came: open transactions get `-t` seconds from then.
     started: Option<Instant>,
-    /// The `-s` request, unanswered while transactions are open.
+    /// The `-s` request, unanswered while transactions are open (into
+    /// oxenstored: answered "BUSY", waiting all the same).
     held: Option<Held>,
+    /// Into oxenstored: why the update did not happen, the answer to the
+    /// next `-s`.
+    result: Option<String>,
 }
 
 #[derive(Clone, Copy)]
@@ -72,6 +81,10 @@ pub enum Target {
     /// /dev/xen/evtchn fd the GLOBAL record names, and domain 0's ring
     /// connection in it (it never introduces dom0 on a live update).
     C,
+    /// oxenstored 4.15 or later (4.17 tested): reads its own dump with
+    /// `--live --restart`, every ring's channel and VIRQ_DOM_EXC bound on
+    /// the one evtchn fd it names, each ring's page mapped by its frame.
+    Oxenstored,
 }
 
 /// What `target` is, or why it cannot take this daemon's state.
@@ -104,11 +117,17 @@ fn recognise_target(target: &Path) -> Result<Target, String> {
             stream::VERSION
         ))
     } else if has("Live reload: database loaded") {
-        Err(format!(
-            "The target is not xenstored-shim but {}, which cannot take this daemon's \
-             state yet: the shim does not write oxenstored's dump.",
-            named("oxenstored")
-        ))
+        // Its dump names the evtchn fd since live update came (4.15).
+        if has("evtchn-dev,") {
+            Ok(Target::Oxenstored)
+        } else {
+            Err(format!(
+                "The target is not xenstored-shim but {}, which cannot take this daemon's \
+                 state: it has no live update (oxenstored's dump names its event \
+                 channels since 4.15).",
+                named("oxenstored")
+            ))
+        }
     } else if has("talloc_new: ") && has("xenstored") {
         // C's live-update reader opens "<rootdir>/state_dump" (4.15 on).
         if has("%s/state_dump") {
@@ -159,6 +178,10 @@ impl Daemon {
                     Ok(kind) => kind,
                     Err(why) => return Some(why),
                 };
+                // Said now, and again when -s finds no transaction open.
+                if let Some(why) = self.cannot_take(kind) {
+                    return Some(why);
+                }
                 self.live = Some(Session {
                     conn: call.conn,
                     target,
@@ -166,6 +189,7 @@ impl Daemon {
                     cmdline: None,
                     started: None,
                     held: None,
+                    result: None,
                 });
                 text("OK")
             }
@@ -185,6 +209,14 @@ impl Daemon {
             [b"-s", ..] if self.live.is_none() && self.live_completed => {
                 self.live_completed = false;
                 text("OK")
+            }
+            [b"-s", ..]
+                if self
+                    .live
+                    .as_ref()
+                    .is_some_and(|s| mine && s.result.is_some()) =>
+            {
+                self.live.take().and_then(|s| s.result)
             }
             [b"-s", opts @ ..] if mine => self.live_update_start(call, opts),
             _ => text("Not in live-update session."),
@@ -209,6 +241,10 @@ impl Daemon {
             }
         }
         let session = self.live.as_mut()?;
+        if session.kind == Target::Oxenstored && session.held.is_some() {
+            // xenstore-control asking again: the first -s's timeout holds.
+            return Some("BUSY".to_string());
+        }
         session.started.get_or_insert_with(Instant::now);
         session.held = Some(Held {
             serial: call.serial,
@@ -216,6 +252,10 @@ impl Daemon {
             timeout: Duration::from_secs(timeout),
             force,
         });
+        if session.kind == Target::Oxenstored {
+            // The event loop checks it after this pass, the BUSY written.
+            return Some("BUSY".to_string());
+        }
         self.live_update_check();
         None
     }
@@ -242,24 +282,38 @@ impl Daemon {
             .filter(|c| !c.transactions.is_empty())
             .map(|c| c.domid())
             .collect();
+        let in_flight = match session.kind {
+            Target::Oxenstored => self.bytes_in_flight(session.conn),
+            _ => Vec::new(),
+        };
         let late = session.started.is_some_and(|t| t.elapsed() >= held.timeout);
-        if !open.is_empty() && !late {
+        if (!open.is_empty() || !in_flight.is_empty()) && !late {
             return;
         }
         let session = self.live.take().expect("checked above");
-        let refused = if session.kind == Target::C {
-            self.c_cannot_take()
-        } else {
-            None
-        };
+        let refused = self.cannot_take(session.kind).or_else(|| {
+            if !in_flight.is_empty() {
+                Some(format!(
+                    "Domains with bytes in flight: {in_flight:?} (oxenstored takes none)"
+                ))
+            } else if !open.is_empty() && !held.force {
+                Some(format!(
+                    "Domains with long running transactions: {open:?} (-F drops them)"
+                ))
+            } else {
+                None
+            }
+        });
         if let Some(why) = refused {
-            let mut reply = why.into_bytes();
-            reply.push(0);
-            self.respond(session.conn, held.serial, &held.header, Ok(&reply));
-            return;
-        }
-        if !open.is_empty() && !held.force {
-            let why = format!("Domains with long running transactions: {open:?} (-F drops them)");
+            if session.kind == Target::Oxenstored {
+                // -s was answered BUSY: the next one hears why.
+                self.live = Some(Session {
+                    held: None,
+                    result: Some(why),
+                    ..session
+                });
+                return;
+            }
             let mut reply = why.into_bytes();
             reply.push(0);
             self.respond(session.conn, held.serial, &held.header, Ok(&reply));
@@ -278,6 +332,15 @@ impl Daemon {
             kind: session.kind,
             cmdline: session.cmdline,
         });
+    }
+
+    /// Why `kind` could not take this daemon's state now, if it could not.
+    fn cannot_take(&self, kind: Target) -> Option<String> {
+        match kind {
+            Target::C => self.c_cannot_take(),
+            Target::Oxenstored => self.oxenstored_cannot_take(),
+            Target::Shim => None,
+        }
     }
 
     /// Why C xenstored (4.17 to 4.20) could not restore this store, if it
@@ -304,6 +367,33 @@ impl Daemon {
         None
     }
 
+    /// Domains whose connections hold bytes oxenstored's dump cannot carry:
+    /// output not yet written (but `own`'s, the session's: its "BUSY" is
+    /// written before the exec) or input not yet executed.
+    fn bytes_in_flight(&self, own: u32) -> Vec<u32> {
+        self.conn_ids()
+            .iter()
+            .filter_map(|id| self.conns.get(id))
+            .filter(|c| (c.id != own && !c.pending().is_empty()) || !c.unexecuted().is_empty())
+            .map(|c| c.domid())
+            .collect()
+    }
+
+    /// Why oxenstored (4.17) could not take this daemon's state, if it
+    /// could not: its dump has no SET_TARGET (it refuses its own update
+    /// then).
+    fn oxenstored_cannot_take(&self) -> Option<String> {
+        let acting = self.conn_ids().into_iter().find_map(|id| {
+            let c = self.conns.get(&id)?;
+            c.ident.target.map(|t| (c.domid(), t))
+        })?;
+        Some(format!(
+            "oxenstored cannot take this daemon's state: domain {} acts for domain {} \
+             (SET_TARGET), which its dump cannot say.",
+            acting.0, acting.1
+        ))
+    }
+
     /// This image took over from oxenstored, whose `xenstore-control`
     /// repeats `-s` until the new image answers "OK".
     pub fn live_update_completed(&mut self) {
@@ -322,8 +412,21 @@ impl Daemon {
     }
 
     /// The exec did not happen: this daemon goes on serving, and the `-s`
-    /// request is answered with why.
+    /// request is answered with why (into oxenstored, whose `-s` was
+    /// answered BUSY, the next one).
     pub fn live_update_failed(&mut self, ready: &Ready, why: &str) {
+        if ready.kind == Target::Oxenstored {
+            self.live = Some(Session {
+                conn: ready.conn,
+                target: ready.target.clone(),
+                kind: ready.kind,
+                cmdline: ready.cmdline.clone(),
+                started: None,
+                held: None,
+                result: Some(why.to_string()),
+            });
+            return;
+        }
         let mut reply = why.as_bytes().to_vec();
         reply.push(0);
         self.respond(ready.conn, ready.serial, &ready.header, Ok(&reply));
@@ -379,7 +482,10 @@ impl Daemon {
     /// queued last on its connection, and every node, parents first.
     /// `channels`: the shared event-channel fd and each ring's local port
     /// on it, for a target that takes them so (else each ring is named by
-    /// its domain's port, which the next shim binds again).
+    /// its domain's port, which the next shim binds again). Into
+    /// oxenstored the rings name their domain's port all the same (the
+    /// local ones go in [`Daemon::oxenstored_dump`]), and no "OK" waits:
+    /// oxenstored answers the next `-s` itself.
     pub fn export_state(
         &self,
         listener: i32,
@@ -394,8 +500,10 @@ impl Daemon {
             ..State::default()
         };
         let port_of = |id: u32, domid: u32| match channels {
-            Some((_, ports)) => ports.get(&id).copied().unwrap_or(0),
-            None => self.domains.get(domid).map_or(0, |d| d.port),
+            Some((_, ports)) if ready.kind != Target::Oxenstored => {
+                ports.get(&id).copied().unwrap_or(0)
+            }
+            _ => self.domains.get(domid).map_or(0, |d| d.port),
         };
         for c in self.conn_ids().iter().filter_map(|id| self.conns.get(id)) {
             let kind = match c.transport().inherited_fd() {
@@ -410,7 +518,7 @@ impl Daemon {
                 None => continue,
             };
             let mut output = c.pending().to_vec();
-            if c.id == ready.conn {
+            if c.id == ready.conn && ready.kind != Target::Oxenstored {
                 let h = &ready.header;
                 frame::encode(
                     &mut output,
@@ -446,7 +554,8 @@ impl Daemon {
         // C introduces domain 0 only at a fresh start, from the stream on
         // a live update: without it, it dereferences a null domain. Port 0
         // (no ring served here, in the simulation) it takes as a ring to
-        // ignore.
+        // ignore; so does oxenstored, which reads dom0's own port from
+        // /proc/xen/xsd_port.
         let has_dom0 = state
             .connections
             .iter()
@@ -484,6 +593,34 @@ impl Daemon {
             todo.extend(kids);
         }
         state
+    }
+}
+
+impl Daemon {
+    /// `state` (from [`Daemon::export_state`]) as oxenstored's dump:
+    /// every ring's channel bound on `state`'s evtchn fd at its port in
+    /// `local` (by connection id), VIRQ_DOM_EXC at `virq_port`.
+    pub fn oxenstored_dump(
+        &self,
+        state: &State,
+        virq_port: u32,
+        local: &HashMap<u32, u32>,
+    ) -> Result<String, String> {
+        let channels = state
+            .connections
+            .iter()
+            .filter_map(|c| match c.kind {
+                ConnKind::Ring { domid, .. } => Some((
+                    c.id,
+                    DomChannel {
+                        mfn: self.domains.get(domid.into()).map_or(0, |d| d.gfn),
+                        local_port: local.get(&c.id).copied().unwrap_or(0),
+                    },
+                )),
+                ConnKind::Socket { .. } => None,
+            })
+            .collect();
+        oxenstored::write(state, virq_port, &channels)
     }
 }
 
@@ -533,6 +670,8 @@ mod tests {
         let c = b"\x7fELF libxenctrl.so.4.17\0 talloc_new: xenstored_core.c %s/state_dump";
         assert_eq!(recognise("c", c), Ok(Target::C));
         assert_eq!(recognise("shim", IMAGE_MARK.as_bytes()), Ok(Target::Shim));
+        let ox = b"libxenctrl.so.4.17\0 Live reload: database loaded evtchn-dev,%d,%d";
+        assert_eq!(recognise("ox", ox), Ok(Target::Oxenstored));
         let cases: [(&str, &[u8], &str); 4] = [
             (
                 "old-shim",
@@ -545,9 +684,9 @@ mod tests {
                 "C xenstored 4.14, which cannot take this daemon's state: it has no live update",
             ),
             (
-                "ox",
-                b"libxenctrl.so.4.17\0 Live reload: database loaded",
-                "oxenstored 4.17, which cannot take this daemon's state yet",
+                "old-ox",
+                b"libxenctrl.so.4.14\0 Live reload: database loaded",
+                "oxenstored 4.14, which cannot take this daemon's state: it has no live update",
             ),
             (
                 "other",
