@@ -196,14 +196,28 @@ fn c_xenstored_update_into_the_shim(release: Release) {
 #[test]
 fn the_shim_gives_the_host_back_to_c_xenstored() {
     let test = "the_shim_gives_the_host_back_to_c_xenstored";
-    if !upstream::available(Flavor::C, test) {
-        return;
+    if upstream::available(Flavor::C, test) {
+        give_back_to_c(Release::Xen417);
     }
+}
+
+/// The same with Debian 13's C xenstored 4.20, which runs under trixie's
+/// loader: the shim is given the loader, `-c` naming the program (which
+/// the shim recognises as it would the file itself) and its arguments.
+#[test]
+fn the_shim_gives_the_host_back_to_c_xenstored_420() {
+    let peer = Peer::c(Release::Xen420);
+    if upstream::available(peer, "the_shim_gives_the_host_back_to_c_xenstored_420") {
+        give_back_to_c(Release::Xen420);
+    }
+}
+
+fn give_back_to_c(release: Release) {
     let ring_dir = xenstore_testkit::daemon::scratch_dir("give-back-rings").unwrap();
     let rings = ring_dir.to_str().unwrap();
     // The shim C execs keeps its rings under its run dir: the same.
     let env = [("XENSTUB_RING_DIR", rings), ("XENSTORED_RUNDIR", rings)];
-    let mut c = Upstream::start_with_env(Flavor::C, &[], &env);
+    let mut c = Upstream::start_with_env(Peer::c(release), &[], &env);
     c.run("xenstore-write", &["/local/domain/7/data", "seven"]);
     let watcher = c.watch(&["/local/domain/7"]);
     watcher.line(0, crate::common::TIMEOUT);
@@ -226,30 +240,56 @@ fn the_shim_gives_the_host_back_to_c_xenstored() {
         .expect("the watch's first event");
     let before = store_but_probe(&c);
     let pid = c.pid();
-    let update = |c: &Upstream, target: &Path| {
+    let update = |c: &Upstream, target: &Path, cmdline: Option<&str>| {
+        let mut control = release.command(&release.program("xenstore-control"));
+        control.env("XENSTORED_PATH", &c.socket).arg("live-update");
+        if let Some(words) = cmdline {
+            control.args(["-c", words]);
+        }
         xenstore_testkit::process::output_within(
-            c.client("/usr/lib/xen-4.17/bin/xenstore-control")
-                .args(["live-update", "-t", "10", "-f"])
-                .arg(target),
+            control.args(["-t", "10", "-f"]).arg(target),
             Duration::from_secs(30),
         )
     };
     let shim = crate::common::bin("xenstored-shim");
-    let out = update(&c, &shim);
+    let out = update(&c, &shim, None);
     assert_updated(&mut c, &out, pid, &shim, &watcher);
     assert_eq!(guest.read(0, "data").unwrap(), "before", "{}", c.log());
-    let back = Path::new(upstream::C_XENSTORED);
+    // C as the harness started it: 4.20 through trixie's loader, whose
+    // words (--library-path DIR PROGRAM) lead -c's, C's own arguments after.
+    let program = release.program("xenstored");
+    let start = release.command(&program);
+    let back = PathBuf::from(start.get_program());
+    let pid_file = c.dir.join("pid");
+    let own_args = format!("-N -F {}", pid_file.display());
+    let cmdline = (back != program).then(|| {
+        let words: Vec<String> = start
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        format!("{} {own_args}", words.join(" "))
+    });
+    let update_back = |c: &Upstream| update(c, &back, cmdline.as_deref());
     // A node of a domain C has no connection for: C would die on it, so
     // the shim refuses, and serves on.
     c.run("xenstore-chmod", &["/local/domain/7/data", "n7"]);
-    let out = update(&c, back);
+    let out = update_back(&c);
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{said}");
     assert!(said.contains("owned by domain 7"), "{said}");
     assert_eq!(exe_of(pid), shim.canonicalize().unwrap());
     c.run("xenstore-chmod", &["/local/domain/7/data", "n0"]);
-    let out = update(&c, back);
-    assert_updated_back(&mut c, &out, pid, back, &watcher);
+    let out = update_back(&c);
+    assert_updated_back(&mut c, &out, pid, &back, &watcher);
+    let running = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    assert!(
+        running
+            .split(|&b| b == 0)
+            .any(|w| w == program.as_os_str().as_encoded_bytes()),
+        "C {} is not what runs: {:?}",
+        release.version(),
+        String::from_utf8_lossy(&running)
+    );
     guest.write(0, "data", "after").unwrap();
     let event = guest.next_event(crate::common::TIMEOUT).unwrap();
     assert_eq!(

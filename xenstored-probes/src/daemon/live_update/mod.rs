@@ -23,14 +23,21 @@ use crate::wire::frame;
 use crate::wire::path;
 use crate::wire::{Header, MsgType};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
+pub use target::Target;
+use target::{program_run_by_loader, recognise_target};
+
+mod target;
 
 /// A live-update session: one privileged connection's, from `-f` to exec.
 pub struct Session {
     conn: u32,
     pub target: PathBuf,
+    /// The program's, when `target` is the loader and `-c` named it.
     kind: Target,
+    /// `target` is the loader, running the program `-c` names.
+    via_loader: bool,
     /// `-c`: the new image's arguments instead of this one's.
     pub cmdline: Option<String>,
     /// When `-s` first came: open transactions get `-t` seconds from then.
@@ -41,6 +48,13 @@ pub struct Session {
     /// Into oxenstored: why the update did not happen, the answer to the
     /// next `-s`.
     result: Option<String>,
+}
+
+impl Session {
+    /// `-f` named the loader (whatever program `-c` has named since).
+    fn target_is_loader(&self) -> bool {
+        self.kind == Target::Loader || self.via_loader
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -60,106 +74,6 @@ pub struct Ready {
     pub target: PathBuf,
     pub kind: Target,
     pub cmdline: Option<String>,
-}
-
-/// What every shim image carries, so `-f` recognises one by reading the
-/// file rather than running it: a target that hangs or waits for input
-/// would stall the event loop, and every guest with it. The stream version
-/// is in it, so an image that cannot read this daemon's stream is refused.
-const IMAGE_MARK: &str = "xenstored-shim image: migration stream v1\0";
-const _: () = assert!(stream::VERSION == 1, "IMAGE_MARK names the stream version");
-
-/// What a live update's target is, as far as taking this daemon's state
-/// goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Target {
-    /// Another xenstored-shim: reads the stream and binds each ring's
-    /// event channel itself.
-    Shim,
-    /// C xenstored 4.15 or later (4.17 and 4.20 tested): reads the stream,
-    /// and takes every ring's event channel bound on the one
-    /// /dev/xen/evtchn fd the GLOBAL record names, and domain 0's ring
-    /// connection in it (it never introduces dom0 on a live update).
-    C,
-    /// oxenstored 4.15 or later (4.17 tested): reads its own dump with
-    /// `--live --restart`, every ring's channel and VIRQ_DOM_EXC bound on
-    /// the one evtchn fd it names, each ring's page mapped by its frame.
-    Oxenstored,
-}
-
-/// What `target` is, or why it cannot take this daemon's state.
-fn recognise_target(target: &Path) -> Result<Target, String> {
-    use std::os::unix::fs::PermissionsExt;
-    let Ok(meta) = std::fs::metadata(target) else {
-        return Err("File not accessible.".to_string());
-    };
-    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
-        return Err("File not executable.".to_string());
-    }
-    let Ok(image) = std::fs::read(target) else {
-        return Err("File not readable.".to_string());
-    };
-    // The mark is this function's own constant: any image that can carry
-    // out a live update holds it.
-    if memchr::memmem::find(&image, IMAGE_MARK.as_bytes()).is_some() {
-        return Ok(Target::Shim);
-    }
-    let has = |s: &str| memchr::memmem::find(&image, s.as_bytes()).is_some();
-    let release = xen_release(&image);
-    let named = |what: &str| match &release {
-        Some(r) => format!("{what} {r}"),
-        None => what.to_string(),
-    };
-    if has(IMAGE_MARK.trim_end_matches(|c: char| c.is_ascii_digit() || c == '\0')) {
-        Err(format!(
-            "The target is an xenstored-shim that reads another migration stream version \
-             (this daemon writes v{}).",
-            stream::VERSION
-        ))
-    } else if has("Live reload: database loaded") {
-        // Its dump names the evtchn fd since live update came (4.15).
-        if has("evtchn-dev,") {
-            Ok(Target::Oxenstored)
-        } else {
-            Err(format!(
-                "The target is not xenstored-shim but {}, which cannot take this daemon's \
-                 state: it has no live update (oxenstored's dump names its event \
-                 channels since 4.15).",
-                named("oxenstored")
-            ))
-        }
-    } else if has("talloc_new: ") && has("xenstored") {
-        // C's live-update reader opens "<rootdir>/state_dump" (4.15 on).
-        if has("%s/state_dump") {
-            Ok(Target::C)
-        } else {
-            Err(format!(
-                "The target is not xenstored-shim but {}, which cannot take this daemon's \
-                 state: it has no live update (C xenstored reads the migration stream \
-                 since 4.15).",
-                named("C xenstored")
-            ))
-        }
-    } else {
-        Err(
-            "The target is not xenstored-shim, C xenstored or oxenstored (or not one \
-             that reads this daemon's migration stream)."
-                .to_string(),
-        )
-    }
-}
-
-/// The Xen release an upstream image was built for, by the libxenctrl it
-/// links ("libxenctrl.so.4.17").
-fn xen_release(image: &[u8]) -> Option<String> {
-    const LIB: &[u8] = b"libxenctrl.so.";
-    let at = memchr::memmem::find(image, LIB)? + LIB.len();
-    let version: String = image[at..]
-        .iter()
-        .take_while(|b| b.is_ascii_digit() || **b == b'.')
-        .map(|&b| b as char)
-        .collect();
-    (!version.is_empty()).then_some(version)
 }
 
 impl Daemon {
@@ -186,6 +100,7 @@ impl Daemon {
                     conn: call.conn,
                     target,
                     kind,
+                    via_loader: false,
                     cmdline: None,
                     started: None,
                     held: None,
@@ -194,8 +109,24 @@ impl Daemon {
                 text("OK")
             }
             [b"-c", cmdline] if mine => {
+                let cmdline = String::from_utf8_lossy(cmdline).into_owned();
+                let session = self.live.as_ref()?;
+                // Through the loader the program -c names is the target.
+                if session.target_is_loader() {
+                    let kind = match program_run_by_loader(&cmdline) {
+                        Ok(kind) => kind,
+                        Err(why) => return Some(why),
+                    };
+                    if let Some(why) = self.cannot_take(kind) {
+                        return Some(why);
+                    }
+                    if let Some(s) = self.live.as_mut() {
+                        s.kind = kind;
+                        s.via_loader = true;
+                    }
+                }
                 if let Some(s) = self.live.as_mut() {
-                    s.cmdline = Some(String::from_utf8_lossy(cmdline).into_owned());
+                    s.cmdline = Some(cmdline);
                 }
                 text("OK")
             }
@@ -241,6 +172,14 @@ impl Daemon {
             }
         }
         let session = self.live.as_mut()?;
+        if session.kind == Target::Loader {
+            self.live = None;
+            return Some(
+                "The target is the dynamic loader: -c must name the program it runs \
+                 (--library-path DIR PROGRAM ARGS...)."
+                    .to_string(),
+            );
+        }
         if session.kind == Target::Oxenstored && session.held.is_some() {
             // xenstore-control asking again: the first -s's timeout holds.
             return Some("BUSY".to_string());
@@ -339,7 +278,7 @@ impl Daemon {
         match kind {
             Target::C => self.c_cannot_take(),
             Target::Oxenstored => self.oxenstored_cannot_take(),
-            Target::Shim => None,
+            Target::Shim | Target::Loader => None,
         }
     }
 
@@ -420,6 +359,7 @@ impl Daemon {
                 conn: ready.conn,
                 target: ready.target.clone(),
                 kind: ready.kind,
+                via_loader: false,
                 cmdline: ready.cmdline.clone(),
                 started: None,
                 held: None,
@@ -647,56 +587,5 @@ fn node_record(path: &str, perms: &[crate::store::perms::Perm], value: &[u8]) ->
             .collect(),
         path: path.as_bytes().to_vec(),
         value: value.to_vec(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    /// `recognise_target` of an executable file holding `bytes`.
-    fn recognise(name: &str, bytes: &[u8]) -> Result<Target, String> {
-        let dir = std::env::temp_dir().join(format!("xss-lu-target-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join(name);
-        std::fs::write(&file, bytes).unwrap();
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
-        recognise_target(&file)
-    }
-
-    #[test]
-    fn targets_are_told_apart_by_what_their_files_hold() {
-        let c = b"\x7fELF libxenctrl.so.4.17\0 talloc_new: xenstored_core.c %s/state_dump";
-        assert_eq!(recognise("c", c), Ok(Target::C));
-        assert_eq!(recognise("shim", IMAGE_MARK.as_bytes()), Ok(Target::Shim));
-        let ox = b"libxenctrl.so.4.17\0 Live reload: database loaded evtchn-dev,%d,%d";
-        assert_eq!(recognise("ox", ox), Ok(Target::Oxenstored));
-        let cases: [(&str, &[u8], &str); 4] = [
-            (
-                "old-shim",
-                b"xenstored-shim image: migration stream v0\0",
-                "reads another migration stream version (this daemon writes v1)",
-            ),
-            (
-                "old-c",
-                b"libxenctrl.so.4.14\0 talloc_new: xenstored",
-                "C xenstored 4.14, which cannot take this daemon's state: it has no live update",
-            ),
-            (
-                "old-ox",
-                b"libxenctrl.so.4.14\0 Live reload: database loaded",
-                "oxenstored 4.14, which cannot take this daemon's state: it has no live update",
-            ),
-            (
-                "other",
-                b"#!/bin/sh\n",
-                "not xenstored-shim, C xenstored or oxenstored",
-            ),
-        ];
-        for (name, bytes, why) in cases {
-            let said = recognise(name, bytes).unwrap_err();
-            assert!(said.contains(why), "{name}: {said}");
-        }
     }
 }
