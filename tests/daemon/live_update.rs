@@ -226,6 +226,9 @@ fn give_back_to_c(release: Release) {
     releases.line(0, crate::common::TIMEOUT);
     let mut dom0 = Xs::connect(&c.socket).unwrap();
     dom0.timeout = crate::common::TIMEOUT;
+    // As xenconsoled's: a client connected throughout, whose library
+    // writes a request's header and body apart.
+    let mut console = std::os::unix::net::UnixStream::connect(&c.socket).unwrap();
     let mut guest = boot::boot(&mut dom0, &ring_dir, 5, crate::common::TIMEOUT).unwrap();
     // As the toolstack writes them: where the shim finds the ring again.
     dom0.write(0, "/local/domain/5/store/ring-ref", &boot::GFN.to_string())
@@ -289,6 +292,15 @@ fn give_back_to_c(release: Release) {
         "C {} is not what runs: {:?}",
         release.version(),
         String::from_utf8_lossy(&running)
+    );
+    let reply = request_in_two_writes(&mut console, b"/local/domain/7/data\0");
+    assert_eq!(
+        reply,
+        Ok(b"seven".to_vec()),
+        "a connection handed back lost on a request written in two parts \
+         (C reads the body right after the header: a socket left non-blocking \
+         gives it EAGAIN, which it takes for the client gone)\n{}",
+        c.log()
     );
     guest.write(0, "data", "after").unwrap();
     let event = guest.next_event(crate::common::TIMEOUT).unwrap();
@@ -378,6 +390,46 @@ fn the_shim_gives_the_host_back_to_oxenstored() {
     xenstore_guest::sim::SimGuest::destroy(&ring_dir, 5).unwrap();
     let fired = releases.line(seen, crate::common::TIMEOUT);
     assert!(fired.starts_with("@releaseDomain"), "{fired}");
+}
+
+/// XS_READ of `path` (NUL-terminated) on `stream`, its header written
+/// alone and its body once the daemon has taken the header (the socket's
+/// unread bytes gone): the value read, or what came instead.
+fn request_in_two_writes(
+    stream: &mut std::os::unix::net::UnixStream,
+    path: &[u8],
+) -> Result<Vec<u8>, String> {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use xenstore_proto::wire::{MsgType, HEADER_LEN};
+    stream
+        .set_read_timeout(Some(crate::common::TIMEOUT))
+        .unwrap();
+    let request = crate::common::wire::message(MsgType::Read as u32, 77, 0, path);
+    let (header, body) = request.split_at(HEADER_LEN);
+    stream.write_all(header).map_err(|e| e.to_string())?;
+    let unread = || {
+        let mut n: libc::c_int = 0;
+        // SAFETY: SIOCOUTQ writes one int: the bytes the peer has not read.
+        unsafe { libc::ioctl(stream.as_raw_fd(), libc::TIOCOUTQ, &mut n) };
+        n
+    };
+    xenstore_testkit::wait::wait_for(
+        "the daemon to read the header",
+        crate::common::TIMEOUT,
+        || unread() == 0,
+    );
+    stream
+        .write_all(body)
+        .map_err(|e| format!("writing the body: {e}"))?;
+    let (h, value) = xenstore_proto::exchange::read_reply(stream).map_err(|e| e.to_string())?;
+    if h.ty != MsgType::Read as u32 {
+        return Err(format!(
+            "reply {h:?}: {:?}",
+            String::from_utf8_lossy(&value)
+        ));
+    }
+    Ok(value)
 }
 
 /// SET_TARGET(domid, target) from dom0 over `d`'s socket (no client

@@ -116,6 +116,11 @@ fn exec_with(
         ptrs.push(std::ptr::null());
         for &fd in &fds {
             set_cloexec(fd, false)?;
+            // Upstream's sockets block: C's read of a request's body
+            // takes EAGAIN (its header came alone) for the peer gone,
+            // and drops the client (xenconsoled, whose @releaseDomain
+            // then never comes); oxenstored drops it on any EAGAIN.
+            set_nonblocking(fd, false)?;
         }
         // SAFETY: argv's strings live across the call and the pointer list
         // ends with NULL; execv only returns on failure.
@@ -125,9 +130,28 @@ fn exec_with(
     .unwrap_err();
     for &fd in &fds {
         let _ = set_cloexec(fd, true);
+        let _ = set_nonblocking(fd, true);
     }
     let _ = std::fs::remove_file(file);
     err
+}
+
+fn set_nonblocking(fd: i32, on: bool) -> io::Result<()> {
+    // SAFETY: fcntl on an fd number; a closed one fails with EBADF.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let flags = if on {
+        flags | libc::O_NONBLOCK
+    } else {
+        flags & !libc::O_NONBLOCK
+    };
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 #[cfg(test)]
