@@ -3,6 +3,7 @@
 //! --metrics costs the daemon per op, against full tracing.
 
 use crate::metrics_mode::{ExporterAt, MetricsResult, CAP, DOMAINS};
+use crate::scale::GoalRow;
 use anyhow::Result;
 
 /// At 2 × DOMAINS live domains the exporter may hold this much more than
@@ -32,9 +33,6 @@ pub fn exporter_memory(m: &MetricsResult) -> String {
         one(&m.at_2000)
     )
 }
-
-/// A goal row: (what, target, measured, met).
-pub type GoalRow = (String, &'static str, String, Option<bool>);
 
 /// The section's goal rows beside report.rs's ops/s ones.
 pub fn goals(m: &MetricsResult) -> Vec<GoalRow> {

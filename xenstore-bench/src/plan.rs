@@ -8,15 +8,17 @@ use crate::daemons::Daemon;
 use crate::daemons::{self, cpu_ns};
 use crate::memory::{self, Rss};
 use crate::probe_loop::ProbeLoop;
+use crate::scale::{Scale, Size};
 use crate::stats::Sample;
 use crate::tracers::{Counts, Tracer, TracerKind, MARKER};
 use crate::uprobe::{BareUprobes, Fetch};
 use crate::workload::{self, Workload};
 use crate::{libxs, load};
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, ensure, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use xenstore_proto::Probe;
+use xenstore_testkit::upstream::Flavor;
 
 /// How long and how often.
 #[derive(Clone, Copy, Debug)]
@@ -96,47 +98,91 @@ pub fn run_case(
     Ok(sample)
 }
 
-/// Section 1: The shim against C xenstored and oxenstored, raw and libxenstore clients.
-pub fn throughput(b: &Builds, budget: &Budget, xs_load: Option<&Path>) -> Comparison {
-    let daemons = [
-        seeded(daemons::shim("shim", &b.shim)),
-        seeded(daemons::c_xenstored("C xenstored", None)),
-        seeded(daemons::oxenstored("oxenstored")),
-    ];
-    let mut cases = Vec::new();
-    let workloads: &[Workload] = if budget.quick {
-        &[Workload::Read, Workload::Write]
+/// Section 1: the shim against C xenstored and oxenstored, raw and
+/// libxenstore clients; at smoke size every workload at 1 and 2
+/// connections on the shim (and `--upstream`'s daemons). Every run must
+/// complete ops and connection 0's transactions all commit (its counter
+/// read back), or the section reports a failure.
+pub fn throughput(s: &Scale, budget: &Budget, xs_load: Option<&Path>) -> Comparison {
+    let smoke = s.size == Size::Smoke;
+    let upstream = if smoke {
+        s.upstream.clone()
     } else {
-        &Workload::ALL
+        vec![Flavor::C, Flavor::Ocaml]
     };
-    for &w in workloads {
-        cases.push(Case::raw(w, 1, Pin::Cpu0));
-        cases.push(Case::raw(w, 1, Pin::Free));
-        cases.push(Case::raw(w, MAX_CONNS, Pin::Free));
-    }
-    for w in [Workload::Read, Workload::Write] {
-        cases.push(Case {
-            client: Client::Libxenstore,
-            ..Case::raw(w, 1, Pin::Cpu0)
+    let mut daemons = vec![("shim", seeded(daemons::shim("shim", &s.shims[0].1)))];
+    for flavor in upstream {
+        daemons.push(match flavor {
+            Flavor::C => (
+                "C xenstored",
+                seeded(daemons::c_xenstored("C xenstored", None)),
+            ),
+            Flavor::Ocaml => ("oxenstored", seeded(daemons::oxenstored("oxenstored"))),
         });
     }
+    let mut cases = Vec::new();
+    if smoke {
+        for w in Workload::ALL {
+            cases.extend([1, 2].map(|conns| Case::raw(w, conns, Pin::Free)));
+        }
+    } else {
+        let workloads: &[Workload] = if budget.quick {
+            &[Workload::Read, Workload::Write]
+        } else {
+            &Workload::ALL
+        };
+        for &w in workloads {
+            cases.push(Case::raw(w, 1, Pin::Cpu0));
+            cases.push(Case::raw(w, 1, Pin::Free));
+            cases.push(Case::raw(w, MAX_CONNS, Pin::Free));
+        }
+        for w in [Workload::Read, Workload::Write] {
+            cases.push(Case {
+                client: Client::Libxenstore,
+                ..Case::raw(w, 1, Pin::Cpu0)
+            });
+        }
+    }
+    let labels: Vec<&str> = daemons.iter().map(|d| d.0).collect();
     let mut counts = Vec::new();
-    Comparison::run(
-        "throughput",
-        &["shim", "C xenstored", "oxenstored"],
-        cases,
-        budget.rounds,
-        |case, k| {
-            run_case(
-                get(&daemons[k])?,
-                case,
-                budget.run,
-                xs_load,
-                None,
-                &mut counts,
-            )
-        },
-    )
+    let mut c = Comparison::run("throughput", &labels, cases, budget.rounds, |case, k| {
+        run_case(
+            get(&daemons[k].1)?,
+            case,
+            budget.run,
+            xs_load,
+            None,
+            &mut counts,
+        )
+    });
+    for (k, (label, d)) in daemons.iter().enumerate() {
+        if let Err(e) = check_commits(&c, k, d) {
+            c.failures.push(format!("{label}: {e:#}"));
+        }
+    }
+    c
+}
+
+/// Config `k`'s runs each completed ops, and connection 0's counter holds
+/// at least two commits a transaction run (its warm-up and one measured).
+fn check_commits(c: &Comparison, k: usize, d: &Started) -> Result<()> {
+    let Ok(d) = d else { return Ok(()) };
+    let mut txn_runs = 0;
+    for (ci, case) in c.cases.iter().enumerate() {
+        if c.samples[ci][k].iter().any(|s| s.ops == 0) {
+            bail!("{}: no operation completed", case.describe());
+        }
+        if case.workload == Workload::Txn {
+            txn_runs += c.samples[ci][k].len() as u64;
+        }
+    }
+    let mut conn = Conn::connect(&d.socket)?;
+    let counter: u64 = std::str::from_utf8(conn.read(b"/bench/c0/counter")?.ok()?)?.parse()?;
+    ensure!(
+        counter >= 2 * txn_runs,
+        "transactions did not commit: counter {counter} after {txn_runs} runs"
+    );
+    Ok(())
 }
 
 /// Section 2: The shim with its probes compiled in (idle) and compiled out.

@@ -57,20 +57,26 @@ impl Scale {
     }
 }
 
-/// A scale section's text (from its `## ` heading) and what failed in it:
-/// the report shows failures, a smoke run fails on them.
+/// A goal row: (what, target, measured, met).
+pub type GoalRow = (String, &'static str, String, Option<bool>);
+
+/// A section's text (from its `## ` heading) and what failed in it: the
+/// report shows failures, a smoke run fails on them.
+#[derive(Default)]
 pub struct Part {
     pub text: String,
     pub failures: Vec<String>,
     /// Its rows of the report's goals table.
-    pub goals: Vec<crate::metrics_report::GoalRow>,
+    pub goals: Vec<GoalRow>,
+    /// Its notes under the report's "What limits the figures".
+    pub limits: Vec<String>,
 }
 
 /// A sample's table cell: ops/s (p50/p99 µs) daemon CPU per op in µs.
 pub fn cell(x: &Sample) -> String {
     format!(
         "{} ({:.1}/{:.1}) {:.2}",
-        crate::report::ops(x.ops_per_s),
+        crate::stats::ops(x.ops_per_s),
         x.p50_us,
         x.p99_us,
         x.daemon_cpu_us

@@ -1,10 +1,15 @@
 //! The table of sections: each has one name, the same in `--only`, in its
 //! report heading and in its file or folder. `all` runs the wanted ones in
-//! this order, `--update` merges them by heading, and `smoke` runs the
-//! scale ones at a few small N through the very same functions.
+//! this order, `--update` merges them by heading, and `smoke` runs those
+//! that need no root at a few small N through the very same functions.
 
+use crate::builds::{self, Before, Builds};
 use crate::cli::Section;
+use crate::plan::{self, Budget};
 use crate::scale::{Part, Scale};
+use crate::{metrics_mode, report};
+use anyhow::{Context, Result};
+use std::path::PathBuf;
 
 /// Every section, in report order; `kernels` is measured in VMs
 /// (`xenstore-bench kernel`) and kept from the old report.
@@ -15,8 +20,8 @@ pub const ALL: [Section; 13] = [
     Section::Firing,
     Section::Loss,
     Section::Memory,
-    Section::Sites,
     Section::Metrics,
+    Section::Sites,
     Section::S1BootStorm,
     Section::S2FanOut,
     Section::S3BigStore,
@@ -24,15 +29,55 @@ pub const ALL: [Section; 13] = [
     Section::S5IdleTax,
 ];
 
-/// A scale section measured and rendered; None for the plain ones, which
-/// report::render renders from their results.
-pub fn scale_part(section: Section, s: &Scale) -> Option<Part> {
-    Some(match section {
-        Section::S1BootStorm => crate::s1_boot_storm::section(s),
-        Section::S2FanOut => crate::s2_fan_out::section(s),
-        Section::S3BigStore => crate::s3_big_store::section(s),
-        Section::S4MassDestroy => crate::s4_mass_destroy::section(s),
-        Section::S5IdleTax => crate::s5_idle_tax::section(s),
-        _ => return None,
+/// What the sections run on.
+pub struct Bench {
+    pub scale: Scale,
+    pub budget: Budget,
+    /// The release builds `all` made; None in a smoke run, whose plain
+    /// sections other than throughput need them (and root, tracefs, bpftrace).
+    pub builds: Option<Builds>,
+    pub before: Option<Before>,
+    /// The libxenstore client (throughput's libxenstore rows).
+    pub xs_load: Option<PathBuf>,
+}
+
+/// `section` measured and rendered.
+pub fn part(section: Section, b: &Bench) -> Result<Part> {
+    let budget = &b.budget;
+    let builds = || {
+        (b.builds.as_ref()).with_context(|| {
+            format!("{section:?} has no smoke run (it needs root, tracefs and bpftrace)")
+        })
+    };
+    Ok(match section {
+        Section::Throughput => {
+            report::throughput(&plan::throughput(&b.scale, budget, b.xs_load.as_deref()))
+        }
+        Section::Idle => report::idle(&plan::idle_probes(builds()?, budget)),
+        Section::Snoop => report::snoop(&plan::snooping(
+            builds()?,
+            budget,
+            &plan::bpftrace_script()?,
+            b.before.as_ref(),
+        )),
+        Section::Firing => report::firing(&plan::per_firing(
+            builds()?,
+            budget,
+            &plan::bpftrace_script()?,
+        )),
+        Section::Loss => report::loss(&plan::loss_sweep(builds()?, budget), budget),
+        Section::Memory => report::memory(&plan::memory(builds()?, budget), budget),
+        Section::Metrics => {
+            report::metrics(&metrics_mode::run(builds()?, budget, b.before.as_ref()))
+        }
+        Section::Sites => {
+            let builds = builds()?;
+            report::sites(&plan::sites(builds, &builds::build_nop1()?, budget))
+        }
+        Section::S1BootStorm => crate::s1_boot_storm::section(&b.scale),
+        Section::S2FanOut => crate::s2_fan_out::section(&b.scale),
+        Section::S3BigStore => crate::s3_big_store::section(&b.scale),
+        Section::S4MassDestroy => crate::s4_mass_destroy::section(&b.scale),
+        Section::S5IdleTax => crate::s5_idle_tax::section(&b.scale),
     })
 }

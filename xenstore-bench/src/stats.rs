@@ -65,6 +65,23 @@ pub fn paired_ratio(a: &[Sample], b: &[Sample]) -> f64 {
     )
 }
 
+/// A count with thin spaces between thousands ("–" for none).
+pub fn ops(x: f64) -> String {
+    if x.is_nan() {
+        return "–".into();
+    }
+    let n = x.round() as u64;
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push('\u{202f}');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

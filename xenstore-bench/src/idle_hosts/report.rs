@@ -2,8 +2,8 @@
 //! connections, the last row what grows with the host.
 
 use crate::idle_hosts::{Curve, Point, ScaleResult, FLOOR, WATCHES_PER_CONN};
-use crate::metrics_report::GoalRow;
 use crate::scale::cell;
+use crate::scale::GoalRow;
 use crate::stats::Sample;
 use crate::template::fill;
 use std::fmt::Write;

@@ -6,7 +6,7 @@ pub mod broad;
 
 use crate::idle_hosts::report::{ends, hosts_text, no_domains, table, WHOM};
 use crate::idle_hosts::{self, Point, ScaleResult, Scenario, FLOOR};
-use crate::metrics_report::GoalRow;
+use crate::scale::GoalRow;
 use crate::scale::{Part, Scale};
 use crate::stats::median;
 use crate::template::fill;
@@ -55,6 +55,7 @@ pub fn section(s: &Scale) -> Part {
         text,
         failures,
         goals,
+        limits: Vec::new(),
     }
 }
 

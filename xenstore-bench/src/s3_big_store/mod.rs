@@ -715,7 +715,7 @@ pub fn section(s: &crate::scale::Scale) -> crate::scale::Part {
     crate::scale::Part {
         text: report::render(&store) + &bigdir_report::render(&big) + "\n",
         failures,
-        goals: Vec::new(),
+        ..Default::default()
     }
 }
 
