@@ -82,3 +82,15 @@ pub fn cell(x: &Sample) -> String {
         x.daemon_cpu_us
     )
 }
+
+/// A table's heading and rule: `first` over the key column, then a column
+/// a label.
+pub fn head<L: std::fmt::Display>(first: &str, labels: impl IntoIterator<Item = L>) -> String {
+    let mut s = format!("| {first} |");
+    let mut rule = String::from("|---|");
+    for l in labels {
+        s += &format!(" {l} |");
+        rule += "---|";
+    }
+    format!("{s}\n{rule}\n")
+}

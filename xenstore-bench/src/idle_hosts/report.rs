@@ -3,6 +3,7 @@
 
 use crate::idle_hosts::{Curve, Point, ScaleResult, FLOOR, WATCHES_PER_CONN};
 use crate::scale::cell;
+use crate::scale::head;
 use crate::scale::GoalRow;
 use crate::stats::Sample;
 use crate::template::fill;
@@ -44,15 +45,7 @@ pub fn no_domains(r: &ScaleResult) -> String {
 }
 
 pub fn table(r: &ScaleResult, pick: impl Fn(&Point) -> Sample, with_zero: bool) -> String {
-    let mut s = String::from("| N × 15 watches |");
-    let mut rule = String::from("|---|");
-    for c in &r.curves {
-        let _ = write!(s, " {} |", c.label);
-        rule += "---|";
-    }
-    s += "\n";
-    s += &rule;
-    s += "\n";
+    let mut s = head("N × 15 watches", r.curves.iter().map(|c| &c.label));
     for (row, &n) in r.levels.iter().enumerate() {
         if n == 0 && !with_zero {
             continue;

@@ -8,6 +8,7 @@
 use crate::client::Conn;
 use crate::daemons::Start;
 use crate::idle_hosts::timed;
+use crate::scale::head;
 use crate::stats::{median_sample, Sample};
 use anyhow::{bail, Result};
 use std::time::{Duration, Instant};
@@ -164,17 +165,12 @@ pub fn render(r: &BroadResult) -> String {
          write to the broad watcher reading its event (every N's host up at once, then {} \
          round(s) of one {:.2} s run at each N, the N in the opposite order every other round, \
          medians; {:.0} s in all). Cells: writes/s (p50/p99 µs) daemon CPU per write \
-         in µs.\n\n| N |",
+         in µs.\n\n{}",
         r.runs,
         r.run.as_secs_f64(),
-        r.elapsed.as_secs_f64()
+        r.elapsed.as_secs_f64(),
+        head("N", r.curves.iter().map(|c| &c.label))
     );
-    let mut rule = String::from("|---|");
-    for c in &r.curves {
-        let _ = write!(s, " {} |", c.label);
-        rule += "---|";
-    }
-    let _ = writeln!(s, "\n{rule}");
     let mut levels: Vec<usize> = r
         .curves
         .iter()

@@ -4,6 +4,7 @@
 
 use crate::s3_big_store::bigdir::{BigDirResult, Point};
 use crate::scale::cell;
+use crate::scale::head;
 use crate::template::{fill, tables};
 use std::fmt::Write;
 
@@ -60,13 +61,11 @@ pub fn render(r: &BigDirResult) -> String {
 }
 
 fn section(r: &BigDirResult, heading: &str, what: &str, show: &dyn Fn(&Point) -> String) -> String {
-    let mut s = format!("\n{heading}\n\n{what}\n\n| children (listing bytes) |");
-    let mut rule = String::from("|---|");
-    for c in &r.curves {
-        let _ = write!(s, " {} |", c.label);
-        rule += "---|";
-    }
-    let _ = writeln!(s, "\n{rule}");
+    let labels = r.curves.iter().map(|c| &c.label);
+    let mut s = format!(
+        "\n{heading}\n\n{what}\n\n{}",
+        head("children (listing bytes)", labels)
+    );
     for (children, bytes) in levels(r) {
         let _ = write!(s, "| {children} ({bytes}) |");
         for c in &r.curves {

@@ -5,6 +5,7 @@ use crate::s3_big_store::{
     nodes_per_domain, Point, StoreResult, SUBTREE_NODES, WATCHES_PER_DOMAIN,
 };
 use crate::scale::cell;
+use crate::scale::head;
 use crate::template::{fill, tables};
 use std::fmt::Write;
 
@@ -64,13 +65,11 @@ pub fn render(r: &StoreResult) -> String {
 }
 
 fn section(r: &StoreResult, heading: &str, what: &str, show: &dyn Fn(&Point) -> String) -> String {
-    let mut s = format!("\n{heading}\n\n{what}\n\n| domains (nodes) |");
-    let mut rule = String::from("|---|");
-    for c in &r.curves {
-        let _ = write!(s, " {} |", c.label);
-        rule += "---|";
-    }
-    let _ = writeln!(s, "\n{rule}");
+    let labels = r.curves.iter().map(|c| &c.label);
+    let mut s = format!(
+        "\n{heading}\n\n{what}\n\n{}",
+        head("domains (nodes)", labels)
+    );
     for row in levels(r) {
         let _ = write!(s, "| {} ({}) |", row.0, row.1);
         for c in &r.curves {

@@ -2,6 +2,7 @@
 //! column a daemon; the goal row; what limits the figures.
 
 use crate::s4_mass_destroy::{DeathResult, Point, DYING_EVERY};
+use crate::scale::head;
 use crate::template::fill;
 use std::fmt::Write;
 use std::time::Duration;
@@ -18,13 +19,7 @@ pub fn render(r: &DeathResult) -> String {
             ("elapsed", format!("{:.0}", r.elapsed.as_secs_f64())),
         ],
     ) + "\n";
-    let mut head = String::from("| N (dying) |");
-    let mut rule = String::from("|---|");
-    for c in &r.curves {
-        let _ = write!(head, " {} |", c.label);
-        rule += "---|";
-    }
-    let _ = writeln!(s, "{head}\n{rule}");
+    s += &head("N (dying)", r.curves.iter().map(|c| &c.label));
     let rows = r
         .curves
         .iter()

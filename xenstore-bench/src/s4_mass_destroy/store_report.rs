@@ -4,6 +4,7 @@
 //! biggest.
 
 use crate::s4_mass_destroy::store::{Curve, Point, StoreDeathResult, DYING};
+use crate::scale::head;
 use crate::template::fill;
 use std::fmt::Write;
 
@@ -16,13 +17,7 @@ pub fn render(r: &StoreDeathResult) -> String {
             ("elapsed", format!("{:.0}", r.elapsed.as_secs_f64())),
         ],
     ) + "\n";
-    let mut head = String::from("| B (nodes) |");
-    let mut rule = String::from("|---|");
-    for c in &r.curves {
-        let _ = write!(head, " {} |", c.label);
-        rule += "---|";
-    }
-    let _ = writeln!(s, "{head}\n{rule}");
+    s += &head("B (nodes)", r.curves.iter().map(|c| &c.label));
     let point = |c: &Curve, row: usize| c.points.as_ref().ok()?.get(row).copied();
     let rows = r
         .curves
