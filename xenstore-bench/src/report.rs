@@ -119,19 +119,6 @@ pub fn ratios(
     (parts.join(", "), min)
 }
 
-struct Goal {
-    what: String,
-    target: &'static str,
-    measured: String,
-    met: Option<bool>,
-}
-
-impl Goal {
-    fn row(self) -> GoalRow {
-        (self.what, self.target, self.measured, self.met)
-    }
-}
-
 fn verdict(met: Option<bool>) -> &'static str {
     match met {
         Some(true) => "met",
@@ -224,11 +211,11 @@ fn preamble(r: &Head) -> String {
 }
 
 /// A plain section's part: its template, its text, goals and limits.
-fn part(template: &str, text: String, goals: Vec<Goal>, limits: Vec<String>) -> Part {
+fn part(template: &str, text: String, goals: Vec<GoalRow>, limits: Vec<String>) -> Part {
     Part {
         text: format!("\n{template}\n{text}"),
         failures: Vec::new(),
-        goals: goals.into_iter().map(Goal::row).collect(),
+        goals,
         limits,
     }
 }
@@ -264,12 +251,7 @@ pub fn throughput(t: &Comparison) -> Part {
                 },
                 false,
             );
-            g.push(Goal {
-                what: what.to_string(),
-                target,
-                measured,
-                met: min.map(|m| m >= want),
-            });
+            g.push((what.to_string(), target, measured, min.map(|m| m >= want)));
         }
     }
     let mut p = part(
@@ -309,12 +291,12 @@ pub fn idle(c: &Comparison) -> Part {
         mean_cost.map_or("?".into(), |c| format!("{c:+.1}%")),
         mean_cpu.map_or("?".into(), |c| format!("{c:+.1}%"))
     ));
-    g.push(Goal {
-        what: "idle probes: throughput cost (mean over cases)".to_string(),
-        target: "≤ 1%",
-        measured: parts.join(", "),
-        met: mean_cost.map(|w| w <= 1.0),
-    });
+    g.push((
+        "idle probes: throughput cost (mean over cases)".to_string(),
+        "≤ 1%",
+        parts.join(", "),
+        mean_cost.map(|w| w <= 1.0),
+    ));
     let text = table(c, &[("in ÷ out", 0, 1)], &[("in ÷ out", 0, 1)]);
     part(
         include_str!("../report/2-idle-probes.md"),
@@ -333,20 +315,20 @@ pub fn snoop(sn: &SnoopResult) -> Part {
         ("8 connections", "≥ 0.80", 8, 0.80),
     ] {
         let (m, min) = ratios(c, 2, 0, |case| case.conns == conns, true);
-        g.push(Goal {
-            what: format!("snooped by xenstore-snoop ÷ unsnooped ops/s, {what}"),
+        g.push((
+            format!("snooped by xenstore-snoop ÷ unsnooped ops/s, {what}"),
             target,
-            measured: m,
-            met: min.map(|x| x >= want),
-        });
+            m,
+            min.map(|x| x >= want),
+        ));
     }
     let (m, min) = ratios(c, 2, 3, |_| true, false);
-    g.push(Goal {
-        what: "snooped by xenstore-snoop ÷ snooped by bpftrace ops/s".to_string(),
-        target: "≥ 2.5",
-        measured: m,
-        met: min.map(|x| x >= 2.5),
-    });
+    g.push((
+        "snooped by xenstore-snoop ÷ snooped by bpftrace ops/s".to_string(),
+        "≥ 2.5",
+        m,
+        min.map(|x| x >= 2.5),
+    ));
     let mut limits = Vec::new();
     let c = &sn.comparison;
     // The pinned single-connection case: the daemon alone on its CPU.
@@ -449,15 +431,15 @@ pub fn firing(c: &Comparison) -> Part {
     let costs = firing_costs(c);
     let (bare, snoop) = (costs[1], costs[2]);
     let share = bare.zip(snoop).map(|(b, s)| s / b);
-    g.push(Goal {
-        what: "xenstore-snoop ÷ bare tracefs uprobe, ns per firing".to_string(),
-        target: "≤ 0.75",
-        measured: match (bare, snoop, share) {
+    g.push((
+        "xenstore-snoop ÷ bare tracefs uprobe, ns per firing".to_string(),
+        "≤ 0.75",
+        match (bare, snoop, share) {
             (Some(b), Some(s), Some(x)) => format!("{s:.0} ns ÷ {b:.0} ns = {x:.2}"),
             _ => String::new(),
         },
-        met: share.map(|x| x <= 0.75),
-    });
+        share.map(|x| x <= 0.75),
+    ));
     let mut limits = Vec::new();
     let at = |k: usize| costs.get(k).copied().flatten();
     if let (Some(bare), Some(empty_event), Some(floor)) = (at(1), at(4), at(6)) {
@@ -525,7 +507,7 @@ pub fn firing(c: &Comparison) -> Part {
     Part {
         text: s,
         failures: c.failures.clone(),
-        goals: g.into_iter().map(Goal::row).collect(),
+        goals: g,
         limits,
     }
 }
@@ -535,14 +517,14 @@ pub fn loss(loss: &Result<Vec<LossStep>>, b: &Budget) -> Part {
     let mut g = Vec::new();
     if let Ok(steps) = loss {
         let best = zero_loss_rate(steps);
-        g.push(Goal {
-            what: "highest event rate with zero loss".to_string(),
-            target: "≥ 1M events/s",
-            measured: best.map_or("none without loss".into(), |b| {
+        g.push((
+            "highest event rate with zero loss".to_string(),
+            "≥ 1M events/s",
+            best.map_or("none without loss".into(), |b| {
                 format!("{} events/s", ops(b))
             }),
-            met: Some(best.is_some_and(|b| b >= 1e6)),
-        });
+            Some(best.is_some_and(|b| b >= 1e6)),
+        ));
     }
     let mut s = String::new();
     let _ = write!(
@@ -593,7 +575,7 @@ pub fn loss(loss: &Result<Vec<LossStep>>, b: &Budget) -> Part {
             .map(|e| format!("{e:#}"))
             .into_iter()
             .collect(),
-        goals: g.into_iter().map(Goal::row).collect(),
+        goals: g,
         limits: Vec::new(),
     }
 }
@@ -603,12 +585,12 @@ pub fn memory(mem: &[(String, Result<Rss>)], b: &Budget) -> Part {
     let mut g = Vec::new();
     let rss = |label: &str| rss_of(mem, label).map(|r| r.after_kib as f64);
     let shim_vs_c = rss("shim").zip(rss("C xenstored")).map(|(a, b)| a / b);
-    g.push(Goal {
-        what: format!("shim RSS ÷ C xenstored RSS, {} nodes", b.memory_nodes),
-        target: "≤ 1.0",
-        measured: shim_vs_c.map_or(String::new(), |x| format!("{x:.2}")),
-        met: shim_vs_c.map(|x| x <= 1.0),
-    });
+    g.push((
+        format!("shim RSS ÷ C xenstored RSS, {} nodes", b.memory_nodes),
+        "≤ 1.0",
+        shim_vs_c.map_or(String::new(), |x| format!("{x:.2}")),
+        shim_vs_c.map(|x| x <= 1.0),
+    ));
     let mut limits = Vec::new();
     let per_node = |label: &str| {
         rss_of(mem, label)
@@ -657,7 +639,7 @@ pub fn memory(mem: &[(String, Result<Rss>)], b: &Budget) -> Part {
     Part {
         text: s,
         failures: Vec::new(),
-        goals: g.into_iter().map(Goal::row).collect(),
+        goals: g,
         limits,
     }
 }
@@ -667,20 +649,13 @@ pub fn metrics(m: &MetricsResult) -> Part {
     let mut g = Vec::new();
     let c = &m.comparison;
     let (measured, min) = ratios(c, 1, 0, |case| case.conns == 1, true);
-    g.push(Goal {
-        what: "--metrics ÷ unsnooped ops/s, 1 connection (pinned)".to_string(),
-        target: "≥ 0.95",
+    g.push((
+        "--metrics ÷ unsnooped ops/s, 1 connection (pinned)".to_string(),
+        "≥ 0.95",
         measured,
-        met: min.map(|x| x >= 0.95),
-    });
-    for (what, target, measured, met) in crate::metrics_report::goals(m) {
-        g.push(Goal {
-            what,
-            target,
-            measured,
-            met,
-        });
-    }
+        min.map(|x| x >= 0.95),
+    ));
+    g.extend(crate::metrics_report::goals(m));
     let mut s = String::new();
     let mut ratios = vec![("metrics ÷ shim", 1, 0), ("tracing ÷ shim", 2, 0)];
     if m.comparison.configs.len() > crate::metrics_mode::CONFIGS.len() {
