@@ -53,7 +53,6 @@ pub struct Plan {
 /// One storm's figures.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Storm {
-    pub lifecycles: usize,
     pub wall: Duration,
     pub lifecycle_p50: Duration,
     pub lifecycle_p99: Duration,
@@ -81,23 +80,6 @@ pub struct Curve {
     pub no_rings: Option<String>,
     /// What its replay forgave it (its rows count what was worked around).
     pub leniency: Leniency,
-}
-
-impl Curve {
-    /// Its storms, if every one ran whole with its guests on rings (each
-    /// storm checked its commits); else why not.
-    pub fn whole(&self) -> Result<&[Row]> {
-        if let Some(e) = &self.error {
-            anyhow::bail!("{e:#}");
-        }
-        if let Some((k, p, why)) = self.failed.first() {
-            anyhow::bail!("K={k} P={p}: {why}");
-        }
-        if let Some(why) = &self.no_rings {
-            anyhow::bail!("{} served no ring domains: {why}", self.label);
-        }
-        Ok(&self.storms)
-    }
 }
 
 pub struct StormResult {
@@ -241,7 +223,6 @@ impl Host {
         let read = Reads::of(&reads.context("the unrelated reader")?);
         same_work(life, p, &tally)?;
         Ok(Storm {
-            lifecycles: p,
             wall,
             lifecycle_p50: percentile(&mut times, 0.50),
             lifecycle_p99: percentile(&mut times, 0.99),
