@@ -27,6 +27,15 @@ impl Sample {
             daemon_cpu_us: f64::NAN,
         }
     }
+
+    /// This sample, whose op was `n` requests, per request (the latencies
+    /// stay the op's).
+    pub fn per_request(mut self, n: usize) -> Sample {
+        self.ops *= n as u64;
+        self.ops_per_s *= n as f64;
+        self.daemon_cpu_us /= n as f64;
+        self
+    }
 }
 
 pub fn median(mut v: Vec<f64>) -> f64 {

@@ -188,16 +188,13 @@ impl Host {
 
     fn create_remove(&mut self, run: Duration) -> Result<Sample> {
         let load = &mut self.load;
-        let mut s = timed(self.daemon.pid(), run, |_| {
+        let s = timed(self.daemon.pid(), run, |_| {
             load.write(0, SCRATCH.as_bytes(), b"1")?.ok()?;
             load.call(MsgType::Rm, 0, &[SCRATCH.as_bytes(), b"\0"])?
                 .ok()?;
             Ok(())
         })?;
-        s.ops *= 2;
-        s.ops_per_s *= 2.0;
-        s.daemon_cpu_us /= 2.0;
-        Ok(s)
+        Ok(s.per_request(2))
     }
 
     /// DIRECTORY /local/domain; an error reply (C says E2BIG past ~900
