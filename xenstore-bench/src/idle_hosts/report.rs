@@ -154,21 +154,39 @@ pub fn goal(
         "{:.2}× ({:.2}–{:.2} over {} round(s))",
         g.ratio, g.lowest, g.highest, g.rounds
     );
-    let mut s = format!(
-        "\nGoal (issue 26, {scenario}), {}: CPU per request, N={} ÷ N={}, {measured} \
-         (≤ {BOUND}×): {verdict}.",
-        shim.label, r.levels[last], r.levels[first]
+    let [line, floor] = *include_str!("../../report/s5-goal.md")
+        .trim_end()
+        .split("\n\n")
+        .collect::<Vec<_>>()
+    else {
+        panic!("s5-goal.md: the line, then the floor's clause");
+    };
+    let floor = (r.curves.iter().find(|c| c.label == FLOOR))
+        .and_then(|c| growth(c, &pick, first, last))
+        .map_or(String::new(), |f| {
+            fill(
+                floor,
+                &[
+                    ("floor_label", FLOOR.to_string()),
+                    ("ratio", format!("{:.2}", f.ratio)),
+                    ("lowest", format!("{:.2}", f.lowest)),
+                    ("highest", format!("{:.2}", f.highest)),
+                ],
+            )
+        });
+    let s = fill(
+        line,
+        &[
+            ("scenario", scenario.to_string()),
+            ("label", shim.label.clone()),
+            ("to", r.levels[last].to_string()),
+            ("from", r.levels[first].to_string()),
+            ("measured", measured.clone()),
+            ("bound", BOUND.to_string()),
+            ("verdict", verdict.to_string()),
+            ("floor", floor),
+        ],
     );
-    if let Some(f) =
-        (r.curves.iter().find(|c| c.label == FLOOR)).and_then(|c| growth(c, &pick, first, last))
-    {
-        let _ = write!(
-            s,
-            " The {FLOOR} daemon, which does only what these requests need, read {:.2}× \
-             ({:.2}–{:.2}) in the same rounds.",
-            f.ratio, f.lowest, f.highest
-        );
-    }
     let row = (
         format!(
             "{scenario}: CPU per request, N={} ÷ N={}",
@@ -178,7 +196,7 @@ pub fn goal(
         measured,
         met,
     );
-    Some((s + "\n", row))
+    Some((format!("\n{s}\n"), row))
 }
 
 #[cfg(test)]
