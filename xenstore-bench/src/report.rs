@@ -10,7 +10,7 @@ use crate::metrics_mode::MetricsResult;
 use crate::plan::{Budget, LossStep, SitesResult, SnoopResult};
 use crate::scale::{GoalRow, Part};
 use crate::stats::ops;
-use crate::template::fill;
+use crate::template::{fill, paragraphs};
 use anyhow::Result;
 use std::fmt::Write;
 use std::time::Duration;
@@ -456,10 +456,7 @@ pub fn firing(c: &Comparison) -> Part {
     }
     if let (Some(bare), Some(snoop), Some(bpf)) = (at(1), at(2), at(3)) {
         // The note, then its clauses, each said when its figure was measured.
-        let parts: Vec<&str> = include_str!("../report/limits-firing.md")
-            .trim_end()
-            .split("\n\n")
-            .collect();
+        let parts = paragraphs(include_str!("../report/limits-firing.md"));
         let clause = |part: usize, ns: Option<f64>| {
             ns.map_or(String::new(), |ns| {
                 fill(

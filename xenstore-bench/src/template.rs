@@ -12,13 +12,19 @@ pub fn fill(template: &str, values: &[(&str, String)]) -> String {
     s
 }
 
+/// A template's paragraphs: a line and the clauses it may take, each
+/// filled on its own.
+pub fn paragraphs(text: &str) -> Vec<&str> {
+    text.trim_end().split("\n\n").collect()
+}
+
 /// A template of tables: the text before the first table's heading, then
 /// each table's heading line and the caption under it, in order.
 pub fn tables(text: &str) -> (&str, Vec<(&str, &str)>) {
     let Some(at) = text.find("\n\n#") else {
         return (text, Vec::new());
     };
-    let blocks: Vec<&str> = text[at + 2..].trim_end().split("\n\n").collect();
+    let blocks = paragraphs(&text[at + 2..]);
     let tables = blocks
         .chunks(2)
         .map(|b| (b[0], b.get(1).copied().unwrap_or("")));

@@ -6,7 +6,7 @@ use crate::scale::cell;
 use crate::scale::head;
 use crate::scale::GoalRow;
 use crate::stats::Sample;
-use crate::template::fill;
+use crate::template::{fill, paragraphs};
 use std::fmt::Write;
 
 /// What S5 and S2 share: how their hosts were built and measured.
@@ -154,11 +154,7 @@ pub fn goal(
         "{:.2}× ({:.2}–{:.2} over {} round(s))",
         g.ratio, g.lowest, g.highest, g.rounds
     );
-    let [line, floor] = *include_str!("../../report/s5-goal.md")
-        .trim_end()
-        .split("\n\n")
-        .collect::<Vec<_>>()
-    else {
+    let [line, floor] = *paragraphs(include_str!("../../report/s5-goal.md")) else {
         panic!("s5-goal.md: the line, then the floor's clause");
     };
     let floor = (r.curves.iter().find(|c| c.label == FLOOR))
