@@ -5,7 +5,7 @@ use crate::affinity::Pin;
 use crate::builds;
 use crate::cli::{AllArgs, LoadArgs, Section, StormUpstream};
 use crate::machine::{self, Machine};
-use crate::plan::{Budget, MAX_CONNS};
+use crate::plain::{Budget, MAX_CONNS};
 use crate::report::{self, Head};
 use crate::scale::{Scale, Size};
 use crate::sections::{self, Bench};

@@ -5,9 +5,8 @@
 
 use crate::builds::{self, Before, Builds};
 use crate::cli::Section;
-use crate::plan::{self, Budget};
+use crate::plain::{self, bpftrace_script, Budget};
 use crate::scale::{Part, Scale};
-use crate::{metrics_mode, report};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 
@@ -50,29 +49,39 @@ pub fn part(section: Section, b: &Bench) -> Result<Part> {
         })
     };
     Ok(match section {
-        Section::Throughput => {
-            report::throughput(&plan::throughput(&b.scale, budget, b.xs_load.as_deref()))
-        }
-        Section::Idle => report::idle(&plan::idle_probes(builds()?, budget)),
-        Section::Snoop => report::snoop(&plan::snooping(
+        Section::Throughput => plain::throughput::render(&plain::throughput::measure(
+            &b.scale,
+            budget,
+            b.xs_load.as_deref(),
+        )),
+        Section::Idle => plain::idle::render(&plain::idle::measure(builds()?, budget)),
+        Section::Snoop => plain::snoop::render(&plain::snoop::measure(
             builds()?,
             budget,
-            &plan::bpftrace_script()?,
+            &bpftrace_script()?,
             b.before.as_ref(),
         )),
-        Section::Firing => report::firing(&plan::per_firing(
+        Section::Firing => plain::firing::render(&plain::firing::measure(
             builds()?,
             budget,
-            &plan::bpftrace_script()?,
+            &bpftrace_script()?,
         )),
-        Section::Loss => report::loss(&plan::loss_sweep(builds()?, budget), budget),
-        Section::Memory => report::memory(&plan::memory(builds()?, budget), budget),
-        Section::Metrics => {
-            report::metrics(&metrics_mode::run(builds()?, budget, b.before.as_ref()))
+        Section::Loss => plain::loss::render(&plain::loss::measure(builds()?, budget), budget),
+        Section::Memory => {
+            plain::memory::render(&plain::memory::measure(builds()?, budget), budget)
         }
+        Section::Metrics => plain::metrics::render(&plain::metrics::measure(
+            builds()?,
+            budget,
+            b.before.as_ref(),
+        )),
         Section::Sites => {
             let builds = builds()?;
-            report::sites(&plan::sites(builds, &builds::build_nop1()?, budget))
+            plain::sites::render(&plain::sites::measure(
+                builds,
+                &builds::build_nop1()?,
+                budget,
+            ))
         }
         Section::S1BootStorm => crate::s1_boot_storm::section(&b.scale),
         Section::S2FanOut => crate::s2_fan_out::section(&b.scale),

@@ -2,7 +2,7 @@
 //! measurements: the exporter's memory at 1000 and 2000 domains, and what
 //! --metrics costs the daemon per op, against full tracing.
 
-use crate::metrics_mode::{ExporterAt, MetricsResult, CAP, DOMAINS};
+use super::{ExporterAt, MetricsResult, CAP, DOMAINS};
 use crate::scale::GoalRow;
 use crate::template::fill;
 use anyhow::Result;
@@ -29,7 +29,7 @@ fn one(x: &Result<ExporterAt>) -> String {
 pub fn exporter_memory(m: &MetricsResult) -> String {
     "\n".to_string()
         + &fill(
-            include_str!("../report/9-metrics-exporter.md"),
+            include_str!("../../../report/9-metrics-exporter.md"),
             &[
                 ("cap", CAP.to_string()),
                 ("at_1000", one(&m.at_1000)),
@@ -38,7 +38,7 @@ pub fn exporter_memory(m: &MetricsResult) -> String {
         )
 }
 
-/// The section's goal rows beside report.rs's ops/s ones.
+/// The section's goal rows beside its ops/s one.
 pub fn goals(m: &MetricsResult) -> Vec<GoalRow> {
     vec![cpu_goal(m), rss_goal(m)]
 }
@@ -127,13 +127,13 @@ pub fn limits(m: &MetricsResult) -> Vec<String> {
                 "counting the records in maps adds nothing this run could tell apart".to_string()
             };
             text(
-                include_str!("../report/limits-metrics-batch.md"),
+                include_str!("../../../report/limits-metrics-batch.md"),
                 &[("floor", format!("{b:.0}")), ("counting", counting)],
             )
         });
         let per_op_floor = added_by(3).map_or(String::new(), |f| {
             text(
-                include_str!("../report/limits-metrics-per-op.md"),
+                include_str!("../../../report/limits-metrics-per-op.md"),
                 &[
                     ("floor", format!("{f:.0}")),
                     ("share", format!("{:.0}", 100.0 * f / full_added)),
@@ -142,7 +142,7 @@ pub fn limits(m: &MetricsResult) -> Vec<String> {
         });
         let ratio = |x: Option<f64>| x.map_or("?".into(), |x| format!("{x:.3}"));
         notes.push(text(
-            include_str!("../report/limits-metrics.md"),
+            include_str!("../../../report/limits-metrics.md"),
             &[
                 ("case", case.describe().replace(" | ", ", ")),
                 ("none", format!("{none:.2}")),
