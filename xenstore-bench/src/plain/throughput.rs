@@ -6,8 +6,7 @@ use crate::affinity::Pin;
 use crate::client::Conn;
 use crate::compare::{Case, Client, Comparison};
 use crate::daemons;
-use crate::scale::Part;
-use crate::scale::{Scale, Size};
+use crate::scale::{Part, Scale, Size};
 use crate::workload::Workload;
 use anyhow::{bail, ensure, Result};
 use std::path::Path;
@@ -102,8 +101,6 @@ fn check_commits(c: &Comparison, k: usize, d: &Started) -> Result<()> {
 
 /// Section 1: each daemon under the same client workload.
 pub fn render(t: &Comparison) -> Part {
-    use crate::affinity::Pin;
-    use crate::compare::Client;
     let mut g = Vec::new();
     let vs: Vec<(&str, usize, usize)> = [
         ("C xenstored", "shim ÷ C"),
