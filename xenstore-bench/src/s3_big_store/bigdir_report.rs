@@ -4,8 +4,8 @@
 
 use crate::s3_big_store::bigdir::{BigDirResult, Point};
 use crate::scale::cell;
-use crate::scale::head;
-use crate::template::{fill, tables};
+use crate::scale::CurveTables;
+use crate::template::fill;
 use std::fmt::Write;
 
 pub fn render(r: &BigDirResult) -> String {
@@ -16,30 +16,29 @@ pub fn render(r: &BigDirResult) -> String {
             ("elapsed", format!("{:.0}", r.elapsed.as_secs_f64())),
         ],
     );
-    let (intro, captions) = tables(&text);
-    let mut captions = captions.into_iter();
-    let mut table = |show: &dyn Fn(&Point) -> String| {
-        let (heading, caption) = captions.next().expect("a caption a table");
-        section(r, heading, caption, show)
-    };
+    let key = (
+        "children (listing bytes)",
+        (|p| p.children) as fn(&Point) -> usize,
+    );
+    let (intro, mut tables) = CurveTables::new(&text, key, &r.curves, levels(r));
     let mut s = format!("{intro}\n");
-    s += &table(&|p| cell(&p.create_remove));
+    s += &tables.next(&|p| cell(&p.create_remove));
     s += &ratio_row(r, |p| p.create_remove.daemon_cpu_us);
-    s += &table(&|p| cell(&p.oldest));
+    s += &tables.next(&|p| cell(&p.oldest));
     s += &ratio_row(r, |p| p.oldest.daemon_cpu_us);
-    s += &table(&|p| match &p.page {
+    s += &tables.next(&|p| match &p.page {
         Ok(x) => format!("{} [{} pages]", cell(x), p.pages),
         Err(e) => e.clone(),
     });
     s += &ratio_row(r, |p| p.page.as_ref().map_or(f64::NAN, |x| x.daemon_cpu_us));
-    s += &table(&|p| match &p.page_in_tx {
+    s += &tables.next(&|p| match &p.page_in_tx {
         Ok(x) => format!("{} [{} pages]", cell(x), p.pages),
         Err(e) => e.clone(),
     });
     s += &ratio_row(r, |p| {
         p.page_in_tx.as_ref().map_or(f64::NAN, |x| x.daemon_cpu_us)
     });
-    s += &table(&|p| match &p.page_after_rm {
+    s += &tables.next(&|p| match &p.page_after_rm {
         Ok(x) => format!("{} [{} pages]", cell(x), p.pages),
         Err(e) => e.clone(),
     });
@@ -48,31 +47,14 @@ pub fn render(r: &BigDirResult) -> String {
             .as_ref()
             .map_or(f64::NAN, |x| x.daemon_cpu_us)
     });
-    s += &table(&|p| cell(&p.own_value));
+    s += &tables.next(&|p| cell(&p.own_value));
     s += &ratio_row(r, |p| p.own_value.daemon_cpu_us);
-    s += &table(&|p| cell(&p.tx_child));
+    s += &tables.next(&|p| cell(&p.tx_child));
     s += &ratio_row(r, |p| p.tx_child.daemon_cpu_us);
     for c in &r.curves {
         if let Some(why) = &c.failed {
             let _ = writeln!(s, "\n{} stops {why}", c.label);
         }
-    }
-    s
-}
-
-fn section(r: &BigDirResult, heading: &str, what: &str, show: &dyn Fn(&Point) -> String) -> String {
-    let labels = r.curves.iter().map(|c| &c.label);
-    let mut s = format!(
-        "\n{heading}\n\n{what}\n\n{}",
-        head("children (listing bytes)", labels)
-    );
-    for (children, bytes) in levels(r) {
-        let _ = write!(s, "| {children} ({bytes}) |");
-        for c in &r.curves {
-            let got = c.points.iter().find(|p| p.children == children);
-            let _ = write!(s, " {} |", got.map_or("–".into(), show));
-        }
-        s += "\n";
     }
     s
 }

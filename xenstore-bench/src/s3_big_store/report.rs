@@ -5,8 +5,8 @@ use crate::s3_big_store::{
     nodes_per_domain, Point, StoreResult, SUBTREE_NODES, WATCHES_PER_DOMAIN,
 };
 use crate::scale::cell;
-use crate::scale::head;
-use crate::template::{fill, tables};
+use crate::scale::CurveTables;
+use crate::template::fill;
 use std::fmt::Write;
 
 pub fn render(r: &StoreResult) -> String {
@@ -21,22 +21,18 @@ pub fn render(r: &StoreResult) -> String {
             ("subtree", SUBTREE_NODES.to_string()),
         ],
     );
-    let (intro, captions) = tables(&text);
-    let mut captions = captions.into_iter();
-    let mut table = |show: &dyn Fn(&Point) -> String| {
-        let (heading, caption) = captions.next().expect("a caption a table");
-        section(r, heading, caption, show)
-    };
+    let key = ("domains (nodes)", (|p| p.domains) as fn(&Point) -> usize);
+    let (intro, mut tables) = CurveTables::new(&text, key, &r.curves, levels(r));
     let mut s = format!("{intro}\n\n");
     let goal_rss = "RSS per node ≤ 0.8 × C xenstored's";
-    s += &table(&|p| format!("{:.0} B", p.rss_per_node));
+    s += &tables.next(&|p| format!("{:.0} B", p.rss_per_node));
     s += &rss_goal(r, goal_rss);
-    s += &table(&|p| cell(&p.create_remove));
-    s += &table(&|p| match &p.directory {
+    s += &tables.next(&|p| cell(&p.create_remove));
+    s += &tables.next(&|p| match &p.directory {
         Ok(x) => cell(x),
         Err(e) => e.clone(),
     });
-    s += &table(&|p| match &p.directory_part {
+    s += &tables.next(&|p| match &p.directory_part {
         Ok(x) => format!(
             "{} [{} pages, {:.2} a page]",
             cell(x),
@@ -45,11 +41,11 @@ pub fn render(r: &StoreResult) -> String {
         ),
         Err(e) => e.clone(),
     });
-    s += &table(&|p| match &p.walk {
+    s += &tables.next(&|p| match &p.walk {
         Ok((us, walked)) => format!("{us:.1} ({walked})"),
         Err(e) => e.clone(),
     });
-    s += &table(&|p| format!("{} [{} events]", cell(&p.rm_subtree), p.rm_events));
+    s += &tables.next(&|p| format!("{} [{} events]", cell(&p.rm_subtree), p.rm_events));
     s += &ratio_row(r, "`rm` latency (p50), largest N ÷ smallest N", |p| {
         p.rm_subtree.p50_us
     });
@@ -62,23 +58,6 @@ pub fn render(r: &StoreResult) -> String {
         }
     }
     s + "\n"
-}
-
-fn section(r: &StoreResult, heading: &str, what: &str, show: &dyn Fn(&Point) -> String) -> String {
-    let labels = r.curves.iter().map(|c| &c.label);
-    let mut s = format!(
-        "\n{heading}\n\n{what}\n\n{}",
-        head("domains (nodes)", labels)
-    );
-    for row in levels(r) {
-        let _ = write!(s, "| {} ({}) |", row.0, row.1);
-        for c in &r.curves {
-            let got = c.points.iter().find(|p| p.domains == row.0);
-            let _ = write!(s, " {} |", got.map_or("–".into(), show));
-        }
-        s += "\n";
-    }
-    s
 }
 
 /// (domains, nodes) of every level any daemon reached.
