@@ -22,22 +22,23 @@ demo-xen:
 test:
 	.ci/setup
 	cargo build --workspace
-	cargo clippy --workspace --all-targets -- -D warnings
-	# Probes off (the idle-cost baseline) builds apart: the workspace unifies them on.
-	cargo clippy -p xenstored-probes --no-default-features --all-targets -- -D warnings
-	scripts/module-graph --quiet
-	# tests/service/package.rs installs and exercises the package built here.
-	$(MAKE) deb
-	# C xenstored 4.20 and its test-xenstore, the second conformance reference.
-	tests/peer/fetch 4.20
 	cargo test --workspace --no-run
-	# The vm tier (QEMU under TCG: a minute or more of one CPU a boot, the
-	# tests mostly waiting on it) runs beside the rest of the suite; its
-	# output follows theirs. The snooper's suites run once per capture back
-	# end: bpf, then tracefs (tests/common: XS_SNOOP_BACKEND). Then each
-	# fuzz target briefly from its corpus (cargo test replayed every corpus
-	# already; hours: make fuzz-long). Every part runs, whatever failed.
-	XS_SNOOP_BACKEND=bpf cargo test --test vm >target/vm-tier.log 2>&1 & vm=$$!; status=0; \
+	# The vm tier (QEMU under TCG, the guests mostly waiting on timers: a
+	# boot keeps a core busy half the time) starts as soon as it is built
+	# and runs beside everything else, its boots taking the slots of
+	# tests/vm/slots.rs, a thread each; its output follows the rest's. The
+	# snooper's suites run once per capture back end: bpf, then tracefs
+	# (tests/common: XS_SNOOP_BACKEND). Then each fuzz target briefly from
+	# its corpus (cargo test replayed every corpus already; hours: make
+	# fuzz-long). Every part runs, whatever failed. tests/service/package.rs
+	# installs the package `make deb` builds; tests/peer/fetch brings C
+	# xenstored 4.20, the second conformance reference.
+	XS_SNOOP_BACKEND=bpf cargo test --test vm -- --test-threads 16 >target/vm-tier.log 2>&1 & vm=$$!; status=0; \
+	cargo clippy --workspace --all-targets -- -D warnings || status=1; \
+	cargo clippy -p xenstored-probes --no-default-features --all-targets -- -D warnings || status=1; \
+	scripts/module-graph --quiet || status=1; \
+	$(MAKE) deb || status=1; \
+	tests/peer/fetch 4.20 || status=1; \
 	XS_SNOOP_BACKEND=bpf cargo test --workspace -- \
 	    --skip real_xen:: --skip xl_matrix:: --skip bpf_kernels:: || status=1; \
 	XS_SNOOP_BACKEND=tracefs cargo test --test snoop || status=1; \

@@ -11,13 +11,11 @@
 //! tests/snoop/.
 //!
 //! Needs root and apt-get (the kernels and QEMU come from Debian's archive
-//! into target/xen/cache and target/kernels). The VMs take turns.
+//! into target/xen/cache and target/kernels). The boots share the tier's
+//! slots (tests/vm/slots.rs), short ones last.
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Mutex;
-
-static ONE_VM_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// The requests tests/kernels/init makes, as the snooper's classic lines
 /// show them (all from dom0): COMM, TX, and the rest from OP on.
@@ -83,7 +81,7 @@ fn boot(kernel: &str, name: &str, snoop_args: &str) -> Boot {
 
 /// As `boot`, with more of tests/kernels/run's options.
 fn boot_with(kernel: &str, name: &str, snoop_args: &str, more: &[&str]) -> Boot {
-    let _turn = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _slot = crate::slots::take(1, 10);
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     let status = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kernels/run"))
         .args([

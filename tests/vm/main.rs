@@ -6,4 +6,6 @@ mod bpf_kernels;
 #[path = "../common/mod.rs"]
 mod common;
 mod real_xen;
+mod slots;
+mod xen_boot;
 mod xl_matrix;

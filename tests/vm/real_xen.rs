@@ -4,16 +4,18 @@
 //! xen-init-dom0, xenconsoled, xenstore-snoop, a PV guest with a disk that
 //! powers itself off and is reaped, a second one whose ring dom0 corrupts
 //! (the daemon must survive) and then destroys with `xl destroy`, no zombie.
-//! The shim runs it with the snooper watching. Upstream C xenstored of the
-//! same release runs it too, up to its live update into the shim (the
-//! live-update boots below), and every xl operation in tests/vm/xl_matrix.rs:
-//! its own boot of this scenario, once the harness's proof, was dropped to
-//! save CI two boots.
 //!
-//! The shim scenarios also run `xenstore-snoop --metrics` in dom0 from
-//! guest1's creation to the end (tests/vm/real_xen/metrics.rs): guest1 holds
-//! before powering off so its series are read while it lives, and every
-//! count the exporter shows is the snooper's of the same run.
+//! Each release boots twice, side by side, and each boot covers all it can
+//! (tests/vm/xl_matrix.rs first, on the first daemon, then the scenario):
+//! - the shim started fresh, the snooper watching (recording, `--follow`
+//!   across the matrix's live updates) and, from guest1's creation to the
+//!   end, `xenstore-snoop --metrics` (tests/vm/real_xen/metrics.rs): guest1
+//!   holds before powering off so its series are read while it lives, and
+//!   every count the exporter shows is the snooper's of the same run;
+//! - the release's C xenstored (`-T` trace: the matrix's reference), then
+//!   its live update into the shim, which serves the rest of the scenario.
+//!
+//! oxenstored (4.17) boots once more, for its own live update.
 //!
 //! The releases: Xen 4.17 with dom0 kernel 6.1 and this host's
 //! xen-utils-4.17 (Debian 12), and Xen 4.20 with kernel 6.12 and dom0's
@@ -33,19 +35,16 @@
 //! has. The snooper's lines on the shim show the same mix on both releases.
 //!
 //! Needs root, apt-get (the parts come from Debian's archive into
-//! target/xen/cache) and xen-utils-4.17 (`.ci/setup`). The runs share the
-//! machine's cores, so they take turns.
+//! target/xen/cache) and xen-utils-4.17 (`.ci/setup`). The boots share the
+//! machine's cores: each waits for a slot (tests/vm/slots.rs).
 
 mod metrics;
 
 use crate::common::process::BoundedOutput;
 use crate::common::timeline::{assert_flows_paired, chromium, console_messages, names_of};
+use crate::xen_boot::{self, Run};
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Mutex;
-
-static ONE_VM_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Every step tests/xen/dom0-init records, in order (snoop-attached only
 /// when a snooper runs).
@@ -82,130 +81,83 @@ fn prerequisites(test: &str) -> bool {
     )
 }
 
-/// What one run left in its --out directory.
-struct Run {
-    out: PathBuf,
-    steps: HashMap<String, String>,
-    /// The run's logs, for a failing assertion's message.
-    report: String,
-}
-
-impl Run {
-    fn file(&self, name: &str) -> String {
-        std::fs::read_to_string(self.out.join(name)).unwrap_or_default()
-    }
-
-    fn assert_steps(&self, steps: &[&str]) {
-        let failed: Vec<String> = steps
-            .iter()
-            .filter(|s| self.steps.get(**s).map(String::as_str) != Some("ok"))
-            .map(|s| format!("{s}: {}", self.steps.get(*s).map_or("missing", |v| v)))
-            .collect();
-        assert!(
-            failed.is_empty(),
-            "failed steps {failed:?}\n{}",
-            self.report
-        );
-    }
-
-    /// The domid a guest printed on its console.
-    fn domid(&self, guest: &str) -> String {
-        let console = self.file(&format!("guest-{guest}.log"));
-        console
-            .lines()
-            .find_map(|l| l.strip_prefix("GUEST domid="))
-            .unwrap_or_else(|| panic!("{guest} printed no domid\n{}", self.report))
-            .trim()
-            .to_string()
-    }
-}
-
-fn run_scenario(name: &str, release: &str, args: &[&str]) -> Run {
-    let _turn = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let status = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/xen/run"))
-        .args(["--xen", release])
-        .args(args)
-        .arg("--out")
-        .arg(&out)
-        .args(["--timeout", "600"])
-        .status()
-        .expect("run tests/xen/run");
-    let text = |f: &str| std::fs::read_to_string(out.join(f)).unwrap_or_default();
-    let steps_text = text("steps");
-    let report = format!(
-        "tests/xen/run {args:?}: {status}\n--- {}/steps\n{steps_text}--- times\n{}--- dom0.log\n{}\
-         --- xenstored.out\n{}--- syslog.txt\n{}--- snoop.err\n{}--- serial.log (HARNESS lines)\n{}",
-        out.display(),
-        text("times"),
-        text("dom0.log"),
-        text("xenstored.out"),
-        text("syslog.txt"),
-        text("snoop.err"),
-        text("serial.log")
-            .lines()
-            .filter(|l| l.contains("HARNESS") || l.contains("(XEN)"))
-            .collect::<Vec<_>>()
-            .join("\n"),
+#[test]
+fn xen_4_17_shim_fresh_and_c_xenstored_updated_into_it() {
+    side_by_side(
+        "xen_4_17_shim_fresh_and_c_xenstored_updated_into_it",
+        "4.17",
     );
-    eprintln!("{report}");
-    assert!(
-        steps_text.lines().any(|l| l.starts_with("total done")),
-        "the VM did not finish its scenario\n{report}"
-    );
-    let steps = steps_text
-        .lines()
-        .filter_map(|l| {
-            let mut w = l.split_whitespace();
-            Some((w.next()?.to_string(), w.next()?.to_string()))
-        })
-        .collect();
-    Run { out, steps, report }
-}
-
-/// Only Domain-0 left, in `xl list` as Xen sees it (a zombie shows as
-/// "(null)").
-fn assert_only_dom0(run: &Run, file: &str) {
-    let list = run.file(file);
-    let domains: Vec<&str> = list
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.split_whitespace().next())
-        .collect();
-    assert_eq!(domains, ["Domain-0"], "{file}:\n{list}\n{}", run.report);
 }
 
 #[test]
-fn shim_serves_xen_4_17_with_the_snooper_watching() {
-    shim_scenario("shim_serves_xen_4_17_with_the_snooper_watching", "4.17");
+fn xen_4_20_shim_fresh_and_c_xenstored_updated_into_it() {
+    side_by_side(
+        "xen_4_20_shim_fresh_and_c_xenstored_updated_into_it",
+        "4.20",
+    );
 }
 
-#[test]
-fn shim_serves_xen_4_20_with_the_snooper_watching() {
-    shim_scenario("shim_serves_xen_4_20_with_the_snooper_watching", "4.20");
-}
-
-fn shim_scenario(test: &str, release: &str) {
+/// A release's two boots, side by side (two slots), so that they share
+/// the machine alike and the matrix's time ratio stays fair: the shim
+/// fresh and C xenstored updated into it, each running the matrix first.
+fn side_by_side(test: &str, release: &str) {
     if !prerequisites(test) {
         return;
     }
     let shim = crate::common::bin("xenstored-shim");
     let snoop = crate::common::bin("xenstore-snoop");
-    let run = run_scenario(
-        &format!("real-xen-{release}-shim"),
-        release,
-        &[
-            "--xenstored",
-            shim.to_str().unwrap(),
-            "--snoop",
-            snoop.to_str().unwrap(),
-            // Recorded, for --top and the timeline of the boot (below).
-            "--snoop-args",
-            "-w /results/boot.jsonl",
-            "--metrics",
-            "yes",
-        ],
-    );
+    let (shim, snoop) = (shim.to_str().unwrap(), snoop.to_str().unwrap());
+    let (c, fresh) = {
+        // The longest of the tier's boots: they go first.
+        let _slots = crate::slots::take(2, 200);
+        xen_boot::prepare(release);
+        std::thread::scope(|s| {
+            let c = s.spawn(|| {
+                xen_boot::boot(
+                    &format!("xen-{release}-c"),
+                    release,
+                    &[
+                        "--live-update-from",
+                        "upstream",
+                        "--xenstored",
+                        shim,
+                        "--snoop",
+                        snoop,
+                        "--matrix",
+                        "yes",
+                    ],
+                )
+            });
+            let fresh = xen_boot::boot(
+                &format!("xen-{release}-shim"),
+                release,
+                &[
+                    "--xenstored",
+                    shim,
+                    "--snoop",
+                    snoop,
+                    // Recorded, for the matrix's traffic, --top and the
+                    // timeline of the boot (below); following the
+                    // matrix's live updates.
+                    "--snoop-args",
+                    "--follow -w /results/boot.jsonl",
+                    "--metrics",
+                    "yes",
+                    "--matrix",
+                    "yes",
+                ],
+            );
+            (c.join().expect("the C xenstored boot"), fresh)
+        })
+    };
+    assert_fresh_shim(&fresh, release);
+    assert_updated_into_the_shim(&c, "upstream");
+    crate::xl_matrix::assert_matrix(release, &c, &fresh);
+}
+
+/// The shim started fresh serves the scenario, the snooper and the
+/// exporter watching.
+fn assert_fresh_shim(run: &Run, release: &str) {
     let mut steps = STEPS.to_vec();
     steps.insert(3, "snoop-attached");
     for (after, step) in [
@@ -217,8 +169,8 @@ fn shim_scenario(test: &str, release: &str) {
         let at = steps.iter().position(|s| *s == after).unwrap() + 1;
         steps.insert(at, step);
     }
-    run.assert_steps(&steps);
-    assert_only_dom0(&run, "xl-list-final.txt");
+    run.assert_steps("the shim", &steps);
+    run.assert_only_dom0("xl-list-final.txt");
 
     let snoop_out = run.file("snoop.out");
     // COMM (a name: `xl`, a guest's domain name, `-`) is left out below;
@@ -317,8 +269,8 @@ fn shim_scenario(test: &str, release: &str) {
     );
     let snoop_err = run.file("snoop.err");
     assert!(snoop_err.contains(" 0 lost"), "{}", run.report);
-    assert_exporter_series(&run, release, &guest1, &guest2);
-    assert_boot_drawn(&run, &guest1);
+    assert_exporter_series(run, release, &guest1, &guest2);
+    assert_boot_drawn(run, &guest1);
     // Last, so that everything else is known to hold when it fails: the
     // snooper ran its default back end, BPF, on this dom0's kernel, not
     // the tracefs fallback.
@@ -349,7 +301,8 @@ fn assert_boot_drawn(run: &Run, guest1: &str) {
         assert!(out.status.success(), "xenstore-snoop -r {args:?}: {out:?}");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    let top = snoop(&["--top", "--count", "100"]);
+    // A frame a second of the recording: the whole boot.
+    let top = snoop(&["--top", "--count", "1000"]);
     assert!(
         top.lines()
             .any(|l| l.split_whitespace().take(3).collect::<Vec<_>>() == [guest1, "0", "guest1"]),
@@ -590,18 +543,27 @@ fn live_update_into_the_shim(test: &str, release: &str, from: &str) {
     }
     let shim = crate::common::bin("xenstored-shim");
     let snoop = crate::common::bin("xenstore-snoop");
-    let run = run_scenario(
-        &format!("real-xen-{release}-live-update-{from}"),
-        release,
-        &[
-            "--live-update-from",
-            from,
-            "--xenstored",
-            shim.to_str().unwrap(),
-            "--snoop",
-            snoop.to_str().unwrap(),
-        ],
-    );
+    let run = {
+        let _slot = crate::slots::take(1, 80);
+        xen_boot::boot(
+            &format!("xen-{release}-{from}"),
+            release,
+            &[
+                "--live-update-from",
+                from,
+                "--xenstored",
+                shim.to_str().unwrap(),
+                "--snoop",
+                snoop.to_str().unwrap(),
+            ],
+        )
+    };
+    assert_updated_into_the_shim(&run, from);
+}
+
+/// After the live update from `from` (C or oxenstored), the shim serves
+/// the rest of the scenario.
+fn assert_updated_into_the_shim(run: &Run, from: &str) {
     let mut steps = STEPS.to_vec();
     // guest2 comes up before the update, then the update's own steps.
     steps.retain(|s| *s != "guest2-ready" && *s != "create-guest2");
@@ -643,11 +605,11 @@ fn live_update_into_the_shim(test: &str, release: &str, from: &str) {
     for (i, s) in more.iter().enumerate() {
         steps.insert(at + i, s);
     }
-    run.assert_steps(&steps);
+    run.assert_steps(from, &steps);
     if from != "oxenstored" {
-        assert_exporter_follows(&run);
+        assert_exporter_follows(run);
     }
-    assert_only_dom0(&run, "xl-list-final.txt");
+    run.assert_only_dom0("xl-list-final.txt");
     // The same store before and after (dom0's part): the same nodes,
     // values and permissions. oxenstored lists a directory's children in
     // its own order, the shim (as C) in creation order.
@@ -714,15 +676,6 @@ fn assert_exporter_follows(run: &Run) {
     );
 }
 
-#[test]
-fn c_xenstored_4_17_updates_live_into_the_shim() {
-    live_update_into_the_shim(
-        "c_xenstored_4_17_updates_live_into_the_shim",
-        "4.17",
-        "upstream",
-    );
-}
-
 /// oxenstored is Debian 12's default xenstored.
 #[test]
 fn oxenstored_4_17_updates_live_into_the_shim() {
@@ -730,14 +683,5 @@ fn oxenstored_4_17_updates_live_into_the_shim() {
         "oxenstored_4_17_updates_live_into_the_shim",
         "4.17",
         "oxenstored",
-    );
-}
-
-#[test]
-fn c_xenstored_4_20_updates_live_into_the_shim() {
-    live_update_into_the_shim(
-        "c_xenstored_4_20_updates_live_into_the_shim",
-        "4.20",
-        "upstream",
     );
 }

@@ -1,16 +1,16 @@
 //! Every xl operation on real Xen, the shim beside the release's C
-//! xenstored (issue 45). For each release (4.17 + dom0 6.1, 4.20 + dom0
-//! 6.12) two boots of tests/xen/run with dom0's init tests/xen/dom0-matrix:
-//! one under C xenstored (`-T` trace), one under the shim with the snooper
-//! on BPF (`--json`). Each boot runs, in order: create, save, restore,
-//! migrate (to localhost: fails on Debian's Xen, the same way under both;
-//! see tests/xen/dom0-matrix), its stand-in (checkpoint, rename away,
-//! restore, reap), block-attach/detach, network-attach/detach (a dom0
-//! bridge), mem-set, vcpu-set up and down, pause, unpause, reboot, destroy,
-//! a second guest's create and shutdown, a third guest's crash
-//! (on_crash=destroy). The shim's boot also live-updates the shim into a
-//! second copy of its binary, and back, with `xl save`, `xl restore` and
-//! `xl migrate` each stopped in the middle, the snooper following.
+//! xenstored (issue 45). Each release's two boots (tests/vm/real_xen.rs:
+//! the shim fresh, with the snooper on BPF recording; C xenstored with its
+//! `-T` trace, live-updated into the shim after the matrix) run the matrix
+//! first (tests/xen/dom0-matrix), in order: create, save, restore, migrate
+//! (to localhost: fails on Debian's Xen, the same way under both; see
+//! tests/xen/dom0-matrix), its stand-in (checkpoint, rename away, restore,
+//! reap), block-attach/detach, network-attach/detach (a dom0 bridge),
+//! mem-set, vcpu-set up and down, pause, unpause, reboot, destroy, a second
+//! guest's create and shutdown, a third guest's crash (on_crash=destroy).
+//! The shim's boot also live-updates the shim into a second copy of its
+//! binary, and back, with `xl save`, `xl restore` and `xl migrate` each
+//! stopped in the middle, the snooper following.
 //!
 //! Asserted: every step's check passed under both daemons; what each
 //! reported (xl's exit codes, `xl list`, what the guest saw, both ends of
@@ -23,17 +23,11 @@
 
 mod traffic;
 
+use crate::xen_boot::Run;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::PathBuf;
-use std::process::Command;
-use std::sync::Mutex;
 use traffic::Steps;
-
-/// One release's two boots run side by side (each QEMU one CPU), so that
-/// they share the machine alike and the time ratio stays fair; the
-/// releases take turns.
-static ONE_RELEASE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Under the shim only, after migrate-standin: a live update into the
 /// other copy of its binary while `xl save`, `xl restore` and `xl migrate`
@@ -68,156 +62,8 @@ const STEPS: &[&str] = &[
     "xenstored-alive",
 ];
 
-fn prerequisites(test: &str) -> bool {
-    crate::common::need_tools(
-        test,
-        &[
-            "/usr/bin/apt-get",
-            "/usr/bin/dpkg-deb",
-            "/usr/lib/xen-4.17/bin/xl",
-        ],
-    )
-}
-
-/// What one boot left in its --out directory.
-struct Run {
-    out: PathBuf,
-    /// Step name -> (ok|fail, seconds).
-    steps: BTreeMap<String, (String, f64)>,
-    report: String,
-}
-
-impl Run {
-    fn file(&self, name: &str) -> String {
-        std::fs::read_to_string(self.out.join(name)).unwrap_or_default()
-    }
-
-    fn assert_steps(&self, daemon: &str, steps: &[&str]) {
-        let failed: Vec<String> = steps
-            .iter()
-            .filter(|s| self.steps.get(**s).map(|(r, _)| r.as_str()) != Some("ok"))
-            .map(|s| format!("{s}: {:?}", self.steps.get(*s)))
-            .collect();
-        assert!(
-            failed.is_empty(),
-            "{daemon}: failed steps {failed:?}\n{}",
-            self.report
-        );
-    }
-
-    /// dom0's record of what xl answered and the guest saw, vif numbers
-    /// (the guest's domid) as N.
-    fn observed(&self) -> Vec<String> {
-        self.file("observed")
-            .lines()
-            .map(|l| {
-                let mut s = String::new();
-                let mut rest = l;
-                while let Some(at) = rest.find("vif") {
-                    s.push_str(&rest[..at + 3]);
-                    rest = rest[at + 3..].trim_start_matches(|c: char| c.is_ascii_digit());
-                    s.push('N');
-                }
-                s + rest
-            })
-            .collect()
-    }
-}
-
-fn boot(name: &str, release: &str, args: &[&str]) -> Run {
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let here = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/xen");
-    let status = Command::new(format!("{here}/run"))
-        .args(["--xen", release, "--init", &format!("{here}/dom0-matrix")])
-        .args(args)
-        .arg("--out")
-        .arg(&out)
-        .args(["--timeout", "900"])
-        .status()
-        .expect("run tests/xen/run");
-    let text = |f: &str| std::fs::read_to_string(out.join(f)).unwrap_or_default();
-    let steps_text = text("steps");
-    let report = format!(
-        "tests/xen/run {args:?}: {status}\n--- {}/steps\n{steps_text}--- times\n{}--- observed\n{}\
-         --- dom0.log\n{}--- snoop.err\n{}--- serial.log (HARNESS lines)\n{}",
-        out.display(),
-        text("times"),
-        text("observed"),
-        text("dom0.log"),
-        text("snoop.err"),
-        text("serial.log")
-            .lines()
-            .filter(|l| l.contains("HARNESS"))
-            .collect::<Vec<_>>()
-            .join("\n"),
-    );
-    eprintln!("{report}");
-    assert!(
-        steps_text.lines().any(|l| l.starts_with("total done")),
-        "the VM did not finish the matrix\n{report}"
-    );
-    let steps = steps_text
-        .lines()
-        .filter_map(|l| {
-            let mut w = l.split_whitespace();
-            let name = w.next()?.to_string();
-            let result = w.next()?.to_string();
-            Some((name, (result, w.next()?.parse().ok()?)))
-        })
-        .collect();
-    Run { out, steps, report }
-}
-
-#[test]
-fn xl_matrix_on_xen_4_17_shim_beside_c_xenstored() {
-    matrix("xl_matrix_on_xen_4_17_shim_beside_c_xenstored", "4.17");
-}
-
-#[test]
-fn xl_matrix_on_xen_4_20_shim_beside_c_xenstored() {
-    matrix("xl_matrix_on_xen_4_20_shim_beside_c_xenstored", "4.20");
-}
-
-fn matrix(test: &str, release: &str) {
-    if !prerequisites(test) {
-        return;
-    }
-    let shim_bin = crate::common::bin("xenstored-shim");
-    let snoop_bin = crate::common::bin("xenstore-snoop");
-    let shim_args = [
-        "--xenstored",
-        shim_bin.to_str().unwrap(),
-        "--snoop",
-        snoop_bin.to_str().unwrap(),
-        "--snoop-args",
-        "--json --follow",
-    ];
-    let (c, shim) = {
-        let _turn = ONE_RELEASE_AT_A_TIME
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        // The parts fetched and dom0's base initramfs built once, before
-        // two runs would race to build it.
-        let prepared = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/xen/prepare"))
-            .args(["--xen", release])
-            .status()
-            .expect("run tests/xen/prepare");
-        assert!(
-            prepared.success(),
-            "tests/xen/prepare --xen {release}: {prepared}"
-        );
-        std::thread::scope(|s| {
-            let c = s.spawn(|| {
-                boot(
-                    &format!("xl-matrix-{release}-c"),
-                    release,
-                    &["--xenstored", "upstream"],
-                )
-            });
-            let shim = boot(&format!("xl-matrix-{release}-shim"), release, &shim_args);
-            (c.join().expect("the C xenstored boot"), shim)
-        })
-    };
+/// The matrix's checks on a release's two boots.
+pub fn assert_matrix(release: &str, c: &Run, shim: &Run) {
     c.assert_steps("C xenstored", STEPS);
     shim.assert_steps("the shim", STEPS);
     shim.assert_steps("the shim's live updates", LIVE_UPDATE_STEPS);
@@ -231,26 +77,44 @@ fn matrix(test: &str, release: &str) {
         shim.report
     );
     assert_eq!(
-        c.observed(),
-        shim.observed(),
+        observed(c),
+        observed(shim),
         "what xl answered and the guests saw: C xenstored (left), the shim (right)\n{}",
         shim.report
     );
-    assert_snooper_names_everyone(&shim);
+    assert_snooper_names_everyone(shim);
     let c_steps = traffic::from_c_trace(&c.file("xenstored-trace.log"));
-    let shim_steps = traffic::from_snoop_json(&shim.file("snoop.out"));
-    let report = report(release, &c, &shim, &c_steps, &shim_steps);
+    let shim_steps = traffic::from_snoop_json(&shim.file("boot.jsonl"));
+    let report = report(release, c, shim, &c_steps, &shim_steps);
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("xl-matrix-{release}.md"));
     std::fs::write(&path, &report).unwrap();
     eprintln!("{report}\n(written to {})", path.display());
     assert_traffic_matches(&c_steps, &shim_steps, &report);
 }
 
+/// dom0's record of what xl answered and the guest saw, vif numbers (the
+/// guest's domid) as N.
+fn observed(run: &Run) -> Vec<String> {
+    run.file("observed")
+        .lines()
+        .map(|l| {
+            let mut s = String::new();
+            let mut rest = l;
+            while let Some(at) = rest.find("vif") {
+                s.push_str(&rest[..at + 3]);
+                rest = rest[at + 3..].trim_start_matches(|c: char| c.is_ascii_digit());
+                s.push('N');
+            }
+            s + rest
+        })
+        .collect()
+}
+
 /// Each dom0 client by its command name, each guest by its domain name,
 /// nothing lost, on BPF.
 fn assert_snooper_names_everyone(shim: &Run) {
     let mut names = std::collections::BTreeSet::new();
-    for line in shim.file("snoop.out").lines() {
+    for line in shim.file("boot.jsonl").lines() {
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
             if let Some(comm) = v["comm"].as_str() {
                 names.insert(comm.to_string());

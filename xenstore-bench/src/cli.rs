@@ -30,10 +30,9 @@ pub enum Command {
     /// The soak: 64 dom0 clients, 8 guest rings and killed snoopers under
     /// load for SECS, then leak, store and event-accounting checks (needs root).
     Soak(SoakArgs),
-    /// Seconds-long runs (CI) of the scale sections at a few small N,
-    /// through the code `all` measures them with, on the shim and the
-    /// floor; `throughput`: every workload of the client against the shim.
-    /// Fails on any failure a section reports.
+    /// Seconds-long runs (CI) of the sections that need no root (throughput
+    /// and S1–S5) at a few small N, through the code `all` measures them
+    /// with, on the shim and the floor. Fails on any failure a section reports.
     Smoke {
         /// The xenstored-shim binary to start.
         #[arg(long)]
@@ -44,20 +43,11 @@ pub enum Command {
         /// Only these sections (comma-separated): throughput and s1…s5.
         #[arg(long, value_delimiter = ',', value_enum, required = true)]
         only: Vec<Section>,
-        /// Also C xenstored and oxenstored, those installed.
-        #[arg(long)]
-        upstream: bool,
-    },
-    /// S1 on oxenstored as the benchmark runs it (CI): its listing over
-    /// 4096 bytes taken by the lenient client only, then a storm with its
-    /// EINVAL commits retried that still makes every commit.
-    StormSmokeOxenstored {
-        /// Idle domains (K).
-        #[arg(long, default_value_t = 10)]
-        idle: usize,
-        /// Lifecycles at once (P): at 100 its EINVAL answers are common.
-        #[arg(long, default_value_t = 100)]
-        parallel: usize,
+        /// Also these upstream daemons (comma-separated), those installed.
+        /// With oxenstored, S1 runs 100 lifecycles at once (its EINVAL
+        /// answers come there) and checks its long listing.
+        #[arg(long, value_delimiter = ',', value_enum)]
+        upstream: Vec<StormUpstream>,
     },
 }
 

@@ -7,10 +7,9 @@ use anyhow::{bail, Context, Result};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use xenstore_proto::frame;
+use xenstore_proto::frame::{self, InBuf, Oversized};
 use xenstore_proto::wire::{Header, MsgType, HEADER_LEN, PAYLOAD_MAX};
 
-const MSG_MAX: usize = HEADER_LEN + PAYLOAD_MAX;
 /// How long a reply may take before the run fails: a daemon that leaves a
 /// request unanswered (the pipelined row found one) fails its case instead
 /// of hanging the bench. Generous: on a loaded CI machine oxenstored took
@@ -21,11 +20,8 @@ pub struct Conn {
     stream: UnixStream,
     req_id: u32,
     out: Vec<u8>,
-    inbuf: Vec<u8>,
-    /// Bytes received into `inbuf` so far.
-    have: usize,
-    /// Bytes at the front of `inbuf` holding the last reply handed out.
-    used: usize,
+    /// What the daemon sent, framed by the shim's own framer.
+    inbuf: InBuf,
 }
 
 /// A reply: its type (XS_ERROR included) and payload.
@@ -53,25 +49,25 @@ impl Conn {
         Ok(Conn {
             stream,
             req_id: 0,
-            out: Vec::with_capacity(MSG_MAX),
-            inbuf: vec![0; 2 * MSG_MAX],
-            have: 0,
-            used: 0,
+            out: Vec::with_capacity(HEADER_LEN + PAYLOAD_MAX),
+            inbuf: InBuf::default(),
         })
     }
 
     /// Sends one request (payload = the concatenated parts) and waits for
     /// its reply, skipping any watch events.
     pub fn call(&mut self, ty: MsgType, tx_id: u32, parts: &[&[u8]]) -> Result<Reply<'_>> {
-        Ok(self.call_past_events(ty, tx_id, parts)?.0)
+        self.send(ty, tx_id, parts)?;
+        self.reply()
     }
 
     /// How many watch events the daemon had queued for this connection
     /// before now: it answers a connection in order, so every event queued
     /// before a request arrives ahead of that request's reply.
     pub fn events_queued(&mut self) -> Result<usize> {
-        let (reply, events) = self.call_past_events(MsgType::GetDomainPath, 0, &[b"0\0"])?;
-        reply.ok()?;
+        self.send(MsgType::GetDomainPath, 0, &[b"0\0"])?;
+        let events = self.skip_events()?;
+        self.reply()?.ok()?;
         Ok(events)
     }
 
@@ -90,61 +86,32 @@ impl Conn {
 
     /// The next reply, watch events skipped.
     pub fn reply(&mut self) -> Result<Reply<'_>> {
-        Ok(self.reply_past_events()?.0)
+        self.skip_events()?;
+        let (header, payload) = self.take()?;
+        Ok(Reply {
+            ty: header.ty,
+            payload,
+        })
     }
 
-    /// `call`, and the number of watch events skipped before the reply.
-    fn call_past_events(
-        &mut self,
-        ty: MsgType,
-        tx_id: u32,
-        parts: &[&[u8]],
-    ) -> Result<(Reply<'_>, usize)> {
-        self.send(ty, tx_id, parts)?;
-        self.reply_past_events()
-    }
-
-    fn reply_past_events(&mut self) -> Result<(Reply<'_>, usize)> {
+    /// Takes the watch events at the front of what the daemon sent, waiting
+    /// for the first other message; how many.
+    fn skip_events(&mut self) -> Result<usize> {
         let mut events = 0;
-        loop {
-            self.drop_used();
-            let (reply_ty, total) = self.next_message()?;
-            self.used = total;
-            if reply_ty != MsgType::WatchEvent as u32 {
-                let reply = Reply {
-                    ty: reply_ty,
-                    payload: &self.inbuf[HEADER_LEN..total],
-                };
-                return Ok((reply, events));
-            }
+        while self.next_type()? == MsgType::WatchEvent as u32 {
+            self.take()?;
             events += 1;
         }
+        Ok(events)
     }
 
-    fn drop_used(&mut self) {
-        if self.used > 0 {
-            self.inbuf.copy_within(self.used..self.have, 0);
-            self.have -= self.used;
-            self.used = 0;
-        }
-    }
-
-    /// Reads until one whole message is at the front of `inbuf`.
-    fn next_message(&mut self) -> Result<(u32, usize)> {
-        loop {
-            if self.have >= HEADER_LEN {
-                let header = Header::decode(self.inbuf[..HEADER_LEN].try_into().unwrap());
-                let total = HEADER_LEN + header.len as usize;
-                if total > MSG_MAX {
-                    bail!("daemon sent a {}-byte payload", header.len);
-                }
-                if self.have >= total {
-                    return Ok((header.ty, total));
-                }
-            }
+    /// The type of the next whole message, read until one has arrived.
+    fn next_type(&mut self) -> Result<u32> {
+        while !self.inbuf.has_message() {
+            let stream = &mut self.stream;
             let n = self
-                .stream
-                .read(&mut self.inbuf[self.have..])
+                .inbuf
+                .fill(|b| stream.read(b))
                 .map_err(|e| match e.kind() {
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
                         anyhow::anyhow!(
@@ -156,7 +123,18 @@ impl Conn {
             if n == 0 {
                 bail!("daemon closed the connection");
             }
-            self.have += n;
+        }
+        let header = &self.inbuf.unconsumed()[..HEADER_LEN];
+        Ok(Header::decode(header.try_into().unwrap()).ty)
+    }
+
+    /// The whole message `next_type` waited for.
+    fn take(&mut self) -> Result<(Header, &[u8])> {
+        self.next_type()?;
+        match self.inbuf.next_message() {
+            Ok(Some(message)) => Ok(message),
+            Ok(None) => unreachable!("next_type waited for a whole message"),
+            Err(Oversized(len)) => bail!("daemon sent a {len}-byte payload"),
         }
     }
 
@@ -193,21 +171,19 @@ impl Conn {
     /// outstanding); its path.
     pub fn event(&mut self, timeout: std::time::Duration) -> Result<&[u8]> {
         self.stream.set_read_timeout(Some(timeout))?;
-        self.drop_used();
-        let got = self.next_message();
+        let ty = self.next_type();
         self.stream.set_read_timeout(Some(REPLY_TIMEOUT))?;
-        let (ty, total) = got.context("wait for a watch event")?;
-        self.used = total;
+        let ty = ty.context("wait for a watch event")?;
         if ty != MsgType::WatchEvent as u32 {
             bail!("expected a watch event, got message type {ty}");
         }
-        let payload = &self.inbuf[HEADER_LEN..total];
+        let (_, payload) = self.take()?;
         Ok(payload.split(|&b| b == 0).next().unwrap_or_default())
     }
 
     /// Whether the daemon sent anything not yet read (without waiting).
     pub fn has_unread(&mut self) -> Result<bool> {
-        if self.have > self.used {
+        if self.inbuf.pending() > 0 {
             return Ok(true);
         }
         use std::os::fd::AsRawFd;

@@ -9,7 +9,7 @@ use crate::affinity::Pin;
 use crate::cli::KernelArgs;
 use crate::compare::{Case, Comparison};
 use crate::daemons;
-use crate::plan::{self, Budget, LOOP_PROBES, LOOP_SNOOP_ARGS};
+use crate::plain::{self, Budget, LOOP_PROBES, LOOP_SNOOP_ARGS};
 use crate::probe_loop::ProbeLoop;
 use crate::tracers::{Counts, Tracer};
 use crate::uprobe::{BareUprobes, Fetch};
@@ -62,8 +62,8 @@ pub fn run(args: &KernelArgs) -> Result<()> {
 /// Section 3's shim rows: unsnooped, with a bare uprobe on `reply` (the
 /// snooper's floor), under the snooper on each back end, asked for by name.
 fn snooping(args: &KernelArgs, budget: &Budget, counts: &mut Vec<Counts>) -> Comparison {
-    let shim = plan::seeded(daemons::shim("shim", &args.shim));
-    let (snoop, snoop_tracefs) = plan::snoopers(&args.snoop, &[]);
+    let shim = plain::seeded(daemons::shim("shim", &args.shim));
+    let (snoop, snoop_tracefs) = plain::snoopers(&args.snoop, &[]);
     let cases = vec![
         Case::raw(Workload::Read, 1, Pin::Cpu0),
         Case::raw(Workload::Write, 1, Pin::Cpu0),
@@ -74,7 +74,7 @@ fn snooping(args: &KernelArgs, budget: &Budget, counts: &mut Vec<Counts>) -> Com
         cases,
         budget.rounds,
         |case, k| {
-            let shim = plan::get(&shim)?;
+            let shim = plain::get(&shim)?;
             let tracer = match k {
                 2 => Some((&snoop, args.shim.as_path())),
                 3 => Some((&snoop_tracefs, args.shim.as_path())),
@@ -88,7 +88,7 @@ fn snooping(args: &KernelArgs, budget: &Budget, counts: &mut Vec<Counts>) -> Com
                 )?),
                 _ => None,
             };
-            plan::run_case(shim, case, budget.run, None, tracer, counts)
+            plain::run_case(shim, case, budget.run, None, tracer, counts)
         },
     )
 }
@@ -97,11 +97,11 @@ fn snooping(args: &KernelArgs, budget: &Budget, counts: &mut Vec<Counts>) -> Com
 fn per_firing(args: &KernelArgs, budget: &Budget, counts: &mut Vec<Counts>) -> Result<Comparison> {
     let mut lp = ProbeLoop::start(&args.probe_loop)?;
     Pin::Cpu0.apply_to_process(lp.pid())?;
-    let (snoop, snoop_tracefs) = plan::snoopers(&args.snoop, &LOOP_SNOOP_ARGS);
+    let (snoop, snoop_tracefs) = plain::snoopers(&args.snoop, &LOOP_SNOOP_ARGS);
     let baseline = args
         .baseline
         .as_deref()
-        .map(|b| plan::snoopers(b, &LOOP_SNOOP_ARGS).0);
+        .map(|b| plain::snoopers(b, &LOOP_SNOOP_ARGS).0);
     let configs = &FIRING_CONFIGS[..FIRING_CONFIGS.len() - usize::from(baseline.is_none())];
     let secs = budget.run.as_secs_f64() / 2.0;
     Ok(Comparison::run(

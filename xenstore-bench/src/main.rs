@@ -13,9 +13,6 @@ fn main() -> anyhow::Result<()> {
             floor,
             only,
             upstream,
-        } => xenstore_bench::run::smoke(shim, floor, only, *upstream),
-        Command::StormSmokeOxenstored { idle, parallel } => {
-            xenstore_bench::s1_boot_storm::oxenstored::smoke(*idle, *parallel)
-        }
+        } => xenstore_bench::run::smoke(shim, floor, only, upstream),
     }
 }

@@ -4,13 +4,12 @@
 use crate::affinity::Pin;
 use crate::builds;
 use crate::cli::{AllArgs, LoadArgs, Section, StormUpstream};
-use crate::client::Conn;
 use crate::machine::{self, Machine};
-use crate::plan::{self, Budget, MAX_CONNS};
-use crate::report::{self, Results};
+use crate::plain::{Budget, MAX_CONNS};
+use crate::report::{self, Head};
 use crate::scale::{Scale, Size};
-use crate::sections;
-use crate::workload::{self, Workload};
+use crate::sections::{self, Bench};
+use crate::workload;
 use crate::{libxs, load, report_update};
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
@@ -53,21 +52,6 @@ pub fn all(args: &AllArgs) -> Result<()> {
     let xs_load = libxs::build(&b.work)
         .map_err(|e| eprintln!("bench: libxenstore client: {e:#}"))
         .ok();
-    let script = plan::bpftrace_script()?;
-    let mut r = Results {
-        machine,
-        load_after: String::new(),
-        budget,
-        elapsed: Duration::ZERO,
-        throughput: None,
-        idle: None,
-        snoop: None,
-        firing: None,
-        loss: None,
-        memory: None,
-        sites: None,
-        metrics: None,
-    };
     let scale = Scale {
         shims: [("shim".to_string(), b.shim.clone())]
             .into_iter()
@@ -84,39 +68,31 @@ pub fn all(args: &AllArgs) -> Result<()> {
         rounds: budget.rounds,
         storm_idle: args.storm_idle.clone(),
     };
-    let mut parts = String::new();
-    let mut scale_goals = Vec::new();
-    for section in sections::ALL.iter().filter(|s| wanted(s)) {
-        match section {
-            Section::Throughput => {
-                r.throughput = Some(plan::throughput(&b, &budget, xs_load.as_deref()))
-            }
-            Section::Idle => r.idle = Some(plan::idle_probes(&b, &budget)),
-            Section::Snoop => r.snoop = Some(plan::snooping(&b, &budget, &script, before.as_ref())),
-            Section::Firing => r.firing = Some(plan::per_firing(&b, &budget, &script)),
-            Section::Loss => r.loss = Some(plan::loss_sweep(&b, &budget)),
-            Section::Memory => r.memory = Some(plan::memory(&b, &budget)),
-            Section::Sites => r.sites = Some(plan::sites(&b, &builds::build_nop1()?, &budget)),
-            Section::Metrics => {
-                r.metrics = Some(crate::metrics_mode::run(&b, &budget, before.as_ref()))
-            }
-            scale_section => {
-                let part = sections::scale_part(*scale_section, &scale)
-                    .expect("every other section is a scale one");
-                for f in &part.failures {
-                    eprintln!("bench: {f}");
-                }
-                parts += &part.text;
-                scale_goals.extend(part.goals);
-            }
+    let bench = Bench {
+        scale,
+        budget,
+        builds: Some(b),
+        before,
+        xs_load,
+    };
+    let mut parts = Vec::new();
+    for &section in sections::ALL.iter().filter(|s| wanted(s)) {
+        let part = sections::part(section, &bench)?;
+        for f in &part.failures {
+            eprintln!("bench: {f}");
         }
+        parts.push(part);
     }
-    r.elapsed = started.elapsed();
-    r.load_after = machine::load();
-    let mut text = report::render(&r, &scale_goals) + &parts;
+    let head = Head {
+        machine,
+        load_after: machine::load(),
+        budget,
+        elapsed: started.elapsed(),
+    };
+    let mut text = report::render(&head, &parts);
     let old = std::fs::read_to_string(&args.out).unwrap_or_default();
     if args.update {
-        text = report_update::update(&old, &text, &measured(args, &r.machine));
+        text = report_update::update(&old, &text, &measured(args, &head.machine));
     } else {
         // The dom0 kernels' section comes from VMs (`xenstore-bench kernel`): kept.
         text += crate::kernel::section_of(&old);
@@ -171,64 +147,41 @@ pub fn load(args: &LoadArgs) -> Result<()> {
 
 /// `sections` at smoke size on `shim` (and the floor), each printed as it
 /// would be reported; fails on any failure one reports.
-pub fn smoke(shim: &Path, floor: &Path, sections: &[Section], upstream: bool) -> Result<()> {
+pub fn smoke(
+    shim: &Path,
+    floor: &Path,
+    sections: &[Section],
+    upstream: &[StormUpstream],
+) -> Result<()> {
     let available = |f: &Flavor| xenstore_testkit::upstream::available(*f, "the smoke run");
-    let scale = Scale {
-        shims: vec![("shim".into(), shim.to_path_buf())],
-        floor: floor.to_path_buf(),
-        upstream: [Flavor::C, Flavor::Ocaml]
-            .into_iter()
-            .filter(|f| upstream && available(f))
-            .collect(),
-        size: Size::Smoke,
-        run: Duration::from_millis(100),
-        rounds: 1,
-        storm_idle: None,
+    let run = Duration::from_millis(100);
+    let bench = Bench {
+        scale: Scale {
+            shims: vec![("shim".into(), shim.to_path_buf())],
+            floor: floor.to_path_buf(),
+            upstream: upstream.iter().map(flavor).filter(available).collect(),
+            size: Size::Smoke,
+            run,
+            rounds: 1,
+            storm_idle: None,
+        },
+        budget: Budget {
+            run,
+            rounds: 1,
+            idle_rounds: 1,
+            memory_nodes: 0,
+            quick: true,
+        },
+        builds: None,
+        before: None,
+        xs_load: None,
     };
     for &section in sections {
-        if section == Section::Throughput {
-            smoke_client(shim)?;
-            continue;
-        }
-        let Some(part) = sections::scale_part(section, &scale) else {
-            bail!("{section:?} has no smoke run (it needs root, tracefs and bpftrace)");
-        };
+        let part = sections::part(section, &bench)?;
         println!("{}", part.text);
         if !part.failures.is_empty() {
             bail!("{section:?}:\n{}", part.failures.join("\n"));
         }
-    }
-    Ok(())
-}
-
-/// Every workload briefly at 1 and 2 connections; checks that transactions
-/// really committed by reading the counter back.
-fn smoke_client(shim: &Path) -> Result<()> {
-    let d = crate::daemons::shim("smoke shim", shim)?;
-    workload::seed(&d.socket, 2)?;
-    let run = Duration::from_millis(200);
-    for w in Workload::ALL {
-        for conns in [1, 2] {
-            let s = load::run(&d.socket, w, conns, run, Pin::Free)?;
-            println!(
-                "smoke: {} x{conns}: {} ops, {:.0} ops/s, p50 {:.1} µs",
-                w.name(),
-                s.ops,
-                s.ops_per_s,
-                s.p50_us
-            );
-            if s.ops == 0 {
-                bail!("{} x{conns}: no operation completed", w.name());
-            }
-        }
-    }
-    let mut c = Conn::connect(&d.socket)?;
-    let counter = c.read(b"/bench/c0/counter")?.ok()?.to_vec();
-    let counter: u64 = String::from_utf8_lossy(&counter).parse()?;
-    // Two txn runs used connection 0, plus one warm-up op each.
-    println!("smoke: /bench/c0/counter = {counter}");
-    if counter < 4 {
-        bail!("transactions did not commit: counter {counter}");
     }
     Ok(())
 }
@@ -242,9 +195,12 @@ fn storm_upstream(args: &AllArgs) -> Vec<Flavor> {
     if args.storm_upstream.is_empty() {
         return vec![Flavor::C, Flavor::Ocaml];
     }
-    let flavor = |d: &StormUpstream| match d {
+    args.storm_upstream.iter().map(flavor).collect()
+}
+
+fn flavor(d: &StormUpstream) -> Flavor {
+    match d {
         StormUpstream::C => Flavor::C,
         StormUpstream::Oxenstored => Flavor::Ocaml,
-    };
-    args.storm_upstream.iter().map(flavor).collect()
+    }
 }

@@ -31,5 +31,6 @@ pub fn section(s: &Scale) -> Part {
         text: text + "\n",
         failures: outcomes,
         goals,
+        limits: Vec::new(),
     }
 }

@@ -57,22 +57,93 @@ impl Scale {
     }
 }
 
-/// A scale section's text (from its `## ` heading) and what failed in it:
-/// the report shows failures, a smoke run fails on them.
+/// A goal row: (what, target, measured, met).
+pub type GoalRow = (String, &'static str, String, Option<bool>);
+
+/// A section's text (from its `## ` heading) and what failed in it: the
+/// report shows failures, a smoke run fails on them.
+#[derive(Default)]
 pub struct Part {
     pub text: String,
     pub failures: Vec<String>,
     /// Its rows of the report's goals table.
-    pub goals: Vec<crate::metrics_report::GoalRow>,
+    pub goals: Vec<GoalRow>,
+    /// Its notes under the report's "What limits the figures".
+    pub limits: Vec<String>,
 }
 
 /// A sample's table cell: ops/s (p50/p99 µs) daemon CPU per op in µs.
 pub fn cell(x: &Sample) -> String {
     format!(
         "{} ({:.1}/{:.1}) {:.2}",
-        crate::report::ops(x.ops_per_s),
+        crate::stats::ops(x.ops_per_s),
         x.p50_us,
         x.p99_us,
         x.daemon_cpu_us
     )
+}
+
+/// A table's heading and rule: `first` over the key column, then a column
+/// a label.
+pub fn head<L: std::fmt::Display>(first: &str, labels: impl IntoIterator<Item = L>) -> String {
+    let mut s = format!("| {first} |");
+    let mut rule = String::from("|---|");
+    for l in labels {
+        s += &format!(" {l} |");
+        rule += "---|";
+    }
+    format!("{s}\n{rule}\n")
+}
+
+/// Tables of curves measured in turn, one under each caption of a
+/// template (template::tables): a row a level ("key (size)"), a column a
+/// curve, each cell its point at that level shown, "–" for none.
+pub struct CurveTables<'a, P> {
+    captions: std::vec::IntoIter<(&'a str, &'a str)>,
+    /// Over the key column.
+    first: &'a str,
+    curves: &'a [crate::in_turn::Curve<P>],
+    /// (key, size) of every level any curve reached.
+    levels: Vec<(usize, usize)>,
+    /// A point's level.
+    key: fn(&P) -> usize,
+}
+
+impl<'a, P> CurveTables<'a, P> {
+    /// The filled template's text before its first caption, and its tables.
+    pub fn new(
+        text: &'a str,
+        (first, key): (&'a str, fn(&P) -> usize),
+        curves: &'a [crate::in_turn::Curve<P>],
+        levels: Vec<(usize, usize)>,
+    ) -> (&'a str, Self) {
+        let (intro, captions) = crate::template::tables(text);
+        let captions = captions.into_iter();
+        (
+            intro,
+            CurveTables {
+                captions,
+                first,
+                curves,
+                levels,
+                key,
+            },
+        )
+    }
+
+    /// The next caption, its heading first, and its table of `show`.
+    pub fn next(&mut self, show: &dyn Fn(&P) -> String) -> String {
+        let (heading, what) = self.captions.next().expect("a caption a table");
+        let mut s = format!("\n{heading}\n\n{what}\n\n");
+        s += &head(self.first, self.curves.iter().map(|c| &c.label));
+        for &(level, size) in &self.levels {
+            s += &format!("| {level} ({size}) |");
+            for c in self.curves {
+                let got = c.points.iter().find(|p| (self.key)(p) == level);
+                s += &format!(" {} |", got.map_or("–".into(), show));
+            }
+            s += "\n";
+        }
+        s
+    }
 }

@@ -1,10 +1,14 @@
 //! The table of sections: each has one name, the same in `--only`, in its
 //! report heading and in its file or folder. `all` runs the wanted ones in
-//! this order, `--update` merges them by heading, and `smoke` runs the
-//! scale ones at a few small N through the very same functions.
+//! this order, `--update` merges them by heading, and `smoke` runs those
+//! that need no root at a few small N through the very same functions.
 
+use crate::builds::{self, Before, Builds};
 use crate::cli::Section;
+use crate::plain::{self, bpftrace_script, Budget};
 use crate::scale::{Part, Scale};
+use anyhow::{Context, Result};
+use std::path::PathBuf;
 
 /// Every section, in report order; `kernels` is measured in VMs
 /// (`xenstore-bench kernel`) and kept from the old report.
@@ -15,8 +19,8 @@ pub const ALL: [Section; 13] = [
     Section::Firing,
     Section::Loss,
     Section::Memory,
-    Section::Sites,
     Section::Metrics,
+    Section::Sites,
     Section::S1BootStorm,
     Section::S2FanOut,
     Section::S3BigStore,
@@ -24,15 +28,65 @@ pub const ALL: [Section; 13] = [
     Section::S5IdleTax,
 ];
 
-/// A scale section measured and rendered; None for the plain ones, which
-/// report::render renders from their results.
-pub fn scale_part(section: Section, s: &Scale) -> Option<Part> {
-    Some(match section {
-        Section::S1BootStorm => crate::s1_boot_storm::section(s),
-        Section::S2FanOut => crate::s2_fan_out::section(s),
-        Section::S3BigStore => crate::s3_big_store::section(s),
-        Section::S4MassDestroy => crate::s4_mass_destroy::section(s),
-        Section::S5IdleTax => crate::s5_idle_tax::section(s),
-        _ => return None,
+/// What the sections run on.
+pub struct Bench {
+    pub scale: Scale,
+    pub budget: Budget,
+    /// The release builds `all` made; None in a smoke run, whose plain
+    /// sections other than throughput need them (and root, tracefs, bpftrace).
+    pub builds: Option<Builds>,
+    pub before: Option<Before>,
+    /// The libxenstore client (throughput's libxenstore rows).
+    pub xs_load: Option<PathBuf>,
+}
+
+/// `section` measured and rendered.
+pub fn part(section: Section, b: &Bench) -> Result<Part> {
+    let budget = &b.budget;
+    let builds = || {
+        (b.builds.as_ref()).with_context(|| {
+            format!("{section:?} has no smoke run (it needs root, tracefs and bpftrace)")
+        })
+    };
+    Ok(match section {
+        Section::Throughput => plain::throughput::render(&plain::throughput::measure(
+            &b.scale,
+            budget,
+            b.xs_load.as_deref(),
+        )),
+        Section::Idle => plain::idle::render(&plain::idle::measure(builds()?, budget)),
+        Section::Snoop => plain::snoop::render(&plain::snoop::measure(
+            builds()?,
+            budget,
+            &bpftrace_script()?,
+            b.before.as_ref(),
+        )),
+        Section::Firing => plain::firing::render(&plain::firing::measure(
+            builds()?,
+            budget,
+            &bpftrace_script()?,
+        )),
+        Section::Loss => plain::loss::render(&plain::loss::measure(builds()?, budget), budget),
+        Section::Memory => {
+            plain::memory::render(&plain::memory::measure(builds()?, budget), budget)
+        }
+        Section::Metrics => plain::metrics::render(&plain::metrics::measure(
+            builds()?,
+            budget,
+            b.before.as_ref(),
+        )),
+        Section::Sites => {
+            let builds = builds()?;
+            plain::sites::render(&plain::sites::measure(
+                builds,
+                &builds::build_nop1()?,
+                budget,
+            ))
+        }
+        Section::S1BootStorm => crate::s1_boot_storm::section(&b.scale),
+        Section::S2FanOut => crate::s2_fan_out::section(&b.scale),
+        Section::S3BigStore => crate::s3_big_store::section(&b.scale),
+        Section::S4MassDestroy => crate::s4_mass_destroy::section(&b.scale),
+        Section::S5IdleTax => crate::s5_idle_tax::section(&b.scale),
     })
 }

@@ -27,6 +27,15 @@ impl Sample {
             daemon_cpu_us: f64::NAN,
         }
     }
+
+    /// This sample, whose op was `n` requests, per request (the latencies
+    /// stay the op's).
+    pub fn per_request(mut self, n: usize) -> Sample {
+        self.ops *= n as u64;
+        self.ops_per_s *= n as f64;
+        self.daemon_cpu_us /= n as f64;
+        self
+    }
 }
 
 pub fn median(mut v: Vec<f64>) -> f64 {
@@ -63,6 +72,23 @@ pub fn paired_ratio(a: &[Sample], b: &[Sample]) -> f64 {
             .map(|(a, b)| a.ops_per_s / b.ops_per_s)
             .collect(),
     )
+}
+
+/// A count with thin spaces between thousands ("–" for none).
+pub fn ops(x: f64) -> String {
+    if x.is_nan() {
+        return "–".into();
+    }
+    let n = x.round() as u64;
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push('\u{202f}');
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]

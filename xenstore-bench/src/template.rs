@@ -12,6 +12,25 @@ pub fn fill(template: &str, values: &[(&str, String)]) -> String {
     s
 }
 
+/// A template's paragraphs: a line and the clauses it may take, each
+/// filled on its own.
+pub fn paragraphs(text: &str) -> Vec<&str> {
+    text.trim_end().split("\n\n").collect()
+}
+
+/// A template of tables: the text before the first table's heading, then
+/// each table's heading line and the caption under it, in order.
+pub fn tables(text: &str) -> (&str, Vec<(&str, &str)>) {
+    let Some(at) = text.find("\n\n#") else {
+        return (text, Vec::new());
+    };
+    let blocks = paragraphs(&text[at + 2..]);
+    let tables = blocks
+        .chunks(2)
+        .map(|b| (b[0], b.get(1).copied().unwrap_or("")));
+    (&text[..at], tables.collect())
+}
+
 fn has_placeholder(s: &str) -> bool {
     s.match_indices('{').any(|(i, _)| {
         let rest = &s[i + 1..];
@@ -33,6 +52,13 @@ mod tests {
             fill("a {x} b {y_z}", &[("x", "1".into()), ("y_z", "2".into())]),
             "a 1 b 2"
         );
+    }
+
+    #[test]
+    fn tables_are_headings_and_their_captions() {
+        let (intro, tables) = tables("## S\n\nintro\n\n### a\n\nabout a\n\n### b\n\nabout b\n");
+        assert_eq!(intro, "## S\n\nintro");
+        assert_eq!(tables, [("### a", "about a"), ("### b", "about b")]);
     }
 
     #[test]

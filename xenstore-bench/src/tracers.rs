@@ -28,7 +28,6 @@ pub enum TracerKind {
 
 pub struct Tracer {
     child: Option<Child>,
-    pub output: PathBuf,
     stderr: PathBuf,
     dir: PathBuf,
 }
@@ -98,7 +97,6 @@ impl Tracer {
             .with_context(|| format!("start {cmd:?}"))?;
         let mut tracer = Tracer {
             child: Some(child),
-            output,
             stderr,
             dir,
         };

@@ -17,7 +17,8 @@ use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 use std::os::unix::net::UnixListener;
-use xenstore_proto::wire::{Header, MsgType, HEADER_LEN, PAYLOAD_MAX};
+use xenstore_proto::frame::take_messages;
+use xenstore_proto::wire::{Header, MsgType};
 use xenstored_probes::conn::ring::conn::{RingConn, Wake};
 use xenstored_probes::conn::ring::sim::SimBackend;
 
@@ -111,21 +112,17 @@ fn serve(socket: &str, rings: SimBackend) -> io::Result<()> {
                 clients[i] = None;
                 continue;
             }
-            let mut input = std::mem::take(&mut c.input);
-            let mut used = 0;
-            while let Some(len) = whole_message(&input[used..]) {
-                let msg = &input[used..used + len];
-                used += len;
-                if let Some((ring, domid)) = execute(&mut store, &mut clients, i, msg, &rings) {
+            for (header, payload) in take_messages(&mut c.input) {
+                if let Some((ring, domid)) =
+                    execute(&mut store, &mut clients, i, header, &payload, &rings)
+                {
                     add(epoll, ring.fd(), clients.len() as u64)?;
                     woken.push(clients.len());
                     let home = format!("/local/domain/{domid}");
                     clients.push(Some(client(Link::Ring(ring, home))));
                 }
             }
-            input.drain(..used);
             if let Some(c) = clients[i].as_mut() {
-                c.input = input;
                 flush(c);
             }
         }
@@ -169,13 +166,6 @@ fn receive(c: &mut Client, buf: &mut [u8]) -> bool {
     }
 }
 
-/// The length of the message at the front of `input`, once it is whole.
-fn whole_message(input: &[u8]) -> Option<usize> {
-    let header = Header::decode(input.get(..HEADER_LEN)?.try_into().ok()?);
-    let len = HEADER_LEN + (header.len as usize).min(PAYLOAD_MAX);
-    (input.len() >= len).then_some(len)
-}
-
 /// INTRODUCE's domid, gfn and port.
 fn introduce_args(payload: &[u8]) -> Option<(u16, u64, u32)> {
     let mut args = payload
@@ -195,11 +185,10 @@ fn execute(
     store: &mut Store,
     clients: &mut [Option<Client>],
     me: usize,
-    msg: &[u8],
+    header: Header,
+    payload: &[u8],
     rings: &SimBackend,
 ) -> Option<(RingConn, u16)> {
-    let header = Header::decode(msg[..HEADER_LEN].try_into().unwrap());
-    let payload = &msg[HEADER_LEN..];
     let mut parts = payload.split(|&b| b == 0);
     let given = parts.next().unwrap_or_default();
     let home = match clients[me].as_ref().map(|c| &c.link) {

@@ -235,16 +235,12 @@ impl Host {
 
     fn idle_tax(&mut self, run: Duration) -> Result<Sample> {
         let load = &mut self.load;
-        let mut s = timed(self.daemon.pid(), run, |_| {
+        let s = timed(self.daemon.pid(), run, |_| {
             load.write(0, LOAD_PATH, b"1")?.ok()?;
             load.read(LOAD_PATH)?.ok()?;
             Ok(())
         })?;
-        // two requests a pair
-        s.ops *= 2;
-        s.ops_per_s *= 2.0;
-        s.daemon_cpu_us /= 2.0;
-        Ok(s)
+        Ok(s.per_request(2))
     }
 
     /// Writes below the watched path of an idle connection or domain

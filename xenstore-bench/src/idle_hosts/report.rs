@@ -2,10 +2,11 @@
 //! connections, the last row what grows with the host.
 
 use crate::idle_hosts::{Curve, Point, ScaleResult, FLOOR, WATCHES_PER_CONN};
-use crate::metrics_report::GoalRow;
 use crate::scale::cell;
+use crate::scale::head;
+use crate::scale::GoalRow;
 use crate::stats::Sample;
-use crate::template::fill;
+use crate::template::{fill, paragraphs};
 use std::fmt::Write;
 
 /// What S5 and S2 share: how their hosts were built and measured.
@@ -44,15 +45,7 @@ pub fn no_domains(r: &ScaleResult) -> String {
 }
 
 pub fn table(r: &ScaleResult, pick: impl Fn(&Point) -> Sample, with_zero: bool) -> String {
-    let mut s = String::from("| N × 15 watches |");
-    let mut rule = String::from("|---|");
-    for c in &r.curves {
-        let _ = write!(s, " {} |", c.label);
-        rule += "---|";
-    }
-    s += "\n";
-    s += &rule;
-    s += "\n";
+    let mut s = head("N × 15 watches", r.curves.iter().map(|c| &c.label));
     for (row, &n) in r.levels.iter().enumerate() {
         if n == 0 && !with_zero {
             continue;
@@ -161,21 +154,35 @@ pub fn goal(
         "{:.2}× ({:.2}–{:.2} over {} round(s))",
         g.ratio, g.lowest, g.highest, g.rounds
     );
-    let mut s = format!(
-        "\nGoal (issue 26, {scenario}), {}: CPU per request, N={} ÷ N={}, {measured} \
-         (≤ {BOUND}×): {verdict}.",
-        shim.label, r.levels[last], r.levels[first]
+    let [line, floor] = *paragraphs(include_str!("../../report/s5-goal.md")) else {
+        panic!("s5-goal.md: the line, then the floor's clause");
+    };
+    let floor = (r.curves.iter().find(|c| c.label == FLOOR))
+        .and_then(|c| growth(c, &pick, first, last))
+        .map_or(String::new(), |f| {
+            fill(
+                floor,
+                &[
+                    ("floor_label", FLOOR.to_string()),
+                    ("ratio", format!("{:.2}", f.ratio)),
+                    ("lowest", format!("{:.2}", f.lowest)),
+                    ("highest", format!("{:.2}", f.highest)),
+                ],
+            )
+        });
+    let s = fill(
+        line,
+        &[
+            ("scenario", scenario.to_string()),
+            ("label", shim.label.clone()),
+            ("to", r.levels[last].to_string()),
+            ("from", r.levels[first].to_string()),
+            ("measured", measured.clone()),
+            ("bound", BOUND.to_string()),
+            ("verdict", verdict.to_string()),
+            ("floor", floor),
+        ],
     );
-    if let Some(f) =
-        (r.curves.iter().find(|c| c.label == FLOOR)).and_then(|c| growth(c, &pick, first, last))
-    {
-        let _ = write!(
-            s,
-            " The {FLOOR} daemon, which does only what these requests need, read {:.2}× \
-             ({:.2}–{:.2}) in the same rounds.",
-            f.ratio, f.lowest, f.highest
-        );
-    }
     let row = (
         format!(
             "{scenario}: CPU per request, N={} ÷ N={}",
@@ -185,7 +192,7 @@ pub fn goal(
         measured,
         met,
     );
-    Some((s + "\n", row))
+    Some((format!("\n{s}\n"), row))
 }
 
 #[cfg(test)]

@@ -109,22 +109,16 @@ fn lenient(c: &Curve) -> String {
         .iter()
         .map(|(_, _, x)| x.tally.einval_then_committed)
         .sum();
-    format!(
-        "\n{label}'s rows are measured leniently: for {label} alone, a commit answered EINVAL is \
-         run again from its start, as after EAGAIN, and a DIRECTORY reply over 4096 bytes (up to \
-         {max} KiB) is taken; each is counted in the last column. A real libxl would fail those \
-         domains: EINVAL is fatal to it, and libxenstore refuses a reply over 4096 bytes (E2BIG). \
-         So these rows are what the storm costs {label} if its failures were retried, not what \
-         a host would get. They still did the same work as the other daemons' (every lifecycle \
-         ran to its end, with the same commits: checked for every storm), and each EINVAL was a \
-         conflict: oxenstored had dropped the transaction uncommitted (below), and every one \
-         of the {transactions} transactions that got it here committed when run again. The shim and C xenstored are held to the strict \
-         rules: either answer fails their storm.\n",
-        label = c.label,
-        max = OVERSIZED_MAX / 1024,
-    )
+    let text = fill(
+        include_str!("../../report/s1-lenient.md"),
+        &[
+            ("label", c.label.clone()),
+            ("max", (OVERSIZED_MAX / 1024).to_string()),
+            ("transactions", transactions.to_string()),
+        ],
+    );
+    format!("\n{text}")
 }
-
 fn find(storms: &[Row], k: usize, p: usize) -> Option<&Storm> {
     storms
         .iter()
@@ -214,17 +208,15 @@ fn read_limits(r: &StormResult) -> String {
     let (Some(&k), Some(&p)) = (r.idle.iter().max(), r.parallel.iter().max()) else {
         return String::new();
     };
-    let mut s = format!(
-        "\nThe unrelated READ at K={k}, P={p}: its latency's p50 / p99 / max, and of the \
-         reads over {} ms, how long the daemon was runnable but waiting for a CPU (its \
-         threads' run delay in schedstat, read before and after each READ): another task \
-         held its CPU. The storm's own client threads run at SCHED_IDLE, so they never \
-         preempt a daemon; what is left is the machine's other load. The rest of a read is \
-         the daemon's own order and work before it: its p99 is the last column.\n\n| daemon \
-         | reads | p50 / p99 / max ms | reads over {0} ms | of their time, the daemon waiting \
-         for a CPU | p99 less that wait, ms |\n|---|---|---|---|---|---|\n",
-        SLOW.as_millis()
-    );
+    let mut s = "\n".to_string()
+        + &fill(
+            include_str!("../../report/s1-unrelated-read.md"),
+            &[
+                ("k", k.to_string()),
+                ("p", p.to_string()),
+                ("slow", SLOW.as_millis().to_string()),
+            ],
+        );
     for c in &r.curves {
         let Some(x) = find(&c.storms, k, p) else {
             continue;

@@ -8,7 +8,9 @@
 use crate::client::Conn;
 use crate::daemons::Start;
 use crate::idle_hosts::timed;
+use crate::scale::head;
 use crate::stats::{median_sample, Sample};
+use crate::template::fill;
 use anyhow::{bail, Result};
 use std::time::{Duration, Instant};
 
@@ -151,30 +153,20 @@ pub fn run(plan: &Plan) -> BroadResult {
     }
 }
 
-/// Where its part of the scale section starts.
-pub const HEADING: &str = "### Broad watch";
-
 /// Its table for the scale section.
 pub fn render(r: &BroadResult) -> String {
     use std::fmt::Write;
-    let mut s = format!(
-        "{HEADING}\n\nThe 2020 case: one dom0 watcher on `{BROAD}` (qemu's) while \
-         backend state writes for N domains (spread over all of them) fan out to it; N idle \
-         connections hold {IDLE_WATCHES} watches each on paths nothing writes. Timed from the \
-         write to the broad watcher reading its event (every N's host up at once, then {} \
-         round(s) of one {:.2} s run at each N, the N in the opposite order every other round, \
-         medians; {:.0} s in all). Cells: writes/s (p50/p99 µs) daemon CPU per write \
-         in µs.\n\n| N |",
-        r.runs,
-        r.run.as_secs_f64(),
-        r.elapsed.as_secs_f64()
-    );
-    let mut rule = String::from("|---|");
-    for c in &r.curves {
-        let _ = write!(s, " {} |", c.label);
-        rule += "---|";
-    }
-    let _ = writeln!(s, "\n{rule}");
+    let mut s = fill(
+        include_str!("../../report/s2-broad-watch.md"),
+        &[
+            ("broad", BROAD.to_string()),
+            ("idle_watches", IDLE_WATCHES.to_string()),
+            ("runs", r.runs.to_string()),
+            ("run", format!("{:.2}", r.run.as_secs_f64())),
+            ("elapsed", format!("{:.0}", r.elapsed.as_secs_f64())),
+        ],
+    ) + "\n"
+        + &head("N", r.curves.iter().map(|c| &c.label));
     let mut levels: Vec<usize> = r
         .curves
         .iter()

@@ -6,7 +6,7 @@ pub mod broad;
 
 use crate::idle_hosts::report::{ends, hosts_text, no_domains, table, WHOM};
 use crate::idle_hosts::{self, Point, ScaleResult, Scenario, FLOOR};
-use crate::metrics_report::GoalRow;
+use crate::scale::GoalRow;
 use crate::scale::{Part, Scale};
 use crate::stats::median;
 use crate::template::fill;
@@ -55,6 +55,7 @@ pub fn section(s: &Scale) -> Part {
         text,
         failures,
         goals,
+        limits: Vec::new(),
     }
 }
 
@@ -118,25 +119,30 @@ fn goal(r: &ScaleResult, whom: &str) -> Option<(String, GoalRow)> {
     let (first, last) = ends(r)?;
     let lo = g.by_round.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = g.by_round.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let line = format!(
-        "\nGoal (issue 47, S2, {whom}): from N={} to N={} the shim's CPU per write grew \
-         {:.2} µs ({:.2} → {:.2}), the floor's {:.2} µs ({:.2} → {:.2}); the shim grew \
-         {:+.2} µs beyond the floor (median of {} round(s), {:+.2} to {:+.2}; ≤ +{BEYOND_FLOOR_US:.2} \
-         µs): **{}**.\n",
-        r.levels[first],
-        r.levels[last],
-        g.shim.1 - g.shim.0,
-        g.shim.0,
-        g.shim.1,
-        g.floor.1 - g.floor.0,
-        g.floor.0,
-        g.floor.1,
-        g.median(),
-        g.by_round.len(),
-        lo,
-        hi,
-        if g.met() { "met" } else { "missed" }
-    );
+    let line = "\n".to_string()
+        + &fill(
+            include_str!("../../report/s2-goal.md"),
+            &[
+                ("whom", whom.to_string()),
+                ("from", r.levels[first].to_string()),
+                ("to", r.levels[last].to_string()),
+                ("shim_grew", format!("{:.2}", g.shim.1 - g.shim.0)),
+                ("shim_from", format!("{:.2}", g.shim.0)),
+                ("shim_to", format!("{:.2}", g.shim.1)),
+                ("floor_grew", format!("{:.2}", g.floor.1 - g.floor.0)),
+                ("floor_from", format!("{:.2}", g.floor.0)),
+                ("floor_to", format!("{:.2}", g.floor.1)),
+                ("beyond", format!("{:+.2}", g.median())),
+                ("rounds", g.by_round.len().to_string()),
+                ("lo", format!("{lo:+.2}")),
+                ("hi", format!("{hi:+.2}")),
+                ("bound", format!("{BEYOND_FLOOR_US:.2}")),
+                (
+                    "verdict",
+                    (if g.met() { "met" } else { "missed" }).to_string(),
+                ),
+            ],
+        );
     let row = (
         format!(
             "S2 fan-out, {whom}: shim's CPU per write, growth N={} → N={} beyond the floor's",

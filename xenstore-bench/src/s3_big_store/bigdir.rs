@@ -118,7 +118,7 @@ impl Host {
             Ok(())
         })
         .context("create/remove")?;
-        per_request(&mut create_remove, 2);
+        create_remove = create_remove.per_request(2);
         // The children in creation order: each taken from the front of
         // the list and written back at its end, so the next is first.
         let (children, mut next) = (self.children, 0);
@@ -130,14 +130,14 @@ impl Host {
             Ok(())
         })
         .context("rm the oldest")?;
-        per_request(&mut oldest, 2);
+        oldest = oldest.per_request(2);
         let mut own_value = timed(pid, run, |i| {
             let value: &[u8] = if i % 2 == 0 { b"a" } else { b"b" };
             load.write(0, DIR.as_bytes(), value)?.ok()?;
             Ok(())
         })
         .context("write the directory's value")?;
-        per_request(&mut own_value, 1);
+        own_value = own_value.per_request(1);
         let mut tx_child = timed(pid, run, |_| {
             for remove in [false, true] {
                 let tx = load.tx_start()?;
@@ -154,7 +154,7 @@ impl Host {
             Ok(())
         })
         .context("a child added and removed in transactions")?;
-        per_request(&mut tx_child, 6);
+        tx_child = tx_child.per_request(6);
         let (pages, listing_bytes) = match list_pages(load, DIR, 0) {
             Ok(l) if l.names.len() == children => (l.pages, l.bytes),
             Ok(l) => bail!("DIRECTORY_PART listed {} of {children}", l.names.len()),
@@ -178,7 +178,7 @@ impl Host {
             Ok(())
         })
         .context("DIRECTORY_PART")?;
-        per_request(&mut page, pages);
+        page = page.per_request(pages);
         let mut page_in_tx = timed(pid, run, |_| {
             let tx = load.tx_start()?;
             list_pages(load, DIR, tx)?;
@@ -186,7 +186,7 @@ impl Host {
             Ok(())
         })
         .context("DIRECTORY_PART in a transaction")?;
-        per_request(&mut page_in_tx, pages);
+        page_in_tx = page_in_tx.per_request(pages);
         let middle = format!("{DIR}/{}", children / 2);
         let mut page_after_rm = timed(pid, run, |_| {
             let tx = load.tx_start()?;
@@ -203,7 +203,7 @@ impl Host {
             Ok(())
         })
         .context("DIRECTORY_PART in a transaction that removed a child")?;
-        per_request(&mut page_after_rm, pages);
+        page_after_rm = page_after_rm.per_request(pages);
         Ok(Point {
             children,
             listing_bytes,
@@ -217,14 +217,6 @@ impl Host {
             tx_child,
         })
     }
-}
-
-/// A sample whose op was `n` requests, as per request (latencies stay
-/// the op's).
-fn per_request(s: &mut Sample, n: usize) {
-    s.ops *= n as u64;
-    s.ops_per_s *= n as f64;
-    s.daemon_cpu_us /= n as f64;
 }
 
 /// Runs the plan: at each level every daemon grows its directory, then is

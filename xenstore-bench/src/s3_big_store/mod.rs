@@ -16,8 +16,11 @@
 pub mod bigdir;
 pub mod bigdir_report;
 pub mod report;
+pub mod tree;
 
 pub use crate::daemons::Start;
+pub use tree::{domain_tree, nodes_per_domain, SUBTREE_NODES};
+use tree::{victim_leaves, watched_in};
 
 use crate::affinity::on_cpu0;
 use crate::client::Conn;
@@ -31,8 +34,6 @@ use xenstore_proto::wire::MsgType;
 
 /// The curve's points: how many domains' trees.
 pub const LEVELS: [usize; 5] = [10, 100, 500, 1000, 2000];
-/// Nodes in the home `rm` removes (its root included).
-pub const SUBTREE_NODES: usize = 100;
 /// Watches per domain, held by idle dom0 connections.
 pub const WATCHES_PER_DOMAIN: usize = 15;
 /// Domains whose watches one idle connection holds.
@@ -87,219 +88,6 @@ pub struct StoreResult {
     pub run: Duration,
     pub removals: usize,
     pub elapsed: Duration,
-}
-
-/// A domain's tree as `xl create` leaves it: (path, value) of each leaf;
-/// the directories above them are created with them.
-pub fn domain_tree(domid: usize) -> Vec<(String, String)> {
-    let home = format!("/local/domain/{domid}");
-    let uuid = format!("00000000-0000-4000-8000-{domid:012}");
-    let vbd_be = format!("/local/domain/0/backend/vbd/{domid}/51712");
-    let vif_be = format!("/local/domain/0/backend/vif/{domid}/0");
-    let mut t: Vec<(String, String)> = home_leaves(domid)
-        .into_iter()
-        .map(|(p, v)| (format!("{home}/{p}"), v))
-        .collect();
-    let mut under = |base: &str, leaves: &[(&str, &str)]| {
-        for (p, v) in leaves {
-            t.push((format!("{base}/{p}"), v.to_string()));
-        }
-    };
-    under(
-        &vbd_be,
-        &[
-            ("frontend", "/local/domain/x/device/vbd/51712"),
-            ("frontend-id", "7"),
-            ("online", "1"),
-            ("removable", "0"),
-            ("bootable", "1"),
-            ("state", "4"),
-            ("dev", "xvda"),
-            ("type", "phy"),
-            ("mode", "w"),
-            ("device-type", "disk"),
-            ("params", "/dev/vg0/guest"),
-            ("physical-device", "fe:3"),
-            ("hotplug-status", "connected"),
-            ("feature-flush-cache", "1"),
-            ("feature-persistent", "1"),
-            ("sectors", "8388608"),
-            ("sector-size", "512"),
-        ],
-    );
-    under(
-        &vif_be,
-        &[
-            ("frontend", "/local/domain/x/device/vif/0"),
-            ("frontend-id", "7"),
-            ("online", "1"),
-            ("state", "4"),
-            ("script", "/etc/xen/scripts/vif-bridge"),
-            ("mac", "00:16:3e:00:00:01"),
-            ("bridge", "xenbr0"),
-            ("handle", "0"),
-            ("type", "vif"),
-            ("hotplug-status", "connected"),
-            ("feature-sg", "1"),
-        ],
-    );
-    under(
-        &format!("/vm/{uuid}"),
-        &[
-            ("name", "guest"),
-            ("uuid", &uuid),
-            ("start_time", "1764115200.00"),
-        ],
-    );
-    under(
-        &format!("/libxl/{domid}"),
-        &[
-            ("type", "pvh"),
-            ("dm-version", "qemu_xen"),
-            (
-                "device/vbd/51712/frontend",
-                "/local/domain/x/device/vbd/51712",
-            ),
-            (
-                "device/vbd/51712/backend",
-                "/local/domain/0/backend/vbd/x/51712",
-            ),
-            ("device/vif/0/frontend", "/local/domain/x/device/vif/0"),
-            ("device/vif/0/backend", "/local/domain/0/backend/vif/x/0"),
-        ],
-    );
-    t
-}
-
-/// The guest's home below `/local/domain/<domid>`, relative.
-fn home_leaves(domid: usize) -> Vec<(String, String)> {
-    [
-        ("name", "guest"),
-        ("domid", "7"),
-        ("vm", "/vm/x"),
-        ("memory/static-max", "1048576"),
-        ("memory/target", "1048577"),
-        ("memory/videoram", "-1"),
-        ("cpu/0/availability", "online"),
-        ("store/port", "1"),
-        ("store/ring-ref", "1044476"),
-        ("console/backend", "/local/domain/0/backend/console/x/0"),
-        ("console/backend-id", "0"),
-        ("console/limit", "1048576"),
-        ("console/type", "xenconsoled"),
-        ("console/output", "pty"),
-        ("console/tty", "/dev/pts/3"),
-        ("console/port", "2"),
-        ("console/ring-ref", "1044479"),
-        ("control/shutdown", ""),
-        ("control/sysrq", ""),
-        ("control/feature-poweroff", "1"),
-        ("control/feature-reboot", "1"),
-        ("control/feature-suspend", "1"),
-        ("control/platform-feature-xs_reset_watches", "1"),
-        ("data/updated", "1"),
-        ("drivers/0", "Linux 6.1.0"),
-        ("error", ""),
-        (
-            "device/vbd/51712/backend",
-            "/local/domain/0/backend/vbd/x/51712",
-        ),
-        ("device/vbd/51712/backend-id", "0"),
-        ("device/vbd/51712/state", "4"),
-        ("device/vbd/51712/virtual-device", "51712"),
-        ("device/vbd/51712/device-type", "disk"),
-        ("device/vbd/51712/ring-ref", "8"),
-        ("device/vbd/51712/event-channel", "4"),
-        ("device/vif/0/backend", "/local/domain/0/backend/vif/x/0"),
-        ("device/vif/0/backend-id", "0"),
-        ("device/vif/0/state", "4"),
-        ("device/vif/0/handle", "0"),
-        ("device/vif/0/mac", "00:16:3e:00:00:01"),
-        ("device/vif/0/mtu", "1500"),
-        ("device/vif/0/tx-ring-ref", "9"),
-        ("device/vif/0/rx-ring-ref", "10"),
-        ("device/vif/0/event-channel", "5"),
-        ("device/vif/0/feature-rx-notify", "1"),
-        ("device/vif/0/feature-sg", "1"),
-    ]
-    .iter()
-    .map(|(p, v)| (p.to_string(), v.replace('x', &domid.to_string())))
-    .collect()
-}
-
-/// The home `rm` removes: a guest's, with what its agents publish below
-/// `data/` making it `SUBTREE_NODES` nodes.
-fn victim_leaves(domid: usize) -> Vec<(String, String)> {
-    let mut t = home_leaves(domid);
-    let mut i = 0;
-    while nodes_below(&t) < SUBTREE_NODES - 1 {
-        t.push((format!("data/agent/k{i}"), format!("{i}")));
-        i += 1;
-    }
-    t
-}
-
-/// Nodes the relative leaves `t` make, directories included.
-fn nodes_below(t: &[(String, String)]) -> usize {
-    let mut all = std::collections::BTreeSet::new();
-    for (p, _) in t {
-        for (i, _) in p.match_indices('/') {
-            all.insert(&p[..i]);
-        }
-        all.insert(p.as_str());
-    }
-    all.len()
-}
-
-/// Nodes one domain's tree adds to a store that already has the shared
-/// directories (`/local/domain`, the backend type directories, `/vm`, `/libxl`).
-pub fn nodes_per_domain() -> usize {
-    let shared = [
-        "/local",
-        "/local/domain",
-        "/local/domain/0",
-        "/local/domain/0/backend",
-        "/local/domain/0/backend/vbd",
-        "/local/domain/0/backend/vif",
-        "/vm",
-        "/libxl",
-    ];
-    let rel: Vec<(String, String)> = domain_tree(1)
-        .into_iter()
-        .map(|(p, v)| (p[1..].to_string(), v))
-        .collect();
-    let mut all = std::collections::BTreeSet::new();
-    for (p, _) in &rel {
-        for (i, _) in p.match_indices('/') {
-            all.insert(format!("/{}", &p[..i]));
-        }
-        all.insert(format!("/{p}"));
-    }
-    all.iter().filter(|p| !shared.contains(&p.as_str())).count()
-}
-
-/// The paths in a domain's home its watchers watch: the home and 14
-/// nodes inside (the toolstack's, the backends', the guest's own).
-fn watched_in(home: &str) -> Vec<String> {
-    let inside = [
-        "control/shutdown",
-        "control/sysrq",
-        "memory/target",
-        "device/vbd/51712/state",
-        "device/vif/0/state",
-        "console/tty",
-        "data/updated",
-        "console/port",
-        "error",
-        "device/vbd/51712/ring-ref",
-        "device/vif/0/mac",
-        "cpu/0/availability",
-        "store/port",
-        "drivers/0",
-    ];
-    std::iter::once(home.to_string())
-        .chain(inside.iter().map(|p| format!("{home}/{p}")))
-        .collect()
 }
 
 /// A daemon under test and its store.
@@ -400,16 +188,13 @@ impl Host {
 
     fn create_remove(&mut self, run: Duration) -> Result<Sample> {
         let load = &mut self.load;
-        let mut s = timed(self.daemon.pid(), run, |_| {
+        let s = timed(self.daemon.pid(), run, |_| {
             load.write(0, SCRATCH.as_bytes(), b"1")?.ok()?;
             load.call(MsgType::Rm, 0, &[SCRATCH.as_bytes(), b"\0"])?
                 .ok()?;
             Ok(())
         })?;
-        s.ops *= 2;
-        s.ops_per_s *= 2.0;
-        s.daemon_cpu_us /= 2.0;
-        Ok(s)
+        Ok(s.per_request(2))
     }
 
     /// DIRECTORY /local/domain; an error reply (C says E2BIG past ~900
@@ -715,18 +500,6 @@ pub fn section(s: &crate::scale::Scale) -> crate::scale::Part {
     crate::scale::Part {
         text: report::render(&store) + &bigdir_report::render(&big) + "\n",
         failures,
-        goals: Vec::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_domain_is_about_a_hundred_nodes_and_its_home_exactly() {
-        let per = nodes_per_domain();
-        assert!((90..=120).contains(&per), "{per} nodes a domain");
-        assert_eq!(nodes_below(&victim_leaves(7)) + 1, SUBTREE_NODES);
+        ..Default::default()
     }
 }

@@ -248,6 +248,6 @@ pub fn section(s: &crate::scale::Scale) -> crate::scale::Part {
     crate::scale::Part {
         text: report::render(&deaths) + &store_report::render(&big),
         failures,
-        goals: Vec::new(),
+        ..Default::default()
     }
 }

@@ -2,6 +2,7 @@
 //! column a daemon; the goal row; what limits the figures.
 
 use crate::s4_mass_destroy::{DeathResult, Point, DYING_EVERY};
+use crate::scale::head;
 use crate::template::fill;
 use std::fmt::Write;
 use std::time::Duration;
@@ -18,13 +19,7 @@ pub fn render(r: &DeathResult) -> String {
             ("elapsed", format!("{:.0}", r.elapsed.as_secs_f64())),
         ],
     ) + "\n";
-    let mut head = String::from("| N (dying) |");
-    let mut rule = String::from("|---|");
-    for c in &r.curves {
-        let _ = write!(head, " {} |", c.label);
-        rule += "---|";
-    }
-    let _ = writeln!(s, "{head}\n{rule}");
+    s += &head("N (dying)", r.curves.iter().map(|c| &c.label));
     let rows = r
         .curves
         .iter()
@@ -56,23 +51,9 @@ pub fn render(r: &DeathResult) -> String {
             let _ = writeln!(s, "\n{}: {e:#}", c.label);
         }
     }
-    s += "\nWhat limits these figures: C xenstored 4.17 and oxenstored 4.17 run under the \
-          conformance stub (`tests/peer/xenstub.c`), which keeps the shim's simulated \
-          hypervisor: the same domain table (a dying domain reads as dying to \
-          `xc_domain_getinfo`, `xc_domain_getinfolist` and `xc_domain_getinfo_single`) and \
-          VIRQ_DOM_EXC socket, and counts every such call as a query, so the columns count \
-          the same thing. On each VIRQ_DOM_EXC both upstream daemons ask about every \
-          introduced domain, one call each; C xenstored restarts its scan after each domain \
-          it frees (about N × M / 2 queries) and fires `@releaseDomain` once per freed domain \
-          (M events to each of N watchers), oxenstored scans once a firing and fires once. \
-          The shim asks ⌈N/1024⌉ times a firing, releases the domains of one firing together \
-          (a walk of the nodes that mention them, through the store's index, not of the \
-          store; one `@releaseDomain`); firings coalesce while it works (at most one a death, \
-          often one for all). A simulated query reads the table (Xen walks its domain list): \
-          its cost is not a hypercall's, which flatters the daemons that make many. The time \
-          includes the bench's one thread asking whether each dying domain is still \
-          introduced, then making one request on every watcher's connection: its reply comes \
-          after every event queued before it, so each watcher has read all its events.\n";
+    s += "\n";
+    s += include_str!("../../report/s4-limits.md");
+
     s
 }
 
@@ -92,18 +73,19 @@ fn cell(p: &Point) -> String {
 fn goal_line(label: &str, p: &Point) -> String {
     let fast = p.notified <= GOAL;
     let few = p.queries <= p.dying as u64;
-    format!(
-        "Goal (issue 26, S4), {label}: {} of {} dying, every watcher told in {:.0} ms \
-         (≤ {} ms: **{}**); {} state queries for {} deaths (O(dying), not O(N × dying) = {}: \
-         **{}**).",
-        p.dying,
-        p.domains,
-        p.notified.as_secs_f64() * 1e3,
-        GOAL.as_millis(),
-        if fast { "met" } else { "not met" },
-        p.queries,
-        p.dying,
-        p.domains * p.dying,
-        if few { "met" } else { "not met" },
+    let verdict = |met: bool| if met { "met" } else { "not met" }.to_string();
+    fill(
+        include_str!("../../report/s4-goal.md").trim_end(),
+        &[
+            ("label", label.to_string()),
+            ("dying", p.dying.to_string()),
+            ("domains", p.domains.to_string()),
+            ("told_ms", format!("{:.0}", p.notified.as_secs_f64() * 1e3)),
+            ("goal_ms", GOAL.as_millis().to_string()),
+            ("fast", verdict(fast)),
+            ("queries", p.queries.to_string()),
+            ("worst", (p.domains * p.dying).to_string()),
+            ("few", verdict(few)),
+        ],
     )
 }

@@ -4,6 +4,7 @@
 //! biggest.
 
 use crate::s4_mass_destroy::store::{Curve, Point, StoreDeathResult, DYING};
+use crate::scale::head;
 use crate::template::fill;
 use std::fmt::Write;
 
@@ -16,13 +17,7 @@ pub fn render(r: &StoreDeathResult) -> String {
             ("elapsed", format!("{:.0}", r.elapsed.as_secs_f64())),
         ],
     ) + "\n";
-    let mut head = String::from("| B (nodes) |");
-    let mut rule = String::from("|---|");
-    for c in &r.curves {
-        let _ = write!(head, " {} |", c.label);
-        rule += "---|";
-    }
-    let _ = writeln!(s, "{head}\n{rule}");
+    s += &head("B (nodes)", r.curves.iter().map(|c| &c.label));
     let point = |c: &Curve, row: usize| c.points.as_ref().ok()?.get(row).copied();
     let rows = r
         .curves
@@ -74,14 +69,21 @@ fn growth(label: &str, points: &[Point]) -> Option<String> {
     if points.len() < 2 || small.daemon_cpu_ms <= 0.0 {
         return None;
     }
-    Some(format!(
-        "{label}: releasing {DYING} domains costs {:.2}× the CPU at {} nodes as at {} \
-         (a walk of the store would grow about {:.0}×; a release in the dying domains' own \
-         nodes stays near 1×, growing only by the cache misses of reaching them in a bigger \
-         store).",
-        big.daemon_cpu_ms / small.daemon_cpu_ms,
-        big.nodes,
-        small.nodes,
-        big.nodes as f64 / small.nodes as f64
+    Some(fill(
+        include_str!("../../report/s4-big-store-growth.md").trim_end(),
+        &[
+            ("label", label.to_string()),
+            ("dying", DYING.to_string()),
+            (
+                "times",
+                format!("{:.2}", big.daemon_cpu_ms / small.daemon_cpu_ms),
+            ),
+            ("big", big.nodes.to_string()),
+            ("small", small.nodes.to_string()),
+            (
+                "walk",
+                format!("{:.0}", big.nodes as f64 / small.nodes as f64),
+            ),
+        ],
     ))
 }

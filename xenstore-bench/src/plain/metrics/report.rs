@@ -2,7 +2,9 @@
 //! measurements: the exporter's memory at 1000 and 2000 domains, and what
 //! --metrics costs the daemon per op, against full tracing.
 
-use crate::metrics_mode::{ExporterAt, MetricsResult, CAP, DOMAINS};
+use super::{ExporterAt, MetricsResult, CAP, DOMAINS};
+use crate::scale::GoalRow;
+use crate::template::fill;
 use anyhow::Result;
 
 /// At 2 × DOMAINS live domains the exporter may hold this much more than
@@ -25,18 +27,18 @@ fn one(x: &Result<ExporterAt>) -> String {
 
 /// The exporter's memory, as the section states it.
 pub fn exporter_memory(m: &MetricsResult) -> String {
-    format!(
-        "\nThe exporter (default --metrics-max-domains {CAP}: domains past it share domid=\"other\" \
-         and the kernel's domain table holds {CAP}) with {}; with {}.\n",
-        one(&m.at_1000),
-        one(&m.at_2000)
-    )
+    "\n".to_string()
+        + &fill(
+            include_str!("../../../report/9-metrics-exporter.md"),
+            &[
+                ("cap", CAP.to_string()),
+                ("at_1000", one(&m.at_1000)),
+                ("at_2000", one(&m.at_2000)),
+            ],
+        )
 }
 
-/// A goal row: (what, target, measured, met).
-pub type GoalRow = (String, &'static str, String, Option<bool>);
-
-/// The section's goal rows beside report.rs's ops/s ones.
+/// The section's goal rows beside its ops/s one.
 pub fn goals(m: &MetricsResult) -> Vec<GoalRow> {
     vec![cpu_goal(m), rss_goal(m)]
 }
@@ -113,6 +115,8 @@ pub fn limits(m: &MetricsResult) -> Vec<String> {
         };
         let (added, full_added) = ((metrics - none) * 1e3, (full - none) * 1e3);
         let added_by = |k| cpu(k).map(|f| (f - none) * 1e3);
+        // A template's text, its trailing newline dropped: these join into one note.
+        let text = |t: &str, values: &[(&str, String)]| fill(t.trim_end_matches('\n'), values);
         let batch_floor = added_by(4).map_or(String::new(), |b| {
             let counting = if added > b {
                 format!(
@@ -122,34 +126,41 @@ pub fn limits(m: &MetricsResult) -> Vec<String> {
             } else {
                 "counting the records in maps adds nothing this run could tell apart".to_string()
             };
-            format!(
-                " An empty program on stats_batch adds {b:.0} ns: the daemon's records and the \
-                 batch's trap; {counting}."
+            text(
+                include_str!("../../../report/limits-metrics-batch.md"),
+                &[("floor", format!("{b:.0}")), ("counting", counting)],
             )
         });
         let per_op_floor = added_by(3).map_or(String::new(), |f| {
-            format!(
-                " An empty program on reply_stats, a probe firing once per op, adds {f:.0} ns \
-                 ({:.0}% of full tracing's): the trap and the kernel's entry into BPF, which a \
-                 counter taking a trap per request pays and --metrics no longer does.",
-                100.0 * f / full_added
+            text(
+                include_str!("../../../report/limits-metrics-per-op.md"),
+                &[
+                    ("floor", format!("{f:.0}")),
+                    ("share", format!("{:.0}", 100.0 * f / full_added)),
+                ],
             )
         });
-        notes.push(format!(
-            "Metrics mode, {}: the shim spends {none:.2} µs of CPU per op unsnooped, {metrics:.2} µs \
-             under --metrics and {full:.2} µs under full tracing: --metrics adds {added:.0} ns per op, \
-             {:.0}% of full tracing's {full_added:.0} ns (daemon CPU per op ratio {}, ops/s ratio {}). \
-             --metrics counts on stats_batch: the daemon appends a 24-byte record per reply, watch \
-             event and transaction end (reading the time-stamp counter twice a request) and traps once per \
-             {} records or {} ms, and the program counts each record in maps on the daemon's \
-             thread; full tracing traps on every reply, renders its strings and copies them to a \
-             ring buffer.{batch_floor}{per_op_floor}",
-            case.describe().replace(" | ", ", "),
-            100.0 * added / full_added,
-            c.cpu_ratio(ci, 1, 0).map_or("?".into(), |x| format!("{x:.3}")),
-            c.ratio(ci, 1, 0).map_or("?".into(), |x| format!("{x:.3}")),
-            xenstore_proto::stats::BATCH_RECORDS,
-            xenstore_proto::stats::FLUSH_AFTER_MS,
+        let ratio = |x: Option<f64>| x.map_or("?".into(), |x| format!("{x:.3}"));
+        notes.push(text(
+            include_str!("../../../report/limits-metrics.md"),
+            &[
+                ("case", case.describe().replace(" | ", ", ")),
+                ("none", format!("{none:.2}")),
+                ("metrics", format!("{metrics:.2}")),
+                ("full", format!("{full:.2}")),
+                ("added", format!("{added:.0}")),
+                ("share", format!("{:.0}", 100.0 * added / full_added)),
+                ("full_added", format!("{full_added:.0}")),
+                ("cpu_ratio", ratio(c.cpu_ratio(ci, 1, 0))),
+                ("ops_ratio", ratio(c.ratio(ci, 1, 0))),
+                ("batch", xenstore_proto::stats::BATCH_RECORDS.to_string()),
+                (
+                    "flush_ms",
+                    xenstore_proto::stats::FLUSH_AFTER_MS.to_string(),
+                ),
+                ("batch_floor", batch_floor),
+                ("per_op_floor", per_op_floor),
+            ],
         ));
     }
     notes

@@ -7,15 +7,19 @@
 //! and with twice as many (past its cap on domains with series of their
 //! own): what bounds it.
 
+pub mod report;
+
+use super::{part, ratios, run_case, table, Budget, MAX_CONNS};
 use crate::affinity::Pin;
 use crate::builds::{Before, Builds};
 use crate::client::Conn;
 use crate::compare::{Case, Comparison};
 use crate::daemons::{rss_kib, scratch_dir};
-use crate::plan::{run_case, Budget, MAX_CONNS};
+use crate::scale::Part;
 use crate::tracers::TracerKind;
 use crate::workload::{self, Workload};
 use anyhow::{bail, Context, Result};
+use std::fmt::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -62,7 +66,7 @@ pub const BEFORE_CONFIGS: [&str; 3] = [
     "shim (before) + xenstore-snoop (bpf)",
 ];
 
-pub fn run(b: &Builds, budget: &Budget, before: Option<&Before>) -> MetricsResult {
+pub fn measure(b: &Builds, budget: &Budget, before: Option<&Before>) -> MetricsResult {
     let seeded = |label: &str, binary: &Path| {
         crate::daemons::shim(label, binary).and_then(|d| {
             workload::seed(&d.socket, MAX_CONNS)?;
@@ -237,4 +241,47 @@ fn ask_from_every_domain(run_dir: &Path, domains: u32) -> Result<()> {
         c.read(b"name\0")?;
     }
     Ok(())
+}
+
+/// Section 9: `--metrics` against unsnooped and full tracing.
+pub fn render(m: &MetricsResult) -> Part {
+    let mut g = Vec::new();
+    let c = &m.comparison;
+    let (measured, min) = ratios(c, 1, 0, |case| case.conns == 1, true);
+    g.push((
+        "--metrics ÷ unsnooped ops/s, 1 connection (pinned)".to_string(),
+        "≥ 0.95",
+        measured,
+        min.map(|x| x >= 0.95),
+    ));
+    g.extend(report::goals(m));
+    let mut s = String::new();
+    let mut ratios = vec![("metrics ÷ shim", 1, 0), ("tracing ÷ shim", 2, 0)];
+    if m.comparison.configs.len() > CONFIGS.len() {
+        // --shim-before's build (configs 5, 6, 7) in the same run.
+        ratios.extend([
+            ("before: metrics ÷ shim", 6, 5),
+            ("before: tracing ÷ shim", 7, 5),
+            ("shim ÷ shim (before)", 0, 5),
+        ]);
+    }
+    s += &table(&m.comparison, &ratios, &ratios);
+    if m.killed > 0 {
+        let _ = writeln!(
+            s,
+            "\n{} tracer stop(s) took longer than {} s after SIGINT: killed, their runs kept \
+             (measured before the signal).",
+            m.killed,
+            crate::tracers::STOP_BOUND.as_secs()
+        );
+    }
+    s += &report::exporter_memory(m);
+    let mut p = part(
+        include_str!("../../../report/9-metrics-mode.md"),
+        s,
+        g,
+        report::limits(m),
+    );
+    p.failures = m.comparison.failures.clone();
+    p
 }

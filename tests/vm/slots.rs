@@ -1,0 +1,72 @@
+//! The tier's boots share the machine: at most `XS_VM_SLOTS` QEMUs run at
+//! once (default 4: a TCG boot keeps a core busy only about half the time,
+//! its guests mostly waiting on timers, and each needs 1.3–2.3 GB), and a
+//! boot waiting for slots goes before every waiting boot of smaller
+//! weight, so that the longest boots start first and the short ones fill
+//! in at the end. `make test` runs the tier with a thread per test, so
+//! that every boot is waiting from the start.
+
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+struct Queue {
+    free: usize,
+    /// The weights of the boots waiting.
+    waiting: Vec<u32>,
+}
+
+static QUEUE: Mutex<Option<Queue>> = Mutex::new(None);
+static FREED: Condvar = Condvar::new();
+
+/// Slots held; given back when dropped (also when a test panics).
+pub struct Slots(usize);
+
+impl Drop for Slots {
+    fn drop(&mut self) {
+        let mut queue = QUEUE.lock().unwrap_or_else(|e| e.into_inner());
+        queue.as_mut().expect("slots taken").free += self.0;
+        FREED.notify_all();
+    }
+}
+
+fn capacity() -> usize {
+    std::env::var("XS_VM_SLOTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(4)
+}
+
+/// Waits for `n` slots (the QEMUs a test runs at once); `weight` is the
+/// boot's usual length in seconds. A test never waits on more slots than
+/// there are, nor longer than the whole tier may take (every boot before
+/// it ends within its own timeout).
+pub fn take(n: usize, weight: u32) -> Slots {
+    let deadline = Instant::now() + Duration::from_secs(3600);
+    let mut guard = QUEUE.lock().unwrap_or_else(|e| e.into_inner());
+    let queue = guard.get_or_insert_with(|| Queue {
+        free: capacity(),
+        waiting: Vec::new(),
+    });
+    let n = n.min(capacity());
+    queue.waiting.push(weight);
+    loop {
+        let queue = guard.as_mut().unwrap();
+        let first = queue.waiting.iter().all(|&w| w <= weight);
+        if first && queue.free >= n {
+            queue.free -= n;
+            let at = queue.waiting.iter().position(|&w| w == weight).unwrap();
+            queue.waiting.swap_remove(at);
+            // A boot of the same weight may fit in what is left.
+            FREED.notify_all();
+            return Slots(n);
+        }
+        let left = deadline
+            .checked_duration_since(Instant::now())
+            .expect("no VM slot in an hour: a boot before it never ended");
+        guard = FREED
+            .wait_timeout(guard, left)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+}

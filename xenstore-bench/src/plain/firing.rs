@@ -1,0 +1,188 @@
+//! Section 4, per-firing cost: what each tracer costs per probe firing, on
+//! the probe loop.
+
+use super::{failures, firing_costs, ns_per_event, snoopers, Budget, LOOP_PROBES, LOOP_SNOOP_ARGS};
+use crate::affinity::Pin;
+use crate::builds::Builds;
+use crate::compare::{Case, Comparison};
+use crate::probe_loop::ProbeLoop;
+use crate::scale::Part;
+use crate::stats::ops;
+use crate::template::{fill, paragraphs};
+use crate::tracers::{Tracer, TracerKind};
+use crate::uprobe::{BareUprobes, Fetch};
+use crate::workload::Workload;
+use anyhow::{anyhow, Result};
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+/// Section 4: Per-firing cost on the probe loop: no tracer, a bare uprobe with
+/// no reader, xenstore-snoop (BPF), bpftrace, a bare uprobe fetching
+/// nothing (its event still written, empty), xenstore-snoop on tracefs, a
+/// BPF program that only tests a map (the floor of any BPF tracer), and
+/// xenstore-snoop (BPF) with -T, whose program then reads the clock.
+/// Samples' ops_per_s are events/s.
+pub fn measure(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Comparison {
+    // The loop on CPU 0; a tracer's reader is left the other CPU(s).
+    let mut lp = ProbeLoop::start(&b.probe_loop)
+        .and_then(|lp| Pin::Cpu0.apply_to_process(lp.pid()).map(|_| lp));
+    let (snoop, snoop_tracefs) = snoopers(&b.snoop, &LOOP_SNOOP_ARGS);
+    let (snoop_timed, _) = snoopers(&b.snoop, &[&LOOP_SNOOP_ARGS[..], &["-T"]].concat());
+    let bpftrace = TracerKind::Bpftrace {
+        script: bpftrace_script.to_path_buf(),
+        // What a production capture to a file uses.
+        buffering: "full",
+    };
+    let empty_bpf = empty_bpf_script().map(|script| TracerKind::Bpftrace {
+        script,
+        // It prints one line, the marker: it must not wait in a buffer.
+        buffering: "line",
+    });
+    let secs = budget.run.as_secs_f64() / 2.0;
+    let case = Case::raw(Workload::Read, 1, Pin::Cpu0);
+    Comparison::run(
+        "per firing",
+        &[
+            "no tracer",
+            "bare uprobe, no reader",
+            "xenstore-snoop (bpf)",
+            "bpftrace",
+            "uprobe, no fetch args, no reader (an empty ftrace event)",
+            "xenstore-snoop (tracefs)",
+            "a BPF program that only tests a map (bpftrace)",
+            "xenstore-snoop (bpf) with -T (a clock read a firing)",
+        ],
+        vec![case],
+        // Half-second runs, many rounds: a firing costs ~1 µs, so noise from the
+        // shared machine weighs more here than in the op-level sections.
+        4 * budget.rounds,
+        |_, k| {
+            let lp = lp.as_mut().map_err(|e| anyhow!("{e:#}"))?;
+            let fire = |lp: &mut ProbeLoop| lp.sample(secs);
+            match k {
+                0 => fire(lp),
+                1 | 4 => {
+                    let fetch = if k == 1 {
+                        Fetch::SnoopArgs
+                    } else {
+                        Fetch::Nothing
+                    };
+                    let _probes = BareUprobes::enable(&lp.binary, &LOOP_PROBES, fetch)?;
+                    fire(lp)
+                }
+                _ => {
+                    let kind = match k {
+                        2 => &snoop,
+                        3 => &bpftrace,
+                        5 => &snoop_tracefs,
+                        6 => empty_bpf.as_ref().map_err(|e| anyhow!("{e:#}"))?,
+                        _ => &snoop_timed,
+                    };
+                    let binary = lp.binary.clone();
+                    let pid = lp.pid();
+                    let t = Tracer::attach(kind, pid, &binary, || lp.mark())?;
+                    let s = fire(lp);
+                    t.detach()?;
+                    s
+                }
+            }
+        },
+    )
+}
+
+/// The floor of any BPF tracer of the probe loop: on each firing a program
+/// that tests one map (so that the first firing, the attach marker, can be
+/// printed) and does nothing else.
+fn empty_bpf_script() -> Result<PathBuf> {
+    let script = crate::daemons::scratch_dir("empty-bpf")?.join("empty.bt");
+    std::fs::write(
+        &script,
+        "usdt:$1:xenstore:request /@shown == 0/ { @shown = 1; printf(\"%s\\n\", str(arg4)); }\n\
+         usdt:$1:xenstore:response /@shown == 0/ { }\n",
+    )?;
+    Ok(script)
+}
+
+/// Section 4: what each tracer costs per probe firing.
+pub fn render(c: &Comparison) -> Part {
+    let mut g = Vec::new();
+    let costs = firing_costs(c);
+    let (bare, snoop) = (costs[1], costs[2]);
+    let share = bare.zip(snoop).map(|(b, s)| s / b);
+    g.push((
+        "xenstore-snoop ÷ bare tracefs uprobe, ns per firing".to_string(),
+        "≤ 0.75",
+        match (bare, snoop, share) {
+            (Some(b), Some(s), Some(x)) => format!("{s:.0} ns ÷ {b:.0} ns = {x:.2}"),
+            _ => String::new(),
+        },
+        share.map(|x| x <= 0.75),
+    ));
+    let mut limits = Vec::new();
+    let at = |k: usize| costs.get(k).copied().flatten();
+    if let (Some(bare), Some(empty_event), Some(floor)) = (at(1), at(4), at(6)) {
+        limits.push(fill(
+            include_str!("../../report/limits-firing-floors.md").trim_end(),
+            &[
+                ("bare", format!("{bare:.0}")),
+                ("floor", format!("{floor:.0}")),
+                ("floor_share", format!("{:.0}", 100.0 * floor / bare)),
+                ("empty", format!("{empty_event:.0}")),
+                ("empty_share", format!("{:.0}", 100.0 * empty_event / bare)),
+            ],
+        ));
+    }
+    if let (Some(bare), Some(snoop), Some(bpf)) = (at(1), at(2), at(3)) {
+        // The note, then its clauses, each said when its figure was measured.
+        let parts = paragraphs(include_str!("../../report/limits-firing.md"));
+        let clause = |part: usize, ns: Option<f64>| {
+            ns.map_or(String::new(), |ns| {
+                fill(
+                    parts[part],
+                    &[
+                        ("ns", format!("{ns:.0}")),
+                        ("share", format!("{:.2}", ns / bare)),
+                    ],
+                )
+            })
+        };
+        limits.push(fill(
+            parts[0],
+            &[
+                ("snoop", format!("{snoop:.0}")),
+                ("share", format!("{:.2}", snoop / bare)),
+                ("bare", format!("{bare:.0}")),
+                ("over_floor", clause(1, at(6).map(|floor| snoop - floor))),
+                ("clocked", clause(2, at(7))),
+                ("tracefs", clause(3, at(5))),
+                ("bpf", format!("{bpf:.0}")),
+                ("times", format!("{:.1}", bpf / snoop)),
+            ],
+        ));
+    }
+    let mut s = String::new();
+    let _ = writeln!(s, "\n{}\n| tracer | events/s | ns per event | cost per firing (ns) | ÷ bare uprobe |\n|---|---|---|---|---|", fill(include_str!("../../report/4-per-firing-cost.md"), &[("rounds", c.samples[0][0].len().to_string())]));
+    let costs = firing_costs(c);
+    for (k, cfg) in c.configs.iter().enumerate() {
+        let m = c.median(0, k);
+        let per = |x: Option<f64>| x.map_or("–".into(), |v| format!("{v:.0}"));
+        let vs_bare = match (costs[k], costs[1]) {
+            (Some(x), Some(b)) if k > 0 => format!("**{:.2}**", x / b),
+            _ => "–".into(),
+        };
+        let _ = writeln!(
+            s,
+            "| {cfg} | {} | {} | {} | {vs_bare} |",
+            m.map_or("not measured".into(), |m| ops(m.ops_per_s)),
+            per(ns_per_event(c, k)),
+            if k == 0 { "–".into() } else { per(costs[k]) },
+        );
+    }
+    s += &failures(c);
+    Part {
+        text: s,
+        failures: c.failures.clone(),
+        goals: g,
+        limits,
+    }
+}

@@ -1,0 +1,177 @@
+//! Section 7, probe sites and probes attached: 5-byte against 1-byte nop
+//! sites, one firing per op against two.
+
+use super::snoop::SnoopResult;
+use super::{
+    failures, get, ns_per_event, part, ratio, run_case, seeded, table, Budget, LOOP_PROBES,
+};
+use crate::affinity::Pin;
+use crate::builds::{Builds, Nop1};
+use crate::compare::{Case, Comparison};
+use crate::daemons;
+use crate::probe_loop::ProbeLoop;
+use crate::scale::Part;
+use crate::template::fill;
+use crate::tracers::TracerKind;
+use crate::uprobe::{BareUprobes, Fetch};
+use crate::workload::Workload;
+use anyhow::anyhow;
+use std::fmt::Write;
+use std::path::Path;
+
+/// Section 7's configurations: the daemon (nop5: the shim as built,
+/// nop1: with 1-byte nop sites), unsnooped, under the tracefs snooper
+/// (reply and watch_event), under the snooper with --paired (request,
+/// response and watch_event).
+pub const SITES: [&str; 6] = [
+    "nop5",
+    "nop5 + snoop",
+    "nop5 + snoop --paired",
+    "nop1",
+    "nop1 + snoop",
+    "nop1 + snoop --paired",
+];
+
+pub struct SitesResult {
+    /// Ops on the shim: [`SITES`].
+    pub per_op: SnoopResult,
+    /// Firings of the probe loop: [`SITES_FIRING`].
+    pub per_firing: Comparison,
+}
+
+/// Section 7: 5-byte against 1-byte nop probe sites, per op on the shim
+/// and per firing on the probe loop.
+pub fn measure(b: &Builds, nop1: &Nop1, budget: &Budget) -> SitesResult {
+    SitesResult {
+        per_op: sites_per_op(b, &nop1.shim, budget),
+        per_firing: sites_per_firing(b, &nop1.probe_loop, budget),
+    }
+}
+
+/// Section 7's per-firing configurations: each probe loop without a
+/// tracer, with bare uprobes (the snooper's fetch args, no reader), with
+/// no fetch args (an empty event written).
+pub const SITES_FIRING: [&str; 6] = [
+    "nop5, no tracer",
+    "nop5, bare uprobe",
+    "nop5, uprobe, no fetch args",
+    "nop1, no tracer",
+    "nop1, bare uprobe",
+    "nop1, uprobe, no fetch args",
+];
+
+/// Per-firing cost of each site, as section 4 measures it, on the probe
+/// loop built with each nop.
+fn sites_per_firing(b: &Builds, nop1_loop: &Path, budget: &Budget) -> Comparison {
+    let start = |binary: &Path| {
+        ProbeLoop::start(binary).and_then(|lp| Pin::Cpu0.apply_to_process(lp.pid()).map(|_| lp))
+    };
+    let mut loops = [start(&b.probe_loop), start(nop1_loop)];
+    let secs = budget.run.as_secs_f64() / 2.0;
+    let case = Case::raw(Workload::Read, 1, Pin::Cpu0);
+    Comparison::run(
+        "nop per firing",
+        &SITES_FIRING,
+        vec![case],
+        4 * budget.rounds,
+        |_, k| {
+            let lp = loops[k / 3].as_mut().map_err(|e| anyhow!("{e:#}"))?;
+            let fetch = [None, Some(Fetch::SnoopArgs), Some(Fetch::Nothing)][k % 3];
+            let _probes = fetch
+                .map(|f| BareUprobes::enable(&lp.binary, &LOOP_PROBES, f))
+                .transpose()?;
+            lp.sample(secs)
+        },
+    )
+}
+
+/// Probe sites (5-byte against 1-byte nops) by what the tracefs snooper
+/// attaches (reply alone against request + response), one pinned
+/// connection. Samples as in section 3.
+fn sites_per_op(b: &Builds, nop1: &Path, budget: &Budget) -> SnoopResult {
+    let daemons = [
+        seeded(daemons::shim("shim nop5", &b.shim)),
+        seeded(daemons::shim("shim nop1", nop1)),
+    ];
+    let snoop = |args: &[&str]| TracerKind::Snoop {
+        binary: b.snoop.clone(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+    };
+    // The tracefs back end, which these rows were first measured on.
+    let tracers = [
+        None,
+        Some(snoop(&["--backend", "tracefs"])),
+        Some(snoop(&["--paired", "--backend", "tracefs"])),
+    ];
+    let cases = vec![
+        Case::raw(Workload::Read, 1, Pin::Cpu0),
+        Case::raw(Workload::Write, 1, Pin::Cpu0),
+    ];
+    let mut snoop_counts = Vec::new();
+    let comparison = Comparison::run("probe sites", &SITES, cases, budget.rounds, |case, k| {
+        let (daemon, binary) = if k < 3 {
+            (&daemons[0], b.shim.as_path())
+        } else {
+            (&daemons[1], nop1)
+        };
+        let tracer = tracers[k % 3].as_ref().map(|t| (t, binary));
+        run_case(
+            get(daemon)?,
+            case,
+            budget.run,
+            None,
+            tracer,
+            &mut snoop_counts,
+        )
+    });
+    SnoopResult {
+        comparison,
+        snoop_counts,
+        bpftrace_counts: Vec::new(),
+        snoop_tracefs_counts: Vec::new(),
+    }
+}
+
+/// Section 7: 5-byte against 1-byte nop sites, one firing per op against two.
+pub fn render(sites: &SitesResult) -> Part {
+    let mut s = String::new();
+    // The same pairs in ops/s and in daemon CPU per op.
+    let ratios = [
+        ("nop5 reply ÷ none", 1, 0),
+        ("nop5 paired ÷ none", 2, 0),
+        ("nop1 reply ÷ none", 4, 3),
+        ("nop1 paired ÷ none", 5, 3),
+    ];
+    s += &table(&sites.per_op.comparison, &ratios, &ratios);
+    let (seen, lost) = sites.per_op.snoop_counts.iter().fold((0, 0), |(s, l), c| {
+        (s + c.seen.unwrap_or(0), l + c.lost.unwrap_or(0))
+    });
+    let _ = writeln!(
+        s,
+        "\nxenstore-snoop over these runs reported {seen} events seen, {lost} lost.\n"
+    );
+    let c = &sites.per_firing;
+    s += &fill(
+        include_str!("../../report/7-probe-sites-firing.md"),
+        &[("rounds", c.samples[0][0].len().to_string())],
+    );
+    let cost = |k: usize, none: usize| Some(ns_per_event(c, k)? - ns_per_event(c, none)?);
+    for (k, what) in [(1, "bare uprobe, no reader"), (2, "uprobe, no fetch args")] {
+        let (nop5, nop1) = (cost(k, 0), cost(k + 3, 3));
+        let per = |x: Option<f64>| x.map_or("–".into(), |v| format!("{v:.0}"));
+        let _ = writeln!(
+            s,
+            "| {what} | {} | {} | {} |",
+            per(nop5),
+            per(nop1),
+            ratio(nop5.zip(nop1).map(|(a, b)| a / b))
+        );
+    }
+    s += &failures(c);
+    part(
+        include_str!("../../report/7-probe-sites.md"),
+        s,
+        Vec::new(),
+        Vec::new(),
+    )
+}

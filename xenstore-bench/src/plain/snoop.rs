@@ -1,0 +1,235 @@
+//! Section 3, snooping cost: what each tracer costs the shim per op.
+
+use super::{
+    get, part, ratios, run_case, seeded, snoopers, table, Budget, Started, TraceWith, MAX_CONNS,
+};
+use crate::affinity::Pin;
+use crate::builds::{Before, Builds};
+use crate::compare::{Case, Comparison};
+use crate::daemons;
+use crate::scale::Part;
+use crate::template::fill;
+use crate::tracers::{Counts, TracerKind};
+use crate::uprobe::{BareUprobes, Fetch};
+use crate::workload::Workload;
+use anyhow::bail;
+use std::fmt::Write;
+use std::path::Path;
+use xenstore_proto::Probe;
+
+pub struct SnoopResult {
+    pub comparison: Comparison,
+    /// The snooper's own seen/lost reports (and CPU use) from its runs.
+    pub snoop_counts: Vec<Counts>,
+    /// bpftrace's CPU use from its runs.
+    pub bpftrace_counts: Vec<Counts>,
+    /// The snooper's reports on its tracefs back end.
+    pub snoop_tracefs_counts: Vec<Counts>,
+}
+
+/// Section 3: The shim unsnooped, with bare uprobes (the kernel's floor),
+/// under xenstore-snoop (BPF back end), under bpftrace; C xenstored without
+/// and with its own -T trace file; last, xenstore-snoop on its tracefs back end.
+pub fn measure(
+    b: &Builds,
+    budget: &Budget,
+    bpftrace_script: &Path,
+    before: Option<&Before>,
+) -> SnoopResult {
+    let shim = seeded(daemons::shim("shim", &b.shim));
+    // The build before a change, unsnooped and snooped (configs 7 and 8).
+    let shim_before = before.map(|x| seeded(daemons::shim("shim (before)", &x.shim)));
+    let snoop_before = before.map(|x| snoopers(&x.snoop, &[]).0);
+    let c = seeded(daemons::c_xenstored("C xenstored", None));
+    let c_trace = (|| {
+        let trace = crate::daemons::scratch_dir("c-trace")?.join("trace");
+        seeded(daemons::c_xenstored("C xenstored -T", Some(&trace)))
+    })();
+    let (snoop, snoop_tracefs) = snoopers(&b.snoop, &[]);
+    let bpftrace = TracerKind::Bpftrace {
+        script: bpftrace_script.to_path_buf(),
+        // What a production capture to a file uses.
+        buffering: "full",
+    };
+    let cases = vec![
+        Case::raw(Workload::Read, 1, Pin::Cpu0),
+        Case::raw(Workload::Write, 1, Pin::Cpu0),
+        Case::raw(Workload::Read, MAX_CONNS, Pin::Free),
+        Case::raw(Workload::Write, MAX_CONNS, Pin::Free),
+    ];
+    let mut snoop_counts = Vec::new();
+    let mut bpftrace_counts = Vec::new();
+    let mut snoop_tracefs_counts = Vec::new();
+    let mut other_counts = Vec::new();
+    let mut configs = vec![
+        "shim",
+        "shim + bare uprobes",
+        "shim + xenstore-snoop (bpf)",
+        "shim + bpftrace",
+        "C xenstored",
+        "C xenstored -T",
+        "shim + xenstore-snoop (tracefs)",
+    ];
+    if before.is_some() {
+        configs.extend(["shim (before)", "shim (before) + xenstore-snoop (bpf)"]);
+    }
+    let comparison = Comparison::run("snooping", &configs, cases, budget.rounds, |case, k| {
+        let run = |d: &Started, t: TraceWith, counts: &mut Vec<Counts>| {
+            run_case(get(d)?, case, budget.run, None, t, counts)
+        };
+        match k {
+            0 => run(&shim, None, &mut other_counts),
+            1 => {
+                // What the snooper attaches per op.
+                let _floor = BareUprobes::enable(&b.shim, &[Probe::Reply], Fetch::SnoopArgs)?;
+                run(&shim, None, &mut other_counts)
+            }
+            2 => run(&shim, Some((&snoop, &b.shim)), &mut snoop_counts),
+            3 => run(&shim, Some((&bpftrace, &b.shim)), &mut bpftrace_counts),
+            4 => run(&c, None, &mut other_counts),
+            5 => run(&c_trace, None, &mut other_counts),
+            7 | 8 => {
+                let (Some(d), Some(snoop), Some(x)) = (&shim_before, &snoop_before, before) else {
+                    bail!("no --shim-before");
+                };
+                let tracer = (k == 8).then_some((snoop, x.shim.as_path()));
+                run(d, tracer, &mut other_counts)
+            }
+            _ => run(
+                &shim,
+                Some((&snoop_tracefs, &b.shim)),
+                &mut snoop_tracefs_counts,
+            ),
+        }
+    });
+    SnoopResult {
+        comparison,
+        snoop_counts,
+        bpftrace_counts,
+        snoop_tracefs_counts,
+    }
+}
+
+/// Section 3: what each tracer costs the shim per op.
+pub fn render(sn: &SnoopResult) -> Part {
+    let mut g = Vec::new();
+    let c = &sn.comparison;
+    for (what, target, conns, want) in [
+        ("1 connection (pinned)", "≥ 0.85", 1, 0.85),
+        ("8 connections", "≥ 0.80", 8, 0.80),
+    ] {
+        let (m, min) = ratios(c, 2, 0, |case| case.conns == conns, true);
+        g.push((
+            format!("snooped by xenstore-snoop ÷ unsnooped ops/s, {what}"),
+            target,
+            m,
+            min.map(|x| x >= want),
+        ));
+    }
+    let (m, min) = ratios(c, 2, 3, |_| true, false);
+    g.push((
+        "snooped by xenstore-snoop ÷ snooped by bpftrace ops/s".to_string(),
+        "≥ 2.5",
+        m,
+        min.map(|x| x >= 2.5),
+    ));
+    let mut limits = Vec::new();
+    let c = &sn.comparison;
+    // The pinned single-connection case: the daemon alone on its CPU.
+    if let Some(ci) = c.cases.iter().position(|k| k.conns == 1) {
+        let cpu = |k| c.median(ci, k).map(|m| m.daemon_cpu_us);
+        if let (Some(none), Some(bare), Some(snoop), Some(bpf)) = (cpu(0), cpu(1), cpu(2), cpu(3)) {
+            let ratio = |a, b| c.ratio(ci, a, b).map_or("?".into(), |x| format!("{x:.2}"));
+            limits.push(fill(
+                include_str!("../../report/limits-snooping.md").trim_end(),
+                &[
+                    ("case", c.cases[ci].describe().replace(" | ", ", ")),
+                    ("none", format!("{none:.1}")),
+                    ("bare", format!("{bare:.1}")),
+                    ("snoop", format!("{snoop:.1}")),
+                    ("bpf", format!("{bpf:.1}")),
+                    ("bare_ratio", ratio(1, 0)),
+                    ("snoop_adds", format!("{:.1}", snoop - none)),
+                    ("bpf_adds", format!("{:.1}", bpf - none)),
+                    ("ceiling", ratio(0, 3)),
+                ],
+            ));
+        }
+    }
+    let mut s = String::new();
+    let c = &sn.comparison;
+    let mut ratios = vec![
+        ("bare ÷ none", 1, 0),
+        ("snoop ÷ none", 2, 0),
+        ("snoop ÷ bpftrace", 2, 3),
+        ("bpftrace ÷ none", 3, 0),
+        ("C -T ÷ C", 5, 4),
+        ("snoop tracefs ÷ none", 6, 0),
+    ];
+    let mut cpu_ratios = vec![
+        ("bare ÷ none", 1, 0),
+        ("snoop ÷ none", 2, 0),
+        ("snoop tracefs ÷ none", 6, 0),
+    ];
+    if c.configs.len() > 7 {
+        // --shim-before's build (configs 7 and 8) in the same run.
+        let before = [
+            ("before: snoop ÷ none", 8, 7),
+            ("shim ÷ shim (before)", 0, 7),
+        ];
+        ratios.extend(before);
+        cpu_ratios.extend(before);
+    }
+    s += &table(c, &ratios, &cpu_ratios);
+    let seen: u64 = sn.snoop_counts.iter().filter_map(|c| c.seen).sum();
+    let lost: u64 = sn.snoop_counts.iter().filter_map(|c| c.lost).sum();
+    let cpu_per_op = |counts: &[crate::tracers::Counts], k: usize| {
+        let cpu: u64 = counts.iter().filter_map(|c| c.cpu_ns).sum();
+        let ops: u64 = c
+            .samples
+            .iter()
+            .flat_map(|per| &per[k])
+            .map(|x| x.ops)
+            .sum();
+        cpu as f64 / 1000.0 / ops.max(1) as f64
+    };
+    s += "\n";
+    s += &fill(
+        include_str!("../../report/3-snooping-tracers.md"),
+        &[
+            ("seen", seen.to_string()),
+            ("lost", lost.to_string()),
+            ("bpf", format!("{:.1}", cpu_per_op(&sn.snoop_counts, 2))),
+            (
+                "tracefs",
+                format!("{:.1}", cpu_per_op(&sn.snoop_tracefs_counts, 6)),
+            ),
+            (
+                "bpftrace",
+                format!("{:.1}", cpu_per_op(&sn.bpftrace_counts, 3)),
+            ),
+        ],
+    );
+    let killed = [
+        &sn.snoop_counts,
+        &sn.bpftrace_counts,
+        &sn.snoop_tracefs_counts,
+    ]
+    .iter()
+    .flat_map(|c| c.iter())
+    .filter(|c| c.killed)
+    .count();
+    if killed > 0 {
+        let _ = writeln!(
+            s,
+            "\n{killed} tracer stop(s) took longer than {} s after SIGINT: killed, their runs kept              (measured before the signal), their own counts missing.",
+            crate::tracers::STOP_BOUND.as_secs()
+        );
+    }
+    part(
+        include_str!("../../report/3-snooping-cost.md"),
+        s,
+        g,
+        limits,
+    )
+}
