@@ -196,14 +196,28 @@ fn c_xenstored_update_into_the_shim(release: Release) {
 #[test]
 fn the_shim_gives_the_host_back_to_c_xenstored() {
     let test = "the_shim_gives_the_host_back_to_c_xenstored";
-    if !upstream::available(Flavor::C, test) {
-        return;
+    if upstream::available(Flavor::C, test) {
+        give_back_to_c(Release::Xen417);
     }
+}
+
+/// The same with Debian 13's C xenstored 4.20, which runs under trixie's
+/// loader: the shim is given the loader, `-c` naming the program (which
+/// the shim recognises as it would the file itself) and its arguments.
+#[test]
+fn the_shim_gives_the_host_back_to_c_xenstored_420() {
+    let peer = Peer::c(Release::Xen420);
+    if upstream::available(peer, "the_shim_gives_the_host_back_to_c_xenstored_420") {
+        give_back_to_c(Release::Xen420);
+    }
+}
+
+fn give_back_to_c(release: Release) {
     let ring_dir = xenstore_testkit::daemon::scratch_dir("give-back-rings").unwrap();
     let rings = ring_dir.to_str().unwrap();
     // The shim C execs keeps its rings under its run dir: the same.
     let env = [("XENSTUB_RING_DIR", rings), ("XENSTORED_RUNDIR", rings)];
-    let mut c = Upstream::start_with_env(Flavor::C, &[], &env);
+    let mut c = Upstream::start_with_env(Peer::c(release), &[], &env);
     c.run("xenstore-write", &["/local/domain/7/data", "seven"]);
     let watcher = c.watch(&["/local/domain/7"]);
     watcher.line(0, crate::common::TIMEOUT);
@@ -212,6 +226,9 @@ fn the_shim_gives_the_host_back_to_c_xenstored() {
     releases.line(0, crate::common::TIMEOUT);
     let mut dom0 = Xs::connect(&c.socket).unwrap();
     dom0.timeout = crate::common::TIMEOUT;
+    // As xenconsoled's: a client connected throughout, whose library
+    // writes a request's header and body apart.
+    let mut console = std::os::unix::net::UnixStream::connect(&c.socket).unwrap();
     let mut guest = boot::boot(&mut dom0, &ring_dir, 5, crate::common::TIMEOUT).unwrap();
     // As the toolstack writes them: where the shim finds the ring again.
     dom0.write(0, "/local/domain/5/store/ring-ref", &boot::GFN.to_string())
@@ -226,30 +243,65 @@ fn the_shim_gives_the_host_back_to_c_xenstored() {
         .expect("the watch's first event");
     let before = store_but_probe(&c);
     let pid = c.pid();
-    let update = |c: &Upstream, target: &Path| {
+    let update = |c: &Upstream, target: &Path, cmdline: Option<&str>| {
+        let mut control = release.command(&release.program("xenstore-control"));
+        control.env("XENSTORED_PATH", &c.socket).arg("live-update");
+        if let Some(words) = cmdline {
+            control.args(["-c", words]);
+        }
         xenstore_testkit::process::output_within(
-            c.client("/usr/lib/xen-4.17/bin/xenstore-control")
-                .args(["live-update", "-t", "10", "-f"])
-                .arg(target),
+            control.args(["-t", "10", "-f"]).arg(target),
             Duration::from_secs(30),
         )
     };
     let shim = crate::common::bin("xenstored-shim");
-    let out = update(&c, &shim);
+    let out = update(&c, &shim, None);
     assert_updated(&mut c, &out, pid, &shim, &watcher);
     assert_eq!(guest.read(0, "data").unwrap(), "before", "{}", c.log());
-    let back = Path::new(upstream::C_XENSTORED);
+    // C as the harness started it: 4.20 through trixie's loader, whose
+    // words (--library-path DIR PROGRAM) lead -c's, C's own arguments after.
+    let program = release.program("xenstored");
+    let start = release.command(&program);
+    let back = PathBuf::from(start.get_program());
+    let pid_file = c.dir.join("pid");
+    let own_args = format!("-N -F {}", pid_file.display());
+    let cmdline = (back != program).then(|| {
+        let words: Vec<String> = start
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        format!("{} {own_args}", words.join(" "))
+    });
+    let update_back = |c: &Upstream| update(c, &back, cmdline.as_deref());
     // A node of a domain C has no connection for: C would die on it, so
     // the shim refuses, and serves on.
     c.run("xenstore-chmod", &["/local/domain/7/data", "n7"]);
-    let out = update(&c, back);
+    let out = update_back(&c);
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{said}");
     assert!(said.contains("owned by domain 7"), "{said}");
     assert_eq!(exe_of(pid), shim.canonicalize().unwrap());
     c.run("xenstore-chmod", &["/local/domain/7/data", "n0"]);
-    let out = update(&c, back);
-    assert_updated_back(&mut c, &out, pid, back, &watcher);
+    let out = update_back(&c);
+    assert_updated_back(&mut c, &out, pid, &back, &watcher);
+    let running = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    assert!(
+        running
+            .split(|&b| b == 0)
+            .any(|w| w == program.as_os_str().as_encoded_bytes()),
+        "C {} is not what runs: {:?}",
+        release.version(),
+        String::from_utf8_lossy(&running)
+    );
+    let reply = request_in_two_writes(&mut console, b"/local/domain/7/data\0");
+    assert_eq!(
+        reply,
+        Ok(b"seven".to_vec()),
+        "a connection handed back lost on a request written in two parts \
+         (C reads the body right after the header: a socket left non-blocking \
+         gives it EAGAIN, which it takes for the client gone)\n{}",
+        c.log()
+    );
     guest.write(0, "data", "after").unwrap();
     let event = guest.next_event(crate::common::TIMEOUT).unwrap();
     assert_eq!(
@@ -262,12 +314,136 @@ fn the_shim_gives_the_host_back_to_c_xenstored() {
     c.run("xenstore-write", &["/local/domain/5/data", "before"]);
     assert_eq!(store_but_probe(&c), before, "{}", c.log());
     drop(guest);
+    let seen = releases.stdout().len();
     dom0.release(5).unwrap();
-    releases.wait_line(
-        "@releaseDomain after the return",
-        crate::common::TIMEOUT,
-        |l| l.starts_with("@releaseDomain"),
+    let fired = releases.line(seen, crate::common::TIMEOUT);
+    assert!(fired.starts_with("@releaseDomain"), "{fired}");
+}
+
+/// Giving the host back to oxenstored: oxenstored updates into the shim
+/// and the shim back into it, a guest's ring and dom0 watchers served
+/// throughout. The shim writes oxenstored's dump with every ring's channel
+/// and VIRQ_DOM_EXC bound on the one fd it names, answers `-s` "BUSY" as
+/// oxenstored does, and oxenstored answers the next one "OK"; a domain
+/// dying after the return reaches it through the VIRQ the shim handed on.
+#[test]
+fn the_shim_gives_the_host_back_to_oxenstored() {
+    let test = "the_shim_gives_the_host_back_to_oxenstored";
+    if !upstream::available(Flavor::Ocaml, test) {
+        return;
+    }
+    let ring_dir = xenstore_testkit::daemon::scratch_dir("give-back-ox-rings").unwrap();
+    let rings = ring_dir.to_str().unwrap();
+    // The shim oxenstored execs keeps its rings under its run dir: the same.
+    let env = [("XENSTUB_RING_DIR", rings), ("XENSTORED_RUNDIR", rings)];
+    let mut o = Upstream::start_with_env(Flavor::Ocaml, &[], &env);
+    let watcher = some_state(&o);
+    let releases = o.watch(&["@releaseDomain"]);
+    releases.line(0, crate::common::TIMEOUT);
+    let mut dom0 = Xs::connect(&o.socket).unwrap();
+    dom0.timeout = crate::common::TIMEOUT;
+    let mut guest = boot::boot(&mut dom0, &ring_dir, 5, crate::common::TIMEOUT).unwrap();
+    dom0.write(0, "/local/domain/5/store/ring-ref", &boot::GFN.to_string())
+        .unwrap();
+    dom0.write(0, "/local/domain/5/store/port", &boot::PORT.to_string())
+        .unwrap();
+    guest.write(0, "data", "before").unwrap();
+    guest.watch("data", "mine").unwrap();
+    guest
+        .next_event(crate::common::TIMEOUT)
+        .unwrap()
+        .expect("the watch's first event");
+    let before = store_but_probe(&o);
+    let pid = o.pid();
+    let shim = crate::common::bin("xenstored-shim");
+    let out = xenstore_control(&o, &["-t", "10", "-f", shim.to_str().unwrap()]);
+    assert_updated(&mut o, &out, pid, &shim, &watcher);
+    assert_eq!(guest.read(0, "data").unwrap(), "before", "{}", o.log());
+
+    // A device model's domain acting for the guest: oxenstored's dump
+    // cannot say so, so the shim refuses, and serves on.
+    boot::introduce(&mut dom0, &ring_dir, 6).unwrap();
+    set_target(&o, 6, 5);
+    let out = xenstore_control(&o, &["-t", "10", "-f", upstream::OXENSTORED]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("domain 6 acts for domain 5"), "{said}");
+    assert_eq!(exe_of(pid), shim.canonicalize().unwrap());
+    dom0.release(6).unwrap();
+
+    let back = Path::new(upstream::OXENSTORED);
+    let out = xenstore_control(&o, &["-t", "10", "-f", upstream::OXENSTORED]);
+    assert_updated_back(&mut o, &out, pid, back, &watcher);
+    guest.write(0, "data", "after").unwrap();
+    let event = guest.next_event(crate::common::TIMEOUT).unwrap();
+    assert_eq!(
+        event.map(|e| e.token),
+        Some("mine".to_string()),
+        "the guest's watch, set before the first update, after the second:\n{}",
+        o.log()
     );
+    dom0.write(0, "/local/domain/5/data", "before").unwrap();
+    assert_eq!(store_but_probe(&o), before, "{}", o.log());
+    drop(guest);
+    // Its first line fired when it was set; this one for the death.
+    let seen = releases.stdout().len();
+    xenstore_guest::sim::SimGuest::destroy(&ring_dir, 5).unwrap();
+    let fired = releases.line(seen, crate::common::TIMEOUT);
+    assert!(fired.starts_with("@releaseDomain"), "{fired}");
+}
+
+/// XS_READ of `path` (NUL-terminated) on `stream`, its header written
+/// alone and its body once the daemon has taken the header (the socket's
+/// unread bytes gone): the value read, or what came instead.
+fn request_in_two_writes(
+    stream: &mut std::os::unix::net::UnixStream,
+    path: &[u8],
+) -> Result<Vec<u8>, String> {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use xenstore_proto::wire::{MsgType, HEADER_LEN};
+    stream
+        .set_read_timeout(Some(crate::common::TIMEOUT))
+        .unwrap();
+    let request = crate::common::wire::message(MsgType::Read as u32, 77, 0, path);
+    let (header, body) = request.split_at(HEADER_LEN);
+    stream.write_all(header).map_err(|e| e.to_string())?;
+    let unread = || {
+        let mut n: libc::c_int = 0;
+        // SAFETY: SIOCOUTQ writes one int: the bytes the peer has not read.
+        unsafe { libc::ioctl(stream.as_raw_fd(), libc::TIOCOUTQ, &mut n) };
+        n
+    };
+    xenstore_testkit::wait::wait_for(
+        "the daemon to read the header",
+        crate::common::TIMEOUT,
+        || unread() == 0,
+    );
+    stream
+        .write_all(body)
+        .map_err(|e| format!("writing the body: {e}"))?;
+    let (h, value) = xenstore_proto::exchange::read_reply(stream).map_err(|e| e.to_string())?;
+    if h.ty != MsgType::Read as u32 {
+        return Err(format!(
+            "reply {h:?}: {:?}",
+            String::from_utf8_lossy(&value)
+        ));
+    }
+    Ok(value)
+}
+
+/// SET_TARGET(domid, target) from dom0 over `d`'s socket (no client
+/// sends it but the toolstack's library).
+fn set_target(d: &Daemon, domid: u16, target: u16) {
+    use std::io::Write;
+    use xenstore_proto::wire::MsgType;
+    let mut dom0 = std::os::unix::net::UnixStream::connect(&d.socket).unwrap();
+    dom0.set_read_timeout(Some(crate::common::TIMEOUT)).unwrap();
+    let payload = format!("{domid}\0{target}\0");
+    let request = crate::common::wire::message(MsgType::SetTarget as u32, 1, 0, payload.as_bytes());
+    dom0.write_all(&request).unwrap();
+    let (h, body) = crate::common::wire::reply(&mut dom0);
+    assert_eq!(h.ty, MsgType::SetTarget as u32, "{body:?}");
 }
 
 /// As [`assert_updated`], for an update into an upstream daemon, which
@@ -412,7 +588,6 @@ fn a_live_update_to_a_target_that_is_no_shim_is_refused_untouched() {
         ("/bin/true", "not xenstored-shim"),
         ("/nonexistent", "File not accessible."),
         (data.to_str().unwrap(), "File not executable."),
-        (upstream::OXENSTORED, "not xenstored-shim but oxenstored"),
     ] {
         let out = xenstore_control(&shim, &["-t", "5", "-f", target]);
         let said = String::from_utf8_lossy(&out.stderr);

@@ -134,6 +134,12 @@ pub trait DomainMonitor {
     /// After `source` fired: of `domains` (domid, shutdown already
     /// announced), which shut down since and which died.
     fn check(&mut self, domains: &[(u32, bool)]) -> io::Result<DomainChanges>;
+    /// For a live update whose target takes VIRQ_DOM_EXC bound on its one
+    /// evtchn fd (oxenstored): binds it on `shared` instead of here,
+    /// returning its port there.
+    fn move_to(&mut self, shared: &mut SharedChannels) -> io::Result<u32>;
+    /// Undoes `move_to` (the exec failed), once `shared` is closed.
+    fn move_back(&mut self) -> io::Result<()>;
 }
 
 #[derive(Debug, Default, PartialEq, Eq)]

@@ -12,6 +12,8 @@ pub const DOMID_SELF: u32 = 0x7ff0;
 #[derive(Clone, Debug, Default)]
 pub struct Domain {
     pub port: u32,
+    /// INTRODUCE's page frame (oxenstored maps the ring again by it).
+    pub gfn: u64,
     /// SET_TARGET: this (device-model) domain acts for `target`.
     pub target: Option<u32>,
     /// Features set by SET_FEATURE (newest xenstore.txt).

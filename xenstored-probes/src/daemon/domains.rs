@@ -34,6 +34,7 @@ pub(super) fn introduce(d: &mut Daemon, call: &Call, p: &[u8]) -> Result<(), Fai
         req.domid,
         Domain {
             port: req.port,
+            gfn: req.gfn,
             conn_slot,
             ..Domain::default()
         },

@@ -123,6 +123,7 @@ impl Daemon {
             domid,
             Domain {
                 port,
+                gfn,
                 target,
                 conn_slot,
                 ..Domain::default()

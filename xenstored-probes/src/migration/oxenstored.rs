@@ -16,8 +16,14 @@
 //! I/O, so there is no buffered data. Unlike oxenstored, which skips a line
 //! it cannot read, a bad line is refused here: a half-restored store is
 //! worse than the error that keeps the dump for inspection.
+//!
+//! [`write`] is the inverse, for a live update into oxenstored: it takes
+//! every channel bound on the one evtchn fd (VIRQ_DOM_EXC too, which it
+//! never binds again), each ring's page mapped again by its frame.
 
 use super::stream::{ConnKind, Connection, Global, Node, Perm, State, Watch};
+use std::collections::HashMap;
+use std::fmt::Write as _;
 
 /// The dump's first line.
 pub const HEADER: &str = "$xenstored-dump-format";
@@ -110,6 +116,97 @@ pub fn read(text: &str) -> Result<State, String> {
     Ok(state)
 }
 
+/// What a `dom` line says of a ring beyond the stream's connection: the
+/// page's frame (INTRODUCE's) and the channel's local port on the evtchn
+/// fd (the stream's connection names the domain's own port).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DomChannel {
+    pub mfn: u64,
+    pub local_port: u32,
+}
+
+/// `state` as oxenstored 4.17–4.20 reads it with `--live --restart`: the
+/// GLOBAL record's evtchn fd with VIRQ_DOM_EXC bound there as
+/// `virq_port`, each ring connection's [`DomChannel`] by connection id.
+/// Refuses what the dump cannot say (oxenstored refuses its own update
+/// then): buffered bytes, transactions, a domain acting for another.
+pub fn write(
+    state: &State,
+    virq_port: u32,
+    channels: &HashMap<u32, DomChannel>,
+) -> Result<String, String> {
+    let global = state.global.ok_or("no listening socket and evtchn fd")?;
+    if global.evtchn_fd < 0 {
+        return Err("no evtchn fd".to_string());
+    }
+    if let Some(t) = state.transactions.first() {
+        return Err(format!("connection {} has a transaction open", t.conn_id));
+    }
+    let mut out = format!(
+        "{HEADER}\nglobal,{}\nevtchn-dev,{},{virq_port}\n",
+        global.socket_fd, global.evtchn_fd
+    );
+    for c in &state.connections {
+        if !c.input.is_empty() || !c.output.is_empty() {
+            return Err(format!("connection {} has bytes in flight", c.id));
+        }
+        let who = match c.kind {
+            ConnKind::Ring {
+                target: Some(t),
+                domid,
+                ..
+            } => return Err(format!("domain {domid} acts for domain {t} (SET_TARGET)")),
+            ConnKind::Ring { domid, port, .. } => {
+                let ch = channels
+                    .get(&c.id)
+                    .ok_or_else(|| format!("domain {domid}'s ring has no channel"))?;
+                let _ = writeln!(out, "dom,{domid},{},{port},{}", ch.mfn, ch.local_port);
+                i64::from(domid)
+            }
+            ConnKind::Socket { fd } => {
+                let _ = writeln!(out, "socket,{fd}");
+                -i64::from(fd)
+            }
+        };
+        for w in state.watches.iter().filter(|w| w.conn_id == c.id) {
+            let _ = writeln!(out, "watch,{who},{},{}", hex(&w.path), hex(&w.token));
+        }
+    }
+    for n in &state.nodes {
+        if n.conn_id != 0 {
+            return Err("a node of a transaction".to_string());
+        }
+        let mut path = n.path.clone();
+        if path.first() == Some(&b'@') {
+            path.insert(0, b'/');
+        }
+        let _ = writeln!(
+            out,
+            "store,{},{},{}",
+            hex(&path),
+            hex(&perms_text(&n.perms)),
+            hex(&n.value)
+        );
+    }
+    Ok(out)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// "n0\0r5": oxenstored has no "ignore" mark (C's for a gone domain).
+fn perms_text(perms: &[Perm]) -> Vec<u8> {
+    let entries: Vec<Vec<u8>> = perms
+        .iter()
+        .map(|p| format!("{}{}", p.access as char, p.domid).into_bytes())
+        .collect();
+    entries.join(&0u8)
+}
+
 /// oxenstored keeps @introduceDomain and @releaseDomain in its tree, under
 /// the root: the dump says "/@releaseDomain".
 fn special_name(path: Vec<u8>) -> Vec<u8> {
@@ -158,10 +255,6 @@ fn parse_perms(text: &[u8]) -> Option<Vec<Perm>> {
 mod tests {
     use super::*;
 
-    fn hex(s: &[u8]) -> String {
-        s.iter().map(|b| format!("{b:02x}")).collect()
-    }
-
     #[test]
     fn a_dump_reads_into_the_stream_state() {
         let text = format!(
@@ -196,6 +289,120 @@ mod tests {
         assert_eq!(s.nodes[1].perms.len(), 2);
         assert_eq!(s.nodes[1].perms[1].access, b'r');
         assert_eq!(s.nodes[2].path, b"@releaseDomain");
+    }
+
+    /// What a shim hands oxenstored: read back, it is the same state.
+    #[test]
+    fn a_written_dump_reads_back_as_the_state_it_was_written_from() {
+        let conn = |id, kind| Connection {
+            id,
+            kind,
+            input: Vec::new(),
+            output: Vec::new(),
+            partial: 0,
+        };
+        let ring = |domid, port| ConnKind::Ring {
+            domid,
+            target: None,
+            port,
+        };
+        let perm = |access, domid| Perm {
+            access,
+            ignore: false,
+            domid,
+        };
+        let node = |path: &[u8], perms: Vec<Perm>, value: &[u8]| Node {
+            conn_id: 0,
+            tx_id: 0,
+            access: 0,
+            perms,
+            path: path.to_vec(),
+            value: value.to_vec(),
+        };
+        let watch = |conn_id, path: &[u8], token: &[u8]| Watch {
+            conn_id,
+            path: path.to_vec(),
+            token: token.to_vec(),
+        };
+        let state = State {
+            global: Some(Global {
+                socket_fd: 5,
+                evtchn_fd: 7,
+            }),
+            connections: vec![
+                conn(1, ring(0, 2)),
+                conn(2, ConnKind::Socket { fd: 9 }),
+                conn(3, ring(5, 1)),
+            ],
+            watches: vec![
+                watch(2, b"@releaseDomain", b"xenconsoled"),
+                watch(2, b"/local/domain/5", b"t,with,commas"),
+                watch(3, b"data", b"mine"),
+            ],
+            nodes: vec![
+                node(b"@releaseDomain", vec![perm(b'n', 0)], b""),
+                node(b"/", vec![perm(b'n', 0)], b""),
+                node(b"/local/domain/5", vec![perm(b'n', 5), perm(b'r', 0)], b""),
+                node(b"/local/domain/5/data", vec![perm(b'b', 5)], b"v\0al,ue"),
+            ],
+            ..State::default()
+        };
+        let channels = HashMap::from([
+            (
+                1,
+                DomChannel {
+                    mfn: 0,
+                    local_port: 3,
+                },
+            ),
+            (
+                3,
+                DomChannel {
+                    mfn: 0xfeffc,
+                    local_port: 4,
+                },
+            ),
+        ]);
+        let text = write(&state, 6, &channels).unwrap();
+        assert!(text.starts_with(&format!(
+            "{HEADER}\nglobal,5\nevtchn-dev,7,6\ndom,0,0,2,3\nsocket,9\n"
+        )));
+        assert!(text.contains("\ndom,5,1044476,1,4\nwatch,5,"), "{text}");
+        assert_eq!(read(&text).unwrap(), state);
+    }
+
+    #[test]
+    fn what_oxenstored_cannot_take_is_refused() {
+        let mut state = State {
+            global: Some(Global {
+                socket_fd: 5,
+                evtchn_fd: 7,
+            }),
+            ..State::default()
+        };
+        state.connections.push(Connection {
+            id: 1,
+            kind: ConnKind::Ring {
+                domid: 3,
+                target: Some(2),
+                port: 1,
+            },
+            input: Vec::new(),
+            output: Vec::new(),
+            partial: 0,
+        });
+        let said = write(&state, 6, &HashMap::new()).unwrap_err();
+        assert!(said.contains("domain 3 acts for domain 2"), "{said}");
+        state.connections[0].kind = ConnKind::Socket { fd: 9 };
+        state.connections[0].output = b"x".to_vec();
+        let said = write(&state, 6, &HashMap::new()).unwrap_err();
+        assert!(said.contains("bytes in flight"), "{said}");
+        state.connections[0].output.clear();
+        state.global = Some(Global {
+            socket_fd: 5,
+            evtchn_fd: -1,
+        });
+        assert!(write(&state, 6, &HashMap::new()).is_err());
     }
 
     #[test]

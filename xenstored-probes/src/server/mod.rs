@@ -11,7 +11,7 @@ pub mod sim;
 
 use crate::conn::poller::{MioPoller, Poller, Readiness};
 use crate::conn::ring;
-use crate::conn::transport::{Attachment, DomainMonitor, Listener, Transport};
+use crate::conn::transport::{Attachment, DomainMonitor, Listener, SharedChannels, Transport};
 use crate::conn::Received;
 use crate::daemon::{Daemon, Effects};
 use crate::log;
@@ -130,6 +130,18 @@ impl Server {
         )?;
         self.monitor = Some(monitor);
         Ok(())
+    }
+
+    /// For a live update into oxenstored: binds the domain monitor's
+    /// VIRQ_DOM_EXC on `shared` instead (`DomainMonitor::move_to`); None
+    /// when there is no monitor.
+    pub fn move_monitor(&mut self, shared: &mut SharedChannels) -> Option<io::Result<u32>> {
+        self.monitor.as_mut().map(|m| m.move_to(shared))
+    }
+
+    /// Undoes [`Server::move_monitor`], once `shared` is closed.
+    pub fn move_monitor_back(&mut self) -> io::Result<()> {
+        self.monitor.as_mut().map_or(Ok(()), |m| m.move_back())
     }
 
     pub fn daemon(&self) -> &Daemon {

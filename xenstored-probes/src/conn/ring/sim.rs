@@ -32,7 +32,23 @@ pub fn open_shared() -> io::Result<SharedChannels> {
     Ok(SharedChannels::new(unsafe { OwnedFd::from_raw_fd(fd) }))
 }
 
-fn set_cloexec(fd: RawFd, on: bool) -> io::Result<()> {
+/// A doorbell socket (a ring's, the simulated VIRQ_DOM_EXC's) joins
+/// `shared`'s epoll set under a fresh port, kept open across exec; the
+/// stub finds it there by that port. Undone by closing `shared` and
+/// `set_cloexec(fd, true)`.
+pub fn share(shared: &mut SharedChannels, fd: RawFd) -> io::Result<u32> {
+    let port = shared.next_port();
+    let mut event = libc::epoll_event {
+        events: libc::EPOLLIN as u32,
+        u64: port as u64,
+    };
+    // SAFETY: both fds are open; the event is a valid epoll_event.
+    cvt(unsafe { libc::epoll_ctl(shared.fd(), libc::EPOLL_CTL_ADD, fd, &mut event) })?;
+    set_cloexec(fd, false)?;
+    Ok(port)
+}
+
+pub fn set_cloexec(fd: RawFd, on: bool) -> io::Result<()> {
     let flags = if on { libc::FD_CLOEXEC } else { 0 };
     // SAFETY: fcntl on an fd number.
     cvt(unsafe { libc::fcntl(fd, libc::F_SETFD, flags) }).map(drop)
@@ -198,19 +214,8 @@ impl EventChannel for SimChannel {
         format!("ring {}", self.own.parent().unwrap_or(&self.own).display())
     }
 
-    /// The doorbell socket joins `shared`'s epoll set, kept open across
-    /// exec; the stub finds it there by its port.
     fn move_to(&mut self, shared: &mut SharedChannels) -> io::Result<u32> {
-        let port = shared.next_port();
-        let mut event = libc::epoll_event {
-            events: libc::EPOLLIN as u32,
-            u64: port as u64,
-        };
-        let fd = self.sock.as_raw_fd();
-        // SAFETY: both fds are open; the event is a valid epoll_event.
-        cvt(unsafe { libc::epoll_ctl(shared.fd(), libc::EPOLL_CTL_ADD, fd, &mut event) })?;
-        set_cloexec(fd, false)?;
-        Ok(port)
+        share(shared, self.sock.as_raw_fd())
     }
 
     fn move_back(&mut self) -> io::Result<()> {

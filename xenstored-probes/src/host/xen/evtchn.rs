@@ -157,21 +157,41 @@ pub struct DomExcVirq {
     bound: Bound,
 }
 
+fn bind_dom_exc(fd: RawFd) -> io::Result<u32> {
+    let mut req = BindVirq {
+        virq: sys::VIRQ_DOM_EXC,
+    };
+    sys::ioctl(
+        fd,
+        sys::IOCTL_EVTCHN_BIND_VIRQ,
+        &mut req,
+        "IOCTL_EVTCHN_BIND_VIRQ(VIRQ_DOM_EXC)",
+    )
+    .map(|port| port as u32)
+}
+
 impl DomExcVirq {
     pub fn bind() -> io::Result<DomExcVirq> {
         let evtchn = sys::open_dev("/dev/xen/evtchn")?;
-        let mut req = BindVirq {
-            virq: sys::VIRQ_DOM_EXC,
-        };
-        let local_port = sys::ioctl(
-            evtchn.as_raw_fd(),
-            sys::IOCTL_EVTCHN_BIND_VIRQ,
-            &mut req,
-            "IOCTL_EVTCHN_BIND_VIRQ(VIRQ_DOM_EXC)",
-        )? as u32;
+        let local_port = bind_dom_exc(evtchn.as_raw_fd())?;
         Ok(DomExcVirq {
             bound: Bound { evtchn, local_port },
         })
+    }
+
+    /// A VIRQ is bound once: unbound here first, bound back here if
+    /// `shared` fails.
+    pub fn move_to(&mut self, shared: &mut SharedChannels) -> io::Result<u32> {
+        unbind(self.fd(), self.bound.local_port)?;
+        bind_dom_exc(shared.fd()).or_else(|e| {
+            self.move_back()?;
+            Err(e)
+        })
+    }
+
+    pub fn move_back(&mut self) -> io::Result<()> {
+        self.bound.local_port = bind_dom_exc(self.fd())?;
+        Ok(())
     }
 
     pub fn fd(&self) -> RawFd {

@@ -13,7 +13,7 @@ use mio::{Interest, Registry, Token};
 
 use super::ctrl::{self, DomainInfoSource, Verdict, BATCH};
 use super::evtchn::DomExcVirq;
-use crate::conn::transport::{DomainChanges, DomainMonitor};
+use crate::conn::transport::{DomainChanges, DomainMonitor, SharedChannels};
 use crate::log;
 
 pub struct DomExcMonitor<S> {
@@ -80,6 +80,14 @@ impl<S: DomainInfoSource> DomainMonitor for DomExcMonitor<S> {
         // Unmask first: a domain changing while we ask fires again.
         self.virq.drain()?;
         Ok(changes(&mut self.info, domains))
+    }
+
+    fn move_to(&mut self, shared: &mut SharedChannels) -> io::Result<u32> {
+        self.virq.move_to(shared)
+    }
+
+    fn move_back(&mut self) -> io::Result<()> {
+        self.virq.move_back()
     }
 }
 

@@ -20,8 +20,8 @@ use mio::event::Source;
 
 use super::ctrl::{DomInfo, DomainInfoSource};
 use super::monitor::{self, VirqFd};
-use crate::conn::ring::sim::{bind_fresh, drain_socket};
-use crate::conn::transport::{DomainChanges, DomainMonitor};
+use crate::conn::ring::sim::{bind_fresh, drain_socket, set_cloexec, share};
+use crate::conn::transport::{DomainChanges, DomainMonitor, SharedChannels};
 pub use xenstore_proto::sim::{Counters, SimXen, State};
 
 /// What Xen's domain list says of a domain in `state`.
@@ -78,6 +78,14 @@ impl DomainMonitor for SimDomExc {
             .filter(|&(domid, _)| known.get(domid as usize).is_some_and(|&b| b != 0))
             .collect();
         Ok(monitor::changes(&mut self.xen, &known))
+    }
+
+    fn move_to(&mut self, shared: &mut SharedChannels) -> io::Result<u32> {
+        share(shared, self.sock.as_raw_fd())
+    }
+
+    fn move_back(&mut self) -> io::Result<()> {
+        set_cloexec(self.sock.as_raw_fd(), true)
     }
 }
 

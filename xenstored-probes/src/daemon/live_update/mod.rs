@@ -6,32 +6,55 @@
 //!
 //! As C, `-s` is answered only by the new image ("OK", in the stream), or
 //! with why not; while transactions are open it waits up to `-t` seconds
-//! (the event loop checks it every second). Better than C: the target is
-//! checked when named, read but never run (another shim, or C xenstored
-//! with live update; anything else is refused before anything changes).
+//! (the event loop checks it every second). Into oxenstored, as oxenstored
+//! does: every `-s` is answered "BUSY" until the exec, and the new image
+//! answers the one xenstore-control repeats "OK"; it waits for bytes in
+//! flight as for transactions, its dump holding none. Better than C: the
+//! target is checked when named, read but never run (another shim, C
+//! xenstored or oxenstored with live update; anything else is refused
+//! before anything changes).
 
 use super::{Call, Daemon};
 use crate::conn::transport::SharedChannels;
+use crate::migration::oxenstored::{self, DomChannel};
 use crate::migration::stream::{self, ConnKind, Global, State};
 use crate::store::perms::{IGNORE, READ, WRITE};
 use crate::wire::frame;
 use crate::wire::path;
 use crate::wire::{Header, MsgType};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
+pub use target::Target;
+use target::{program_run_by_loader, recognise_target};
+
+mod target;
 
 /// A live-update session: one privileged connection's, from `-f` to exec.
 pub struct Session {
     conn: u32,
     pub target: PathBuf,
+    /// The program's, when `target` is the loader and `-c` named it.
     kind: Target,
+    /// `target` is the loader, running the program `-c` names.
+    via_loader: bool,
     /// `-c`: the new image's arguments instead of this one's.
     pub cmdline: Option<String>,
     /// When `-s` first came: open transactions get `-t` seconds from then.
     started: Option<Instant>,
-    /// The `-s` request, unanswered while transactions are open.
+    /// The `-s` request, unanswered while transactions are open (into
+    /// oxenstored: answered "BUSY", waiting all the same).
     held: Option<Held>,
+    /// Into oxenstored: why the update did not happen, the answer to the
+    /// next `-s`.
+    result: Option<String>,
+}
+
+impl Session {
+    /// `-f` named the loader (whatever program `-c` has named since).
+    fn target_is_loader(&self) -> bool {
+        self.kind == Target::Loader || self.via_loader
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -53,96 +76,6 @@ pub struct Ready {
     pub cmdline: Option<String>,
 }
 
-/// What every shim image carries, so `-f` recognises one by reading the
-/// file rather than running it: a target that hangs or waits for input
-/// would stall the event loop, and every guest with it. The stream version
-/// is in it, so an image that cannot read this daemon's stream is refused.
-const IMAGE_MARK: &str = "xenstored-shim image: migration stream v1\0";
-const _: () = assert!(stream::VERSION == 1, "IMAGE_MARK names the stream version");
-
-/// What a live update's target is, as far as taking this daemon's state
-/// goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Target {
-    /// Another xenstored-shim: reads the stream and binds each ring's
-    /// event channel itself.
-    Shim,
-    /// C xenstored 4.15 or later (4.17 and 4.20 tested): reads the stream,
-    /// and takes every ring's event channel bound on the one
-    /// /dev/xen/evtchn fd the GLOBAL record names, and domain 0's ring
-    /// connection in it (it never introduces dom0 on a live update).
-    C,
-}
-
-/// What `target` is, or why it cannot take this daemon's state.
-fn recognise_target(target: &Path) -> Result<Target, String> {
-    use std::os::unix::fs::PermissionsExt;
-    let Ok(meta) = std::fs::metadata(target) else {
-        return Err("File not accessible.".to_string());
-    };
-    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
-        return Err("File not executable.".to_string());
-    }
-    let Ok(image) = std::fs::read(target) else {
-        return Err("File not readable.".to_string());
-    };
-    // The mark is this function's own constant: any image that can carry
-    // out a live update holds it.
-    if memchr::memmem::find(&image, IMAGE_MARK.as_bytes()).is_some() {
-        return Ok(Target::Shim);
-    }
-    let has = |s: &str| memchr::memmem::find(&image, s.as_bytes()).is_some();
-    let release = xen_release(&image);
-    let named = |what: &str| match &release {
-        Some(r) => format!("{what} {r}"),
-        None => what.to_string(),
-    };
-    if has(IMAGE_MARK.trim_end_matches(|c: char| c.is_ascii_digit() || c == '\0')) {
-        Err(format!(
-            "The target is an xenstored-shim that reads another migration stream version \
-             (this daemon writes v{}).",
-            stream::VERSION
-        ))
-    } else if has("Live reload: database loaded") {
-        Err(format!(
-            "The target is not xenstored-shim but {}, which cannot take this daemon's \
-             state yet: the shim does not write oxenstored's dump.",
-            named("oxenstored")
-        ))
-    } else if has("talloc_new: ") && has("xenstored") {
-        // C's live-update reader opens "<rootdir>/state_dump" (4.15 on).
-        if has("%s/state_dump") {
-            Ok(Target::C)
-        } else {
-            Err(format!(
-                "The target is not xenstored-shim but {}, which cannot take this daemon's \
-                 state: it has no live update (C xenstored reads the migration stream \
-                 since 4.15).",
-                named("C xenstored")
-            ))
-        }
-    } else {
-        Err(
-            "The target is not xenstored-shim, C xenstored or oxenstored (or not one \
-             that reads this daemon's migration stream)."
-                .to_string(),
-        )
-    }
-}
-
-/// The Xen release an upstream image was built for, by the libxenctrl it
-/// links ("libxenctrl.so.4.17").
-fn xen_release(image: &[u8]) -> Option<String> {
-    const LIB: &[u8] = b"libxenctrl.so.";
-    let at = memchr::memmem::find(image, LIB)? + LIB.len();
-    let version: String = image[at..]
-        .iter()
-        .take_while(|b| b.is_ascii_digit() || **b == b'.')
-        .map(|&b| b as char)
-        .collect();
-    (!version.is_empty()).then_some(version)
-}
-
 impl Daemon {
     /// CONTROL live-update's arguments; Some(text) is the reply, None means
     /// the request's reply waits for the update (the new image sends it).
@@ -159,19 +92,41 @@ impl Daemon {
                     Ok(kind) => kind,
                     Err(why) => return Some(why),
                 };
+                // Said now, and again when -s finds no transaction open.
+                if let Some(why) = self.cannot_take(kind) {
+                    return Some(why);
+                }
                 self.live = Some(Session {
                     conn: call.conn,
                     target,
                     kind,
+                    via_loader: false,
                     cmdline: None,
                     started: None,
                     held: None,
+                    result: None,
                 });
                 text("OK")
             }
             [b"-c", cmdline] if mine => {
+                let cmdline = String::from_utf8_lossy(cmdline).into_owned();
+                let session = self.live.as_ref()?;
+                // Through the loader the program -c names is the target.
+                if session.target_is_loader() {
+                    let kind = match program_run_by_loader(&cmdline) {
+                        Ok(kind) => kind,
+                        Err(why) => return Some(why),
+                    };
+                    if let Some(why) = self.cannot_take(kind) {
+                        return Some(why);
+                    }
+                    if let Some(s) = self.live.as_mut() {
+                        s.kind = kind;
+                        s.via_loader = true;
+                    }
+                }
                 if let Some(s) = self.live.as_mut() {
-                    s.cmdline = Some(String::from_utf8_lossy(cmdline).into_owned());
+                    s.cmdline = Some(cmdline);
                 }
                 text("OK")
             }
@@ -185,6 +140,14 @@ impl Daemon {
             [b"-s", ..] if self.live.is_none() && self.live_completed => {
                 self.live_completed = false;
                 text("OK")
+            }
+            [b"-s", ..]
+                if self
+                    .live
+                    .as_ref()
+                    .is_some_and(|s| mine && s.result.is_some()) =>
+            {
+                self.live.take().and_then(|s| s.result)
             }
             [b"-s", opts @ ..] if mine => self.live_update_start(call, opts),
             _ => text("Not in live-update session."),
@@ -209,6 +172,18 @@ impl Daemon {
             }
         }
         let session = self.live.as_mut()?;
+        if session.kind == Target::Loader {
+            self.live = None;
+            return Some(
+                "The target is the dynamic loader: -c must name the program it runs \
+                 (--library-path DIR PROGRAM ARGS...)."
+                    .to_string(),
+            );
+        }
+        if session.kind == Target::Oxenstored && session.held.is_some() {
+            // xenstore-control asking again: the first -s's timeout holds.
+            return Some("BUSY".to_string());
+        }
         session.started.get_or_insert_with(Instant::now);
         session.held = Some(Held {
             serial: call.serial,
@@ -216,6 +191,10 @@ impl Daemon {
             timeout: Duration::from_secs(timeout),
             force,
         });
+        if session.kind == Target::Oxenstored {
+            // The event loop checks it after this pass, the BUSY written.
+            return Some("BUSY".to_string());
+        }
         self.live_update_check();
         None
     }
@@ -242,24 +221,38 @@ impl Daemon {
             .filter(|c| !c.transactions.is_empty())
             .map(|c| c.domid())
             .collect();
+        let in_flight = match session.kind {
+            Target::Oxenstored => self.bytes_in_flight(session.conn),
+            _ => Vec::new(),
+        };
         let late = session.started.is_some_and(|t| t.elapsed() >= held.timeout);
-        if !open.is_empty() && !late {
+        if (!open.is_empty() || !in_flight.is_empty()) && !late {
             return;
         }
         let session = self.live.take().expect("checked above");
-        let refused = if session.kind == Target::C {
-            self.c_cannot_take()
-        } else {
-            None
-        };
+        let refused = self.cannot_take(session.kind).or_else(|| {
+            if !in_flight.is_empty() {
+                Some(format!(
+                    "Domains with bytes in flight: {in_flight:?} (oxenstored takes none)"
+                ))
+            } else if !open.is_empty() && !held.force {
+                Some(format!(
+                    "Domains with long running transactions: {open:?} (-F drops them)"
+                ))
+            } else {
+                None
+            }
+        });
         if let Some(why) = refused {
-            let mut reply = why.into_bytes();
-            reply.push(0);
-            self.respond(session.conn, held.serial, &held.header, Ok(&reply));
-            return;
-        }
-        if !open.is_empty() && !held.force {
-            let why = format!("Domains with long running transactions: {open:?} (-F drops them)");
+            if session.kind == Target::Oxenstored {
+                // -s was answered BUSY: the next one hears why.
+                self.live = Some(Session {
+                    held: None,
+                    result: Some(why),
+                    ..session
+                });
+                return;
+            }
             let mut reply = why.into_bytes();
             reply.push(0);
             self.respond(session.conn, held.serial, &held.header, Ok(&reply));
@@ -278,6 +271,15 @@ impl Daemon {
             kind: session.kind,
             cmdline: session.cmdline,
         });
+    }
+
+    /// Why `kind` could not take this daemon's state now, if it could not.
+    fn cannot_take(&self, kind: Target) -> Option<String> {
+        match kind {
+            Target::C => self.c_cannot_take(),
+            Target::Oxenstored => self.oxenstored_cannot_take(),
+            Target::Shim | Target::Loader => None,
+        }
     }
 
     /// Why C xenstored (4.17 to 4.20) could not restore this store, if it
@@ -304,6 +306,33 @@ impl Daemon {
         None
     }
 
+    /// Domains whose connections hold bytes oxenstored's dump cannot carry:
+    /// output not yet written (but `own`'s, the session's: its "BUSY" is
+    /// written before the exec) or input not yet executed.
+    fn bytes_in_flight(&self, own: u32) -> Vec<u32> {
+        self.conn_ids()
+            .iter()
+            .filter_map(|id| self.conns.get(id))
+            .filter(|c| (c.id != own && !c.pending().is_empty()) || !c.unexecuted().is_empty())
+            .map(|c| c.domid())
+            .collect()
+    }
+
+    /// Why oxenstored (4.17) could not take this daemon's state, if it
+    /// could not: its dump has no SET_TARGET (it refuses its own update
+    /// then).
+    fn oxenstored_cannot_take(&self) -> Option<String> {
+        let acting = self.conn_ids().into_iter().find_map(|id| {
+            let c = self.conns.get(&id)?;
+            c.ident.target.map(|t| (c.domid(), t))
+        })?;
+        Some(format!(
+            "oxenstored cannot take this daemon's state: domain {} acts for domain {} \
+             (SET_TARGET), which its dump cannot say.",
+            acting.0, acting.1
+        ))
+    }
+
     /// This image took over from oxenstored, whose `xenstore-control`
     /// repeats `-s` until the new image answers "OK".
     pub fn live_update_completed(&mut self) {
@@ -322,8 +351,22 @@ impl Daemon {
     }
 
     /// The exec did not happen: this daemon goes on serving, and the `-s`
-    /// request is answered with why.
+    /// request is answered with why (into oxenstored, whose `-s` was
+    /// answered BUSY, the next one).
     pub fn live_update_failed(&mut self, ready: &Ready, why: &str) {
+        if ready.kind == Target::Oxenstored {
+            self.live = Some(Session {
+                conn: ready.conn,
+                target: ready.target.clone(),
+                kind: ready.kind,
+                via_loader: false,
+                cmdline: ready.cmdline.clone(),
+                started: None,
+                held: None,
+                result: Some(why.to_string()),
+            });
+            return;
+        }
         let mut reply = why.as_bytes().to_vec();
         reply.push(0);
         self.respond(ready.conn, ready.serial, &ready.header, Ok(&reply));
@@ -379,7 +422,10 @@ impl Daemon {
     /// queued last on its connection, and every node, parents first.
     /// `channels`: the shared event-channel fd and each ring's local port
     /// on it, for a target that takes them so (else each ring is named by
-    /// its domain's port, which the next shim binds again).
+    /// its domain's port, which the next shim binds again). Into
+    /// oxenstored the rings name their domain's port all the same (the
+    /// local ones go in [`Daemon::oxenstored_dump`]), and no "OK" waits:
+    /// oxenstored answers the next `-s` itself.
     pub fn export_state(
         &self,
         listener: i32,
@@ -394,8 +440,10 @@ impl Daemon {
             ..State::default()
         };
         let port_of = |id: u32, domid: u32| match channels {
-            Some((_, ports)) => ports.get(&id).copied().unwrap_or(0),
-            None => self.domains.get(domid).map_or(0, |d| d.port),
+            Some((_, ports)) if ready.kind != Target::Oxenstored => {
+                ports.get(&id).copied().unwrap_or(0)
+            }
+            _ => self.domains.get(domid).map_or(0, |d| d.port),
         };
         for c in self.conn_ids().iter().filter_map(|id| self.conns.get(id)) {
             let kind = match c.transport().inherited_fd() {
@@ -410,7 +458,7 @@ impl Daemon {
                 None => continue,
             };
             let mut output = c.pending().to_vec();
-            if c.id == ready.conn {
+            if c.id == ready.conn && ready.kind != Target::Oxenstored {
                 let h = &ready.header;
                 frame::encode(
                     &mut output,
@@ -446,7 +494,8 @@ impl Daemon {
         // C introduces domain 0 only at a fresh start, from the stream on
         // a live update: without it, it dereferences a null domain. Port 0
         // (no ring served here, in the simulation) it takes as a ring to
-        // ignore.
+        // ignore; so does oxenstored, which reads dom0's own port from
+        // /proc/xen/xsd_port.
         let has_dom0 = state
             .connections
             .iter()
@@ -487,6 +536,34 @@ impl Daemon {
     }
 }
 
+impl Daemon {
+    /// `state` (from [`Daemon::export_state`]) as oxenstored's dump:
+    /// every ring's channel bound on `state`'s evtchn fd at its port in
+    /// `local` (by connection id), VIRQ_DOM_EXC at `virq_port`.
+    pub fn oxenstored_dump(
+        &self,
+        state: &State,
+        virq_port: u32,
+        local: &HashMap<u32, u32>,
+    ) -> Result<String, String> {
+        let channels = state
+            .connections
+            .iter()
+            .filter_map(|c| match c.kind {
+                ConnKind::Ring { domid, .. } => Some((
+                    c.id,
+                    DomChannel {
+                        mfn: self.domains.get(domid.into()).map_or(0, |d| d.gfn),
+                        local_port: local.get(&c.id).copied().unwrap_or(0),
+                    },
+                )),
+                ConnKind::Socket { .. } => None,
+            })
+            .collect();
+        oxenstored::write(state, virq_port, &channels)
+    }
+}
+
 fn node_record(path: &str, perms: &[crate::store::perms::Perm], value: &[u8]) -> stream::Node {
     stream::Node {
         conn_id: 0,
@@ -510,54 +587,5 @@ fn node_record(path: &str, perms: &[crate::store::perms::Perm], value: &[u8]) ->
             .collect(),
         path: path.as_bytes().to_vec(),
         value: value.to_vec(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    /// `recognise_target` of an executable file holding `bytes`.
-    fn recognise(name: &str, bytes: &[u8]) -> Result<Target, String> {
-        let dir = std::env::temp_dir().join(format!("xss-lu-target-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join(name);
-        std::fs::write(&file, bytes).unwrap();
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
-        recognise_target(&file)
-    }
-
-    #[test]
-    fn targets_are_told_apart_by_what_their_files_hold() {
-        let c = b"\x7fELF libxenctrl.so.4.17\0 talloc_new: xenstored_core.c %s/state_dump";
-        assert_eq!(recognise("c", c), Ok(Target::C));
-        assert_eq!(recognise("shim", IMAGE_MARK.as_bytes()), Ok(Target::Shim));
-        let cases: [(&str, &[u8], &str); 4] = [
-            (
-                "old-shim",
-                b"xenstored-shim image: migration stream v0\0",
-                "reads another migration stream version (this daemon writes v1)",
-            ),
-            (
-                "old-c",
-                b"libxenctrl.so.4.14\0 talloc_new: xenstored",
-                "C xenstored 4.14, which cannot take this daemon's state: it has no live update",
-            ),
-            (
-                "ox",
-                b"libxenctrl.so.4.17\0 Live reload: database loaded",
-                "oxenstored 4.17, which cannot take this daemon's state yet",
-            ),
-            (
-                "other",
-                b"#!/bin/sh\n",
-                "not xenstored-shim, C xenstored or oxenstored",
-            ),
-        ];
-        for (name, bytes, why) in cases {
-            let said = recognise(name, bytes).unwrap_err();
-            assert!(said.contains(why), "{name}: {said}");
-        }
     }
 }
