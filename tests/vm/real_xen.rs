@@ -528,15 +528,17 @@ fn promtool_accepts(name: &str, text: &str) {
 /// (or oxenstored), guest2 boots and writes xenstore every half second, a
 /// dom0 watch is open, and `xenstore-control live-update -f xenstored-shim`
 /// turns the daemon into the shim in place. The same pid then serves the
-/// guest's ring, the open watch, dom0's socket and ring, and the whole
-/// scenario after it (a guest with a disk created and reaped, a guest
-/// destroyed, no zombie), with the snooper attached to the shim it became.
-/// On the way the shim refuses a target that is no xenstored-shim and,
-/// while `xl create` builds guest1, updates itself into a second copy of
-/// its binary, the snooper following (--follow); coming from C, a snooper
-/// without --follow and the exporter are attached across that update too.
-/// Giving the host back to oxenstored is refused (not built), the shim
-/// serving on.
+/// guest's ring, the open watch, dom0's socket and ring, and the scenario
+/// after it (a guest with a disk created and reaped), with the snooper
+/// attached to the shim it became. On the way the shim refuses a target
+/// that is no xenstored-shim and, while `xl create` builds guest1, updates
+/// itself into a second copy of its binary, the snooper following
+/// (--follow); coming from C, a snooper without --follow and the exporter
+/// are attached across that update too. Then the shim gives the host back
+/// (issue 44): the same pid runs the daemon it came from, guest2 pings
+/// on, a dom0 watch set before the first update fires, dom0's store is the
+/// same, and xl creates guest1 again and reaps it; guest2 is destroyed,
+/// no zombie.
 fn live_update_into_the_shim(test: &str, release: &str, from: &str) {
     if !prerequisites(test) {
         return;
@@ -589,20 +591,29 @@ fn assert_updated_into_the_shim(run: &Run, from: &str) {
         steps.insert(at + i, s);
     }
     let at = steps.iter().position(|s| *s == "guest1-read-keys").unwrap() + 1;
-    let more: &[&str] = if from == "oxenstored" {
-        &["give-back-refused"]
+    // Across the shim's update of itself, coming from C.
+    let from_c: &[&str] = &[
+        "snoop-nofollow-attached",
+        "metrics-attached",
+        "metrics-before-update",
+        "snoop-nofollow-exits",
+        "snoop-after-sees-guest",
+        "metrics-after-update",
+    ];
+    // The host given back to the daemon it came from.
+    let give_back = [
+        "give-back",
+        "give-back-guest-pings",
+        "give-back-watch-fires",
+        "create-guest1-again",
+        "guest1-again-reaped",
+    ];
+    let more = if from == "oxenstored" {
+        &[][..]
     } else {
-        // Across the shim's update of itself.
-        &[
-            "snoop-nofollow-attached",
-            "metrics-attached",
-            "metrics-before-update",
-            "snoop-nofollow-exits",
-            "snoop-after-sees-guest",
-            "metrics-after-update",
-        ]
+        from_c
     };
-    for (i, s) in more.iter().enumerate() {
+    for (i, s) in more.iter().chain(&give_back).enumerate() {
         steps.insert(at + i, s);
     }
     run.assert_steps(from, &steps);
@@ -610,18 +621,24 @@ fn assert_updated_into_the_shim(run: &Run, from: &str) {
         assert_exporter_follows(run);
     }
     run.assert_only_dom0("xl-list-final.txt");
-    // The same store before and after (dom0's part): the same nodes,
-    // values and permissions. oxenstored lists a directory's children in
-    // its own order, the shim (as C) in creation order.
-    let before = run.file("live-update-before.txt");
-    let after = run.file("live-update-after.txt");
+    // The same store before and after each way (dom0's part): the same
+    // nodes, values and permissions. oxenstored lists a directory's
+    // children in its own order, the shim (as C) in creation order.
     let store = |t: &str| {
         let mut nodes: Vec<String> = t.lines().skip(1).map(String::from).collect();
         nodes.sort_unstable();
         nodes
     };
-    assert!(before.lines().count() > 3, "{before}\n{}", run.report);
-    assert_eq!(store(&before), store(&after), "{}", run.report);
+    for way in ["live-update", "give-back"] {
+        let before = run.file(&format!("{way}-before.txt"));
+        let after = run.file(&format!("{way}-after.txt"));
+        assert!(
+            before.lines().count() > 3,
+            "{way}: {before}\n{}",
+            run.report
+        );
+        assert_eq!(store(&before), store(&after), "{way}\n{}", run.report);
+    }
     // After the update the snooper sees guest1's whole life on the shim.
     let guest1 = run.domid("guest1");
     let snoop_out = run.file("snoop.out");

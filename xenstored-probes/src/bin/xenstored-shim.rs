@@ -418,13 +418,6 @@ fn hand_over(
     on_xen: bool,
     update: &LiveUpdate,
 ) {
-    if on_xen && update.kind == LiveUpdateTarget::Oxenstored {
-        // Tried once on Xen (it worked), but tests/xen's scenario, which
-        // CI runs, still expects this refusal: lifted with that step.
-        let why = "giving a Xen host back to oxenstored is not enabled yet: \
-                   it is tested without Xen, tried once on Xen";
-        return update_failed(server, update, why);
-    }
     let mut channels = None;
     if update.kind != LiveUpdateTarget::Shim {
         match move_channels(server, on_xen, update.kind) {
