@@ -91,3 +91,23 @@ modules_in_order() { # modules_dir name...
 pack_cpio() { # busybox dir out
     (cd "$2" && find . -mindepth 1 | LC_ALL=C sort | "$1" cpio -o -H newc -R 0:0) >"$3" 2>/dev/null
 }
+
+# The kernel a bzImage carries, as the ELF it is (vmlinux), for Xen to
+# load as it is: Debian 12's kernel is xz-compressed, and Xen (for dom0)
+# and libxc in dom0 (at each guest's start) decompressing it under TCG
+# took seconds of CPU every time (a second of the host's natively). The
+# bzImage itself when no compressed ELF is found in it.
+uncompressed_kernel() { # bzImage out
+    local magic tool offset
+    for magic in '\xfd7zXZ\x00:xz' '\x28\xb5\x2f\xfd:zstd' '\x1f\x8b\x08:gzip'; do
+        tool=${magic##*:}
+        command -v "$tool" >/dev/null || continue
+        offset=$(LC_ALL=C grep -m 1 -obUaP "${magic%:*}" "$1" | cut -d: -f1 | head -n 1 || true)
+        [ -n "$offset" ] || continue
+        # The stream ends before the bzImage does: the tool's complaint
+        # about what follows is expected.
+        tail -c +$((offset + 1)) "$1" | "$tool" -dc >"$2" 2>/dev/null || true
+        [ "$(head -c 4 "$2" | od -An -c | tr -d ' ')" = '177ELF' ] && return 0
+    done
+    cp "$1" "$2"
+}
