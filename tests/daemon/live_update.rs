@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 use xenstore_guest::boot;
-use xenstore_guest::client::Xs;
+use xenstore_guest::client::{Guest, SocketLink, Xs};
 use xenstore_testkit::daemon::Daemon;
 use xenstore_testkit::Watched;
 use xenstored_probes::migration::stream::{self, ConnKind, Perm};
@@ -152,17 +152,58 @@ fn c_xenstored_state_dump_reads_and_writes_back_byte_for_byte() {
 /// store, and sends the OK C held for the update's request.
 #[test]
 fn c_xenstored_updates_live_into_the_shim() {
-    if upstream::available(Flavor::C, "c_xenstored_updates_live_into_the_shim") {
-        c_xenstored_update_into_the_shim(Release::Xen417);
-    }
+    on_c(
+        Release::Xen417,
+        "c_xenstored_updates_live_into_the_shim",
+        c_xenstored_update_into_the_shim,
+    );
 }
 
 /// The same from Debian 13's C xenstored 4.20 (run under trixie's loader).
 #[test]
 fn c_xenstored_420_updates_live_into_the_shim() {
-    let peer = Peer::c(Release::Xen420);
-    if upstream::available(peer, "c_xenstored_420_updates_live_into_the_shim") {
-        c_xenstored_update_into_the_shim(Release::Xen420);
+    on_c(
+        Release::Xen420,
+        "c_xenstored_420_updates_live_into_the_shim",
+        c_xenstored_update_into_the_shim,
+    );
+}
+
+/// Domain 5 on a ring, introduced as the toolstack does (its ring-ref and
+/// port written, where a daemon taking the host back finds the ring
+/// again), its `data` written and watched.
+fn a_guest_watching(dom0: &mut Xs<SocketLink>, ring_dir: &Path) -> Guest {
+    let mut guest = boot::boot(dom0, ring_dir, 5, crate::common::TIMEOUT).unwrap();
+    dom0.write(0, "/local/domain/5/store/ring-ref", &boot::GFN.to_string())
+        .unwrap();
+    dom0.write(0, "/local/domain/5/store/port", &boot::PORT.to_string())
+        .unwrap();
+    guest.write(0, "data", "before").unwrap();
+    guest.watch("data", "mine").unwrap();
+    guest
+        .next_event(crate::common::TIMEOUT)
+        .unwrap()
+        .expect("the watch's first event");
+    guest
+}
+
+/// The guest's watch (a_guest_watching), set before the first update,
+/// fires after the second.
+fn assert_guest_watch_fires(guest: &mut Guest, log: impl Fn() -> String) {
+    guest.write(0, "data", "after").unwrap();
+    let event = guest.next_event(crate::common::TIMEOUT).unwrap();
+    assert_eq!(
+        event.map(|e| e.token),
+        Some("mine".to_string()),
+        "the guest's watch, set before the first update, after the second:\n{}",
+        log()
+    );
+}
+
+/// Runs `body` with `release`'s C xenstored, when this host has it.
+fn on_c(release: Release, test: &str, body: fn(Release)) {
+    if upstream::available(Peer::c(release), test) {
+        body(release);
     }
 }
 
@@ -195,10 +236,11 @@ fn c_xenstored_update_into_the_shim(release: Release) {
 /// stream does.
 #[test]
 fn the_shim_gives_the_host_back_to_c_xenstored() {
-    let test = "the_shim_gives_the_host_back_to_c_xenstored";
-    if upstream::available(Flavor::C, test) {
-        give_back_to_c(Release::Xen417);
-    }
+    on_c(
+        Release::Xen417,
+        "the_shim_gives_the_host_back_to_c_xenstored",
+        give_back_to_c,
+    );
 }
 
 /// The same with Debian 13's C xenstored 4.20, which runs under trixie's
@@ -206,10 +248,11 @@ fn the_shim_gives_the_host_back_to_c_xenstored() {
 /// the shim recognises as it would the file itself) and its arguments.
 #[test]
 fn the_shim_gives_the_host_back_to_c_xenstored_420() {
-    let peer = Peer::c(Release::Xen420);
-    if upstream::available(peer, "the_shim_gives_the_host_back_to_c_xenstored_420") {
-        give_back_to_c(Release::Xen420);
-    }
+    on_c(
+        Release::Xen420,
+        "the_shim_gives_the_host_back_to_c_xenstored_420",
+        give_back_to_c,
+    );
 }
 
 fn give_back_to_c(release: Release) {
@@ -229,18 +272,7 @@ fn give_back_to_c(release: Release) {
     // As xenconsoled's: a client connected throughout, whose library
     // writes a request's header and body apart.
     let mut console = std::os::unix::net::UnixStream::connect(&c.socket).unwrap();
-    let mut guest = boot::boot(&mut dom0, &ring_dir, 5, crate::common::TIMEOUT).unwrap();
-    // As the toolstack writes them: where the shim finds the ring again.
-    dom0.write(0, "/local/domain/5/store/ring-ref", &boot::GFN.to_string())
-        .unwrap();
-    dom0.write(0, "/local/domain/5/store/port", &boot::PORT.to_string())
-        .unwrap();
-    guest.write(0, "data", "before").unwrap();
-    guest.watch("data", "mine").unwrap();
-    guest
-        .next_event(crate::common::TIMEOUT)
-        .unwrap()
-        .expect("the watch's first event");
+    let mut guest = a_guest_watching(&mut dom0, &ring_dir);
     let before = store_but_probe(&c);
     let pid = c.pid();
     let update = |c: &Upstream, target: &Path, cmdline: Option<&str>| {
@@ -302,14 +334,7 @@ fn give_back_to_c(release: Release) {
          gives it EAGAIN, which it takes for the client gone)\n{}",
         c.log()
     );
-    guest.write(0, "data", "after").unwrap();
-    let event = guest.next_event(crate::common::TIMEOUT).unwrap();
-    assert_eq!(
-        event.map(|e| e.token),
-        Some("mine".to_string()),
-        "the guest's watch, set before the first update, after the second:\n{}",
-        c.log()
-    );
+    assert_guest_watch_fires(&mut guest, || c.log());
     assert_eq!(guest.read(0, "data").unwrap(), "after");
     c.run("xenstore-write", &["/local/domain/5/data", "before"]);
     assert_eq!(store_but_probe(&c), before, "{}", c.log());
@@ -342,17 +367,7 @@ fn the_shim_gives_the_host_back_to_oxenstored() {
     releases.line(0, crate::common::TIMEOUT);
     let mut dom0 = Xs::connect(&o.socket).unwrap();
     dom0.timeout = crate::common::TIMEOUT;
-    let mut guest = boot::boot(&mut dom0, &ring_dir, 5, crate::common::TIMEOUT).unwrap();
-    dom0.write(0, "/local/domain/5/store/ring-ref", &boot::GFN.to_string())
-        .unwrap();
-    dom0.write(0, "/local/domain/5/store/port", &boot::PORT.to_string())
-        .unwrap();
-    guest.write(0, "data", "before").unwrap();
-    guest.watch("data", "mine").unwrap();
-    guest
-        .next_event(crate::common::TIMEOUT)
-        .unwrap()
-        .expect("the watch's first event");
+    let mut guest = a_guest_watching(&mut dom0, &ring_dir);
     let before = store_but_probe(&o);
     let pid = o.pid();
     let shim = crate::common::bin("xenstored-shim");
@@ -374,14 +389,7 @@ fn the_shim_gives_the_host_back_to_oxenstored() {
     let back = Path::new(upstream::OXENSTORED);
     let out = xenstore_control(&o, &["-t", "10", "-f", upstream::OXENSTORED]);
     assert_updated_back(&mut o, &out, pid, back, &watcher);
-    guest.write(0, "data", "after").unwrap();
-    let event = guest.next_event(crate::common::TIMEOUT).unwrap();
-    assert_eq!(
-        event.map(|e| e.token),
-        Some("mine".to_string()),
-        "the guest's watch, set before the first update, after the second:\n{}",
-        o.log()
-    );
+    assert_guest_watch_fires(&mut guest, || o.log());
     dom0.write(0, "/local/domain/5/data", "before").unwrap();
     assert_eq!(store_but_probe(&o), before, "{}", o.log());
     drop(guest);

@@ -1,10 +1,12 @@
 //! The tier's boots share the machine: at most `XS_VM_SLOTS` QEMUs run at
-//! once (default 4: a TCG boot keeps a core busy only about half the time,
-//! its guests mostly waiting on timers, and each needs 1.3–2.3 GB), and a
-//! boot waiting for slots goes before every waiting boot of smaller
-//! weight, so that the longest boots start first and the short ones fill
-//! in at the end. `make test` runs the tier with a thread per test, so
-//! that every boot is waiting from the start.
+//! once (default 4; each needs 1.3–2.5 GB, and keeps a core busy as long as
+//! it runs: QEMU is niced, tests/xen/run, so that the boots take what the
+//! rest of `make test` leaves), and a boot waiting for slots goes before
+//! every waiting boot of smaller weight, so that the longest boots start
+//! first and the short ones fill in at the end. `make test` runs the tier
+//! with a thread per test; the boots asked for in the first second (all
+//! of them: the threads start at once, the short boots' first) are
+//! ordered before any starts.
 
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -13,7 +15,12 @@ struct Queue {
     free: usize,
     /// The weights of the boots waiting.
     waiting: Vec<u32>,
+    /// Until when the boots asked for are gathered before any starts.
+    gathering: Instant,
 }
+
+/// How long the first boot asked for waits for the others to be asked.
+const GATHER: Duration = Duration::from_secs(1);
 
 static QUEUE: Mutex<Option<Queue>> = Mutex::new(None);
 static FREED: Condvar = Condvar::new();
@@ -47,13 +54,15 @@ pub fn take(n: usize, weight: u32) -> Slots {
     let queue = guard.get_or_insert_with(|| Queue {
         free: capacity(),
         waiting: Vec::new(),
+        gathering: Instant::now() + GATHER,
     });
     let n = n.min(capacity());
     queue.waiting.push(weight);
     loop {
         let queue = guard.as_mut().unwrap();
         let first = queue.waiting.iter().all(|&w| w <= weight);
-        if first && queue.free >= n {
+        let gathered = Instant::now() >= queue.gathering;
+        if gathered && first && queue.free >= n {
             queue.free -= n;
             let at = queue.waiting.iter().position(|&w| w == weight).unwrap();
             queue.waiting.swap_remove(at);
@@ -64,8 +73,14 @@ pub fn take(n: usize, weight: u32) -> Slots {
         let left = deadline
             .checked_duration_since(Instant::now())
             .expect("no VM slot in an hour: a boot before it never ended");
+        // While gathering, nothing frees a slot: wake when it ends.
+        let wake = if gathered {
+            left
+        } else {
+            left.min(queue.gathering.saturating_duration_since(Instant::now()))
+        };
         guard = FREED
-            .wait_timeout(guard, left)
+            .wait_timeout(guard, wake)
             .unwrap_or_else(|e| e.into_inner())
             .0;
     }
