@@ -655,6 +655,80 @@ fn an_open_transaction_holds_a_live_update_until_forced() {
     assert_eq!(h.ty, MsgType::Error as u32, "{body:?}");
 }
 
+/// A request that arrives with the `-s` making the update ready, in the
+/// same poll, runs on the new image: a transaction the old one started
+/// then would be lost (once seen on real Xen, `xl create` failing with
+/// ENOENT). The daemon is stopped while both are written, so that one
+/// poll finds them; the update's connection, the less served, goes first.
+#[test]
+fn a_transaction_asked_with_the_update_is_not_lost() {
+    use std::io::Write;
+    use xenstore_proto::wire::MsgType;
+    let shim = crate::common::shim::Shim::private_copy();
+    let connect = || {
+        let c = std::os::unix::net::UnixStream::connect(&shim.socket).unwrap();
+        c.set_read_timeout(Some(crate::common::TIMEOUT)).unwrap();
+        c
+    };
+    let ask = |c: &mut std::os::unix::net::UnixStream, ty: MsgType, tx: u32, body: &[u8]| {
+        c.write_all(&crate::common::wire::message(ty as u32, 1, tx, body))
+            .unwrap();
+        crate::common::wire::reply(c)
+    };
+    let mut client = connect();
+    for _ in 0..20 {
+        ask(&mut client, MsgType::Read, 0, b"/\0");
+    }
+    let mut control = connect();
+    let target = crate::common::bin("xenstored-shim");
+    let mut f = b"live-update\0-f\0".to_vec();
+    f.extend_from_slice(target.to_str().unwrap().as_bytes());
+    f.push(0);
+    let (h, body) = ask(&mut control, MsgType::Control, 0, &f);
+    assert_eq!(h.ty, MsgType::Control as u32, "{body:?}");
+    let pid = shim.pid();
+    // SAFETY: kill(2) on the daemon's pid touches no memory of ours.
+    let signal = |sig| assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
+    signal(libc::SIGSTOP);
+    let s = crate::common::wire::message(
+        MsgType::Control as u32,
+        2,
+        0,
+        b"live-update\0-s\0-t\x0010\0",
+    );
+    control.write_all(&s).unwrap();
+    let start = crate::common::wire::message(MsgType::TransactionStart as u32, 3, 0, b"\0");
+    client.write_all(&start).unwrap();
+    signal(libc::SIGCONT);
+    let (h, body) = crate::common::wire::reply(&mut control);
+    assert_eq!(
+        (h.ty, body.as_slice()),
+        (MsgType::Control as u32, &b"OK\0"[..])
+    );
+    assert_eq!(
+        exe_of(pid),
+        target.canonicalize().unwrap(),
+        "{}",
+        shim.log()
+    );
+    let (h, tx) = crate::common::wire::reply(&mut client);
+    assert_eq!(h.ty, MsgType::TransactionStart as u32, "{tx:?}");
+    let tx: u32 = String::from_utf8_lossy(&tx)
+        .trim_end_matches('\0')
+        .parse()
+        .unwrap();
+    let (h, body) = ask(&mut client, MsgType::Write, tx, b"/in-tx\0v");
+    assert_eq!(h.ty, MsgType::Write as u32, "{body:?}\n{}", shim.log());
+    let (h, body) = ask(&mut client, MsgType::TransactionEnd, tx, b"T\0");
+    assert_eq!(
+        h.ty,
+        MsgType::TransactionEnd as u32,
+        "the transaction, started with the update: {body:?}\n{}",
+        shim.log()
+    );
+    assert_eq!(shim.run("xenstore-read", &["/in-tx"]).trim(), "v");
+}
+
 /// oxenstored (Debian 12's default xenstored) updates live into the shim:
 /// it runs `<shim> --live --restart <its args> --help` to validate the
 /// target, dumps its state to /var/run/xenstored/db (the stub's directory

@@ -385,6 +385,14 @@ impl Server {
     fn serve_ready(&mut self) {
         let mut last = None;
         for _ in 0..TURNS_PER_POLL {
+            // Once a live update is ready (the `-s` just served) no other
+            // request runs before the exec: a transaction started now would
+            // be lost with this image. What is queued waits in its buffer,
+            // which the update hands on, or, should the exec fail, for the
+            // next pass.
+            if self.daemon.live_update_ready() {
+                break;
+            }
             let Some(id) = self.ready.pop() else {
                 break;
             };
