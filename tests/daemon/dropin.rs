@@ -236,9 +236,13 @@ fn second_start_on_a_live_socket_is_refused_and_the_first_keeps_serving() {
 #[test]
 fn stale_socket_file_is_replaced() {
     let place = Place::new("dropin-stale");
-    // A socket file nobody listens on any more (a crashed daemon's).
+    // A socket file nobody listens on any more (a crashed daemon's). Another
+    // test thread's fork can hold the listener's fd until its exec closes it,
+    // so wait for the last copy to go rather than expect it gone at once.
     drop(UnixListener::bind(&place.socket).unwrap());
-    assert!(UnixStream::connect(&place.socket).is_err());
+    wait_for("the dropped listener to refuse", TIMEOUT, || {
+        UnixStream::connect(&place.socket).is_err()
+    });
     let started = place.start(place.shim(&["-F"]).arg(&place.pid_file));
     assert!(started.status.success(), "{}", started.stderr);
     place.client("xenstore-write", &["/fresh", "1"]);
