@@ -21,6 +21,7 @@ mod domains;
 mod live_update;
 mod log;
 mod nodes;
+mod queued_events;
 mod restore;
 #[cfg(test)]
 mod tests;
@@ -42,7 +43,8 @@ use crate::wire::{Header, MsgType, XsError};
 pub use live_update::Ready as LiveUpdate;
 pub use live_update::Target as LiveUpdateTarget;
 use log::RateLimitedLog;
-use rustc_hash::{FxHashMap, FxHashSet};
+use queued_events::QueuedEvents;
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -89,10 +91,8 @@ pub struct Daemon {
     logfile: Option<String>,
     /// CONTROL log on|off.
     logging: bool,
-    /// Events (connection, path, token) queued by the current request:
-    /// upstream never queues one identical to one still queued, so one
-    /// request's fan-out sends each at most once.
-    queued_events: FxHashSet<(u32, String, Vec<u8>)>,
+    /// Events queued by the current request (see `QueuedEvents`).
+    queued_events: QueuedEvents,
     /// What the `reply` probe needs of the request being executed.
     in_flight: probes::InFlight,
     /// Unprivileged domains' requests not yet delivered (outstanding quota).
@@ -143,7 +143,7 @@ impl Daemon {
             quota_log: BTreeMap::new(),
             logfile: None,
             logging: false,
-            queued_events: FxHashSet::default(),
+            queued_events: QueuedEvents::default(),
             in_flight: probes::InFlight::default(),
             outstanding: Outstanding::default(),
             ticket: None,
