@@ -103,32 +103,36 @@ pub struct CurveTables<'a, P> {
     /// Over the key column.
     first: &'a str,
     curves: &'a [crate::in_turn::Curve<P>],
-    /// (key, size) of every level any curve reached.
+    /// A point's (key, size).
+    level: fn(&P) -> (usize, usize),
+    /// (key, size) of every level any curve reached with a size.
     levels: Vec<(usize, usize)>,
-    /// A point's level.
-    key: fn(&P) -> usize,
 }
 
 impl<'a, P> CurveTables<'a, P> {
     /// The filled template's text before its first caption, and its tables.
     pub fn new(
         text: &'a str,
-        (first, key): (&'a str, fn(&P) -> usize),
+        first: &'a str,
+        level: fn(&P) -> (usize, usize),
         curves: &'a [crate::in_turn::Curve<P>],
-        levels: Vec<(usize, usize)>,
     ) -> (&'a str, Self) {
         let (intro, captions) = crate::template::tables(text);
+        let mut levels: Vec<(usize, usize)> = (curves.iter())
+            .flat_map(|c| c.points.iter().map(level))
+            .filter(|l| l.1 > 0)
+            .collect();
+        levels.sort_unstable();
+        levels.dedup_by_key(|l| l.0);
         let captions = captions.into_iter();
-        (
-            intro,
-            CurveTables {
-                captions,
-                first,
-                curves,
-                levels,
-                key,
-            },
-        )
+        let tables = CurveTables {
+            captions,
+            first,
+            curves,
+            level,
+            levels,
+        };
+        (intro, tables)
     }
 
     /// The next caption, its heading first, and its table of `show`.
@@ -139,7 +143,7 @@ impl<'a, P> CurveTables<'a, P> {
         for &(level, size) in &self.levels {
             s += &format!("| {level} ({size}) |");
             for c in self.curves {
-                let got = c.points.iter().find(|p| (self.key)(p) == level);
+                let got = c.points.iter().find(|p| (self.level)(p).0 == level);
                 s += &format!(" {} |", got.map_or("–".into(), show));
             }
             s += "\n";

@@ -14,7 +14,6 @@
 //! something else freed.
 
 pub mod bigdir;
-pub mod bigdir_report;
 pub mod report;
 pub mod tree;
 
@@ -488,17 +487,17 @@ pub fn section(s: &crate::scale::Scale) -> crate::scale::Part {
                 .map(|f| format!("big directory, {}: {f}", c.label)),
         );
         for p in &c.points {
-            let errors = [p.page.as_ref().err(), p.page_in_tx.as_ref().err()];
-            failures.extend(
-                errors
-                    .into_iter()
-                    .flatten()
-                    .map(|e| format!("big directory, {} at {} children: {e}", c.label, p.children)),
-            );
+            failures.extend(p.ops.iter().filter_map(|op| {
+                let e = op.as_ref().err()?;
+                Some(format!(
+                    "big directory, {} at {} children: {e}",
+                    c.label, p.children
+                ))
+            }));
         }
     }
     crate::scale::Part {
-        text: report::render(&store) + &bigdir_report::render(&big) + "\n",
+        text: report::render(&store) + &bigdir::render(&big) + "\n",
         failures,
         ..Default::default()
     }
