@@ -103,7 +103,7 @@ impl Tracer {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             mark()?;
-            if contains(&shows, needle)? {
+            if std::fs::read_to_string(&shows).is_ok_and(|t| t.contains(needle)) {
                 return Ok(tracer);
             }
             if let Some(status) = tracer.child.as_mut().unwrap().try_wait()? {
@@ -151,16 +151,6 @@ impl Tracer {
             ..parse_counts(&self.stderr_text())
         })
     }
-}
-
-/// Whether `path` exists and holds `needle`.
-fn contains(path: &Path, needle: &str) -> Result<bool> {
-    let text = match std::fs::read(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(e.into()),
-    };
-    Ok(text.windows(needle.len()).any(|w| w == needle.as_bytes()))
 }
 
 impl Drop for Tracer {

@@ -53,6 +53,11 @@ pub(crate) fn get(d: &Started) -> Result<&Daemon> {
     d.as_ref().map_err(|e| anyhow!("did not start: {e:#}"))
 }
 
+/// What was made, or why it could not be, for each run to say.
+pub(crate) fn ok<T>(made: &Result<T>) -> Result<&T> {
+    made.as_ref().map_err(|e| anyhow!("{e:#}"))
+}
+
 /// What the probe loop fires: request/response pairs.
 pub(crate) const LOOP_PROBES: [Probe; 2] = [Probe::Request, Probe::Response];
 
@@ -236,6 +241,18 @@ pub(crate) fn firing_costs(c: &Comparison) -> Vec<Option<f64>> {
     (0..c.configs.len())
         .map(|k| Some(ns_per_event(c, k)? - idle?))
         .collect()
+}
+
+/// Said when tracers ignored SIGINT: their runs are kept.
+pub(crate) fn killed_note(killed: usize, counts_missing: &str) -> String {
+    if killed == 0 {
+        return String::new();
+    }
+    format!(
+        "\n{killed} tracer stop(s) took longer than {} s after SIGINT: killed, their runs kept \
+         (measured before the signal){counts_missing}.\n",
+        crate::tracers::STOP_BOUND.as_secs()
+    )
 }
 
 /// A plain section's part: its template, its text, goals and limits.

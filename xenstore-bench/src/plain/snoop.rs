@@ -1,7 +1,8 @@
 //! Section 3, snooping cost: what each tracer costs the shim per op.
 
 use super::{
-    get, part, ratios, run_case, seeded, snoopers, table, Budget, Started, TraceWith, MAX_CONNS,
+    get, killed_note, part, ratios, run_case, seeded, snoopers, table, Budget, Started, TraceWith,
+    MAX_CONNS,
 };
 use crate::affinity::Pin;
 use crate::builds::{Before, Builds};
@@ -13,7 +14,6 @@ use crate::tracers::{Counts, TracerKind};
 use crate::uprobe::{BareUprobes, Fetch};
 use crate::workload::Workload;
 use anyhow::bail;
-use std::fmt::Write;
 use std::path::Path;
 use xenstore_proto::Probe;
 
@@ -210,22 +210,17 @@ pub fn render(sn: &SnoopResult) -> Part {
             ),
         ],
     );
-    let killed = [
+    let all = [
         &sn.snoop_counts,
         &sn.bpftrace_counts,
         &sn.snoop_tracefs_counts,
-    ]
-    .iter()
-    .flat_map(|c| c.iter())
-    .filter(|c| c.killed)
-    .count();
-    if killed > 0 {
-        let _ = writeln!(
-            s,
-            "\n{killed} tracer stop(s) took longer than {} s after SIGINT: killed, their runs kept              (measured before the signal), their own counts missing.",
-            crate::tracers::STOP_BOUND.as_secs()
-        );
-    }
+    ];
+    let killed = all
+        .iter()
+        .flat_map(|c| c.iter())
+        .filter(|c| c.killed)
+        .count();
+    s += &killed_note(killed, ", their own counts missing");
     part(
         include_str!("../../report/3-snooping-cost.md"),
         s,
