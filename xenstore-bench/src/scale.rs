@@ -95,6 +95,27 @@ pub fn head<L: std::fmt::Display>(first: &str, labels: impl IntoIterator<Item = 
     format!("{s}\n{rule}\n")
 }
 
+/// A row of each curve's `pick` at its last point ÷ at its first ("–"
+/// for a curve of fewer than two points).
+pub fn growth_row<P>(
+    what: &str,
+    curves: &[crate::in_turn::Curve<P>],
+    pick: impl Fn(&P) -> f64,
+) -> String {
+    let mut s = format!("| {what} |");
+    for c in curves {
+        let ratio = match (c.points.first(), c.points.last()) {
+            (Some(a), Some(b)) if c.points.len() > 1 => Some(pick(b) / pick(a)),
+            _ => None,
+        };
+        s += &format!(
+            " {} |",
+            ratio.map_or("–".into(), |x| format!("**{x:.2}×**"))
+        );
+    }
+    s + "\n"
+}
+
 /// Tables of curves measured in turn, one under each caption of a
 /// template (template::tables): a row a level ("key (size)"), a column a
 /// curve, each cell its point at that level shown, "–" for none.

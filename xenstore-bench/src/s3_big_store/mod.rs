@@ -225,7 +225,7 @@ impl Host {
         };
         let load = &mut self.load;
         let s = timed(self.daemon.pid(), run, |_| {
-            list_part(load, "/local/domain")?;
+            list_pages(load, "/local/domain", 0)?;
             Ok(())
         })?;
         Ok((Ok(s), pages))
@@ -291,7 +291,11 @@ impl Host {
     /// Reads the watcher's events up to the one for the home's last node
     /// written: what the rewrite fired is not counted in the next `rm`.
     fn settle_victim(&mut self) -> Result<()> {
-        let last = last_home_path(VICTIM);
+        let leaves = victim_leaves(VICTIM);
+        let last = format!(
+            "/local/domain/{VICTIM}/{}",
+            leaves.last().expect("leaves").0
+        );
         while self.victim_watcher.event(EVENT_TIMEOUT)? != last.as_bytes() {}
         Ok(())
     }
@@ -332,8 +336,7 @@ fn write_trees(c: &mut Conn, from: usize, to: usize) -> Result<()> {
     Ok(())
 }
 
-/// Writes the victim's home (its 100 nodes), last the one
-/// `last_home_path` names.
+/// Writes the victim's home (its 100 nodes), its last leaf last.
 fn write_home(c: &mut Conn, domid: usize) -> Result<()> {
     for (p, v) in victim_leaves(domid) {
         let path = format!("/local/domain/{domid}/{p}");
@@ -344,16 +347,11 @@ fn write_home(c: &mut Conn, domid: usize) -> Result<()> {
     Ok(())
 }
 
-fn last_home_path(domid: usize) -> String {
-    let leaves = victim_leaves(domid);
-    format!("/local/domain/{domid}/{}", leaves.last().expect("leaves").0)
-}
-
 /// `path`'s children: DIRECTORY, or page by page when it is too long.
 fn list(c: &mut Conn, path: &str) -> Result<Vec<String>> {
     let reply = c.directory(path.as_bytes())?;
     if reply.ty == MsgType::Error as u32 && reply.payload.starts_with(b"E2BIG") {
-        return list_part(c, path);
+        return list_pages(c, path, 0).map(|l| l.names);
     }
     Ok(names(reply.ok()?))
 }
@@ -365,10 +363,6 @@ pub struct Listed {
     pub pages: usize,
     /// Bytes of the listing (each name and its NUL).
     pub bytes: usize,
-}
-
-fn list_part(c: &mut Conn, path: &str) -> Result<Vec<String>> {
-    list_pages(c, path, 0).map(|l| l.names)
 }
 
 /// `path`'s children through DIRECTORY_PART, from offset 0 until the
