@@ -1,7 +1,9 @@
 //! Section 4, per-firing cost: what each tracer costs per probe firing, on
 //! the probe loop.
 
-use super::{failures, firing_costs, ns_per_event, snoopers, Budget, LOOP_PROBES, LOOP_SNOOP_ARGS};
+use super::{
+    failures, firing_costs, ns_per_event, part, snoopers, Budget, LOOP_PROBES, LOOP_SNOOP_ARGS,
+};
 use crate::affinity::Pin;
 use crate::builds::Builds;
 use crate::compare::{Case, Comparison};
@@ -160,9 +162,10 @@ pub fn render(c: &Comparison) -> Part {
             ],
         ));
     }
-    let mut s = String::new();
-    let _ = writeln!(s, "\n{}\n| tracer | events/s | ns per event | cost per firing (ns) | ÷ bare uprobe |\n|---|---|---|---|---|", fill(include_str!("../../report/4-per-firing-cost.md"), &[("rounds", c.samples[0][0].len().to_string())]));
-    let costs = firing_costs(c);
+    let mut s = String::from(
+        "| tracer | events/s | ns per event | cost per firing (ns) | ÷ bare uprobe |\n\
+         |---|---|---|---|---|\n",
+    );
     for (k, cfg) in c.configs.iter().enumerate() {
         let m = c.median(0, k);
         let per = |x: Option<f64>| x.map_or("–".into(), |v| format!("{v:.0}"));
@@ -179,10 +182,12 @@ pub fn render(c: &Comparison) -> Part {
         );
     }
     s += &failures(c);
-    Part {
-        text: s,
-        failures: c.failures.clone(),
-        goals: g,
-        limits,
-    }
+    let rounds = c.samples[0][0].len().to_string();
+    let intro = fill(
+        include_str!("../../report/4-per-firing-cost.md"),
+        &[("rounds", rounds)],
+    );
+    let mut p = part(&intro, s, g, limits);
+    p.failures = c.failures.clone();
+    p
 }

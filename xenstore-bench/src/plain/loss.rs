@@ -1,7 +1,7 @@
 //! Section 5, event rate without loss: the snooper against the probe loop
 //! at rising rates.
 
-use super::{Budget, LOOP_SNOOP_ARGS};
+use super::{part, Budget, LOOP_SNOOP_ARGS};
 use crate::builds::Builds;
 use crate::probe_loop::ProbeLoop;
 use crate::scale::Part;
@@ -84,14 +84,6 @@ pub fn render(loss: &Result<Vec<LossStep>>, b: &Budget) -> Part {
         ));
     }
     let mut s = String::new();
-    let _ = write!(
-        s,
-        "\n{}\n",
-        fill(
-            include_str!("../../report/5-event-rate.md"),
-            &[("run", format!("{:.2}", b.run.as_secs_f64()))]
-        )
-    );
     match loss {
         Ok(steps) => {
             let _ = writeln!(
@@ -124,15 +116,16 @@ pub fn render(loss: &Result<Vec<LossStep>>, b: &Budget) -> Part {
             let _ = writeln!(s, "not measured: {e:#}");
         }
     }
-    Part {
-        text: s,
-        failures: loss
-            .as_ref()
-            .err()
-            .map(|e| format!("{e:#}"))
-            .into_iter()
-            .collect(),
-        goals: g,
-        limits: Vec::new(),
-    }
+    let intro = fill(
+        include_str!("../../report/5-event-rate.md"),
+        &[("run", format!("{:.2}", b.run.as_secs_f64()))],
+    );
+    let mut p = part(&intro, s, g, Vec::new());
+    p.failures = loss
+        .as_ref()
+        .err()
+        .map(|e| format!("{e:#}"))
+        .into_iter()
+        .collect();
+    p
 }

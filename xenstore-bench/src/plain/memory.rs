@@ -1,6 +1,6 @@
 //! Section 6, memory: each daemon's resident set after the same nodes.
 
-use super::{ratio, Budget};
+use super::{part, ratio, Budget};
 use crate::builds::Builds;
 use crate::daemons;
 use crate::memory::{self, Rss};
@@ -67,14 +67,8 @@ pub fn render(mem: &[(String, Result<Rss>)], b: &Budget) -> Part {
             ],
         ));
     }
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "\n{}\n| daemon | RSS before (KiB) | RSS after (KiB) | ÷ C xenstored |\n|---|---|---|---|",
-        fill(
-            include_str!("../../report/6-memory.md"),
-            &[("nodes", b.memory_nodes.to_string())]
-        )
+    let mut s = String::from(
+        "| daemon | RSS before (KiB) | RSS after (KiB) | ÷ C xenstored |\n|---|---|---|---|\n",
     );
     let c_after = rss_of(mem, "C xenstored").map(|r| r.after_kib as f64);
     for (label, rss) in mem {
@@ -93,10 +87,9 @@ pub fn render(mem: &[(String, Result<Rss>)], b: &Budget) -> Part {
             }
         }
     }
-    Part {
-        text: s,
-        failures: Vec::new(),
-        goals: g,
-        limits,
-    }
+    let intro = fill(
+        include_str!("../../report/6-memory.md"),
+        &[("nodes", b.memory_nodes.to_string())],
+    );
+    part(&intro, s, g, limits)
 }
