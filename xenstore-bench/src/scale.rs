@@ -1,6 +1,7 @@
 //! What the scale sections (S1-S5) share: what they measure and for how
 //! long, and what each hands back.
 
+use crate::daemons::{self, Start};
 use crate::stats::Sample;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -41,19 +42,12 @@ impl Scale {
         }
     }
 
-    /// The shims, labelled, as the store scenarios start them.
-    pub fn shim_starts(&self) -> Vec<(String, crate::daemons::Start)> {
-        use crate::daemons::Start;
-        let mut d: Vec<(String, Start)> = (self.shims.iter())
-            .map(|(l, b)| (l.clone(), Start::Shim(b.clone())))
-            .collect();
-        for flavor in &self.upstream {
-            d.push(match flavor {
-                Flavor::C => ("C xenstored".into(), Start::CXenstored),
-                Flavor::Ocaml => ("oxenstored".into(), Start::Oxenstored),
-            });
-        }
-        d
+    /// The shims, then the upstream daemons, labelled.
+    pub fn shim_starts(&self) -> Vec<(String, Start)> {
+        let shims = (self.shims.iter()).map(|(l, b)| (l.clone(), Start::Shim(b.clone())));
+        let upstream =
+            (self.upstream.iter()).map(|&f| (daemons::label(f).into(), Start::Upstream(f)));
+        shims.chain(upstream).collect()
     }
 }
 

@@ -8,43 +8,22 @@
 //! every watcher has read an event fired after that, the state queries
 //! the daemon made and the firings it handled (the simulated hypervisor
 //! counts them), the events each watcher got, and the daemon's CPU.
-//! Then the same release in a big store (store.rs).
+//! C xenstored and oxenstored run under the conformance stub, which keeps
+//! the same simulated hypervisor (its domain table and VIRQ_DOM_EXC socket
+//! in XENSTUB_RING_DIR/xen) and counts the same queries and firings. Then
+//! the same release in a big store (store.rs).
 
 pub mod report;
 pub mod store;
 
 use crate::client::Conn;
-use crate::daemons::{self, cpu_ns, Daemon};
+use crate::daemons::{cpu_ns, Start};
 use crate::guests;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use xenstore_proto::wire::MsgType;
-use xenstore_testkit::upstream::Flavor;
 use xenstored_probes::host::xen::simulated::SimXen;
-
-/// A daemon S4 runs: a shim binary, or C xenstored or oxenstored under the
-/// conformance stub, which keeps the same simulated hypervisor (its domain
-/// table and VIRQ_DOM_EXC socket in XENSTUB_RING_DIR/xen) and counts the
-/// same queries and firings.
-pub enum Subject {
-    Shim(PathBuf),
-    Upstream(Flavor),
-}
-
-impl Subject {
-    /// A fresh daemon and the directory its simulated rings live in.
-    fn start(&self, label: &str) -> Result<(Daemon, PathBuf)> {
-        match self {
-            Subject::Shim(binary) => {
-                let daemon = daemons::shim(label, binary)?;
-                let rings = daemon.dir.join("run");
-                Ok((daemon, rings))
-            }
-            Subject::Upstream(flavor) => daemons::upstream_with_rings(*flavor, label),
-        }
-    }
-}
 
 /// The curve's points: how many domains.
 pub const LEVELS: [usize; 4] = [10, 100, 500, 1000];
@@ -163,8 +142,8 @@ fn wait_released(
 }
 
 /// One fresh daemon with `n` domains and watchers; a tenth of them die.
-fn mass_destroy(label: &str, subject: &Subject, n: usize) -> Result<Point> {
-    let (daemon, rings) = subject.start(label)?;
+fn mass_destroy(label: &str, start: &Start, n: usize) -> Result<Point> {
+    let (daemon, rings) = start.launch_with_rings(label)?;
     let mut dom0 = xenstore_guest::client::Xs::connect(&daemon.socket)?;
     let domids: Vec<u16> = (0..n).map(|i| FIRST_DOMID + i as u16).collect();
     for &domid in &domids {
@@ -232,18 +211,10 @@ fn mass_destroy(label: &str, subject: &Subject, n: usize) -> Result<Point> {
 
 /// S4 on every daemon, then S4 in a big store on the shims.
 pub fn section(s: &crate::scale::Scale) -> crate::scale::Part {
-    let subjects: Vec<(String, Subject)> = (s.shims.iter())
-        .map(|(label, binary)| (label.clone(), Subject::Shim(binary.clone())))
-        .chain(s.upstream.iter().map(|&flavor| {
-            let label = match flavor {
-                Flavor::C => "C xenstored",
-                Flavor::Ocaml => "oxenstored",
-            };
-            (label.into(), Subject::Upstream(flavor))
-        }))
-        .collect();
     let levels = s.pick(vec![10, 40], LEVELS.to_vec(), LEVELS.to_vec());
-    let deaths = curves(&subjects, &levels, s.rounds, mass_destroy, |p| p.notified);
+    let deaths = curves(&s.shim_starts(), &levels, s.rounds, mass_destroy, |p| {
+        p.notified
+    });
     let levels = s.pick(vec![5], store::LEVELS.to_vec(), store::LEVELS.to_vec());
     let release = |label: &str, binary: &PathBuf, n| store::release_in_store(label, binary, n);
     // (A positive f64's bits sort as the number does.)
