@@ -86,8 +86,8 @@ mod tests {
     use super::*;
     use crate::affinity::Pin;
     use crate::compare::{Case, Comparison};
-    use crate::memory::Rss;
     use crate::plain::loss::LossStep;
+    use crate::plain::memory::Rss;
     use crate::plain::metrics::{ExporterAt, MetricsResult};
     use crate::plain::sites::SitesResult;
     use crate::plain::snoop::SnoopResult;
