@@ -4,6 +4,7 @@
 
 use crate::affinity::Pin;
 use crate::stats::{median, median_sample, Sample};
+use crate::tracers::Counts;
 use crate::workload::Workload;
 use anyhow::Result;
 
@@ -53,11 +54,14 @@ pub struct Comparison {
     pub cases: Vec<Case>,
     /// samples[case][config], one per round that succeeded.
     pub samples: Vec<Vec<Vec<Sample>>>,
+    /// counts[config]: what its tracer said as it stopped, run after run.
+    pub counts: Vec<Vec<Counts>>,
     pub failures: Vec<String>,
 }
 
 impl Comparison {
-    /// Runs `rounds` interleaved rounds; `measure(case, config)` does one run.
+    /// Runs `rounds` interleaved rounds; `measure(case, config, counts)`
+    /// does one run (a traced one adds its tracer's counts).
     /// A configuration that fails on a case is dropped for that case and the
     /// failure is reported, never hidden.
     pub fn run(
@@ -65,18 +69,19 @@ impl Comparison {
         configs: &[&str],
         cases: Vec<Case>,
         rounds: usize,
-        mut measure: impl FnMut(&Case, usize) -> Result<Sample>,
+        mut measure: impl FnMut(&Case, usize, &mut Vec<Counts>) -> Result<Sample>,
     ) -> Comparison {
         let mut samples = vec![vec![Vec::new(); configs.len()]; cases.len()];
         let mut broken = vec![vec![false; configs.len()]; cases.len()];
         let mut failures = Vec::new();
+        let mut counts = vec![Vec::new(); configs.len()];
         for round in 0..rounds {
             for (ci, case) in cases.iter().enumerate() {
                 for (k, config) in configs.iter().enumerate() {
                     if broken[ci][k] {
                         continue;
                     }
-                    match measure(case, k) {
+                    match measure(case, k, &mut counts[k]) {
                         Ok(s) => {
                             eprintln!(
                                 "bench: {title} r{round} {} {config}: {:.0} ops/s p50 {:.1} µs p99 {:.1} µs",
@@ -106,6 +111,7 @@ impl Comparison {
             configs: configs.iter().map(|c| c.to_string()).collect(),
             cases,
             samples,
+            counts,
             failures,
         }
     }

@@ -11,7 +11,7 @@ use crate::compare::{Case, Comparison};
 use crate::daemons;
 use crate::plain::{self, Budget, LOOP_PROBES, LOOP_SNOOP_ARGS};
 use crate::probe_loop::ProbeLoop;
-use crate::tracers::{Counts, Tracer};
+use crate::tracers::Tracer;
 use crate::uprobe::{BareUprobes, Fetch};
 use crate::workload::Workload;
 use anyhow::Result;
@@ -52,16 +52,15 @@ pub fn run(args: &KernelArgs) -> Result<()> {
         memory_nodes: 0,
         quick: false,
     };
-    let mut counts = Vec::new();
-    let snooping = snooping(args, &budget, &mut counts);
-    let firing = per_firing(args, &budget, &mut counts)?;
-    println!("{}", render(&snooping, &firing, &counts));
+    let snooping = snooping(args, &budget);
+    let firing = per_firing(args, &budget)?;
+    println!("{}", render(&snooping, &firing));
     Ok(())
 }
 
 /// Section 3's shim rows: unsnooped, with a bare uprobe on `reply` (the
 /// snooper's floor), under the snooper on each back end, asked for by name.
-fn snooping(args: &KernelArgs, budget: &Budget, counts: &mut Vec<Counts>) -> Comparison {
+fn snooping(args: &KernelArgs, budget: &Budget) -> Comparison {
     let shim = plain::seeded(daemons::shim("shim", &args.shim));
     let (snoop, snoop_tracefs) = plain::snoopers(&args.snoop, &[]);
     let cases = vec![
@@ -73,7 +72,7 @@ fn snooping(args: &KernelArgs, budget: &Budget, counts: &mut Vec<Counts>) -> Com
         &SNOOP_CONFIGS,
         cases,
         budget.rounds,
-        |case, k| {
+        |case, k, counts| {
             let shim = plain::get(&shim)?;
             let tracer = match k {
                 2 => Some((&snoop, args.shim.as_path())),
@@ -94,7 +93,7 @@ fn snooping(args: &KernelArgs, budget: &Budget, counts: &mut Vec<Counts>) -> Com
 }
 
 /// Section 4's rows that need neither bpftrace nor a second build.
-fn per_firing(args: &KernelArgs, budget: &Budget, counts: &mut Vec<Counts>) -> Result<Comparison> {
+fn per_firing(args: &KernelArgs, budget: &Budget) -> Result<Comparison> {
     let mut lp = ProbeLoop::start(&args.probe_loop)?;
     Pin::Cpu0.apply_to_process(lp.pid())?;
     let (snoop, snoop_tracefs) = plain::snoopers(&args.snoop, &LOOP_SNOOP_ARGS);
@@ -109,7 +108,7 @@ fn per_firing(args: &KernelArgs, budget: &Budget, counts: &mut Vec<Counts>) -> R
         configs,
         vec![Case::raw(Workload::Read, 1, Pin::Cpu0)],
         4 * budget.rounds,
-        |_, k| {
+        |_, k, counts| {
             let fire = |lp: &mut ProbeLoop| lp.sample(secs);
             let kind = match k {
                 0 => return fire(&mut lp),
@@ -131,7 +130,7 @@ fn per_firing(args: &KernelArgs, budget: &Budget, counts: &mut Vec<Counts>) -> R
 }
 
 /// The ratios as markdown, with what the snooper said it saw and lost.
-fn render(snooping: &Comparison, firing: &Comparison, counts: &[Counts]) -> String {
+fn render(snooping: &Comparison, firing: &Comparison) -> String {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let mut s = format!("kernel {}\n\n", kernel.trim());
     s += "| workload | snoop (bpf) ÷ none | snoop (tracefs) ÷ none | bare uprobe ÷ none | \
@@ -159,6 +158,7 @@ fn render(snooping: &Comparison, firing: &Comparison, counts: &[Counts]) -> Stri
         let ns = cost(k).map_or("–".into(), |c| format!("{c:.0}"));
         let _ = writeln!(s, "| {name} | {ns} | {} |", fmt_ratio(ratio));
     }
+    let counts = [snooping, firing].map(|c| c.counts.concat()).concat();
     let seen: u64 = counts.iter().filter_map(|c| c.seen).sum();
     let lost: u64 = counts.iter().filter_map(|c| c.lost).sum();
     let _ = writeln!(

@@ -58,7 +58,7 @@ pub fn measure(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compariso
         // Half-second runs, many rounds: a firing costs ~1 µs, so noise from the
         // shared machine weighs more here than in the op-level sections.
         4 * budget.rounds,
-        |_, k| {
+        |_, k, counts| {
             let lp = lp.as_mut().map_err(|e| anyhow!("{e:#}"))?;
             let fire = |lp: &mut ProbeLoop| lp.sample(secs);
             match k {
@@ -84,7 +84,7 @@ pub fn measure(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compariso
                     let pid = lp.pid();
                     let t = Tracer::attach(kind, pid, &binary, || lp.mark())?;
                     let s = fire(lp);
-                    t.detach()?;
+                    counts.push(t.detach()?);
                     s
                 }
             }

@@ -36,8 +36,6 @@ pub struct MetricsResult {
     pub at_1000: Result<ExporterAt>,
     /// At 2 × DOMAINS live domains, past CAP.
     pub at_2000: Result<ExporterAt>,
-    /// Tracers killed after ignoring SIGINT (their runs kept).
-    pub killed: usize,
 }
 
 /// The exporter with `domains` live domains.
@@ -109,8 +107,7 @@ pub fn measure(b: &Builds, budget: &Budget, before: Option<&Before>) -> MetricsR
     if before.is_some() {
         configs.extend(BEFORE_CONFIGS);
     }
-    let mut counts = Vec::new();
-    let comparison = Comparison::run("metrics", &configs, cases, budget.rounds, |case, k| {
+    let comparison = Comparison::run("metrics", &configs, cases, budget.rounds, |case, k, n| {
         if k >= CONFIGS.len() {
             let (Some(d), Some(x)) = (&shim_before, before) else {
                 bail!("no --shim-before");
@@ -122,7 +119,7 @@ pub fn measure(b: &Builds, budget: &Budget, before: Option<&Before>) -> MetricsR
                 _ => full_before.as_ref(),
             };
             let tracer = tracer.map(|t| (t, x.shim.as_path()));
-            return run_case(d, case, budget.run, None, tracer, &mut counts);
+            return run_case(d, case, budget.run, None, tracer, n);
         }
         let d = get(&shim)?;
         let tracer = match k {
@@ -132,11 +129,10 @@ pub fn measure(b: &Builds, budget: &Budget, before: Option<&Before>) -> MetricsR
             3 => Some((ok(&per_op_floor)?, b.shim.as_path())),
             _ => Some((ok(&batch_floor)?, b.shim.as_path())),
         };
-        run_case(d, case, budget.run, None, tracer, &mut counts)
+        run_case(d, case, budget.run, None, tracer, n)
     });
     MetricsResult {
         comparison,
-        killed: counts.iter().filter(|c| c.killed).count(),
         at_1000: exporter_at(b, DOMAINS),
         at_2000: exporter_at(b, 2 * DOMAINS),
     }
@@ -254,7 +250,7 @@ pub fn render(m: &MetricsResult) -> Part {
         ]);
     }
     s += &table(&m.comparison, &ratios, &ratios);
-    s += &killed_note(m.killed, "");
+    s += &killed_note(c.counts.iter().flatten().filter(|c| c.killed).count(), "");
     s += &exporter_memory(m);
     let mut p = part(
         include_str!("../../report/9-metrics-mode.md"),

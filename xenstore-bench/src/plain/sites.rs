@@ -1,7 +1,6 @@
 //! Section 7, probe sites and probes attached: 5-byte against 1-byte nop
 //! sites, one firing per op against two.
 
-use super::snoop::SnoopResult;
 use super::{
     failures, get, ns_per_event, part, ratio, run_case, seeded, table, Budget, LOOP_PROBES,
 };
@@ -34,7 +33,7 @@ pub const SITES: [&str; 6] = [
 
 pub struct SitesResult {
     /// Ops on the shim: [`SITES`].
-    pub per_op: SnoopResult,
+    pub per_op: Comparison,
     /// Firings of the probe loop: [`SITES_FIRING`].
     pub per_firing: Comparison,
 }
@@ -74,7 +73,7 @@ fn sites_per_firing(b: &Builds, nop1_loop: &Path, budget: &Budget) -> Comparison
         &SITES_FIRING,
         vec![case],
         4 * budget.rounds,
-        |_, k| {
+        |_, k, _| {
             let lp = loops[k / 3].as_mut().map_err(|e| anyhow!("{e:#}"))?;
             let fetch = [None, Some(Fetch::SnoopArgs), Some(Fetch::Nothing)][k % 3];
             let _probes = fetch
@@ -88,7 +87,7 @@ fn sites_per_firing(b: &Builds, nop1_loop: &Path, budget: &Budget) -> Comparison
 /// Probe sites (5-byte against 1-byte nops) by what the tracefs snooper
 /// attaches (reply alone against request + response), one pinned
 /// connection. Samples as in section 3.
-fn sites_per_op(b: &Builds, nop1: &Path, budget: &Budget) -> SnoopResult {
+fn sites_per_op(b: &Builds, nop1: &Path, budget: &Budget) -> Comparison {
     let daemons = [
         seeded(daemons::shim("shim nop5", &b.shim)),
         seeded(daemons::shim("shim nop1", nop1)),
@@ -107,29 +106,21 @@ fn sites_per_op(b: &Builds, nop1: &Path, budget: &Budget) -> SnoopResult {
         Case::raw(Workload::Read, 1, Pin::Cpu0),
         Case::raw(Workload::Write, 1, Pin::Cpu0),
     ];
-    let mut snoop_counts = Vec::new();
-    let comparison = Comparison::run("probe sites", &SITES, cases, budget.rounds, |case, k| {
-        let (daemon, binary) = if k < 3 {
-            (&daemons[0], b.shim.as_path())
-        } else {
-            (&daemons[1], nop1)
-        };
-        let tracer = tracers[k % 3].as_ref().map(|t| (t, binary));
-        run_case(
-            get(daemon)?,
-            case,
-            budget.run,
-            None,
-            tracer,
-            &mut snoop_counts,
-        )
-    });
-    SnoopResult {
-        comparison,
-        snoop_counts,
-        bpftrace_counts: Vec::new(),
-        snoop_tracefs_counts: Vec::new(),
-    }
+    Comparison::run(
+        "probe sites",
+        &SITES,
+        cases,
+        budget.rounds,
+        |case, k, counts| {
+            let (daemon, binary) = if k < 3 {
+                (&daemons[0], b.shim.as_path())
+            } else {
+                (&daemons[1], nop1)
+            };
+            let tracer = tracers[k % 3].as_ref().map(|t| (t, binary));
+            run_case(get(daemon)?, case, budget.run, None, tracer, counts)
+        },
+    )
 }
 
 /// Section 7: 5-byte against 1-byte nop sites, one firing per op against two.
@@ -142,10 +133,15 @@ pub fn render(sites: &SitesResult) -> Part {
         ("nop1 reply ÷ none", 4, 3),
         ("nop1 paired ÷ none", 5, 3),
     ];
-    s += &table(&sites.per_op.comparison, &ratios, &ratios);
-    let (seen, lost) = sites.per_op.snoop_counts.iter().fold((0, 0), |(s, l), c| {
-        (s + c.seen.unwrap_or(0), l + c.lost.unwrap_or(0))
-    });
+    s += &table(&sites.per_op, &ratios, &ratios);
+    let (seen, lost) = sites
+        .per_op
+        .counts
+        .iter()
+        .flatten()
+        .fold((0, 0), |(s, l), c| {
+            (s + c.seen.unwrap_or(0), l + c.lost.unwrap_or(0))
+        });
     let _ = writeln!(
         s,
         "\nxenstore-snoop over these runs reported {seen} events seen, {lost} lost.\n"

@@ -56,16 +56,8 @@ pub fn measure(s: &Scale, budget: &Budget, xs_load: Option<&Path>) -> Comparison
         }
     }
     let labels: Vec<&str> = daemons.iter().map(|d| d.0).collect();
-    let mut counts = Vec::new();
-    let mut c = Comparison::run("throughput", &labels, cases, budget.rounds, |case, k| {
-        run_case(
-            get(&daemons[k].1)?,
-            case,
-            budget.run,
-            xs_load,
-            None,
-            &mut counts,
-        )
+    let mut c = Comparison::run("throughput", &labels, cases, budget.rounds, |case, k, n| {
+        run_case(get(&daemons[k].1)?, case, budget.run, xs_load, None, n)
     });
     for (k, (label, d)) in daemons.iter().enumerate() {
         if let Err(e) = check_commits(&c, k, d) {
