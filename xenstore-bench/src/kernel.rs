@@ -9,9 +9,8 @@ use crate::affinity::Pin;
 use crate::cli::KernelArgs;
 use crate::compare::{Case, Comparison};
 use crate::daemons;
-use crate::plain::{self, Budget, LOOP_PROBES, LOOP_SNOOP_ARGS};
-use crate::probe_loop::ProbeLoop;
-use crate::tracers::Tracer;
+use crate::plain::firing::{on_loops, OnLoop};
+use crate::plain::{self, Budget, LOOP_SNOOP_ARGS};
 use crate::uprobe::{BareUprobes, Fetch};
 use crate::workload::Workload;
 use anyhow::Result;
@@ -53,7 +52,7 @@ pub fn run(args: &KernelArgs) -> Result<()> {
         quick: false,
     };
     let snooping = snooping(args, &budget);
-    let firing = per_firing(args, &budget)?;
+    let firing = per_firing(args, &budget);
     println!("{}", render(&snooping, &firing));
     Ok(())
 }
@@ -93,40 +92,22 @@ fn snooping(args: &KernelArgs, budget: &Budget) -> Comparison {
 }
 
 /// Section 4's rows that need neither bpftrace nor a second build.
-fn per_firing(args: &KernelArgs, budget: &Budget) -> Result<Comparison> {
-    let mut lp = ProbeLoop::start(&args.probe_loop)?;
-    Pin::Cpu0.apply_to_process(lp.pid())?;
+fn per_firing(args: &KernelArgs, budget: &Budget) -> Comparison {
     let (snoop, snoop_tracefs) = plain::snoopers(&args.snoop, &LOOP_SNOOP_ARGS);
-    let baseline = args
-        .baseline
-        .as_deref()
-        .map(|b| plain::snoopers(b, &LOOP_SNOOP_ARGS).0);
-    let configs = &FIRING_CONFIGS[..FIRING_CONFIGS.len() - usize::from(baseline.is_none())];
-    let secs = budget.run.as_secs_f64() / 2.0;
-    Ok(Comparison::run(
-        "per firing",
-        configs,
-        vec![Case::raw(Workload::Read, 1, Pin::Cpu0)],
-        4 * budget.rounds,
-        |_, k, counts| {
-            let fire = |lp: &mut ProbeLoop| lp.sample(secs);
-            let kind = match k {
-                0 => return fire(&mut lp),
-                1 => {
-                    let _probes = BareUprobes::enable(&lp.binary, &LOOP_PROBES, Fetch::SnoopArgs)?;
-                    return fire(&mut lp);
-                }
-                2 => &snoop,
-                3 => &snoop_tracefs,
-                _ => baseline.as_ref().expect("a config only with --baseline"),
-            };
-            let (binary, pid) = (lp.binary.clone(), lp.pid());
-            let t = Tracer::attach(kind, pid, &binary, || lp.mark())?;
-            let s = fire(&mut lp);
-            counts.push(t.detach()?);
-            s
-        },
-    ))
+    let baseline = (args.baseline.as_deref()).map(|b| plain::snoopers(b, &LOOP_SNOOP_ARGS).0);
+    let attached = [
+        OnLoop::Nothing,
+        OnLoop::Uprobes(Fetch::SnoopArgs),
+        OnLoop::Tracer(snoop),
+        OnLoop::Tracer(snoop_tracefs),
+    ]
+    .into_iter()
+    .chain(baseline.map(OnLoop::Tracer));
+    let configs: Vec<_> = (FIRING_CONFIGS.iter().zip(attached))
+        .map(|(label, on)| (*label, 0, Ok(on)))
+        .collect();
+    let loops = [args.probe_loop.as_path()];
+    on_loops("per firing", &loops, &configs, budget.rounds, budget.run)
 }
 
 /// The ratios as markdown, with what the snooper said it saw and lost.

@@ -1,20 +1,17 @@
 //! Section 7, probe sites and probes attached: 5-byte against 1-byte nop
 //! sites, one firing per op against two.
 
-use super::{
-    failures, get, ns_per_event, part, ratio, run_case, seeded, table, Budget, LOOP_PROBES,
-};
+use super::firing::{on_loops, OnLoop};
+use super::{failures, get, ns_per_event, part, ratio, run_case, seeded, table, Budget};
 use crate::affinity::Pin;
 use crate::builds::{Builds, Nop1};
 use crate::compare::{Case, Comparison};
 use crate::daemons;
-use crate::probe_loop::ProbeLoop;
 use crate::scale::Part;
 use crate::template::fill;
 use crate::tracers::TracerKind;
-use crate::uprobe::{BareUprobes, Fetch};
+use crate::uprobe::Fetch;
 use crate::workload::Workload;
-use anyhow::anyhow;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -34,7 +31,7 @@ pub const SITES: [&str; 6] = [
 pub struct SitesResult {
     /// Ops on the shim: [`SITES`].
     pub per_op: Comparison,
-    /// Firings of the probe loop: [`SITES_FIRING`].
+    /// Firings of each probe loop, nop5's then nop1's.
     pub per_firing: Comparison,
 }
 
@@ -47,40 +44,32 @@ pub fn measure(b: &Builds, nop1: &Nop1, budget: &Budget) -> SitesResult {
     }
 }
 
-/// Section 7's per-firing configurations: each probe loop without a
-/// tracer, with bare uprobes (the snooper's fetch args, no reader), with
-/// no fetch args (an empty event written).
-pub const SITES_FIRING: [&str; 6] = [
-    "nop5, no tracer",
-    "nop5, bare uprobe",
-    "nop5, uprobe, no fetch args",
-    "nop1, no tracer",
-    "nop1, bare uprobe",
-    "nop1, uprobe, no fetch args",
-];
-
 /// Per-firing cost of each site, as section 4 measures it, on the probe
-/// loop built with each nop.
+/// loop built with each nop: without a tracer, with bare uprobes (the
+/// snooper's fetch args, no reader), with no fetch args (an empty event
+/// written).
 fn sites_per_firing(b: &Builds, nop1_loop: &Path, budget: &Budget) -> Comparison {
-    let start = |binary: &Path| {
-        ProbeLoop::start(binary).and_then(|lp| Pin::Cpu0.apply_to_process(lp.pid()).map(|_| lp))
-    };
-    let mut loops = [start(&b.probe_loop), start(nop1_loop)];
-    let secs = budget.run.as_secs_f64() / 2.0;
-    let case = Case::raw(Workload::Read, 1, Pin::Cpu0);
-    Comparison::run(
+    let attached = [
+        ("no tracer", None),
+        ("bare uprobe", Some(Fetch::SnoopArgs)),
+        ("uprobe, no fetch args", Some(Fetch::Nothing)),
+    ];
+    let labels: Vec<String> = (["nop5", "nop1"].iter())
+        .flat_map(|nop| attached.map(|(what, _)| format!("{nop}, {what}")))
+        .collect();
+    let configs: Vec<_> = (labels.iter().enumerate())
+        .map(|(k, label)| {
+            let on = attached[k % 3].1.map_or(OnLoop::Nothing, OnLoop::Uprobes);
+            (label.as_str(), k / 3, Ok(on))
+        })
+        .collect();
+    let loops = [b.probe_loop.as_path(), nop1_loop];
+    on_loops(
         "nop per firing",
-        &SITES_FIRING,
-        vec![case],
-        4 * budget.rounds,
-        |_, k, _| {
-            let lp = loops[k / 3].as_mut().map_err(|e| anyhow!("{e:#}"))?;
-            let fetch = [None, Some(Fetch::SnoopArgs), Some(Fetch::Nothing)][k % 3];
-            let _probes = fetch
-                .map(|f| BareUprobes::enable(&lp.binary, &LOOP_PROBES, f))
-                .transpose()?;
-            lp.sample(secs)
-        },
+        &loops,
+        &configs,
+        budget.rounds,
+        budget.run,
     )
 }
 
