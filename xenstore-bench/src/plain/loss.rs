@@ -2,7 +2,6 @@
 //! at rising rates.
 
 use super::{part, Budget, LOOP_SNOOP_ARGS};
-use crate::builds::Builds;
 use crate::probe_loop::ProbeLoop;
 use crate::scale::Part;
 use crate::stats::ops;
@@ -10,6 +9,7 @@ use crate::template::fill;
 use crate::tracers::{Counts, Tracer, TracerKind};
 use anyhow::Result;
 use std::fmt::Write;
+use std::path::Path;
 
 pub struct LossStep {
     pub target_rate: f64,
@@ -20,10 +20,10 @@ pub struct LossStep {
 }
 
 /// Section 5: The snooper against the probe loop at rising event rates.
-pub fn measure(b: &Builds, budget: &Budget) -> Result<Vec<LossStep>> {
-    let mut lp = ProbeLoop::start(&b.probe_loop)?;
+pub fn measure(probe_loop: &Path, snoop: &Path, budget: &Budget) -> Result<Vec<LossStep>> {
+    let mut lp = ProbeLoop::start(probe_loop)?;
     let snoop = TracerKind::Snoop {
-        binary: b.snoop.clone(),
+        binary: snoop.to_path_buf(),
         args: LOOP_SNOOP_ARGS.map(String::from).to_vec(),
     };
     // (events/s, firing threads); 0 = as fast as the threads go.

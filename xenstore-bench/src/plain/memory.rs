@@ -3,19 +3,19 @@
 
 use super::{part, ratio, Budget};
 use crate::affinity::Pin;
-use crate::builds::Builds;
 use crate::client::Conn;
 use crate::daemons::{self, Daemon, Start};
 use crate::scale::Part;
 use crate::template::fill;
 use anyhow::{Context, Result};
 use std::fmt::Write;
+use std::path::Path;
 use xenstore_testkit::upstream::Flavor;
 
 /// Section 6: RSS with `nodes` nodes in each daemon.
-pub fn measure(b: &Builds, budget: &Budget) -> Vec<(String, Result<Rss>)> {
+pub fn measure(shim: &Path, budget: &Budget) -> Vec<(String, Result<Rss>)> {
     let upstream = [Flavor::C, Flavor::Ocaml].map(|f| (daemons::label(f), Start::Upstream(f)));
-    [("shim", Start::Shim(b.shim.clone()))]
+    [("shim", Start::Shim(shim.to_path_buf()))]
         .into_iter()
         .chain(upstream)
         .map(|(label, start)| {
