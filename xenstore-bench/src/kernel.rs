@@ -10,13 +10,12 @@ use crate::cli::KernelArgs;
 use crate::compare::{Case, Comparison};
 use crate::daemons;
 use crate::plain::firing::{on_loops, OnLoop};
-use crate::plain::{self, Budget, LOOP_SNOOP_ARGS};
-use crate::uprobe::{BareUprobes, Fetch};
+use crate::plain::{self, on_daemons, Attach, Budget, OnDaemon, LOOP_SNOOP_ARGS};
+use crate::uprobe::Fetch;
 use crate::workload::Workload;
 use anyhow::Result;
 use std::fmt::Write;
 use std::time::Duration;
-use xenstore_proto::Probe;
 
 /// The heading of BENCHMARKS.md's section that this command's runs fill.
 pub const SECTION: &str = "## 8. Dom0 kernels (6.1, 6.12) in QEMU";
@@ -66,29 +65,17 @@ fn snooping(args: &KernelArgs, budget: &Budget) -> Comparison {
         Case::raw(Workload::Read, 1, Pin::Cpu0),
         Case::raw(Workload::Write, 1, Pin::Cpu0),
     ];
-    Comparison::run(
-        "snooping",
-        &SNOOP_CONFIGS,
-        cases,
-        budget.rounds,
-        |case, k, counts| {
-            let shim = plain::get(&shim)?;
-            let tracer = match k {
-                2 => Some((&snoop, args.shim.as_path())),
-                3 => Some((&snoop_tracefs, args.shim.as_path())),
-                _ => None,
-            };
-            let _floor = match k {
-                1 => Some(BareUprobes::enable(
-                    &args.shim,
-                    &[Probe::Reply],
-                    Fetch::SnoopArgs,
-                )?),
-                _ => None,
-            };
-            plain::run_case(shim, case, budget.run, None, tracer, counts)
-        },
-    )
+    let on_shim = |tracer| Ok(Attach::Tracer(tracer, &args.shim));
+    let attached = [
+        Ok(Attach::Nothing),
+        Ok(Attach::Uprobes(&args.shim)),
+        on_shim(&snoop),
+        on_shim(&snoop_tracefs),
+    ];
+    let configs: Vec<OnDaemon> = (SNOOP_CONFIGS.into_iter().zip(attached))
+        .map(|(label, attach)| (label, &shim, attach))
+        .collect();
+    on_daemons("snooping", &configs, cases, budget.rounds, budget.run)
 }
 
 /// Section 4's rows that need neither bpftrace nor a second build.

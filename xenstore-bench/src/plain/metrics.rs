@@ -7,7 +7,9 @@
 //! and with twice as many (past its cap on domains with series of their
 //! own): what bounds it.
 
-use super::{get, killed_note, ok, part, ratios, run_case, seeded, table, Budget, MAX_CONNS};
+use super::{
+    killed_note, ok, on_daemons, part, ratios, seeded, table, Attach, Budget, OnDaemon, MAX_CONNS,
+};
 use crate::affinity::Pin;
 use crate::builds::{Before, Builds};
 use crate::client::Conn;
@@ -103,34 +105,23 @@ pub fn measure(b: &Builds, budget: &Budget, before: Option<&Before>) -> MetricsR
         Case::raw(Workload::Read, MAX_CONNS, Pin::Free),
         Case::raw(Workload::Write, MAX_CONNS, Pin::Free),
     ];
-    let mut configs = CONFIGS.to_vec();
-    if before.is_some() {
-        configs.extend(BEFORE_CONFIGS);
+    let on = |tracer, shim| Ok(Attach::Tracer(tracer, shim));
+    let floor = |f| ok(f).map(|t| Attach::Tracer(t, &b.shim));
+    let mut configs: Vec<OnDaemon> = vec![
+        (CONFIGS[0], &shim, Ok(Attach::Nothing)),
+        (CONFIGS[1], &shim, on(&metrics, &b.shim)),
+        (CONFIGS[2], &shim, on(&full, &b.shim)),
+        (CONFIGS[3], &shim, floor(&per_op_floor)),
+        (CONFIGS[4], &shim, floor(&batch_floor)),
+    ];
+    if let (Some(x), Some(d), Some(metrics), Some(full)) =
+        (before, &shim_before, &metrics_before, &full_before)
+    {
+        configs.push((BEFORE_CONFIGS[0], d, Ok(Attach::Nothing)));
+        configs.push((BEFORE_CONFIGS[1], d, on(metrics, &x.shim)));
+        configs.push((BEFORE_CONFIGS[2], d, on(full, &x.shim)));
     }
-    let comparison = Comparison::run("metrics", &configs, cases, budget.rounds, |case, k, n| {
-        if k >= CONFIGS.len() {
-            let (Some(d), Some(x)) = (&shim_before, before) else {
-                bail!("no --shim-before");
-            };
-            let d = get(d)?;
-            let tracer = match k - CONFIGS.len() {
-                0 => None,
-                1 => metrics_before.as_ref(),
-                _ => full_before.as_ref(),
-            };
-            let tracer = tracer.map(|t| (t, x.shim.as_path()));
-            return run_case(d, case, budget.run, None, tracer, n);
-        }
-        let d = get(&shim)?;
-        let tracer = match k {
-            0 => None,
-            1 => Some((&metrics, b.shim.as_path())),
-            2 => Some((&full, b.shim.as_path())),
-            3 => Some((ok(&per_op_floor)?, b.shim.as_path())),
-            _ => Some((ok(&batch_floor)?, b.shim.as_path())),
-        };
-        run_case(d, case, budget.run, None, tracer, n)
-    });
+    let comparison = on_daemons("metrics", &configs, cases, budget.rounds, budget.run);
     MetricsResult {
         comparison,
         at_1000: exporter_at(b, DOMAINS),

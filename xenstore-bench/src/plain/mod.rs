@@ -19,6 +19,7 @@ use crate::daemons::{cpu_ns, Daemon};
 use crate::scale::{GoalRow, Part};
 use crate::stats::{ops, Sample};
 use crate::tracers::{Counts, Tracer, TracerKind, MARKER};
+use crate::uprobe::{BareUprobes, Fetch};
 use crate::workload::{self, Workload};
 use crate::{libxs, load};
 use anyhow::{anyhow, bail, Context, Result};
@@ -67,6 +68,48 @@ pub const LOOP_SNOOP_ARGS: [&str; 1] = ["--paired"];
 
 /// A tracer to attach around a run: its kind and the traced binary.
 pub type TraceWith<'a> = Option<(&'a TracerKind, &'a Path)>;
+
+/// What a run on a daemon attaches to it.
+pub enum Attach<'a> {
+    Nothing,
+    /// Bare uprobes on `reply` in the binary, with the snooper's fetch
+    /// args and no reader: what the snooper attaches per op, without it.
+    Uprobes(&'a Path),
+    /// A tracer of the binary.
+    Tracer(&'a TracerKind, &'a Path),
+}
+
+/// A configuration of a comparison on daemons: its label, its daemon and
+/// what is attached (or why that could not be made).
+pub type OnDaemon<'a> = (&'a str, &'a Started, Result<Attach<'a>>);
+
+/// `configs` on `cases`, interleaved (Comparison::run).
+pub fn on_daemons(
+    title: &str,
+    configs: &[OnDaemon],
+    cases: Vec<Case>,
+    rounds: usize,
+    run: Duration,
+) -> Comparison {
+    let labels: Vec<&str> = configs.iter().map(|c| c.0).collect();
+    Comparison::run(title, &labels, cases, rounds, |case, k, counts| {
+        let (_, daemon, attach) = &configs[k];
+        let (daemon, attach) = (get(daemon)?, ok(attach)?);
+        let _floor = match attach {
+            Attach::Uprobes(binary) => Some(BareUprobes::enable(
+                binary,
+                &[Probe::Reply],
+                Fetch::SnoopArgs,
+            )?),
+            _ => None,
+        };
+        let tracer = match attach {
+            Attach::Tracer(kind, binary) => Some((*kind, *binary)),
+            _ => None,
+        };
+        run_case(daemon, case, run, None, tracer, counts)
+    })
+}
 
 /// One run of `case` against `daemon`, with `tracer` attached if any.
 pub fn run_case(

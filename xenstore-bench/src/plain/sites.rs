@@ -2,14 +2,16 @@
 //! sites, one firing per op against two.
 
 use super::firing::{on_loops, OnLoop};
-use super::{failures, get, ns_per_event, part, ratio, run_case, seeded, table, Budget};
+use super::{
+    failures, ns_per_event, on_daemons, part, ratio, seeded, snoopers, table, Attach, Budget,
+    OnDaemon,
+};
 use crate::affinity::Pin;
 use crate::builds::{Builds, Nop1};
 use crate::compare::{Case, Comparison};
 use crate::daemons;
 use crate::scale::Part;
 use crate::template::fill;
-use crate::tracers::TracerKind;
 use crate::uprobe::Fetch;
 use crate::workload::Workload;
 use std::fmt::Write;
@@ -81,35 +83,26 @@ fn sites_per_op(b: &Builds, nop1: &Path, budget: &Budget) -> Comparison {
         seeded(daemons::shim("shim nop5", &b.shim)),
         seeded(daemons::shim("shim nop1", nop1)),
     ];
-    let snoop = |args: &[&str]| TracerKind::Snoop {
-        binary: b.snoop.clone(),
-        args: args.iter().map(|a| a.to_string()).collect(),
-    };
     // The tracefs back end, which these rows were first measured on.
-    let tracers = [
-        None,
-        Some(snoop(&["--backend", "tracefs"])),
-        Some(snoop(&["--paired", "--backend", "tracefs"])),
-    ];
+    let reply = snoopers(&b.snoop, &[]).1;
+    let paired = snoopers(&b.snoop, &["--paired"]).1;
+    let binaries = [b.shim.as_path(), nop1];
+    let configs: Vec<OnDaemon> = (SITES.iter().enumerate())
+        .map(|(k, label)| {
+            let (daemon, binary) = (&daemons[k / 3], binaries[k / 3]);
+            let attach = match k % 3 {
+                0 => Attach::Nothing,
+                1 => Attach::Tracer(&reply, binary),
+                _ => Attach::Tracer(&paired, binary),
+            };
+            (*label, daemon, Ok(attach))
+        })
+        .collect();
     let cases = vec![
         Case::raw(Workload::Read, 1, Pin::Cpu0),
         Case::raw(Workload::Write, 1, Pin::Cpu0),
     ];
-    Comparison::run(
-        "probe sites",
-        &SITES,
-        cases,
-        budget.rounds,
-        |case, k, counts| {
-            let (daemon, binary) = if k < 3 {
-                (&daemons[0], b.shim.as_path())
-            } else {
-                (&daemons[1], nop1)
-            };
-            let tracer = tracers[k % 3].as_ref().map(|t| (t, binary));
-            run_case(get(daemon)?, case, budget.run, None, tracer, counts)
-        },
-    )
+    on_daemons("probe sites", &configs, cases, budget.rounds, budget.run)
 }
 
 /// Section 7: 5-byte against 1-byte nop sites, one firing per op against two.

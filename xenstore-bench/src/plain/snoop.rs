@@ -1,7 +1,7 @@
 //! Section 3, snooping cost: what each tracer costs the shim per op.
 
 use super::{
-    get, killed_note, part, ratios, run_case, seeded, snoopers, table, Budget, Started, TraceWith,
+    killed_note, on_daemons, part, ratios, seeded, snoopers, table, Attach, Budget, OnDaemon,
     MAX_CONNS,
 };
 use crate::affinity::Pin;
@@ -11,11 +11,8 @@ use crate::daemons;
 use crate::scale::Part;
 use crate::template::fill;
 use crate::tracers::TracerKind;
-use crate::uprobe::{BareUprobes, Fetch};
 use crate::workload::Workload;
-use anyhow::bail;
 use std::path::Path;
-use xenstore_proto::Probe;
 
 /// Section 3: The shim unsnooped, with bare uprobes (the kernel's floor),
 /// under xenstore-snoop (BPF back end), under bpftrace; C xenstored without
@@ -47,49 +44,26 @@ pub fn measure(
         Case::raw(Workload::Read, MAX_CONNS, Pin::Free),
         Case::raw(Workload::Write, MAX_CONNS, Pin::Free),
     ];
-    let mut configs = vec![
-        "shim",
-        "shim + bare uprobes",
-        "shim + xenstore-snoop (bpf)",
-        "shim + bpftrace",
-        "C xenstored",
-        "C xenstored -T",
-        "shim + xenstore-snoop (tracefs)",
+    let on_shim = |tracer| Ok(Attach::Tracer(tracer, &b.shim));
+    let mut configs: Vec<OnDaemon> = vec![
+        ("shim", &shim, Ok(Attach::Nothing)),
+        ("shim + bare uprobes", &shim, Ok(Attach::Uprobes(&b.shim))),
+        ("shim + xenstore-snoop (bpf)", &shim, on_shim(&snoop)),
+        ("shim + bpftrace", &shim, on_shim(&bpftrace)),
+        ("C xenstored", &c, Ok(Attach::Nothing)),
+        ("C xenstored -T", &c_trace, Ok(Attach::Nothing)),
+        (
+            "shim + xenstore-snoop (tracefs)",
+            &shim,
+            on_shim(&snoop_tracefs),
+        ),
     ];
-    if before.is_some() {
-        configs.extend(["shim (before)", "shim (before) + xenstore-snoop (bpf)"]);
+    if let (Some(x), Some(d), Some(snoop)) = (before, &shim_before, &snoop_before) {
+        configs.push(("shim (before)", d, Ok(Attach::Nothing)));
+        let snooped = Ok(Attach::Tracer(snoop, &x.shim));
+        configs.push(("shim (before) + xenstore-snoop (bpf)", d, snooped));
     }
-    Comparison::run(
-        "snooping",
-        &configs,
-        cases,
-        budget.rounds,
-        |case, k, counts| {
-            let mut run =
-                |d: &Started, t: TraceWith| run_case(get(d)?, case, budget.run, None, t, counts);
-            match k {
-                0 => run(&shim, None),
-                1 => {
-                    // What the snooper attaches per op.
-                    let _floor = BareUprobes::enable(&b.shim, &[Probe::Reply], Fetch::SnoopArgs)?;
-                    run(&shim, None)
-                }
-                2 => run(&shim, Some((&snoop, &b.shim))),
-                3 => run(&shim, Some((&bpftrace, &b.shim))),
-                4 => run(&c, None),
-                5 => run(&c_trace, None),
-                7 | 8 => {
-                    let (Some(d), Some(snoop), Some(x)) = (&shim_before, &snoop_before, before)
-                    else {
-                        bail!("no --shim-before");
-                    };
-                    let tracer = (k == 8).then_some((snoop, x.shim.as_path()));
-                    run(d, tracer)
-                }
-                _ => run(&shim, Some((&snoop_tracefs, &b.shim))),
-            }
-        },
-    )
+    on_daemons("snooping", &configs, cases, budget.rounds, budget.run)
 }
 
 /// Section 3: what each tracer costs the shim per op.
