@@ -19,12 +19,6 @@ pub enum Actor {
     Guest,
 }
 
-impl Actor {
-    pub fn index(self) -> usize {
-        self as usize
-    }
-}
-
 /// One request of the trace.
 #[derive(Clone, Debug)]
 pub struct Step {

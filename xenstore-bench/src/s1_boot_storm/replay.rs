@@ -53,34 +53,6 @@ pub enum GuestSide {
     Dom0(Xs<SocketLink>),
 }
 
-/// How a domain comes to be served when the trace's INTRODUCE is reached.
-pub trait Introducer {
-    fn introduce(&mut self, xl: &mut Xs<SocketLink>, domid: u16) -> Result<GuestSide>;
-}
-
-/// Boots domains on simulated rings under `rings` (the daemon maps them).
-pub struct Rings<'a>(pub &'a Path);
-
-impl Introducer for Rings<'_> {
-    fn introduce(&mut self, xl: &mut Xs<SocketLink>, domid: u16) -> Result<GuestSide> {
-        xenstore_guest::boot::introduce(xl, self.0, domid)
-            .with_context(|| format!("introduce domain {domid} on a simulated ring"))?;
-        let mut g = Guest::open(self.0, domid)
-            .with_context(|| format!("attach domain {domid}'s guest to its ring"))?;
-        g.timeout = REPLY_TIMEOUT;
-        Ok(GuestSide::Ring(g))
-    }
-}
-
-/// The guest's requests over a dom0 socket instead.
-pub struct Sockets<'a>(pub &'a Path);
-
-impl Introducer for Sockets<'_> {
-    fn introduce(&mut self, _xl: &mut Xs<SocketLink>, _domid: u16) -> Result<GuestSide> {
-        Ok(GuestSide::Dom0(dom0(self.0)?))
-    }
-}
-
 /// How long any one reply may take (a daemon that stops answering fails
 /// the run instead of hanging it).
 pub const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -126,15 +98,19 @@ impl<'a> Domain<'a> {
         }
     }
 
-    /// Replays `steps` in order; conflicts and commits go to `tally`.
+    /// Replays `steps` in order; conflicts and commits go to `tally`. The
+    /// guest's requests go over its ring under `rings`, or else over a
+    /// dom0 socket on `socket` with its relative paths made absolute (a
+    /// daemon that cannot serve simulated rings here; the report says so).
     pub fn replay(
         &mut self,
         steps: &'a [Step],
-        intro: &mut dyn Introducer,
+        socket: &Path,
+        rings: Option<&Path>,
         tally: &mut Tally,
     ) -> Result<()> {
         for (i, step) in steps.iter().enumerate() {
-            self.step(step, intro, tally).with_context(|| {
+            self.step(step, socket, rings, tally).with_context(|| {
                 format!(
                     "domain {}: request {} ({:?} {})",
                     self.vars.domid,
@@ -150,18 +126,26 @@ impl<'a> Domain<'a> {
     fn step(
         &mut self,
         step: &'a Step,
-        intro: &mut dyn Introducer,
+        socket: &Path,
+        rings: Option<&Path>,
         tally: &mut Tally,
     ) -> Result<()> {
-        let a = step.actor.index();
+        let a = step.actor as usize;
         match step.ty {
             MsgType::Introduce => {
-                let mut guest = intro.introduce(&mut self.xl, self.vars.domid)?;
-                match &mut guest {
-                    GuestSide::Ring(g) => g.reply_max = self.leniency.reply_max(),
-                    GuestSide::Dom0(x) => x.reply_max = self.leniency.reply_max(),
-                }
-                self.guest = Some(guest);
+                let (domid, reply_max) = (self.vars.domid, self.leniency.reply_max());
+                let Some(rings) = rings else {
+                    let mut x = dom0(socket)?;
+                    x.reply_max = reply_max;
+                    self.guest = Some(GuestSide::Dom0(x));
+                    return Ok(());
+                };
+                xenstore_guest::boot::introduce(&mut self.xl, rings, domid)
+                    .with_context(|| format!("introduce domain {domid} on a simulated ring"))?;
+                let mut g = Guest::open(rings, domid)
+                    .with_context(|| format!("attach domain {domid}'s guest to its ring"))?;
+                (g.timeout, g.reply_max) = (REPLY_TIMEOUT, reply_max);
+                self.guest = Some(GuestSide::Ring(g));
                 return Ok(());
             }
             MsgType::TransactionStart => {
@@ -215,7 +199,7 @@ impl<'a> Domain<'a> {
     /// Sends a request unless it belongs to a path cleanup that a
     /// non-empty listing stopped.
     fn exec(&mut self, step: &Step, tx: u32, tally: &mut Tally) -> Result<()> {
-        let a = step.actor.index();
+        let a = step.actor as usize;
         let path = step.path(&self.vars);
         let cleanup = matches!(step.ty, MsgType::Read | MsgType::Directory | MsgType::Rm);
         match &self.kept[a] {

@@ -47,7 +47,7 @@ pub fn render(r: &StormResult) -> String {
                     x.tally.eagain,
                     x.tally.committed,
                     x.daemon_cpu.as_secs_f64(),
-                    x.read_p99.as_secs_f64() * 1e3,
+                    x.read.p99.as_secs_f64() * 1e3,
                     worked_around(c, x),
                 );
             }
@@ -193,10 +193,10 @@ fn goal(r: &StormResult) -> String {
         }
         None => row("EAGAIN per commit ≤ 1/10 of C's", "–".into(), false),
     }
-    let ms = shim.read_p99.as_secs_f64() * 1e3;
+    let ms = shim.read.p99.as_secs_f64() * 1e3;
     row(
         "unrelated READ p99 ≤ 1 ms",
-        format!("{ms:.2} ms ({} reads)", shim.reads),
+        format!("{ms:.2} ms ({} reads)", shim.read.count),
         ms <= 1.0,
     );
     s
