@@ -17,7 +17,7 @@ pub mod verdict;
 
 use crate::daemons::{self, cpu_ns, Daemon};
 use crate::guests;
-use crate::s1_boot_storm::lifecycle::{Lifecycle, Vars};
+use crate::s1_boot_storm::lifecycle::Lifecycle;
 use crate::s1_boot_storm::reads::{percentile, read_every, Reads};
 use crate::s1_boot_storm::replay::{dom0, Domain, GuestSide, Tally};
 use crate::s1_boot_storm::verdict::Leniency;
@@ -43,14 +43,6 @@ const BRING_UP_AT_ONCE: u16 = 8;
 const PROBE: &[u8] = b"/storm/probe";
 /// Idle domains are 1.., the storm's domains count up from here.
 const STORM_BASE: u16 = 10_000;
-
-pub struct Plan {
-    pub shims: Vec<(String, PathBuf)>,
-    /// The upstream daemons to run beside them.
-    pub upstream: Vec<Flavor>,
-    pub idle: Vec<usize>,
-    pub parallel: Vec<usize>,
-}
 
 /// One storm's figures.
 #[derive(Clone, Copy, Debug, Default)]
@@ -126,8 +118,8 @@ fn idle_domain(
     backend: &mut Xs<SocketLink>,
     domid: u16,
 ) -> Result<Idle> {
-    let mut d = Domain::new(Vars::new(domid), leniency, dom0(socket)?, backend);
-    d.replay(&life.create, socket, rings, &mut Tally::default())
+    let mut d = Domain::new(domid, leniency, socket, rings, backend)?;
+    d.replay(&life.create, &mut Tally::default())
         .with_context(|| format!("bring up idle domain {domid}"))?;
     Ok(Idle {
         _xl: d.xl,
@@ -273,9 +265,9 @@ fn one_life(
     let began = Instant::now();
     let mut tally = Tally::default();
     let mut backend = dom0(socket)?;
-    let mut d = Domain::new(Vars::new(domid), leniency, dom0(socket)?, &mut backend);
-    d.replay(&life.create, socket, rings, &mut tally)?;
-    d.replay(&life.destroy, socket, rings, &mut tally)?;
+    let mut d = Domain::new(domid, leniency, socket, rings, &mut backend)?;
+    d.replay(&life.create, &mut tally)?;
+    d.replay(&life.destroy, &mut tally)?;
     if matches!(d.guest, Some(GuestSide::Ring(_))) {
         d.guest = None;
         d.xl.release(domid)
@@ -329,13 +321,13 @@ impl Curve {
     }
 }
 
-/// Runs the plan: at each K every daemon grows its idle domains, then
-/// runs a storm of each P.
-pub fn run(plan: &Plan) -> StormResult {
+/// At each K of `idle` every daemon of `s` (its shims and upstream
+/// daemons) grows its idle domains, then runs a storm of each P.
+pub fn run(s: &Scale, idle: Vec<usize>, parallel: Vec<usize>) -> StormResult {
     let started = Instant::now();
     let result = |curves| StormResult {
-        idle: plan.idle.clone(),
-        parallel: plan.parallel.clone(),
+        idle: idle.clone(),
+        parallel: parallel.clone(),
         curves,
         elapsed: started.elapsed(),
     };
@@ -347,20 +339,20 @@ pub fn run(plan: &Plan) -> StormResult {
             return result(vec![all]);
         }
     };
-    let most = plan.idle.iter().max().copied().unwrap_or(0)
-        + plan.idle.len() * plan.parallel.iter().sum::<usize>();
+    let most =
+        idle.iter().max().copied().unwrap_or(0) + idle.len() * parallel.iter().sum::<usize>();
     let room = guests::make_room(2 * most).unwrap_or_else(|e| {
         eprintln!("bench: {e:#}: the shim may run out of simulated domains");
         None
     });
-    let shims = plan.shims.iter().map(|(label, binary)| {
+    let shims = s.shims.iter().map(|(label, binary)| {
         let host = daemons::shim(label, binary).and_then(|d| {
             let rings = d.dir.join("run");
             Host::start(d, Leniency::Strict, rings)
         });
         (Curve::new(label, Leniency::Strict), host)
     });
-    let upstream = plan.upstream.iter().map(|&flavor| {
+    let upstream = s.upstream.iter().map(|&flavor| {
         let (label, leniency) = match flavor {
             Flavor::C => ("C xenstored", Leniency::Strict),
             Flavor::Ocaml => ("oxenstored", Leniency::Oxenstored),
@@ -375,12 +367,12 @@ pub fn run(plan: &Plan) -> StormResult {
             (c, host.ok())
         })
         .collect();
-    for &k in &plan.idle {
+    for &k in &idle {
         for (c, host) in &mut runs {
             let Some(h) = host.as_mut().filter(|_| c.error.is_none()) else {
                 continue;
             };
-            if let Err(e) = c.at(h, &life, k, &plan.parallel) {
+            if let Err(e) = c.at(h, &life, k, &parallel) {
                 c.error = Some(e.context(format!("{} at K={k}", c.label)));
             }
         }
@@ -400,12 +392,8 @@ pub fn section(s: &Scale) -> Part {
     let smoke_parallel = vec![if oxenstored { 100 } else { 10 }];
     let idle = (s.storm_idle.clone())
         .unwrap_or_else(|| s.pick(vec![10], QUICK_IDLE.to_vec(), IDLE.to_vec()));
-    let r = run(&Plan {
-        shims: s.shims.clone(),
-        upstream: s.upstream.clone(),
-        idle,
-        parallel: s.pick(smoke_parallel, PARALLEL.to_vec(), PARALLEL.to_vec()),
-    });
+    let parallel = s.pick(smoke_parallel, PARALLEL.to_vec(), PARALLEL.to_vec());
+    let r = run(s, idle, parallel);
     let mut failures: Vec<String> = (r.curves.iter())
         .flat_map(|c| {
             c.failed

@@ -64,10 +64,14 @@ pub fn dom0(socket: &Path) -> Result<Xs<SocketLink>> {
 }
 
 /// One domain's clients: xl's and the backends' dom0 connections, and
-/// the guest's once it is introduced.
+/// the guest's once it is introduced: over its ring under `rings`, or else
+/// over a dom0 socket with its relative paths made absolute (a daemon that
+/// cannot serve simulated rings here; the report says so).
 pub struct Domain<'a> {
     pub vars: Vars,
     leniency: Leniency,
+    socket: &'a Path,
+    rings: Option<&'a Path>,
     pub xl: Xs<SocketLink>,
     pub backend: &'a mut Xs<SocketLink>,
     pub guest: Option<GuestSide>,
@@ -79,38 +83,35 @@ pub struct Domain<'a> {
 }
 
 impl<'a> Domain<'a> {
+    /// Domain `domid` of the daemon on `socket`, its backends' requests
+    /// sent on `backend`.
     pub fn new(
-        vars: Vars,
+        domid: u16,
         leniency: Leniency,
-        mut xl: Xs<SocketLink>,
+        socket: &'a Path,
+        rings: Option<&'a Path>,
         backend: &'a mut Xs<SocketLink>,
-    ) -> Domain<'a> {
+    ) -> Result<Domain<'a>> {
+        let mut xl = dom0(socket)?;
         xl.reply_max = leniency.reply_max();
         backend.reply_max = leniency.reply_max();
-        Domain {
-            vars,
+        Ok(Domain {
+            vars: Vars::new(domid),
             leniency,
+            socket,
+            rings,
             xl,
             backend,
             guest: None,
             open: [None, None, None],
             kept: [None, None, None],
-        }
+        })
     }
 
-    /// Replays `steps` in order; conflicts and commits go to `tally`. The
-    /// guest's requests go over its ring under `rings`, or else over a
-    /// dom0 socket on `socket` with its relative paths made absolute (a
-    /// daemon that cannot serve simulated rings here; the report says so).
-    pub fn replay(
-        &mut self,
-        steps: &'a [Step],
-        socket: &Path,
-        rings: Option<&Path>,
-        tally: &mut Tally,
-    ) -> Result<()> {
+    /// Replays `steps` in order; conflicts and commits go to `tally`.
+    pub fn replay(&mut self, steps: &'a [Step], tally: &mut Tally) -> Result<()> {
         for (i, step) in steps.iter().enumerate() {
-            self.step(step, socket, rings, tally).with_context(|| {
+            self.step(step, tally).with_context(|| {
                 format!(
                     "domain {}: request {} ({:?} {})",
                     self.vars.domid,
@@ -123,37 +124,18 @@ impl<'a> Domain<'a> {
         Ok(())
     }
 
-    fn step(
-        &mut self,
-        step: &'a Step,
-        socket: &Path,
-        rings: Option<&Path>,
-        tally: &mut Tally,
-    ) -> Result<()> {
+    fn step(&mut self, step: &'a Step, tally: &mut Tally) -> Result<()> {
         let a = step.actor as usize;
         match step.ty {
             MsgType::Introduce => {
-                let (domid, reply_max) = (self.vars.domid, self.leniency.reply_max());
-                let Some(rings) = rings else {
-                    let mut x = dom0(socket)?;
-                    x.reply_max = reply_max;
-                    self.guest = Some(GuestSide::Dom0(x));
-                    return Ok(());
-                };
-                xenstore_guest::boot::introduce(&mut self.xl, rings, domid)
-                    .with_context(|| format!("introduce domain {domid} on a simulated ring"))?;
-                let mut g = Guest::open(rings, domid)
-                    .with_context(|| format!("attach domain {domid}'s guest to its ring"))?;
-                (g.timeout, g.reply_max) = (REPLY_TIMEOUT, reply_max);
-                self.guest = Some(GuestSide::Ring(g));
+                self.guest = Some(self.introduce()?);
                 return Ok(());
             }
             MsgType::TransactionStart => {
                 if self.open[a].is_some() {
                     bail!("a second transaction on one connection");
                 }
-                let id = self.start(step.actor)?;
-                self.open[a] = Some((id, Vec::new()));
+                self.open[a] = Some((self.start(step.actor)?, Vec::new()));
                 return Ok(());
             }
             MsgType::TransactionEnd => {
@@ -196,6 +178,22 @@ impl<'a> Domain<'a> {
         self.exec(step, tx, tally)
     }
 
+    /// The guest's side, as the trace's INTRODUCE makes it.
+    fn introduce(&mut self) -> Result<GuestSide> {
+        let (domid, reply_max) = (self.vars.domid, self.leniency.reply_max());
+        let Some(rings) = self.rings else {
+            let mut x = dom0(self.socket)?;
+            x.reply_max = reply_max;
+            return Ok(GuestSide::Dom0(x));
+        };
+        xenstore_guest::boot::introduce(&mut self.xl, rings, domid)
+            .with_context(|| format!("introduce domain {domid} on a simulated ring"))?;
+        let mut g = Guest::open(rings, domid)
+            .with_context(|| format!("attach domain {domid}'s guest to its ring"))?;
+        (g.timeout, g.reply_max) = (REPLY_TIMEOUT, reply_max);
+        Ok(GuestSide::Ring(g))
+    }
+
     /// Sends a request unless it belongs to a path cleanup that a
     /// non-empty listing stopped.
     fn exec(&mut self, step: &Step, tx: u32, tally: &mut Tally) -> Result<()> {
@@ -231,15 +229,15 @@ impl<'a> Domain<'a> {
     /// Sends one request in transaction `tx`: what it came to.
     fn send(&mut self, step: &Step, tx: u32, tally: &mut Tally) -> Result<Sent> {
         let payload = step.payload(&self.vars);
-        let l = self.leniency;
+        let (l, ty) = (self.leniency, step.ty);
         match step.actor {
-            Actor::Xl => request(&mut self.xl, l, step, tx, &payload, tally),
-            Actor::Backend => request(self.backend, l, step, tx, &payload, tally),
+            Actor::Xl => request(&mut self.xl, l, ty, tx, &payload, tally),
+            Actor::Backend => request(self.backend, l, ty, tx, &payload, tally),
             Actor::Guest => match self.guest.as_mut().context("guest before INTRODUCE")? {
-                GuestSide::Ring(g) => request(g, l, step, tx, &payload, tally),
+                GuestSide::Ring(g) => request(g, l, ty, tx, &payload, tally),
                 GuestSide::Dom0(x) => {
                     let home = format!("/local/domain/{}/", self.vars.domid);
-                    request(x, l, step, tx, &absolute(&payload, &home), tally)
+                    request(x, l, ty, tx, &absolute(&payload, &home), tally)
                 }
             },
         }
@@ -260,12 +258,12 @@ enum Sent {
 fn request<L: Link>(
     xs: &mut Xs<L>,
     leniency: Leniency,
-    step: &Step,
+    ty: MsgType,
     tx: u32,
     payload: &[u8],
     tally: &mut Tally,
 ) -> Result<Sent> {
-    let got = xs.request(step.ty, tx, payload);
+    let got = xs.request(ty, tx, payload);
     // the events its watches fired: nobody waits for them here
     while let Some(_ev) = xs.next_event(std::time::Duration::ZERO)? {}
     let answer = match &got {
@@ -275,7 +273,7 @@ fn request<L: Link>(
             None => return Err(got.unwrap_err().into()),
         },
     };
-    Ok(match judge(leniency, step.ty, answer) {
+    Ok(match judge(leniency, ty, answer) {
         Verdict::Take => Sent::Reply(got?),
         Verdict::TakeOversized => {
             tally.oversized += 1;

@@ -10,9 +10,9 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use xenstore_testkit::lines::Lines;
 use xenstore_testkit::wait_until;
 
 const SIGKILL: i32 = 9;
@@ -34,8 +34,8 @@ struct Tally {
 
 pub struct Snooper {
     child: Child,
-    readers: Option<(JoinHandle<Tally>, JoinHandle<()>)>,
-    stderr: Arc<Mutex<Vec<String>>>,
+    stdout: Option<JoinHandle<Tally>>,
+    stderr: Lines,
 }
 
 /// What one snooper stopped by SIGINT accounted for.
@@ -79,22 +79,16 @@ impl Snooper {
             }
             t
         });
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let (err, sink) = (child.stderr.take().unwrap(), Arc::clone(&stderr));
-        let stderr_reader = std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push(line);
-            }
-        });
+        let stderr = Lines::collect("xenstore-snoop's stderr", child.stderr.take().unwrap());
         Ok(Snooper {
             child,
-            readers: Some((stdout, stderr_reader)),
+            stdout: Some(stdout),
             stderr,
         })
     }
 
     fn stderr(&self) -> Vec<String> {
-        self.stderr.lock().unwrap().clone()
+        self.stderr.snapshot()
     }
 
     /// Waits until it says it is tracing ("... Ctrl-C to end.").
@@ -128,11 +122,9 @@ impl Snooper {
             status = self.child.try_wait().ok().flatten();
             status.is_some()
         })?;
-        let (stdout, stderr) = self.readers.take().unwrap();
-        let panicked = |_| anyhow::anyhow!("a snooper output reader panicked");
-        stderr.join().map_err(panicked)?;
-        let mut t = stdout.join().map_err(panicked)?;
-        let stderr = self.stderr();
+        let stdout = self.stdout.take().unwrap().join();
+        let mut t = stdout.map_err(|_| anyhow::anyhow!("the stdout reader panicked"))?;
+        let stderr = self.stderr.finish(TIMEOUT);
         let status = status.unwrap();
         if !status.success() {
             bail!("xenstore-snoop exited {status} on SIGINT: {stderr:?}");
