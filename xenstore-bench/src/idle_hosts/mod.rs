@@ -19,6 +19,7 @@ use crate::affinity::on_cpu0;
 use crate::client::Conn;
 use crate::daemons::{self, cpu_ns, Daemon};
 use crate::guests::{self, RingGuest};
+use crate::scale::{Scale, Size};
 use crate::stats::{median, median_sample, Sample};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -36,21 +37,10 @@ pub const FLOOR: &str = "floor";
 /// Idle domain i is domain GUEST_BASE + i.
 pub const GUEST_BASE: u16 = 2001;
 
-/// Which daemons, and how long each run.
-pub struct Plan {
-    /// (label, the shim binary) for each shim build measured.
-    pub shims: Vec<(String, PathBuf)>,
-    /// The floor (`xsbench-bare-sender`), measured after the shims: a
-    /// daemon doing only what the requests need, whose growth is the price
-    /// of reaching a cold watcher.
-    pub floor: Option<PathBuf>,
-    pub upstream: bool,
-    pub levels: Vec<usize>,
-    pub run: Duration,
-    pub rounds: usize,
-    /// After each level, check no idle connection was sent an event it
-    /// should not have been (costs a syscall per connection).
-    pub check_quiet: bool,
+/// S5's or S2's run on every daemon of a Scale (its shims, the floor,
+/// C xenstored and oxenstored if it has upstream daemons).
+pub struct Plan<'a> {
+    pub scale: &'a Scale,
     /// Also N idle domains on simulated rings.
     pub domains: bool,
     /// Which of the two scenarios the rounds measure.
@@ -100,23 +90,11 @@ pub struct ScaleResult {
     pub elapsed: Duration,
 }
 
-impl crate::scale::Scale {
-    /// S5's or S2's plan: every daemon, sockets only or with domains too.
-    pub fn idle_plan(&self, domains: bool, scenario: Scenario) -> Plan {
+impl Scale {
+    /// S5's or S2's plan: sockets only or with domains too.
+    pub fn idle_plan(&self, domains: bool, scenario: Scenario) -> Plan<'_> {
         Plan {
-            shims: self.shims.clone(),
-            floor: Some(self.floor.clone()),
-            upstream: !self.upstream.is_empty(),
-            levels: self.pick(vec![0, 10, 40], LEVELS.to_vec(), LEVELS.to_vec()),
-            run: self.pick(Duration::from_millis(100), self.run / 2, self.run / 2),
-            // S2's goal is a difference of two growths, each as wide as
-            // the noise of one round on a shared machine: more rounds.
-            rounds: match (scenario, self.size) {
-                (Scenario::FanOut, crate::scale::Size::Full) => self.rounds * 3,
-                _ => self.rounds,
-            },
-            // a syscall per connection: checked where the run is short
-            check_quiet: self.size == crate::scale::Size::Smoke,
+            scale: self,
             domains,
             scenario,
         }
@@ -353,14 +331,23 @@ pub fn hot_path(i: usize) -> String {
 /// ratio of two levels measures the host's size, not the hour.
 pub fn run(plan: &Plan) -> ScaleResult {
     raise_fd_limit();
+    let s = plan.scale;
+    let levels = s.pick(vec![0, 10, 40], LEVELS.to_vec(), LEVELS.to_vec());
+    let run = s.pick(Duration::from_millis(100), s.run / 2, s.run / 2);
+    // S2's goal is a difference of two growths, each as wide as the noise
+    // of one round on a shared machine: more rounds.
+    let rounds = match (plan.scenario, s.size) {
+        (Scenario::FanOut, Size::Full) => s.rounds * 3,
+        _ => s.rounds,
+    };
     // The shims, then the floor, then C xenstored and oxenstored.
-    let shims = (plan.shims.iter()).map(|(l, b)| (l.clone(), Which::Shim(b)));
-    let floor = (plan.floor.as_deref()).map(|b| (FLOOR.to_string(), Which::Floor(b)));
+    let shims = (s.shims.iter()).map(|(l, b)| (l.clone(), Which::Shim(b)));
+    let floor = (FLOOR.to_string(), Which::Floor(&s.floor));
     let upstream = [(Flavor::C, "C xenstored"), (Flavor::Ocaml, "oxenstored")]
         .map(|(f, l)| (l.to_string(), Which::Upstream(f)));
-    let upstream = upstream.into_iter().filter(|_| plan.upstream);
-    let daemons: Vec<(String, Which)> = shims.chain(floor).chain(upstream).collect();
-    let all_levels: usize = plan.levels.iter().sum();
+    let upstream = upstream.into_iter().filter(|_| !s.upstream.is_empty());
+    let daemons: Vec<(String, Which)> = shims.chain([floor]).chain(upstream).collect();
+    let all_levels: usize = levels.iter().sum();
     let room = plan.domains.then(|| {
         guests::make_room(daemons.len() * all_levels).unwrap_or_else(|e| {
             eprintln!("bench: {e:#}: the daemons may run out of simulated domains");
@@ -369,7 +356,7 @@ pub fn run(plan: &Plan) -> ScaleResult {
     });
     let started = Instant::now();
     // hosts[level][daemon]
-    let mut hosts: Vec<Vec<Result<Host>>> = (plan.levels.iter())
+    let mut hosts: Vec<Vec<Result<Host>>> = (levels.iter())
         .map(|&n| {
             let grown = |(label, which): &(String, Which)| {
                 let mut h = Host::start(label, which, plan.domains)?;
@@ -390,15 +377,16 @@ pub fn run(plan: &Plan) -> ScaleResult {
     // samples[level][daemon]
     let samples = crate::in_turn::rounds(
         &mut hosts,
-        plan.rounds,
+        rounds,
         |h, l| {
-            measure(h, plan).map_err(|e| e.context(format!("{} at N={}", h.label, plan.levels[l])))
+            let point = measure(h, plan.scenario, run, s.size == Size::Smoke);
+            point.map_err(|e| e.context(format!("{} at N={}", h.label, levels[l])))
         },
         |round| {
             eprintln!(
                 "bench: scale round {} of {} done ({:.0} s)",
                 round + 1,
-                plan.rounds,
+                rounds,
                 started.elapsed().as_secs_f64()
             )
         },
@@ -422,32 +410,34 @@ pub fn run(plan: &Plan) -> ScaleResult {
     drop(hosts); // the daemons go, and their domains
     guests::restore_room(room.flatten());
     ScaleResult {
-        levels: plan.levels.clone(),
+        levels,
         curves,
-        run: plan.run,
-        rounds: plan.rounds,
+        run,
+        rounds,
         elapsed: started.elapsed(),
     }
 }
 
-/// One round's figures of a host: S5, or S2 spread and S2 one watcher.
-fn measure(h: &mut Host, plan: &Plan) -> Result<Point> {
-    let point = match plan.scenario {
+/// One round's figures of a host: S5, or S2 spread and S2 one watcher;
+/// with `check_quiet` (a syscall per connection: where the run is short),
+/// no idle connection was sent an event it should not have been.
+fn measure(h: &mut Host, scenario: Scenario, run: Duration, check_quiet: bool) -> Result<Point> {
+    let point = match scenario {
         Scenario::IdleTax => Point {
-            idle_tax: h.idle_tax(plan.run).context("S5")?,
+            idle_tax: h.idle_tax(run).context("S5")?,
             ..Point::default()
         },
         Scenario::FanOut => {
-            let (fan_out, fan_out_kernel) = h.fan_out(plan.run, false).context("S2")?;
+            let (fan_out, fan_out_kernel) = h.fan_out(run, false).context("S2")?;
             Point {
                 fan_out,
-                fan_out_one: h.fan_out(plan.run, true).context("S2, one watcher")?.0,
+                fan_out_one: h.fan_out(run, true).context("S2, one watcher")?.0,
                 fan_out_kernel,
                 ..Point::default()
             }
         }
     };
-    if plan.check_quiet {
+    if check_quiet {
         h.quiet()?;
     }
     Ok(point)
