@@ -50,8 +50,8 @@ struct Client {
 struct Watch {
     client: usize,
     token: Vec<u8>,
-    /// Registered relative: events drop the watcher's home.
-    relative: bool,
+    /// Registered relative: events drop this much, the watcher's home.
+    cut: usize,
 }
 
 #[derive(Default)]
@@ -216,7 +216,7 @@ fn execute(
             let watch = Watch {
                 client: me,
                 token: token.to_vec(),
-                relative: home.is_some(),
+                cut: home.as_ref().map_or(0, |h| h.len() + 1),
             };
             store.watches.insert(path, watch);
             return None;
@@ -254,17 +254,7 @@ fn fire(store: &Store, clients: &mut [Option<Client>], path: &[u8]) {
     let mut at = path;
     loop {
         if let Some(w) = store.watches.get(at) {
-            let mut event = path;
-            if w.relative {
-                if let Some(Some(Client {
-                    link: Link::Ring(_, home),
-                    ..
-                })) = clients.get(w.client)
-                {
-                    let cut = (home.len() + 1).min(path.len());
-                    event = &path[cut..];
-                }
-            }
+            let event = &path[w.cut.min(path.len())..];
             let parts: [&[u8]; 4] = [event, b"\0", &w.token, b"\0"];
             send(clients, w.client, MsgType::WatchEvent, (0, 0), &parts);
             return;

@@ -81,12 +81,9 @@ pub struct StormResult {
     pub elapsed: Duration,
 }
 
-/// An idle domain's clients, kept open: xl's monitor and the guest hold
-/// their watches as long as the domain lives.
-struct Idle {
-    _xl: Xs<SocketLink>,
-    _guest: Option<GuestSide>,
-}
+/// An idle domain's clients (xl's, the guest's), kept open: xl's monitor
+/// and the guest hold their watches as long as the domain lives.
+type Idle = (Xs<SocketLink>, Option<GuestSide>);
 
 struct Host {
     daemon: Daemon,
@@ -121,10 +118,7 @@ fn idle_domain(
     let mut d = Domain::new(domid, leniency, socket, rings, backend)?;
     d.replay(&life.create, &mut Tally::default())
         .with_context(|| format!("bring up idle domain {domid}"))?;
-    Ok(Idle {
-        _xl: d.xl,
-        _guest: d.guest,
-    })
+    Ok((d.xl, d.guest))
 }
 
 impl Host {

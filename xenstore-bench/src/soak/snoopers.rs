@@ -193,6 +193,7 @@ fn count_before(stderr: &[String], what: &str) -> Option<u64> {
 /// The churn: one snooper after another until `stop`, each killed (SIGKILL
 /// during or after attaching) or stopped (SIGINT) at a random moment. The
 /// last is always stopped by SIGINT, after every kill.
+#[derive(Default)]
 pub struct Churn {
     pub started: u64,
     pub killed: u64,
@@ -206,11 +207,7 @@ pub fn churn(
     mut rng: Rng,
     stop: &AtomicBool,
 ) -> Result<Churn> {
-    let mut c = Churn {
-        started: 0,
-        killed: 0,
-        interrupted: Vec::new(),
-    };
+    let mut c = Churn::default();
     loop {
         let last = stop.load(Ordering::Relaxed);
         let mut s = Snooper::start(binary, daemon_pid, ring_mb)?;
