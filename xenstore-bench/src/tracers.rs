@@ -116,6 +116,15 @@ impl Tracer {
         }
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("attached").id()
+    }
+
+    /// Where it writes (a metrics exporter's textfile directory).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     fn stderr_text(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }

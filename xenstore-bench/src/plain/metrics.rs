@@ -18,13 +18,13 @@ use crate::daemons;
 use crate::daemons::{rss_kib, scratch_dir};
 use crate::scale::{GoalRow, Part};
 use crate::template::fill;
-use crate::tracers::TracerKind;
+use crate::tracers::{Tracer, TracerKind, MARKER};
 use crate::workload::Workload;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use xenstore_proto::wire::MsgType;
+use xenstore_testkit::wait::wait_until;
 use xenstore_testkit::Shim;
 
 /// Live domains for the exporter's memory figure.
@@ -163,50 +163,30 @@ fn exporter_at(b: &Builds, domains: u32) -> Result<ExporterAt> {
         dom0.write(0, name.as_bytes(), format!("guest-{domid}").as_bytes())?
             .ok()?;
     }
-    let textfile = dir.join("textfile");
-    std::fs::create_dir_all(&textfile)?;
-    let mut exporter = Command::new(&b.snoop)
-        .arg("--daemon-pid")
-        .arg(shim.pid().to_string())
-        .args(["--metrics", "--interval", "0.5", "--metrics-textfile"])
-        .arg(&textfile)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("start the exporter")?;
-    let result = (|| {
-        // Each domain asks once over its own socket, so each has counts.
-        let want = format!("xenstore_domain_requests_total{{domid=\"{DOMAINS}\"}}");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut asked = false;
-        loop {
-            if let Some(status) = exporter.try_wait()? {
-                bail!("the exporter exited: {status}");
-            }
-            let text = std::fs::read_to_string(textfile.join("xenstore.prom")).unwrap_or_default();
-            if !asked && text.contains("xenstore_domain_info") {
-                ask_from_every_domain(&shim.run_dir, domains)?;
-                asked = true;
-            }
-            if asked && text.contains(&want) {
-                let series = text.lines().filter(|l| !l.starts_with('#')).count();
-                return Ok(ExporterAt {
-                    domains,
-                    rss_kib: rss_kib(exporter.id())?,
-                    series,
-                    bytes: text.len(),
-                });
-            }
-            if Instant::now() > deadline {
-                bail!("the textfile never showed {want}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    })();
-    let _ = exporter.kill();
-    let _ = exporter.wait();
-    result
+    let metrics = TracerKind::Metrics {
+        binary: b.snoop.clone(),
+    };
+    let mark = || dom0.read(MARKER.as_bytes()).map(|_| ());
+    let exporter = Tracer::attach(&metrics, shim.pid(), &b.shim, mark)?;
+    // Each domain asks once over its own socket, so each has counts.
+    ask_from_every_domain(&shim.run_dir, domains)?;
+    let want = format!("xenstore_domain_requests_total{{domid=\"{DOMAINS}\"}}");
+    let prom = exporter.dir().join("xenstore.prom");
+    let mut text = String::new();
+    wait_until(
+        &format!("the textfile to show {want}"),
+        Duration::from_secs(60),
+        || {
+            text = std::fs::read_to_string(&prom).unwrap_or_default();
+            text.contains(&want)
+        },
+    )?;
+    Ok(ExporterAt {
+        domains,
+        rss_kib: rss_kib(exporter.pid())?,
+        series: text.lines().filter(|l| !l.starts_with('#')).count(),
+        bytes: text.len(),
+    })
 }
 
 fn ask_from_every_domain(run_dir: &Path, domains: u32) -> Result<()> {

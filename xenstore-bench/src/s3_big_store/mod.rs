@@ -17,7 +17,7 @@ pub mod bigdir;
 pub mod report;
 pub mod tree;
 
-pub use crate::daemons::Start;
+use crate::daemons::Start;
 pub use tree::{domain_tree, nodes_per_domain, SUBTREE_NODES};
 use tree::{victim_leaves, watched_in};
 
