@@ -7,6 +7,7 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use xenstore_testkit::wait::wait_until;
 
 /// The path every attach check asks for: it shows up in the tracer's output
 /// once the tracer sees events.
@@ -137,23 +138,20 @@ impl Tracer {
         let cpu_ns = crate::daemons::cpu_ns(child.id()).ok();
         // SAFETY: signalling our own child by its pid.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-        let deadline = Instant::now() + STOP_BOUND;
-        while child.try_wait()?.is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                eprintln!(
-                    "bench: a tracer ignored SIGINT for {} s, killed (its run is kept): {}",
-                    STOP_BOUND.as_secs(),
-                    self.stderr_text().trim()
-                );
-                return Ok(Counts {
-                    cpu_ns,
-                    killed: true,
-                    ..Counts::default()
-                });
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        let stopped = || !matches!(child.try_wait(), Ok(None));
+        if wait_until("the tracer to stop", STOP_BOUND, stopped).is_err() {
+            let _ = child.kill();
+            let _ = child.wait();
+            eprintln!(
+                "bench: a tracer ignored SIGINT for {} s, killed (its run is kept): {}",
+                STOP_BOUND.as_secs(),
+                self.stderr_text().trim()
+            );
+            return Ok(Counts {
+                cpu_ns,
+                killed: true,
+                ..Counts::default()
+            });
         }
         Ok(Counts {
             cpu_ns,
