@@ -49,7 +49,7 @@ pub fn part(section: Section, b: &Bench) -> Result<Part> {
     let budget = &b.budget;
     let builds = || {
         (b.builds.as_ref()).with_context(|| {
-            format!("{section:?} has no smoke run (it needs root, tracefs and bpftrace)")
+            format!("{section:?} has no smoke run (it needs the release builds `all` makes)")
         })
     };
     Ok(match section {
