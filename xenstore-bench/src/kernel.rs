@@ -117,13 +117,12 @@ fn render(snooping: &Comparison, firing: &Comparison) -> String {
             cpu(1, 0)
         );
     }
-    let ns = |k| firing.median(0, k).map(|m| 1e9 / m.ops_per_s);
-    let cost = |k| Some(ns(k)? - ns(0)?);
+    let cost = plain::firing_costs(firing);
     // The nanoseconds mean something on real hardware only, not under TCG.
     s += "\n| tracer | cost per firing (ns) | ÷ bare uprobe's |\n|---|---|---|\n";
     for (k, name) in firing.configs.iter().enumerate().skip(1) {
-        let ratio = cost(k).zip(cost(1)).map(|(c, bare)| c / bare);
-        let ns = cost(k).map_or("–".into(), |c| format!("{c:.0}"));
+        let ratio = cost[k].zip(cost[1]).map(|(c, bare)| c / bare);
+        let ns = cost[k].map_or("–".into(), |c| format!("{c:.0}"));
         let _ = writeln!(s, "| {name} | {ns} | {} |", fmt_ratio(ratio));
     }
     let counts = [snooping, firing].map(|c| c.counts.concat()).concat();
@@ -133,10 +132,7 @@ fn render(snooping: &Comparison, firing: &Comparison) -> String {
         s,
         "\nxenstore-snoop over these runs: {seen} events seen, {lost} lost."
     );
-    for f in snooping.failures.iter().chain(&firing.failures) {
-        let _ = writeln!(s, "\n- not measured: {f}");
-    }
-    s
+    s + &plain::failures(snooping) + &plain::failures(firing)
 }
 
 fn fmt_ratio(r: Option<f64>) -> String {
