@@ -9,3 +9,21 @@ mod real_xen;
 mod slots;
 mod xen_boot;
 mod xl_matrix;
+
+use std::path::PathBuf;
+
+/// The release build of `name`, which the VMs run: what `make deb` packages
+/// and users install (`make test` builds it before this tier; a bare `cargo
+/// test --test vm` needs `cargo build --release -p xenstored-probes -p
+/// xenstore-snoop` after each change). Under TCG it also costs the boots a
+/// tenth less CPU than the debug build.
+fn release_bin(name: &str) -> PathBuf {
+    let debug = common::bin(name);
+    let path = debug.parent().unwrap().with_file_name("release").join(name);
+    assert!(
+        path.exists(),
+        "{} not built: cargo build --release -p xenstored-probes -p xenstore-snoop",
+        path.display()
+    );
+    path
+}

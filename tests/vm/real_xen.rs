@@ -104,8 +104,8 @@ fn side_by_side(test: &str, release: &str) {
     if !prerequisites(test) {
         return;
     }
-    let shim = crate::common::bin("xenstored-shim");
-    let snoop = crate::common::bin("xenstore-snoop");
+    let shim = crate::release_bin("xenstored-shim");
+    let snoop = crate::release_bin("xenstore-snoop");
     let (shim, snoop) = (shim.to_str().unwrap(), snoop.to_str().unwrap());
     let (c, fresh) = {
         // The longest of the tier's boots: they go first.
@@ -543,8 +543,8 @@ fn live_update_into_the_shim(test: &str, release: &str, from: &str) {
     if !prerequisites(test) {
         return;
     }
-    let shim = crate::common::bin("xenstored-shim");
-    let snoop = crate::common::bin("xenstore-snoop");
+    let shim = crate::release_bin("xenstored-shim");
+    let snoop = crate::release_bin("xenstore-snoop");
     let run = {
         let _slot = crate::slots::take(1, 80);
         xen_boot::boot(

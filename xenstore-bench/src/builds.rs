@@ -33,11 +33,7 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-fn cargo_build(target_dir: &Path, args: &[&str]) -> Result<()> {
-    cargo_build_with(target_dir, args, &[])
-}
-
-fn cargo_build_with(target_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
+fn cargo_build(target_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     eprintln!("bench: cargo build --release {}", args.join(" "));
     let status = Command::new(cargo)
@@ -68,6 +64,7 @@ pub fn build_all() -> Result<Builds> {
             "-p",
             "xenstore-bench",
         ],
+        &[],
     )?;
     cargo_build(
         &noprobes,
@@ -78,6 +75,7 @@ pub fn build_all() -> Result<Builds> {
             "--bin",
             "xenstored-shim",
         ],
+        &[],
     )?;
     Ok(Builds {
         shim: probes.join("release/xenstored-shim"),
@@ -99,7 +97,7 @@ pub struct Nop1 {
 
 pub fn build_nop1() -> Result<Nop1> {
     let dir = workspace_root().join("target/bench/nop1");
-    cargo_build_with(
+    cargo_build(
         &dir,
         &[
             "-p",

@@ -30,9 +30,9 @@ pub enum Command {
     /// The soak: 64 dom0 clients, 8 guest rings and killed snoopers under
     /// load for SECS, then leak, store and event-accounting checks (needs root).
     Soak(SoakArgs),
-    /// Seconds-long runs (CI) of the sections that need no root (throughput
-    /// and S1–S5) at a few small N, through the code `all` measures them
-    /// with, on the shim and the floor. Fails on any failure a section reports.
+    /// Seconds-long runs (CI) of throughput, memory, loss and S1–S5 at a few
+    /// small N, through the code `all` measures them with, on the shim and
+    /// the floor. Fails on any failure a section reports.
     Smoke {
         /// The xenstored-shim binary to start.
         #[arg(long)]
@@ -40,7 +40,14 @@ pub enum Command {
         /// The floor's binary (xsbench-bare-sender).
         #[arg(long)]
         floor: PathBuf,
-        /// Only these sections (comma-separated): throughput and s1…s5.
+        /// The xenstore-snoop and xsbench-probe-loop binaries, for loss
+        /// (which needs root and tracefs).
+        #[arg(long)]
+        snoop: Option<PathBuf>,
+        #[arg(long)]
+        probe_loop: Option<PathBuf>,
+        /// Only these sections (comma-separated): throughput, memory, loss
+        /// and s1…s5.
         #[arg(long, value_delimiter = ',', value_enum, required = true)]
         only: Vec<Section>,
         /// Also these upstream daemons (comma-separated), those installed.

@@ -186,25 +186,14 @@ impl Conn {
         if self.inbuf.pending() > 0 {
             return Ok(true);
         }
-        use std::os::fd::AsRawFd;
-        let mut byte = 0u8;
-        // SAFETY: a one-byte buffer we own; MSG_PEEK leaves it unread.
-        let n = unsafe {
-            libc::recv(
-                self.stream.as_raw_fd(),
-                (&mut byte as *mut u8).cast(),
-                1,
-                libc::MSG_PEEK | libc::MSG_DONTWAIT,
-            )
-        };
-        if n >= 0 {
-            return Ok(n > 0);
+        self.stream.set_nonblocking(true)?;
+        let stream = &mut self.stream;
+        let read = self.inbuf.fill(|b| stream.read(b));
+        self.stream.set_nonblocking(false)?;
+        match read {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(false),
+            read => Ok(read.context("read")? > 0),
         }
-        let e = std::io::Error::last_os_error();
-        if e.kind() == std::io::ErrorKind::WouldBlock {
-            return Ok(false);
-        }
-        Err(e).context("peek")
     }
 
     /// Ends a transaction; false when the commit conflicted (EAGAIN).

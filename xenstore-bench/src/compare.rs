@@ -3,7 +3,8 @@
 //! between runs seconds apart and the machine's drift mostly cancels.
 
 use crate::affinity::Pin;
-use crate::stats::{median_sample, paired_ratio, Sample};
+use crate::stats::{median, median_sample, Sample};
+use crate::tracers::Counts;
 use crate::workload::Workload;
 use anyhow::Result;
 
@@ -53,11 +54,14 @@ pub struct Comparison {
     pub cases: Vec<Case>,
     /// samples[case][config], one per round that succeeded.
     pub samples: Vec<Vec<Vec<Sample>>>,
+    /// counts[config]: what its tracer said as it stopped, run after run.
+    pub counts: Vec<Vec<Counts>>,
     pub failures: Vec<String>,
 }
 
 impl Comparison {
-    /// Runs `rounds` interleaved rounds; `measure(case, config)` does one run.
+    /// Runs `rounds` interleaved rounds; `measure(case, config, counts)`
+    /// does one run (a traced one adds its tracer's counts).
     /// A configuration that fails on a case is dropped for that case and the
     /// failure is reported, never hidden.
     pub fn run(
@@ -65,18 +69,19 @@ impl Comparison {
         configs: &[&str],
         cases: Vec<Case>,
         rounds: usize,
-        mut measure: impl FnMut(&Case, usize) -> Result<Sample>,
+        mut measure: impl FnMut(&Case, usize, &mut Vec<Counts>) -> Result<Sample>,
     ) -> Comparison {
         let mut samples = vec![vec![Vec::new(); configs.len()]; cases.len()];
         let mut broken = vec![vec![false; configs.len()]; cases.len()];
         let mut failures = Vec::new();
+        let mut counts = vec![Vec::new(); configs.len()];
         for round in 0..rounds {
             for (ci, case) in cases.iter().enumerate() {
                 for (k, config) in configs.iter().enumerate() {
                     if broken[ci][k] {
                         continue;
                     }
-                    match measure(case, k) {
+                    match measure(case, k, &mut counts[k]) {
                         Ok(s) => {
                             eprintln!(
                                 "bench: {title} r{round} {} {config}: {:.0} ops/s p50 {:.1} µs p99 {:.1} µs",
@@ -106,6 +111,7 @@ impl Comparison {
             configs: configs.iter().map(|c| c.to_string()).collect(),
             cases,
             samples,
+            counts,
             failures,
         }
     }
@@ -115,33 +121,40 @@ impl Comparison {
         (!s.is_empty()).then(|| median_sample(s))
     }
 
+    /// Each round's `of(a) ÷ of(b)` on one case, if both ran every round.
+    fn per_round(
+        &self,
+        case: usize,
+        a: usize,
+        b: usize,
+        of: fn(&Sample) -> f64,
+    ) -> Option<Vec<f64>> {
+        let (sa, sb) = (&self.samples[case][a], &self.samples[case][b]);
+        let ratios = sa.iter().zip(sb).map(|(a, b)| of(a) / of(b));
+        (!sa.is_empty() && sa.len() == sb.len()).then(|| ratios.collect())
+    }
+
     /// Median over rounds of config a ÷ config b on one case.
     pub fn ratio(&self, case: usize, a: usize, b: usize) -> Option<f64> {
-        let (sa, sb) = (&self.samples[case][a], &self.samples[case][b]);
-        (!sa.is_empty() && sa.len() == sb.len()).then(|| paired_ratio(sa, sb))
+        self.per_round(case, a, b, |s| s.ops_per_s).map(median)
     }
 
     /// The lowest and highest per-round ratio a/b on one case: how far one
     /// round's ratio strays from the median the goals judge.
     pub fn ratio_range(&self, case: usize, a: usize, b: usize) -> Option<(f64, f64)> {
-        let (sa, sb) = (&self.samples[case][a], &self.samples[case][b]);
-        let ratios = sa.iter().zip(sb).map(|(a, b)| a.ops_per_s / b.ops_per_s);
-        (!sa.is_empty() && sa.len() == sb.len()).then(|| {
-            ratios.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| {
-                (lo.min(r), hi.max(r))
-            })
-        })
+        let ratios = self.per_round(case, a, b, |s| s.ops_per_s)?;
+        Some(
+            ratios
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &r| {
+                    (lo.min(r), hi.max(r))
+                }),
+        )
     }
 
     /// Median over rounds of config a's ÷ config b's daemon CPU per op.
     pub fn cpu_ratio(&self, case: usize, a: usize, b: usize) -> Option<f64> {
-        let (sa, sb) = (&self.samples[case][a], &self.samples[case][b]);
-        let r = crate::stats::median(
-            sa.iter()
-                .zip(sb)
-                .map(|(a, b)| a.daemon_cpu_us / b.daemon_cpu_us)
-                .collect(),
-        );
-        (!sa.is_empty() && sa.len() == sb.len() && !r.is_nan()).then_some(r)
+        let r = median(self.per_round(case, a, b, |s| s.daemon_cpu_us)?);
+        (!r.is_nan()).then_some(r)
     }
 }

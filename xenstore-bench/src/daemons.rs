@@ -77,20 +77,42 @@ pub fn upstream_with_rings(flavor: Flavor, label: &str) -> Result<(Daemon, PathB
     Ok((daemon, rings))
 }
 
-/// How S2's broad watch and S3 start each daemon they measure.
+/// How the scale sections start each daemon they measure.
 #[derive(Clone)]
 pub enum Start {
-    Shim(std::path::PathBuf),
-    CXenstored,
-    Oxenstored,
+    Shim(PathBuf),
+    /// C xenstored or oxenstored under the conformance stub.
+    Upstream(Flavor),
 }
 
 impl Start {
     pub fn launch(&self, label: &str) -> Result<Daemon> {
         match self {
             Start::Shim(binary) => shim(label, binary),
-            Start::CXenstored => c_xenstored(label, None),
-            Start::Oxenstored => oxenstored(label),
+            Start::Upstream(flavor) => {
+                Ok(Upstream::launch(*flavor, label, &[], &[])?.into_daemon())
+            }
         }
+    }
+
+    /// A fresh daemon and the directory its guests' simulated rings live
+    /// in (the stub keeps the shim's simulated hypervisor there).
+    pub fn launch_with_rings(&self, label: &str) -> Result<(Daemon, PathBuf)> {
+        match self {
+            Start::Shim(binary) => {
+                let daemon = shim(label, binary)?;
+                let rings = daemon.dir.join("run");
+                Ok((daemon, rings))
+            }
+            Start::Upstream(flavor) => upstream_with_rings(*flavor, label),
+        }
+    }
+}
+
+/// An upstream daemon's column label.
+pub fn label(flavor: Flavor) -> &'static str {
+    match flavor {
+        Flavor::C => "C xenstored",
+        Flavor::Ocaml => "oxenstored",
     }
 }

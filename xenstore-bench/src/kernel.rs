@@ -9,15 +9,13 @@ use crate::affinity::Pin;
 use crate::cli::KernelArgs;
 use crate::compare::{Case, Comparison};
 use crate::daemons;
-use crate::plain::{self, Budget, LOOP_PROBES, LOOP_SNOOP_ARGS};
-use crate::probe_loop::ProbeLoop;
-use crate::tracers::{Counts, Tracer};
-use crate::uprobe::{BareUprobes, Fetch};
+use crate::plain::firing::{on_loops, OnLoop};
+use crate::plain::{self, on_daemons, Attach, Budget, OnDaemon, LOOP_SNOOP_ARGS};
+use crate::uprobe::Fetch;
 use crate::workload::Workload;
 use anyhow::Result;
 use std::fmt::Write;
 use std::time::Duration;
-use xenstore_proto::Probe;
 
 /// The heading of BENCHMARKS.md's section that this command's runs fill.
 pub const SECTION: &str = "## 8. Dom0 kernels (6.1, 6.12) in QEMU";
@@ -52,86 +50,55 @@ pub fn run(args: &KernelArgs) -> Result<()> {
         memory_nodes: 0,
         quick: false,
     };
-    let mut counts = Vec::new();
-    let snooping = snooping(args, &budget, &mut counts);
-    let firing = per_firing(args, &budget, &mut counts)?;
-    println!("{}", render(&snooping, &firing, &counts));
+    let snooping = snooping(args, &budget);
+    let firing = per_firing(args, &budget);
+    println!("{}", render(&snooping, &firing));
     Ok(())
 }
 
 /// Section 3's shim rows: unsnooped, with a bare uprobe on `reply` (the
 /// snooper's floor), under the snooper on each back end, asked for by name.
-fn snooping(args: &KernelArgs, budget: &Budget, counts: &mut Vec<Counts>) -> Comparison {
+fn snooping(args: &KernelArgs, budget: &Budget) -> Comparison {
     let shim = plain::seeded(daemons::shim("shim", &args.shim));
     let (snoop, snoop_tracefs) = plain::snoopers(&args.snoop, &[]);
     let cases = vec![
         Case::raw(Workload::Read, 1, Pin::Cpu0),
         Case::raw(Workload::Write, 1, Pin::Cpu0),
     ];
-    Comparison::run(
-        "snooping",
-        &SNOOP_CONFIGS,
-        cases,
-        budget.rounds,
-        |case, k| {
-            let shim = plain::get(&shim)?;
-            let tracer = match k {
-                2 => Some((&snoop, args.shim.as_path())),
-                3 => Some((&snoop_tracefs, args.shim.as_path())),
-                _ => None,
-            };
-            let _floor = match k {
-                1 => Some(BareUprobes::enable(
-                    &args.shim,
-                    &[Probe::Reply],
-                    Fetch::SnoopArgs,
-                )?),
-                _ => None,
-            };
-            plain::run_case(shim, case, budget.run, None, tracer, counts)
-        },
-    )
+    let on_shim = |tracer| Ok(Attach::Tracer(tracer, &args.shim));
+    let attached = [
+        Ok(Attach::Nothing),
+        Ok(Attach::Uprobes(&args.shim)),
+        on_shim(&snoop),
+        on_shim(&snoop_tracefs),
+    ];
+    let configs: Vec<OnDaemon> = (SNOOP_CONFIGS.into_iter().zip(attached))
+        .map(|(label, attach)| (label, &shim, attach))
+        .collect();
+    on_daemons("snooping", &configs, cases, budget.rounds, budget.run)
 }
 
 /// Section 4's rows that need neither bpftrace nor a second build.
-fn per_firing(args: &KernelArgs, budget: &Budget, counts: &mut Vec<Counts>) -> Result<Comparison> {
-    let mut lp = ProbeLoop::start(&args.probe_loop)?;
-    Pin::Cpu0.apply_to_process(lp.pid())?;
+fn per_firing(args: &KernelArgs, budget: &Budget) -> Comparison {
     let (snoop, snoop_tracefs) = plain::snoopers(&args.snoop, &LOOP_SNOOP_ARGS);
-    let baseline = args
-        .baseline
-        .as_deref()
-        .map(|b| plain::snoopers(b, &LOOP_SNOOP_ARGS).0);
-    let configs = &FIRING_CONFIGS[..FIRING_CONFIGS.len() - usize::from(baseline.is_none())];
-    let secs = budget.run.as_secs_f64() / 2.0;
-    Ok(Comparison::run(
-        "per firing",
-        configs,
-        vec![Case::raw(Workload::Read, 1, Pin::Cpu0)],
-        4 * budget.rounds,
-        |_, k| {
-            let fire = |lp: &mut ProbeLoop| lp.sample(secs);
-            let kind = match k {
-                0 => return fire(&mut lp),
-                1 => {
-                    let _probes = BareUprobes::enable(&lp.binary, &LOOP_PROBES, Fetch::SnoopArgs)?;
-                    return fire(&mut lp);
-                }
-                2 => &snoop,
-                3 => &snoop_tracefs,
-                _ => baseline.as_ref().expect("a config only with --baseline"),
-            };
-            let (binary, pid) = (lp.binary.clone(), lp.pid());
-            let t = Tracer::attach(kind, pid, &binary, || lp.mark())?;
-            let s = fire(&mut lp);
-            counts.push(t.detach()?);
-            s
-        },
-    ))
+    let baseline = (args.baseline.as_deref()).map(|b| plain::snoopers(b, &LOOP_SNOOP_ARGS).0);
+    let attached = [
+        OnLoop::Nothing,
+        OnLoop::Uprobes(Fetch::SnoopArgs),
+        OnLoop::Tracer(snoop),
+        OnLoop::Tracer(snoop_tracefs),
+    ]
+    .into_iter()
+    .chain(baseline.map(OnLoop::Tracer));
+    let configs: Vec<_> = (FIRING_CONFIGS.iter().zip(attached))
+        .map(|(label, on)| (*label, 0, Ok(on)))
+        .collect();
+    let loops = [args.probe_loop.as_path()];
+    on_loops("per firing", &loops, &configs, budget.rounds, budget.run)
 }
 
 /// The ratios as markdown, with what the snooper said it saw and lost.
-fn render(snooping: &Comparison, firing: &Comparison, counts: &[Counts]) -> String {
+fn render(snooping: &Comparison, firing: &Comparison) -> String {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let mut s = format!("kernel {}\n\n", kernel.trim());
     s += "| workload | snoop (bpf) ÷ none | snoop (tracefs) ÷ none | bare uprobe ÷ none | \
@@ -150,25 +117,22 @@ fn render(snooping: &Comparison, firing: &Comparison, counts: &[Counts]) -> Stri
             cpu(1, 0)
         );
     }
-    let ns = |k| firing.median(0, k).map(|m| 1e9 / m.ops_per_s);
-    let cost = |k| Some(ns(k)? - ns(0)?);
+    let cost = plain::firing_costs(firing);
     // The nanoseconds mean something on real hardware only, not under TCG.
     s += "\n| tracer | cost per firing (ns) | ÷ bare uprobe's |\n|---|---|---|\n";
     for (k, name) in firing.configs.iter().enumerate().skip(1) {
-        let ratio = cost(k).zip(cost(1)).map(|(c, bare)| c / bare);
-        let ns = cost(k).map_or("–".into(), |c| format!("{c:.0}"));
+        let ratio = cost[k].zip(cost[1]).map(|(c, bare)| c / bare);
+        let ns = cost[k].map_or("–".into(), |c| format!("{c:.0}"));
         let _ = writeln!(s, "| {name} | {ns} | {} |", fmt_ratio(ratio));
     }
+    let counts = [snooping, firing].map(|c| c.counts.concat()).concat();
     let seen: u64 = counts.iter().filter_map(|c| c.seen).sum();
     let lost: u64 = counts.iter().filter_map(|c| c.lost).sum();
     let _ = writeln!(
         s,
         "\nxenstore-snoop over these runs: {seen} events seen, {lost} lost."
     );
-    for f in snooping.failures.iter().chain(&firing.failures) {
-        let _ = writeln!(s, "\n- not measured: {f}");
-    }
-    s
+    s + &plain::failures(snooping) + &plain::failures(firing)
 }
 
 fn fmt_ratio(r: Option<f64>) -> String {

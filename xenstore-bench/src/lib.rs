@@ -16,7 +16,6 @@ pub mod kernel;
 pub mod libxs;
 pub mod load;
 pub mod machine;
-pub mod memory;
 pub mod plain;
 pub mod probe_loop;
 pub mod report;

@@ -11,8 +11,13 @@ fn main() -> anyhow::Result<()> {
         Command::Smoke {
             shim,
             floor,
+            snoop,
+            probe_loop,
             only,
             upstream,
-        } => xenstore_bench::run::smoke(shim, floor, only, upstream),
+        } => {
+            let (snoop, probe_loop) = (snoop.as_deref(), probe_loop.as_deref());
+            xenstore_bench::run::smoke(shim, floor, snoop, probe_loop, only, upstream)
+        }
     }
 }

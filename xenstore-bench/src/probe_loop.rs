@@ -59,9 +59,7 @@ impl ProbeLoop {
             _ => bail!("probe loop said {line:?}"),
         }
     }
-}
 
-impl ProbeLoop {
     /// Fires flat out from one thread for `secs`: the firing rate as a
     /// sample (no latencies, no daemon).
     pub fn sample(&mut self, secs: f64) -> Result<crate::stats::Sample> {

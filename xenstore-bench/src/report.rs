@@ -86,11 +86,10 @@ mod tests {
     use super::*;
     use crate::affinity::Pin;
     use crate::compare::{Case, Comparison};
-    use crate::memory::Rss;
     use crate::plain::loss::LossStep;
+    use crate::plain::memory::Rss;
     use crate::plain::metrics::{ExporterAt, MetricsResult};
     use crate::plain::sites::SitesResult;
-    use crate::plain::snoop::SnoopResult;
     use crate::plain::{firing, idle, loss, memory, metrics, sites, snoop, throughput};
     use crate::stats::Sample;
     use crate::tracers::Counts;
@@ -107,7 +106,7 @@ mod tests {
             Case::raw(Workload::Write, 8, Pin::Free),
         ];
         let mut round = 0u64;
-        Comparison::run("fixture", &names, cases, 2, |case, k| {
+        Comparison::run("fixture", &names, cases, 2, |case, k, _| {
             round += 1;
             let x = (case.conns as f64) * 1000.0 + (k as f64) * 37.0 + (round % 3) as f64;
             Ok(Sample {
@@ -129,13 +128,14 @@ mod tests {
         }]
     }
 
-    fn snoop_result(configs: usize) -> SnoopResult {
-        SnoopResult {
-            comparison: comparison(configs),
-            snoop_counts: counts(1),
-            bpftrace_counts: counts(2),
-            snoop_tracefs_counts: counts(3),
+    /// A comparison whose configurations `traced` have tracers' counts,
+    /// the first `counts(1)`, the next `counts(2)`, and so on.
+    fn snooped(configs: usize, traced: &[usize]) -> Comparison {
+        let mut c = comparison(configs);
+        for (n, &k) in traced.iter().enumerate() {
+            c.counts[k] = counts(n as u64 + 1);
         }
+        c
     }
 
     fn head() -> Head {
@@ -190,7 +190,7 @@ mod tests {
                 ..comparison(3)
             }),
             idle::render(&comparison(2)),
-            snoop::render(&snoop_result(7)),
+            snoop::render(&snooped(7, &[2, 3, 6])),
             firing::render(&comparison(8)),
             loss::render(
                 &Ok(vec![LossStep {
@@ -211,12 +211,11 @@ mod tests {
             ),
             metrics::render(&MetricsResult {
                 comparison: comparison(5),
-                killed: 0,
                 at_1000: exporter(1000, 4096),
                 at_2000: exporter(2000, 4100),
             }),
             sites::render(&SitesResult {
-                per_op: snoop_result(6),
+                per_op: snooped(6, &[2]),
                 per_firing: comparison(6),
             }),
         ]

@@ -77,50 +77,36 @@ pub fn stamped(section: &str, measured: &str) -> String {
 }
 
 /// The old goals part (the table, then "What limits the figures") with the
-/// rows and limits this run measured in place of theirs.
+/// rows and limits this run measured in place of theirs, new ones after
+/// the old.
 fn merge_goals(old: &str, fresh: &str) -> String {
-    let mut lines: Vec<String> = old.lines().map(str::to_string).collect();
-    let mut appended_rows = Vec::new();
-    let mut appended_limits = Vec::new();
-    for line in fresh.lines() {
-        let Some(key) = row_key(line).or_else(|| limit_key(line)) else {
-            continue;
-        };
-        let same = |l: &String| row_key(l).or_else(|| limit_key(l)) == Some(key);
-        match lines.iter_mut().find(|l| same(l)) {
-            Some(l) => *l = line.to_string(),
-            None if row_key(line).is_some() => appended_rows.push(line.to_string()),
-            None => appended_limits.push(line.to_string()),
-        }
-    }
-    // New goal rows go after the table's last row; new limits after the
-    // last limit, or under a heading of their own.
-    if let Some(last) = lines.iter().rposition(|l| row_key(l).is_some()) {
-        lines.splice(last + 1..last + 1, appended_rows);
-    }
-    if !appended_limits.is_empty() {
-        match lines.iter().rposition(|l| limit_key(l).is_some()) {
-            Some(last) => {
-                lines.splice(last + 1..last + 1, appended_limits);
-            }
-            None => {
-                let end = lines
-                    .iter()
-                    .rposition(|l| !l.is_empty())
-                    .map_or(0, |i| i + 1);
-                let mut limits = vec![
-                    String::new(),
-                    "What limits the figures:".into(),
-                    String::new(),
-                ];
-                limits.extend(appended_limits);
-                lines.splice(end..end, limits);
+    let [mut rows, mut limits] = keyed(old);
+    for (mine, new) in [&mut rows, &mut limits].into_iter().zip(keyed(fresh)) {
+        for (key, line) in new {
+            match mine.iter_mut().find(|(k, _)| *k == key) {
+                Some(old) => old.1 = line,
+                None => mine.push((key, line)),
             }
         }
     }
-    let mut s = lines.join("\n");
-    s.push('\n');
-    s
+    let mut s = format!("{GOALS}\n\n| goal | target | measured | verdict |\n|---|---|---|---|\n");
+    for (_, row) in rows {
+        let _ = writeln!(s, "{row}");
+    }
+    if !limits.is_empty() {
+        s += "\nWhat limits the figures:\n\n";
+        for (_, limit) in limits {
+            let _ = writeln!(s, "{limit}");
+        }
+    }
+    s + "\n"
+}
+
+/// A goals part's rows, then its limits, each by its key.
+fn keyed(part: &str) -> [Vec<(&str, &str)>; 2] {
+    let pick =
+        |key: fn(&str) -> Option<&str>| (part.lines()).filter_map(|l| Some((key(l)?, l))).collect();
+    [pick(row_key), pick(limit_key)]
 }
 
 /// A goal row's goal ("| goal | target | measured | verdict |"), not the

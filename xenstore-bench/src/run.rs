@@ -71,6 +71,8 @@ pub fn all(args: &AllArgs) -> Result<()> {
     let bench = Bench {
         scale,
         budget,
+        snoop: Some(b.snoop.clone()),
+        probe_loop: Some(b.probe_loop.clone()),
         builds: Some(b),
         before,
         xs_load,
@@ -150,6 +152,8 @@ pub fn load(args: &LoadArgs) -> Result<()> {
 pub fn smoke(
     shim: &Path,
     floor: &Path,
+    snoop: Option<&Path>,
+    probe_loop: Option<&Path>,
     sections: &[Section],
     upstream: &[StormUpstream],
 ) -> Result<()> {
@@ -169,10 +173,12 @@ pub fn smoke(
             run,
             rounds: 1,
             idle_rounds: 1,
-            memory_nodes: 0,
+            memory_nodes: 2000,
             quick: true,
         },
         builds: None,
+        snoop: snoop.map(Path::to_path_buf),
+        probe_loop: probe_loop.map(Path::to_path_buf),
         before: None,
         xs_load: None,
     };

@@ -1,6 +1,7 @@
 //! What the scale sections (S1-S5) share: what they measure and for how
 //! long, and what each hands back.
 
+use crate::daemons::{self, Start};
 use crate::stats::Sample;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -41,19 +42,12 @@ impl Scale {
         }
     }
 
-    /// The shims, labelled, as the store scenarios start them.
-    pub fn shim_starts(&self) -> Vec<(String, crate::daemons::Start)> {
-        use crate::daemons::Start;
-        let mut d: Vec<(String, Start)> = (self.shims.iter())
-            .map(|(l, b)| (l.clone(), Start::Shim(b.clone())))
-            .collect();
-        for flavor in &self.upstream {
-            d.push(match flavor {
-                Flavor::C => ("C xenstored".into(), Start::CXenstored),
-                Flavor::Ocaml => ("oxenstored".into(), Start::Oxenstored),
-            });
-        }
-        d
+    /// The shims, then the upstream daemons, labelled.
+    pub fn shim_starts(&self) -> Vec<(String, Start)> {
+        let shims = (self.shims.iter()).map(|(l, b)| (l.clone(), Start::Shim(b.clone())));
+        let upstream =
+            (self.upstream.iter()).map(|&f| (daemons::label(f).into(), Start::Upstream(f)));
+        shims.chain(upstream).collect()
     }
 }
 
@@ -95,6 +89,27 @@ pub fn head<L: std::fmt::Display>(first: &str, labels: impl IntoIterator<Item = 
     format!("{s}\n{rule}\n")
 }
 
+/// A row of each curve's `pick` at its last point ÷ at its first ("–"
+/// for a curve of fewer than two points).
+pub fn growth_row<P>(
+    what: &str,
+    curves: &[crate::in_turn::Curve<P>],
+    pick: impl Fn(&P) -> f64,
+) -> String {
+    let mut s = format!("| {what} |");
+    for c in curves {
+        let ratio = match (c.points.first(), c.points.last()) {
+            (Some(a), Some(b)) if c.points.len() > 1 => Some(pick(b) / pick(a)),
+            _ => None,
+        };
+        s += &format!(
+            " {} |",
+            ratio.map_or("–".into(), |x| format!("**{x:.2}×**"))
+        );
+    }
+    s + "\n"
+}
+
 /// Tables of curves measured in turn, one under each caption of a
 /// template (template::tables): a row a level ("key (size)"), a column a
 /// curve, each cell its point at that level shown, "–" for none.
@@ -103,32 +118,36 @@ pub struct CurveTables<'a, P> {
     /// Over the key column.
     first: &'a str,
     curves: &'a [crate::in_turn::Curve<P>],
-    /// (key, size) of every level any curve reached.
+    /// A point's (key, size).
+    level: fn(&P) -> (usize, usize),
+    /// (key, size) of every level any curve reached with a size.
     levels: Vec<(usize, usize)>,
-    /// A point's level.
-    key: fn(&P) -> usize,
 }
 
 impl<'a, P> CurveTables<'a, P> {
     /// The filled template's text before its first caption, and its tables.
     pub fn new(
         text: &'a str,
-        (first, key): (&'a str, fn(&P) -> usize),
+        first: &'a str,
+        level: fn(&P) -> (usize, usize),
         curves: &'a [crate::in_turn::Curve<P>],
-        levels: Vec<(usize, usize)>,
     ) -> (&'a str, Self) {
         let (intro, captions) = crate::template::tables(text);
+        let mut levels: Vec<(usize, usize)> = (curves.iter())
+            .flat_map(|c| c.points.iter().map(level))
+            .filter(|l| l.1 > 0)
+            .collect();
+        levels.sort_unstable();
+        levels.dedup_by_key(|l| l.0);
         let captions = captions.into_iter();
-        (
-            intro,
-            CurveTables {
-                captions,
-                first,
-                curves,
-                levels,
-                key,
-            },
-        )
+        let tables = CurveTables {
+            captions,
+            first,
+            curves,
+            level,
+            levels,
+        };
+        (intro, tables)
     }
 
     /// The next caption, its heading first, and its table of `show`.
@@ -139,7 +158,7 @@ impl<'a, P> CurveTables<'a, P> {
         for &(level, size) in &self.levels {
             s += &format!("| {level} ({size}) |");
             for c in self.curves {
-                let got = c.points.iter().find(|p| (self.key)(p) == level);
+                let got = c.points.iter().find(|p| (self.level)(p).0 == level);
                 s += &format!(" {} |", got.map_or("–".into(), show));
             }
             s += "\n";

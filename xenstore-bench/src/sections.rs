@@ -1,7 +1,7 @@
 //! The table of sections: each has one name, the same in `--only`, in its
 //! report heading and in its file or folder. `all` runs the wanted ones in
 //! this order, `--update` merges them by heading, and `smoke` runs those
-//! that need no root at a few small N through the very same functions.
+//! that it can at a few small N through the very same functions.
 
 use crate::builds::{self, Before, Builds};
 use crate::cli::Section;
@@ -33,8 +33,12 @@ pub struct Bench {
     pub scale: Scale,
     pub budget: Budget,
     /// The release builds `all` made; None in a smoke run, whose plain
-    /// sections other than throughput need them (and root, tracefs, bpftrace).
+    /// sections other than throughput, memory and loss need them (and root,
+    /// tracefs, bpftrace).
     pub builds: Option<Builds>,
+    /// The snooper and the probe loop (loss's), if given.
+    pub snoop: Option<PathBuf>,
+    pub probe_loop: Option<PathBuf>,
     pub before: Option<Before>,
     /// The libxenstore client (throughput's libxenstore rows).
     pub xs_load: Option<PathBuf>,
@@ -45,7 +49,7 @@ pub fn part(section: Section, b: &Bench) -> Result<Part> {
     let budget = &b.budget;
     let builds = || {
         (b.builds.as_ref()).with_context(|| {
-            format!("{section:?} has no smoke run (it needs root, tracefs and bpftrace)")
+            format!("{section:?} has no smoke run (it needs the release builds `all` makes)")
         })
     };
     Ok(match section {
@@ -66,9 +70,14 @@ pub fn part(section: Section, b: &Bench) -> Result<Part> {
             budget,
             &bpftrace_script()?,
         )),
-        Section::Loss => plain::loss::render(&plain::loss::measure(builds()?, budget), budget),
+        Section::Loss => {
+            let (probe_loop, snoop) = (b.probe_loop.as_ref().zip(b.snoop.as_ref()))
+                .context("loss needs --snoop and --probe-loop")?;
+            plain::loss::render(&plain::loss::measure(probe_loop, snoop, budget), budget)
+        }
         Section::Memory => {
-            plain::memory::render(&plain::memory::measure(builds()?, budget), budget)
+            let shim = &b.scale.shims[0].1;
+            plain::memory::render(&plain::memory::measure(shim, budget), budget)
         }
         Section::Metrics => plain::metrics::render(&plain::metrics::measure(
             builds()?,

@@ -63,17 +63,6 @@ pub fn median_sample(samples: &[Sample]) -> Sample {
     }
 }
 
-/// The median of the per-round ratios a/b (runs of one round ran side by
-/// side, so their ratio cancels most of the machine's drift).
-pub fn paired_ratio(a: &[Sample], b: &[Sample]) -> f64 {
-    median(
-        a.iter()
-            .zip(b)
-            .map(|(a, b)| a.ops_per_s / b.ops_per_s)
-            .collect(),
-    )
-}
-
 /// A count with thin spaces between thousands ("–" for none).
 pub fn ops(x: f64) -> String {
     if x.is_nan() {
@@ -104,14 +93,5 @@ mod tests {
         assert_eq!(s.p99_us, 99.0);
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
-        let a = [Sample {
-            ops_per_s: 20.0,
-            ..Sample::default()
-        }];
-        let b = [Sample {
-            ops_per_s: 10.0,
-            ..Sample::default()
-        }];
-        assert_eq!(paired_ratio(&a, &b), 2.0);
     }
 }

@@ -7,6 +7,7 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use xenstore_testkit::wait::wait_until;
 
 /// The path every attach check asks for: it shows up in the tracer's output
 /// once the tracer sees events.
@@ -103,7 +104,7 @@ impl Tracer {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             mark()?;
-            if contains(&shows, needle)? {
+            if std::fs::read_to_string(&shows).is_ok_and(|t| t.contains(needle)) {
                 return Ok(tracer);
             }
             if let Some(status) = tracer.child.as_mut().unwrap().try_wait()? {
@@ -114,6 +115,15 @@ impl Tracer {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("attached").id()
+    }
+
+    /// Where it writes (a metrics exporter's textfile directory).
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     fn stderr_text(&self) -> String {
@@ -128,39 +138,26 @@ impl Tracer {
         let cpu_ns = crate::daemons::cpu_ns(child.id()).ok();
         // SAFETY: signalling our own child by its pid.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-        let deadline = Instant::now() + STOP_BOUND;
-        while child.try_wait()?.is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                eprintln!(
-                    "bench: a tracer ignored SIGINT for {} s, killed (its run is kept): {}",
-                    STOP_BOUND.as_secs(),
-                    self.stderr_text().trim()
-                );
-                return Ok(Counts {
-                    cpu_ns,
-                    killed: true,
-                    ..Counts::default()
-                });
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        let stopped = || !matches!(child.try_wait(), Ok(None));
+        if wait_until("the tracer to stop", STOP_BOUND, stopped).is_err() {
+            let _ = child.kill();
+            let _ = child.wait();
+            eprintln!(
+                "bench: a tracer ignored SIGINT for {} s, killed (its run is kept): {}",
+                STOP_BOUND.as_secs(),
+                self.stderr_text().trim()
+            );
+            return Ok(Counts {
+                cpu_ns,
+                killed: true,
+                ..Counts::default()
+            });
         }
         Ok(Counts {
             cpu_ns,
             ..parse_counts(&self.stderr_text())
         })
     }
-}
-
-/// Whether `path` exists and holds `needle`.
-fn contains(path: &Path, needle: &str) -> Result<bool> {
-    let text = match std::fs::read(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(e.into()),
-    };
-    Ok(text.windows(needle.len()).any(|w| w == needle.as_bytes()))
 }
 
 impl Drop for Tracer {

@@ -56,6 +56,56 @@ fn throughput_drives_every_workload() {
     }
 }
 
+/// Sections 6 and 5 at smoke size: every daemon's resident set grows
+/// with 2000 nodes (upstream ones when installed), and the snooper on the
+/// probe loop accounts for every firing at two rates (each seen or counted
+/// lost), attached through uprobes: root and tracefs (CI has both).
+#[test]
+fn memory_grows_and_loss_accounts_for_every_firing() {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root || !std::path::Path::new("/sys/kernel/tracing/uprobe_events").exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run this: root and tracefs"
+        );
+        eprintln!("\n*** SKIPPING memory and loss smoke: not root or no tracefs (CI unset) ***\n");
+        return;
+    }
+    let snoop = xenstore_testkit::bin("xenstore-snoop");
+    let probe_loop = env!("CARGO_BIN_EXE_xsbench-probe-loop");
+    let args = [
+        "--snoop",
+        snoop.to_str().unwrap(),
+        "--probe-loop",
+        probe_loop,
+    ];
+    let text = smoke_with("memory,loss", &args);
+    assert_has(&text, &["## 6. Memory", "## 5. Event rate without loss"]);
+    let cells = |row: &str| -> Vec<String> {
+        row.split(" | ")
+            .map(|c| c.trim_matches(['|', ' ']).replace('\u{202f}', ""))
+            .collect()
+    };
+    let shim = rows(&text, "| shim | ".into())
+        .next()
+        .expect("the shim's RSS");
+    let rss = cells(shim);
+    let (before, after): (u64, u64) = (rss[1].parse().unwrap(), rss[2].parse().unwrap());
+    assert!(after > before, "{shim}");
+    for target in ["| 500\u{202f}000 | 1 |", "| unpaced | 2 |"] {
+        let row = rows(&text, target.into())
+            .next()
+            .unwrap_or_else(|| panic!("{target}: {text}"));
+        let n: Vec<u64> = cells(row)[3..6]
+            .iter()
+            .map(|c| c.parse().unwrap())
+            .collect();
+        let (fired, seen, lost) = (n[0], n[1], n[2]);
+        assert!(fired > 0 && seen + lost >= fired, "{row}");
+    }
+}
+
 /// S5 at N = 0, 10, 40 idle connections, then as many idle ring domains
 /// too, with 15 watches each, on the shim and the floor: every pair
 /// answered, and no idle connection or domain sent anything.

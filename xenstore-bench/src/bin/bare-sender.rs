@@ -50,8 +50,8 @@ struct Client {
 struct Watch {
     client: usize,
     token: Vec<u8>,
-    /// Registered relative: events drop the watcher's home.
-    relative: bool,
+    /// Registered relative: events drop this much, the watcher's home.
+    cut: usize,
 }
 
 #[derive(Default)]
@@ -130,10 +130,11 @@ fn serve(socket: &str, rings: SimBackend) -> io::Result<()> {
 }
 
 fn client(link: Link) -> Client {
+    let (input, output) = (Vec::new(), Vec::new());
     Client {
         link,
-        input: Vec::new(),
-        output: Vec::new(),
+        input,
+        output,
     }
 }
 
@@ -168,9 +169,7 @@ fn receive(c: &mut Client, buf: &mut [u8]) -> bool {
 
 /// INTRODUCE's domid, gfn and port.
 fn introduce_args(payload: &[u8]) -> Option<(u16, u64, u32)> {
-    let mut args = payload
-        .split(|&b| b == 0)
-        .map(|a| std::str::from_utf8(a).ok());
+    let mut args = (payload.split(|&b| b == 0)).map(|a| std::str::from_utf8(a).ok());
     let mut next = || args.next().flatten();
     Some((
         next()?.parse().ok()?,
@@ -201,52 +200,51 @@ fn execute(
         Some(home) => [home.as_bytes(), b"/", given].concat(),
         None => given.to_vec(),
     };
-    let reply = |clients: &mut [Option<Client>], ty: MsgType, body: &[u8]| {
-        send(clients, me, ty, header.req_id, header.tx_id, &[body]);
-    };
+    let ids = (header.req_id, header.tx_id);
     let mut introduced = None;
-    match header.ty {
-        t if t == MsgType::Watch as u32 => {
-            let token = parts.next().unwrap_or_default().to_vec();
-            reply(clients, MsgType::Watch, b"OK\0");
+    let (ty, reply): (MsgType, &[u8]) = match MsgType::from_u32(header.ty) {
+        Some(MsgType::Watch) => {
+            let token = parts.next().unwrap_or_default();
+            send(clients, me, MsgType::Watch, ids, &[b"OK\0"]);
             send(
                 clients,
                 me,
                 MsgType::WatchEvent,
-                0,
-                0,
-                &[given, b"\0", &token, b"\0"],
+                (0, 0),
+                &[given, b"\0", token, b"\0"],
             );
             let watch = Watch {
                 client: me,
-                token,
-                relative: home.is_some(),
+                token: token.to_vec(),
+                cut: home.as_ref().map_or(0, |h| h.len() + 1),
             };
             store.watches.insert(path, watch);
+            return None;
         }
-        t if t == MsgType::Write as u32 => {
+        Some(MsgType::Write) => {
             let value = &payload[(given.len() + 1).min(payload.len())..];
             fire(store, clients, &path);
             store.values.insert(path, value.to_vec());
-            reply(clients, MsgType::Write, b"OK\0");
+            (MsgType::Write, b"OK\0")
         }
-        t if t == MsgType::Read as u32 => match store.values.get(&path) {
-            Some(v) => reply(clients, MsgType::Read, v),
-            None => reply(clients, MsgType::Error, b"ENOENT\0"),
+        Some(MsgType::Read) => match store.values.get(&path) {
+            Some(v) => (MsgType::Read, v),
+            None => (MsgType::Error, b"ENOENT\0"),
         },
-        t if t == MsgType::Mkdir as u32 => reply(clients, MsgType::Mkdir, b"OK\0"),
-        t if t == MsgType::SetPerms as u32 => reply(clients, MsgType::SetPerms, b"OK\0"),
-        t if t == MsgType::Introduce as u32 => {
-            match introduce_args(payload).map(|(d, g, p)| (RingConn::attach(rings, d, g, p), d)) {
+        Some(ty @ (MsgType::Mkdir | MsgType::SetPerms)) => (ty, b"OK\0"),
+        Some(MsgType::Introduce) => {
+            let args = introduce_args(payload);
+            match args.map(|(d, g, p)| (RingConn::attach(rings, d, g, p), d)) {
                 Some((Ok(ring), domid)) => {
                     introduced = Some((ring, domid));
-                    reply(clients, MsgType::Introduce, b"OK\0");
+                    (MsgType::Introduce, b"OK\0")
                 }
-                _ => reply(clients, MsgType::Error, b"EINVAL\0"),
+                _ => (MsgType::Error, b"EINVAL\0"),
             }
         }
-        _ => reply(clients, MsgType::Error, b"ENOSYS\0"),
-    }
+        _ => (MsgType::Error, b"ENOSYS\0"),
+    };
+    send(clients, me, ty, ids, &[reply]);
     introduced
 }
 
@@ -256,19 +254,9 @@ fn fire(store: &Store, clients: &mut [Option<Client>], path: &[u8]) {
     let mut at = path;
     loop {
         if let Some(w) = store.watches.get(at) {
-            let mut event = path;
-            if w.relative {
-                if let Some(Some(Client {
-                    link: Link::Ring(_, home),
-                    ..
-                })) = clients.get(w.client)
-                {
-                    let cut = (home.len() + 1).min(path.len());
-                    event = &path[cut..];
-                }
-            }
+            let event = &path[w.cut.min(path.len())..];
             let parts: [&[u8]; 4] = [event, b"\0", &w.token, b"\0"];
-            send(clients, w.client, MsgType::WatchEvent, 0, 0, &parts);
+            send(clients, w.client, MsgType::WatchEvent, (0, 0), &parts);
             return;
         }
         match at.iter().rposition(|&b| b == b'/') {
@@ -281,19 +269,12 @@ fn fire(store: &Store, clients: &mut [Option<Client>], path: &[u8]) {
 /// One message to client `to`: on a socket in one send (what it cannot
 /// take now is dropped: the bench's clients read everything they are
 /// sent); on a ring as far as it takes it, the rest when it wakes.
-fn send(
-    clients: &mut [Option<Client>],
-    to: usize,
-    ty: MsgType,
-    req_id: u32,
-    tx_id: u32,
-    parts: &[&[u8]],
-) {
+fn send(clients: &mut [Option<Client>], to: usize, ty: MsgType, ids: (u32, u32), parts: &[&[u8]]) {
     let Some(Some(c)) = clients.get_mut(to) else {
         return;
     };
     let start = c.output.len();
-    xenstore_proto::frame::encode(&mut c.output, ty as u32, req_id, tx_id, parts);
+    xenstore_proto::frame::encode(&mut c.output, ty as u32, ids.0, ids.1, parts);
     if let Link::Socket(fd) = c.link {
         let out = &c.output[start..];
         // SAFETY: `out` is ours and as long as passed.

@@ -19,9 +19,10 @@ use crate::affinity::on_cpu0;
 use crate::client::Conn;
 use crate::daemons::{self, cpu_ns, Daemon};
 use crate::guests::{self, RingGuest};
+use crate::scale::{Scale, Size};
 use crate::stats::{median, median_sample, Sample};
 use anyhow::{bail, Context, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use xenstore_testkit::upstream::Flavor;
 
@@ -36,21 +37,10 @@ pub const FLOOR: &str = "floor";
 /// Idle domain i is domain GUEST_BASE + i.
 pub const GUEST_BASE: u16 = 2001;
 
-/// Which daemons, and how long each run.
-pub struct Plan {
-    /// (label, the shim binary) for each shim build measured.
-    pub shims: Vec<(String, PathBuf)>,
-    /// The floor (`xsbench-bare-sender`), measured after the shims: a
-    /// daemon doing only what the requests need, whose growth is the price
-    /// of reaching a cold watcher.
-    pub floor: Option<PathBuf>,
-    pub upstream: bool,
-    pub levels: Vec<usize>,
-    pub run: Duration,
-    pub rounds: usize,
-    /// After each level, check no idle connection was sent an event it
-    /// should not have been (costs a syscall per connection).
-    pub check_quiet: bool,
+/// S5's or S2's run on every daemon of a Scale (its shims, the floor,
+/// C xenstored and oxenstored if it has upstream daemons).
+pub struct Plan<'a> {
+    pub scale: &'a Scale,
     /// Also N idle domains on simulated rings.
     pub domains: bool,
     /// Which of the two scenarios the rounds measure.
@@ -100,23 +90,11 @@ pub struct ScaleResult {
     pub elapsed: Duration,
 }
 
-impl crate::scale::Scale {
-    /// S5's or S2's plan: every daemon, sockets only or with domains too.
-    pub fn idle_plan(&self, domains: bool, scenario: Scenario) -> Plan {
+impl Scale {
+    /// S5's or S2's plan: sockets only or with domains too.
+    pub fn idle_plan(&self, domains: bool, scenario: Scenario) -> Plan<'_> {
         Plan {
-            shims: self.shims.clone(),
-            floor: Some(self.floor.clone()),
-            upstream: !self.upstream.is_empty(),
-            levels: self.pick(vec![0, 10, 40], LEVELS.to_vec(), LEVELS.to_vec()),
-            run: self.pick(Duration::from_millis(100), self.run / 2, self.run / 2),
-            // S2's goal is a difference of two growths, each as wide as
-            // the noise of one round on a shared machine: more rounds.
-            rounds: match (scenario, self.size) {
-                (Scenario::FanOut, crate::scale::Size::Full) => self.rounds * 3,
-                _ => self.rounds,
-            },
-            // a syscall per connection: checked where the run is short
-            check_quiet: self.size == crate::scale::Size::Smoke,
+            scale: self,
             domains,
             scenario,
         }
@@ -154,9 +132,22 @@ struct Host {
     no_domains: Option<String>,
 }
 
+/// Which daemon a column is.
+enum Which<'a> {
+    Shim(&'a Path),
+    Floor(&'a Path),
+    Upstream(Flavor),
+}
+
 impl Host {
-    fn start(label: &str, daemon: Result<Daemon>, rings: Option<PathBuf>) -> Result<Host> {
-        let daemon = daemon?;
+    /// Daemon `which`, with no idle population yet; its domains' rings
+    /// (if `domains`) where it maps them.
+    fn start(label: &str, which: &Which, domains: bool) -> Result<Host> {
+        let (daemon, rings) = match *which {
+            Which::Shim(binary) => with_run_dir(daemons::shim(label, binary)?),
+            Which::Floor(binary) => with_run_dir(daemons::bare_sender(label, binary)?),
+            Which::Upstream(flavor) => daemons::upstream_with_rings(flavor, label)?,
+        };
         let mut load = Conn::connect(&daemon.socket)?;
         load.write(0, LOAD_PATH, b"0")?.ok()?;
         Ok(Host {
@@ -164,30 +155,27 @@ impl Host {
             daemon,
             idle: Vec::new(),
             load,
-            rings,
+            rings: domains.then_some(rings),
             guests: Vec::new(),
             no_domains: None,
         })
     }
 
-    /// Boots idle domains up to `n`, each with its watches (relative to
-    /// its home, as guests register them); a daemon that cannot serve
-    /// rings here goes on without them, and the report says so.
-    fn grow_domains(&mut self, n: usize) -> Result<()> {
-        let Some(rings) = self.rings.clone() else {
-            return Ok(());
-        };
+    /// Opens idle connections up to `n`, and boots as many idle domains,
+    /// each with its watches (a domain's relative to its home, as guests
+    /// register them); a daemon that cannot serve rings here goes on
+    /// without them, and the report says so.
+    fn grow(&mut self, n: usize) -> Result<()> {
         let mut dom0 = xenstore_guest::client::Xs::connect(&self.daemon.socket)?;
-        while self.guests.len() < n {
+        while let (Some(rings), true) = (&self.rings, self.guests.len() < n) {
             let domid = GUEST_BASE + self.guests.len() as u16;
-            let mut g = match guests::boot(&mut dom0, &rings, domid) {
-                Ok(g) => g,
+            let mut g = match guests::boot(&mut dom0, rings, domid) {
                 Err(e) if self.guests.is_empty() => {
                     self.no_domains = Some(format!("{e:#}"));
                     self.rings = None;
-                    return Ok(());
+                    break;
                 }
-                Err(e) => return Err(e),
+                g => g?,
             };
             for j in 1..WATCHES_PER_CONN {
                 g.watch(&format!("device/vif/{j}/state"), "idle")?;
@@ -196,12 +184,6 @@ impl Host {
             while g.event(EVENT_TIMEOUT)? != GUEST_HOT {}
             self.guests.push(g);
         }
-        Ok(())
-    }
-
-    /// Opens idle connections up to `n`, each with its watches.
-    fn grow(&mut self, n: usize) -> Result<()> {
-        self.grow_domains(n)?;
         while self.idle.len() < n {
             let i = self.idle.len();
             let mut c = Conn::connect(&self.daemon.socket)?;
@@ -244,10 +226,10 @@ impl Host {
     }
 
     /// Writes below the watched path of an idle connection or domain
-    /// (alternately when it has domains; each
-    /// spread over all of them, or the first of each when `one`); each
-    /// write is timed until its watcher has the event. Also returns the
-    /// kernel's share of the daemon's CPU in that run.
+    /// (alternately when it has domains; each spread over all of them, or
+    /// the first of each when `one`); each write is timed until its
+    /// watcher has the event. Also returns the kernel's share of the
+    /// daemon's CPU in that run.
     fn fan_out(&mut self, run: Duration, one: bool) -> Result<(Sample, f64)> {
         let (load, idle, guests) = (&mut self.load, &mut self.idle, &mut self.guests);
         let n = idle.len();
@@ -258,50 +240,49 @@ impl Host {
         let before = user_and_system_ticks(pid)?;
         let sample = timed(pid, run, |op| {
             let i = if one { 0 } else { op.wrapping_mul(7919) % n };
-            if op % 2 == 1 && !guests.is_empty() {
+            let (path, got) = if op % 2 == 1 && !guests.is_empty() {
                 let count = guests.len();
                 let g = &mut guests[i % count];
-                let rel = format!("{GUEST_HOT}/v");
-                let path = format!("/local/domain/{}/{rel}", g.domid);
+                let home = format!("/local/domain/{}", g.domid);
+                let path = format!("{home}/{GUEST_HOT}/v");
                 load.write(0, path.as_bytes(), b"1")?.ok()?;
-                let got = g.event(EVENT_TIMEOUT)?;
-                if got != rel {
-                    bail!("domain {} got an event for {got} instead of {rel}", g.domid);
-                }
-                return Ok(());
-            }
-            let path = format!("{}/v", hot_path(i));
-            load.write(0, path.as_bytes(), b"1")?.ok()?;
-            let got = idle[i].event(EVENT_TIMEOUT)?;
-            if got != path.as_bytes() {
-                bail!(
-                    "connection {i} got an event for {} instead of {path}",
-                    String::from_utf8_lossy(got)
-                );
+                let got = format!("{home}/{}", g.event(EVENT_TIMEOUT)?);
+                (path, got)
+            } else {
+                let path = format!("{}/v", hot_path(i));
+                load.write(0, path.as_bytes(), b"1")?.ok()?;
+                (
+                    path,
+                    String::from_utf8_lossy(idle[i].event(EVENT_TIMEOUT)?).into(),
+                )
+            };
+            if got != path {
+                bail!("the watcher of {path} got an event for {got}");
             }
             Ok(())
         })?;
         let after = user_and_system_ticks(pid)?;
         let (user, system) = (after.0 - before.0, after.1 - before.1);
-        let kernel = system as f64 / (user + system).max(1) as f64;
-        Ok((sample, kernel))
+        Ok((sample, system as f64 / (user + system).max(1) as f64))
     }
 }
 
+fn with_run_dir(d: Daemon) -> (Daemon, PathBuf) {
+    let rings = d.dir.join("run");
+    (d, rings)
+}
+
 /// The user and system CPU time of process `pid` so far, in clock ticks
-/// (/proc/PID/stat's utime and stime, all threads).
+/// (/proc/PID/stat's utime and stime, fields 14 and 15, all threads).
 fn user_and_system_ticks(pid: u32) -> Result<(u64, u64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // The fields after the command name, which is in parentheses.
+    // The fields after the command name, which is in parentheses: from 3.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let tick = |i: usize| -> Result<u64> {
-        f.get(i)
-            .and_then(|v| v.parse().ok())
-            .with_context(|| format!("/proc/{pid}/stat field {}", i + 3))
-    };
-    // utime and stime are fields 14 and 15; `rest` starts at field 3.
-    Ok((tick(11)?, tick(12)?))
+    let mut f = rest.split_whitespace().skip(11).map(str::parse);
+    match (f.next(), f.next()) {
+        (Some(Ok(user)), Some(Ok(system))) => Ok((user, system)),
+        _ => bail!("/proc/{pid}/stat has no utime and stime: {stat}"),
+    }
 }
 
 /// Runs `op` (given its call number) for `run`, daemon `pid` pinned with
@@ -317,15 +298,13 @@ pub(crate) fn timed(
         let began = Instant::now();
         let end = began + run;
         let mut lat = Vec::with_capacity(1 << 16);
-        let mut i = 1;
-        loop {
+        for i in 1.. {
             let t = Instant::now();
             if t >= end {
                 break;
             }
             op(i)?;
             lat.push(t.elapsed().as_nanos().min(u32::MAX as u128) as u32);
-            i += 1;
         }
         let secs = began.elapsed().as_secs_f64();
         Ok((lat, secs, cpu_ns(pid)? - cpu_before))
@@ -352,139 +331,113 @@ pub fn hot_path(i: usize) -> String {
 /// ratio of two levels measures the host's size, not the hour.
 pub fn run(plan: &Plan) -> ScaleResult {
     raise_fd_limit();
-    let labels: Vec<String> = plan
-        .shims
-        .iter()
-        .map(|(l, _)| l.clone())
-        .chain(plan.floor.as_ref().map(|_| FLOOR.to_string()))
-        .chain(
-            plan.upstream
-                .then(|| ["C xenstored".to_string(), "oxenstored".to_string()])
-                .into_iter()
-                .flatten(),
-        )
-        .collect();
-    let all_levels: usize = plan.levels.iter().sum();
-    let room = if plan.domains {
-        guests::make_room(labels.len() * all_levels).unwrap_or_else(|e| {
+    let s = plan.scale;
+    let levels = s.pick(vec![0, 10, 40], LEVELS.to_vec(), LEVELS.to_vec());
+    let run = s.pick(Duration::from_millis(100), s.run / 2, s.run / 2);
+    // S2's goal is a difference of two growths, each as wide as the noise
+    // of one round on a shared machine: more rounds.
+    let rounds = match (plan.scenario, s.size) {
+        (Scenario::FanOut, Size::Full) => s.rounds * 3,
+        _ => s.rounds,
+    };
+    // The shims, then the floor, then C xenstored and oxenstored.
+    let shims = (s.shims.iter()).map(|(l, b)| (l.clone(), Which::Shim(b)));
+    let floor = (FLOOR.to_string(), Which::Floor(&s.floor));
+    let upstream = [(Flavor::C, "C xenstored"), (Flavor::Ocaml, "oxenstored")]
+        .map(|(f, l)| (l.to_string(), Which::Upstream(f)));
+    let upstream = upstream.into_iter().filter(|_| !s.upstream.is_empty());
+    let daemons: Vec<(String, Which)> = shims.chain([floor]).chain(upstream).collect();
+    let all_levels: usize = levels.iter().sum();
+    let room = plan.domains.then(|| {
+        guests::make_room(daemons.len() * all_levels).unwrap_or_else(|e| {
             eprintln!("bench: {e:#}: the daemons may run out of simulated domains");
             None
         })
-    } else {
-        None
-    };
+    });
     let started = Instant::now();
     // hosts[level][daemon]
-    let mut hosts: Vec<Vec<Result<Host>>> = Vec::new();
-    for &n in &plan.levels {
-        let mut row = Vec::new();
-        for (k, label) in labels.iter().enumerate() {
-            let host = start_host(plan, k).and_then(|mut h| {
+    let mut hosts: Vec<Vec<Result<Host>>> = (levels.iter())
+        .map(|&n| {
+            let grown = |(label, which): &(String, Which)| {
+                let mut h = Host::start(label, which, plan.domains)?;
                 h.grow(n)
                     .with_context(|| format!("open {n} idle connections"))?;
                 Ok(h)
-            });
-            row.push(host.map_err(|e| e.context(format!("{label} at N={n}"))));
-        }
-        eprintln!(
-            "bench: scale N={n} hosts up ({:.0} s)",
-            started.elapsed().as_secs_f64()
-        );
-        hosts.push(row);
-    }
+            };
+            let row = (daemons.iter())
+                .map(|d| {
+                    grown(d).map_err(|e: anyhow::Error| e.context(format!("{} at N={n}", d.0)))
+                })
+                .collect();
+            let secs = started.elapsed().as_secs_f64();
+            eprintln!("bench: scale N={n} hosts up ({secs:.0} s)");
+            row
+        })
+        .collect();
     // samples[level][daemon]
     let samples = crate::in_turn::rounds(
         &mut hosts,
-        plan.rounds,
+        rounds,
         |h, l| {
-            measure(h, plan).map_err(|e| e.context(format!("{} at N={}", h.label, plan.levels[l])))
+            let point = measure(h, plan.scenario, run, s.size == Size::Smoke);
+            point.map_err(|e| e.context(format!("{} at N={}", h.label, levels[l])))
         },
         |round| {
             eprintln!(
                 "bench: scale round {} of {} done ({:.0} s)",
                 round + 1,
-                plan.rounds,
+                rounds,
                 started.elapsed().as_secs_f64()
             )
         },
     );
-    let curves = labels
-        .iter()
-        .enumerate()
-        .map(|(k, label)| {
+    let curves = (daemons.iter().enumerate())
+        .map(|(k, (label, _))| {
             let failed = hosts.iter().find_map(|row| row[k].as_ref().err());
-            let points = match failed {
-                Some(e) => Err(anyhow::anyhow!("{e:#}")),
-                None => Ok(samples.iter().map(|s| median_point(&s[k])).collect()),
-            };
-            let no_domains = hosts
-                .iter()
-                .find_map(|row| row[k].as_ref().ok().and_then(|h| h.no_domains.clone()));
+            let by_round: Vec<Vec<Point>> = samples.iter().map(|s| s[k].clone()).collect();
             Curve {
                 label: label.clone(),
-                points,
-                by_round: samples.iter().map(|s| s[k].clone()).collect(),
-                no_domains,
+                points: match failed {
+                    Some(e) => Err(anyhow::anyhow!("{e:#}")),
+                    None => Ok(by_round.iter().map(|s| median_point(s)).collect()),
+                },
+                by_round,
+                no_domains: (hosts.iter())
+                    .find_map(|row| row[k].as_ref().ok().and_then(|h| h.no_domains.clone())),
             }
         })
         .collect();
     drop(hosts); // the daemons go, and their domains
-    guests::restore_room(room);
+    guests::restore_room(room.flatten());
     ScaleResult {
-        levels: plan.levels.clone(),
+        levels,
         curves,
-        run: plan.run,
-        rounds: plan.rounds,
+        run,
+        rounds,
         elapsed: started.elapsed(),
     }
 }
 
-/// Daemon `k` of the plan (the shims first, then the floor, then C
-/// xenstored and oxenstored), with no idle population yet.
-fn start_host(plan: &Plan, k: usize) -> Result<Host> {
-    if let Some((label, binary)) = plan.shims.get(k) {
-        let daemon = daemons::shim(label, binary);
-        let rings = match &daemon {
-            Ok(d) if plan.domains => Some(d.dir.join("run")),
-            _ => None,
-        };
-        return Host::start(label, daemon, rings);
-    }
-    let mut k = k - plan.shims.len();
-    if let Some(floor) = &plan.floor {
-        if k == 0 {
-            let daemon = daemons::bare_sender(FLOOR, floor)?;
-            let rings = plan.domains.then(|| daemon.dir.join("run"));
-            return Host::start(FLOOR, Ok(daemon), rings);
-        }
-        k -= 1;
-    }
-    let (flavor, label) = match k {
-        0 => (Flavor::C, "C xenstored"),
-        _ => (Flavor::Ocaml, "oxenstored"),
-    };
-    let (d, rings) = daemons::upstream_with_rings(flavor, label)?;
-    Host::start(label, Ok(d), plan.domains.then_some(rings))
-}
-
-/// One round's figures of a host: S5, or S2 spread and S2 one watcher.
-fn measure(h: &mut Host, plan: &Plan) -> Result<Point> {
-    let point = match plan.scenario {
+/// One round's figures of a host: S5, or S2 spread and S2 one watcher;
+/// with `check_quiet` (a syscall per connection: where the run is short),
+/// no idle connection was sent an event it should not have been.
+fn measure(h: &mut Host, scenario: Scenario, run: Duration, check_quiet: bool) -> Result<Point> {
+    let point = match scenario {
         Scenario::IdleTax => Point {
-            idle_tax: h.idle_tax(plan.run).context("S5")?,
+            idle_tax: h.idle_tax(run).context("S5")?,
             ..Point::default()
         },
         Scenario::FanOut => {
-            let (fan_out, fan_out_kernel) = h.fan_out(plan.run, false).context("S2")?;
+            let (fan_out, fan_out_kernel) = h.fan_out(run, false).context("S2")?;
             Point {
                 fan_out,
-                fan_out_one: h.fan_out(plan.run, true).context("S2, one watcher")?.0,
+                fan_out_one: h.fan_out(run, true).context("S2, one watcher")?.0,
                 fan_out_kernel,
                 ..Point::default()
             }
         }
     };
-    if plan.check_quiet {
+    if check_quiet {
         h.quiet()?;
     }
     Ok(point)
@@ -492,13 +445,11 @@ fn measure(h: &mut Host, plan: &Plan) -> Result<Point> {
 
 /// The per-figure medians of one level's rounds.
 fn median_point(s: &[Point]) -> Point {
-    let tax: Vec<Sample> = s.iter().map(|p| p.idle_tax).collect();
-    let fan: Vec<Sample> = s.iter().map(|p| p.fan_out).collect();
-    let one: Vec<Sample> = s.iter().map(|p| p.fan_out_one).collect();
+    let of = |f: fn(&Point) -> Sample| median_sample(&s.iter().map(f).collect::<Vec<_>>());
     Point {
-        idle_tax: median_sample(&tax),
-        fan_out: median_sample(&fan),
-        fan_out_one: median_sample(&one),
+        idle_tax: of(|p| p.idle_tax),
+        fan_out: of(|p| p.fan_out),
+        fan_out_one: of(|p| p.fan_out_one),
         fan_out_kernel: median(s.iter().map(|p| p.fan_out_kernel).collect()),
     }
 }

@@ -35,13 +35,15 @@ pub const WHOM: [&str; 2] = [
 
 /// Why a daemon ran without the idle domains the plan asked for.
 pub fn no_domains(r: &ScaleResult) -> String {
-    let mut s = String::new();
-    for c in &r.curves {
-        if let Some(why) = &c.no_domains {
-            let _ = writeln!(s, "\n{} ran without idle domains: {why}", c.label);
-        }
-    }
-    s
+    (r.curves.iter())
+        .filter_map(|c| {
+            Some(format!(
+                "\n{} ran without idle domains: {}\n",
+                c.label,
+                c.no_domains.as_ref()?
+            ))
+        })
+        .collect()
 }
 
 pub fn table(r: &ScaleResult, pick: impl Fn(&Point) -> Sample, with_zero: bool) -> String {
@@ -116,13 +118,10 @@ pub fn growth(
         .zip(c.by_round.get(last)?)
         .map(|(a, b)| pick(b).daemon_cpu_us / pick(a).daemon_cpu_us)
         .collect();
-    let (lowest, highest) = per_round
-        .iter()
-        .fold((ratio, ratio), |(lo, hi), &x| (lo.min(x), hi.max(x)));
     Some(Growth {
         ratio,
-        lowest,
-        highest,
+        lowest: per_round.iter().fold(ratio, |lo, &x| lo.min(x)),
+        highest: per_round.iter().fold(ratio, |hi, &x| hi.max(x)),
         rounds: per_round.len(),
     })
 }

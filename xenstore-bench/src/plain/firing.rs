@@ -1,7 +1,9 @@
 //! Section 4, per-firing cost: what each tracer costs per probe firing, on
 //! the probe loop.
 
-use super::{failures, firing_costs, ns_per_event, snoopers, Budget, LOOP_PROBES, LOOP_SNOOP_ARGS};
+use super::{
+    failures, firing_costs, ns_per_event, ok, part, snoopers, Budget, LOOP_PROBES, LOOP_SNOOP_ARGS,
+};
 use crate::affinity::Pin;
 use crate::builds::Builds;
 use crate::compare::{Case, Comparison};
@@ -15,17 +17,61 @@ use crate::workload::Workload;
 use anyhow::{anyhow, Result};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// What a per-firing run attaches to the probe loop.
+pub enum OnLoop {
+    Nothing,
+    /// Bare uprobes on its request/response sites, no reader.
+    Uprobes(Fetch),
+    Tracer(TracerKind),
+}
+
+/// Per-firing runs of `configs` (label, which of `loops`, what attached),
+/// interleaved; samples' ops_per_s are events/s. Each loop on CPU 0; a
+/// tracer's reader is left the other CPU(s). Half-`run` runs, four times
+/// the rounds: a firing costs ~1 µs, so noise from the shared machine
+/// weighs more here than in the op-level sections.
+pub fn on_loops(
+    title: &str,
+    loops: &[&Path],
+    configs: &[(&str, usize, Result<OnLoop>)],
+    rounds: usize,
+    run: Duration,
+) -> Comparison {
+    let start = |binary: &&Path| {
+        ProbeLoop::start(binary).and_then(|lp| Pin::Cpu0.apply_to_process(lp.pid()).map(|_| lp))
+    };
+    let mut loops: Vec<_> = loops.iter().map(start).collect();
+    let labels: Vec<&str> = configs.iter().map(|c| c.0).collect();
+    let case = Case::raw(Workload::Read, 1, Pin::Cpu0);
+    let secs = run.as_secs_f64() / 2.0;
+    Comparison::run(title, &labels, vec![case], 4 * rounds, |_, k, counts| {
+        let (_, at, on) = &configs[k];
+        let lp = loops[*at].as_mut().map_err(|e| anyhow!("{e:#}"))?;
+        match ok(on)? {
+            OnLoop::Nothing => lp.sample(secs),
+            OnLoop::Uprobes(fetch) => {
+                let _probes = BareUprobes::enable(&lp.binary, &LOOP_PROBES, *fetch)?;
+                lp.sample(secs)
+            }
+            OnLoop::Tracer(kind) => {
+                let (binary, pid) = (lp.binary.clone(), lp.pid());
+                let t = Tracer::attach(kind, pid, &binary, || lp.mark())?;
+                let s = lp.sample(secs);
+                counts.push(t.detach()?);
+                s
+            }
+        }
+    })
+}
 
 /// Section 4: Per-firing cost on the probe loop: no tracer, a bare uprobe with
 /// no reader, xenstore-snoop (BPF), bpftrace, a bare uprobe fetching
 /// nothing (its event still written, empty), xenstore-snoop on tracefs, a
 /// BPF program that only tests a map (the floor of any BPF tracer), and
 /// xenstore-snoop (BPF) with -T, whose program then reads the clock.
-/// Samples' ops_per_s are events/s.
 pub fn measure(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Comparison {
-    // The loop on CPU 0; a tracer's reader is left the other CPU(s).
-    let mut lp = ProbeLoop::start(&b.probe_loop)
-        .and_then(|lp| Pin::Cpu0.apply_to_process(lp.pid()).map(|_| lp));
     let (snoop, snoop_tracefs) = snoopers(&b.snoop, &LOOP_SNOOP_ARGS);
     let (snoop_timed, _) = snoopers(&b.snoop, &[&LOOP_SNOOP_ARGS[..], &["-T"]].concat());
     let bpftrace = TracerKind::Bpftrace {
@@ -38,55 +84,39 @@ pub fn measure(b: &Builds, budget: &Budget, bpftrace_script: &Path) -> Compariso
         // It prints one line, the marker: it must not wait in a buffer.
         buffering: "line",
     });
-    let secs = budget.run.as_secs_f64() / 2.0;
-    let case = Case::raw(Workload::Read, 1, Pin::Cpu0);
-    Comparison::run(
-        "per firing",
-        &[
-            "no tracer",
+    let tracer = |kind| Ok(OnLoop::Tracer(kind));
+    let configs = [
+        ("no tracer", 0, Ok(OnLoop::Nothing)),
+        (
             "bare uprobe, no reader",
-            "xenstore-snoop (bpf)",
-            "bpftrace",
+            0,
+            Ok(OnLoop::Uprobes(Fetch::SnoopArgs)),
+        ),
+        ("xenstore-snoop (bpf)", 0, tracer(snoop)),
+        ("bpftrace", 0, tracer(bpftrace)),
+        (
             "uprobe, no fetch args, no reader (an empty ftrace event)",
-            "xenstore-snoop (tracefs)",
+            0,
+            Ok(OnLoop::Uprobes(Fetch::Nothing)),
+        ),
+        ("xenstore-snoop (tracefs)", 0, tracer(snoop_tracefs)),
+        (
             "a BPF program that only tests a map (bpftrace)",
+            0,
+            empty_bpf.map(OnLoop::Tracer),
+        ),
+        (
             "xenstore-snoop (bpf) with -T (a clock read a firing)",
-        ],
-        vec![case],
-        // Half-second runs, many rounds: a firing costs ~1 µs, so noise from the
-        // shared machine weighs more here than in the op-level sections.
-        4 * budget.rounds,
-        |_, k| {
-            let lp = lp.as_mut().map_err(|e| anyhow!("{e:#}"))?;
-            let fire = |lp: &mut ProbeLoop| lp.sample(secs);
-            match k {
-                0 => fire(lp),
-                1 | 4 => {
-                    let fetch = if k == 1 {
-                        Fetch::SnoopArgs
-                    } else {
-                        Fetch::Nothing
-                    };
-                    let _probes = BareUprobes::enable(&lp.binary, &LOOP_PROBES, fetch)?;
-                    fire(lp)
-                }
-                _ => {
-                    let kind = match k {
-                        2 => &snoop,
-                        3 => &bpftrace,
-                        5 => &snoop_tracefs,
-                        6 => empty_bpf.as_ref().map_err(|e| anyhow!("{e:#}"))?,
-                        _ => &snoop_timed,
-                    };
-                    let binary = lp.binary.clone();
-                    let pid = lp.pid();
-                    let t = Tracer::attach(kind, pid, &binary, || lp.mark())?;
-                    let s = fire(lp);
-                    t.detach()?;
-                    s
-                }
-            }
-        },
+            0,
+            tracer(snoop_timed),
+        ),
+    ];
+    on_loops(
+        "per firing",
+        &[&b.probe_loop],
+        &configs,
+        budget.rounds,
+        budget.run,
     )
 }
 
@@ -160,9 +190,10 @@ pub fn render(c: &Comparison) -> Part {
             ],
         ));
     }
-    let mut s = String::new();
-    let _ = writeln!(s, "\n{}\n| tracer | events/s | ns per event | cost per firing (ns) | ÷ bare uprobe |\n|---|---|---|---|---|", fill(include_str!("../../report/4-per-firing-cost.md"), &[("rounds", c.samples[0][0].len().to_string())]));
-    let costs = firing_costs(c);
+    let mut s = String::from(
+        "| tracer | events/s | ns per event | cost per firing (ns) | ÷ bare uprobe |\n\
+         |---|---|---|---|---|\n",
+    );
     for (k, cfg) in c.configs.iter().enumerate() {
         let m = c.median(0, k);
         let per = |x: Option<f64>| x.map_or("–".into(), |v| format!("{v:.0}"));
@@ -179,10 +210,12 @@ pub fn render(c: &Comparison) -> Part {
         );
     }
     s += &failures(c);
-    Part {
-        text: s,
-        failures: c.failures.clone(),
-        goals: g,
-        limits,
-    }
+    let rounds = c.samples[0][0].len().to_string();
+    let intro = fill(
+        include_str!("../../report/4-per-firing-cost.md"),
+        &[("rounds", rounds)],
+    );
+    let mut p = part(&intro, s, g, limits);
+    p.failures = c.failures.clone();
+    p
 }

@@ -20,13 +20,12 @@ pub fn measure(b: &Builds, budget: &Budget) -> Comparison {
         cases.push(Case::raw(w, 1, Pin::Cpu0));
         cases.push(Case::raw(w, MAX_CONNS, Pin::Free));
     }
-    let mut counts = Vec::new();
     Comparison::run(
         "idle probes",
         &["probes compiled in, idle", "probes compiled out"],
         cases,
         budget.idle_rounds,
-        |case, k| run_case(get(&daemons[k])?, case, budget.run, None, None, &mut counts),
+        |case, k, n| run_case(get(&daemons[k])?, case, budget.run, None, None, n),
     )
 }
 

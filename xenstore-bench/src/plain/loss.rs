@@ -1,8 +1,7 @@
 //! Section 5, event rate without loss: the snooper against the probe loop
 //! at rising rates.
 
-use super::{Budget, LOOP_SNOOP_ARGS};
-use crate::builds::Builds;
+use super::{part, Budget, LOOP_SNOOP_ARGS};
 use crate::probe_loop::ProbeLoop;
 use crate::scale::Part;
 use crate::stats::ops;
@@ -10,6 +9,7 @@ use crate::template::fill;
 use crate::tracers::{Counts, Tracer, TracerKind};
 use anyhow::Result;
 use std::fmt::Write;
+use std::path::Path;
 
 pub struct LossStep {
     pub target_rate: f64,
@@ -20,10 +20,10 @@ pub struct LossStep {
 }
 
 /// Section 5: The snooper against the probe loop at rising event rates.
-pub fn measure(b: &Builds, budget: &Budget) -> Result<Vec<LossStep>> {
-    let mut lp = ProbeLoop::start(&b.probe_loop)?;
+pub fn measure(probe_loop: &Path, snoop: &Path, budget: &Budget) -> Result<Vec<LossStep>> {
+    let mut lp = ProbeLoop::start(probe_loop)?;
     let snoop = TracerKind::Snoop {
-        binary: b.snoop.clone(),
+        binary: snoop.to_path_buf(),
         args: LOOP_SNOOP_ARGS.map(String::from).to_vec(),
     };
     // (events/s, firing threads); 0 = as fast as the threads go.
@@ -84,14 +84,6 @@ pub fn render(loss: &Result<Vec<LossStep>>, b: &Budget) -> Part {
         ));
     }
     let mut s = String::new();
-    let _ = write!(
-        s,
-        "\n{}\n",
-        fill(
-            include_str!("../../report/5-event-rate.md"),
-            &[("run", format!("{:.2}", b.run.as_secs_f64()))]
-        )
-    );
     match loss {
         Ok(steps) => {
             let _ = writeln!(
@@ -124,15 +116,16 @@ pub fn render(loss: &Result<Vec<LossStep>>, b: &Budget) -> Part {
             let _ = writeln!(s, "not measured: {e:#}");
         }
     }
-    Part {
-        text: s,
-        failures: loss
-            .as_ref()
-            .err()
-            .map(|e| format!("{e:#}"))
-            .into_iter()
-            .collect(),
-        goals: g,
-        limits: Vec::new(),
-    }
+    let intro = fill(
+        include_str!("../../report/5-event-rate.md"),
+        &[("run", format!("{:.2}", b.run.as_secs_f64()))],
+    );
+    let mut p = part(&intro, s, g, Vec::new());
+    p.failures = loss
+        .as_ref()
+        .err()
+        .map(|e| format!("{e:#}"))
+        .into_iter()
+        .collect();
+    p
 }

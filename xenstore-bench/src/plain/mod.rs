@@ -19,6 +19,7 @@ use crate::daemons::{cpu_ns, Daemon};
 use crate::scale::{GoalRow, Part};
 use crate::stats::{ops, Sample};
 use crate::tracers::{Counts, Tracer, TracerKind, MARKER};
+use crate::uprobe::{BareUprobes, Fetch};
 use crate::workload::{self, Workload};
 use crate::{libxs, load};
 use anyhow::{anyhow, bail, Context, Result};
@@ -53,6 +54,11 @@ pub(crate) fn get(d: &Started) -> Result<&Daemon> {
     d.as_ref().map_err(|e| anyhow!("did not start: {e:#}"))
 }
 
+/// What was made, or why it could not be, for each run to say.
+pub(crate) fn ok<T>(made: &Result<T>) -> Result<&T> {
+    made.as_ref().map_err(|e| anyhow!("{e:#}"))
+}
+
 /// What the probe loop fires: request/response pairs.
 pub(crate) const LOOP_PROBES: [Probe; 2] = [Probe::Request, Probe::Response];
 
@@ -62,6 +68,48 @@ pub const LOOP_SNOOP_ARGS: [&str; 1] = ["--paired"];
 
 /// A tracer to attach around a run: its kind and the traced binary.
 pub type TraceWith<'a> = Option<(&'a TracerKind, &'a Path)>;
+
+/// What a run on a daemon attaches to it.
+pub enum Attach<'a> {
+    Nothing,
+    /// Bare uprobes on `reply` in the binary, with the snooper's fetch
+    /// args and no reader: what the snooper attaches per op, without it.
+    Uprobes(&'a Path),
+    /// A tracer of the binary.
+    Tracer(&'a TracerKind, &'a Path),
+}
+
+/// A configuration of a comparison on daemons: its label, its daemon and
+/// what is attached (or why that could not be made).
+pub type OnDaemon<'a> = (&'a str, &'a Started, Result<Attach<'a>>);
+
+/// `configs` on `cases`, interleaved (Comparison::run).
+pub fn on_daemons(
+    title: &str,
+    configs: &[OnDaemon],
+    cases: Vec<Case>,
+    rounds: usize,
+    run: Duration,
+) -> Comparison {
+    let labels: Vec<&str> = configs.iter().map(|c| c.0).collect();
+    Comparison::run(title, &labels, cases, rounds, |case, k, counts| {
+        let (_, daemon, attach) = &configs[k];
+        let (daemon, attach) = (get(daemon)?, ok(attach)?);
+        let _floor = match attach {
+            Attach::Uprobes(binary) => Some(BareUprobes::enable(
+                binary,
+                &[Probe::Reply],
+                Fetch::SnoopArgs,
+            )?),
+            _ => None,
+        };
+        let tracer = match attach {
+            Attach::Tracer(kind, binary) => Some((*kind, *binary)),
+            _ => None,
+        };
+        run_case(daemon, case, run, None, tracer, counts)
+    })
+}
 
 /// One run of `case` against `daemon`, with `tracer` attached if any.
 pub fn run_case(
@@ -236,6 +284,18 @@ pub(crate) fn firing_costs(c: &Comparison) -> Vec<Option<f64>> {
     (0..c.configs.len())
         .map(|k| Some(ns_per_event(c, k)? - idle?))
         .collect()
+}
+
+/// Said when tracers ignored SIGINT: their runs are kept.
+pub(crate) fn killed_note(killed: usize, counts_missing: &str) -> String {
+    if killed == 0 {
+        return String::new();
+    }
+    format!(
+        "\n{killed} tracer stop(s) took longer than {} s after SIGINT: killed, their runs kept \
+         (measured before the signal){counts_missing}.\n",
+        crate::tracers::STOP_BOUND.as_secs()
+    )
 }
 
 /// A plain section's part: its template, its text, goals and limits.

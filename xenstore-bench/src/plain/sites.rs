@@ -1,21 +1,19 @@
 //! Section 7, probe sites and probes attached: 5-byte against 1-byte nop
 //! sites, one firing per op against two.
 
-use super::snoop::SnoopResult;
+use super::firing::{on_loops, OnLoop};
 use super::{
-    failures, get, ns_per_event, part, ratio, run_case, seeded, table, Budget, LOOP_PROBES,
+    failures, ns_per_event, on_daemons, part, ratio, seeded, snoopers, table, Attach, Budget,
+    OnDaemon,
 };
 use crate::affinity::Pin;
 use crate::builds::{Builds, Nop1};
 use crate::compare::{Case, Comparison};
 use crate::daemons;
-use crate::probe_loop::ProbeLoop;
 use crate::scale::Part;
 use crate::template::fill;
-use crate::tracers::TracerKind;
-use crate::uprobe::{BareUprobes, Fetch};
+use crate::uprobe::Fetch;
 use crate::workload::Workload;
-use anyhow::anyhow;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -34,8 +32,8 @@ pub const SITES: [&str; 6] = [
 
 pub struct SitesResult {
     /// Ops on the shim: [`SITES`].
-    pub per_op: SnoopResult,
-    /// Firings of the probe loop: [`SITES_FIRING`].
+    pub per_op: Comparison,
+    /// Firings of each probe loop, nop5's then nop1's.
     pub per_firing: Comparison,
 }
 
@@ -48,88 +46,63 @@ pub fn measure(b: &Builds, nop1: &Nop1, budget: &Budget) -> SitesResult {
     }
 }
 
-/// Section 7's per-firing configurations: each probe loop without a
-/// tracer, with bare uprobes (the snooper's fetch args, no reader), with
-/// no fetch args (an empty event written).
-pub const SITES_FIRING: [&str; 6] = [
-    "nop5, no tracer",
-    "nop5, bare uprobe",
-    "nop5, uprobe, no fetch args",
-    "nop1, no tracer",
-    "nop1, bare uprobe",
-    "nop1, uprobe, no fetch args",
-];
-
 /// Per-firing cost of each site, as section 4 measures it, on the probe
-/// loop built with each nop.
+/// loop built with each nop: without a tracer, with bare uprobes (the
+/// snooper's fetch args, no reader), with no fetch args (an empty event
+/// written).
 fn sites_per_firing(b: &Builds, nop1_loop: &Path, budget: &Budget) -> Comparison {
-    let start = |binary: &Path| {
-        ProbeLoop::start(binary).and_then(|lp| Pin::Cpu0.apply_to_process(lp.pid()).map(|_| lp))
-    };
-    let mut loops = [start(&b.probe_loop), start(nop1_loop)];
-    let secs = budget.run.as_secs_f64() / 2.0;
-    let case = Case::raw(Workload::Read, 1, Pin::Cpu0);
-    Comparison::run(
+    let attached = [
+        ("no tracer", None),
+        ("bare uprobe", Some(Fetch::SnoopArgs)),
+        ("uprobe, no fetch args", Some(Fetch::Nothing)),
+    ];
+    let labels: Vec<String> = (["nop5", "nop1"].iter())
+        .flat_map(|nop| attached.map(|(what, _)| format!("{nop}, {what}")))
+        .collect();
+    let configs: Vec<_> = (labels.iter().enumerate())
+        .map(|(k, label)| {
+            let on = attached[k % 3].1.map_or(OnLoop::Nothing, OnLoop::Uprobes);
+            (label.as_str(), k / 3, Ok(on))
+        })
+        .collect();
+    let loops = [b.probe_loop.as_path(), nop1_loop];
+    on_loops(
         "nop per firing",
-        &SITES_FIRING,
-        vec![case],
-        4 * budget.rounds,
-        |_, k| {
-            let lp = loops[k / 3].as_mut().map_err(|e| anyhow!("{e:#}"))?;
-            let fetch = [None, Some(Fetch::SnoopArgs), Some(Fetch::Nothing)][k % 3];
-            let _probes = fetch
-                .map(|f| BareUprobes::enable(&lp.binary, &LOOP_PROBES, f))
-                .transpose()?;
-            lp.sample(secs)
-        },
+        &loops,
+        &configs,
+        budget.rounds,
+        budget.run,
     )
 }
 
 /// Probe sites (5-byte against 1-byte nops) by what the tracefs snooper
 /// attaches (reply alone against request + response), one pinned
 /// connection. Samples as in section 3.
-fn sites_per_op(b: &Builds, nop1: &Path, budget: &Budget) -> SnoopResult {
+fn sites_per_op(b: &Builds, nop1: &Path, budget: &Budget) -> Comparison {
     let daemons = [
         seeded(daemons::shim("shim nop5", &b.shim)),
         seeded(daemons::shim("shim nop1", nop1)),
     ];
-    let snoop = |args: &[&str]| TracerKind::Snoop {
-        binary: b.snoop.clone(),
-        args: args.iter().map(|a| a.to_string()).collect(),
-    };
     // The tracefs back end, which these rows were first measured on.
-    let tracers = [
-        None,
-        Some(snoop(&["--backend", "tracefs"])),
-        Some(snoop(&["--paired", "--backend", "tracefs"])),
-    ];
+    let reply = snoopers(&b.snoop, &[]).1;
+    let paired = snoopers(&b.snoop, &["--paired"]).1;
+    let binaries = [b.shim.as_path(), nop1];
+    let configs: Vec<OnDaemon> = (SITES.iter().enumerate())
+        .map(|(k, label)| {
+            let (daemon, binary) = (&daemons[k / 3], binaries[k / 3]);
+            let attach = match k % 3 {
+                0 => Attach::Nothing,
+                1 => Attach::Tracer(&reply, binary),
+                _ => Attach::Tracer(&paired, binary),
+            };
+            (*label, daemon, Ok(attach))
+        })
+        .collect();
     let cases = vec![
         Case::raw(Workload::Read, 1, Pin::Cpu0),
         Case::raw(Workload::Write, 1, Pin::Cpu0),
     ];
-    let mut snoop_counts = Vec::new();
-    let comparison = Comparison::run("probe sites", &SITES, cases, budget.rounds, |case, k| {
-        let (daemon, binary) = if k < 3 {
-            (&daemons[0], b.shim.as_path())
-        } else {
-            (&daemons[1], nop1)
-        };
-        let tracer = tracers[k % 3].as_ref().map(|t| (t, binary));
-        run_case(
-            get(daemon)?,
-            case,
-            budget.run,
-            None,
-            tracer,
-            &mut snoop_counts,
-        )
-    });
-    SnoopResult {
-        comparison,
-        snoop_counts,
-        bpftrace_counts: Vec::new(),
-        snoop_tracefs_counts: Vec::new(),
-    }
+    on_daemons("probe sites", &configs, cases, budget.rounds, budget.run)
 }
 
 /// Section 7: 5-byte against 1-byte nop sites, one firing per op against two.
@@ -142,10 +115,15 @@ pub fn render(sites: &SitesResult) -> Part {
         ("nop1 reply ÷ none", 4, 3),
         ("nop1 paired ÷ none", 5, 3),
     ];
-    s += &table(&sites.per_op.comparison, &ratios, &ratios);
-    let (seen, lost) = sites.per_op.snoop_counts.iter().fold((0, 0), |(s, l), c| {
-        (s + c.seen.unwrap_or(0), l + c.lost.unwrap_or(0))
-    });
+    s += &table(&sites.per_op, &ratios, &ratios);
+    let (seen, lost) = sites
+        .per_op
+        .counts
+        .iter()
+        .flatten()
+        .fold((0, 0), |(s, l), c| {
+            (s + c.seen.unwrap_or(0), l + c.lost.unwrap_or(0))
+        });
     let _ = writeln!(
         s,
         "\nxenstore-snoop over these runs reported {seen} events seen, {lost} lost.\n"

@@ -1,7 +1,8 @@
 //! Section 3, snooping cost: what each tracer costs the shim per op.
 
 use super::{
-    get, part, ratios, run_case, seeded, snoopers, table, Budget, Started, TraceWith, MAX_CONNS,
+    killed_note, on_daemons, part, ratios, seeded, snoopers, table, Attach, Budget, OnDaemon,
+    MAX_CONNS,
 };
 use crate::affinity::Pin;
 use crate::builds::{Before, Builds};
@@ -9,23 +10,9 @@ use crate::compare::{Case, Comparison};
 use crate::daemons;
 use crate::scale::Part;
 use crate::template::fill;
-use crate::tracers::{Counts, TracerKind};
-use crate::uprobe::{BareUprobes, Fetch};
+use crate::tracers::TracerKind;
 use crate::workload::Workload;
-use anyhow::bail;
-use std::fmt::Write;
 use std::path::Path;
-use xenstore_proto::Probe;
-
-pub struct SnoopResult {
-    pub comparison: Comparison,
-    /// The snooper's own seen/lost reports (and CPU use) from its runs.
-    pub snoop_counts: Vec<Counts>,
-    /// bpftrace's CPU use from its runs.
-    pub bpftrace_counts: Vec<Counts>,
-    /// The snooper's reports on its tracefs back end.
-    pub snoop_tracefs_counts: Vec<Counts>,
-}
 
 /// Section 3: The shim unsnooped, with bare uprobes (the kernel's floor),
 /// under xenstore-snoop (BPF back end), under bpftrace; C xenstored without
@@ -35,7 +22,7 @@ pub fn measure(
     budget: &Budget,
     bpftrace_script: &Path,
     before: Option<&Before>,
-) -> SnoopResult {
+) -> Comparison {
     let shim = seeded(daemons::shim("shim", &b.shim));
     // The build before a change, unsnooped and snooped (configs 7 and 8).
     let shim_before = before.map(|x| seeded(daemons::shim("shim (before)", &x.shim)));
@@ -57,63 +44,31 @@ pub fn measure(
         Case::raw(Workload::Read, MAX_CONNS, Pin::Free),
         Case::raw(Workload::Write, MAX_CONNS, Pin::Free),
     ];
-    let mut snoop_counts = Vec::new();
-    let mut bpftrace_counts = Vec::new();
-    let mut snoop_tracefs_counts = Vec::new();
-    let mut other_counts = Vec::new();
-    let mut configs = vec![
-        "shim",
-        "shim + bare uprobes",
-        "shim + xenstore-snoop (bpf)",
-        "shim + bpftrace",
-        "C xenstored",
-        "C xenstored -T",
-        "shim + xenstore-snoop (tracefs)",
+    let on_shim = |tracer| Ok(Attach::Tracer(tracer, &b.shim));
+    let mut configs: Vec<OnDaemon> = vec![
+        ("shim", &shim, Ok(Attach::Nothing)),
+        ("shim + bare uprobes", &shim, Ok(Attach::Uprobes(&b.shim))),
+        ("shim + xenstore-snoop (bpf)", &shim, on_shim(&snoop)),
+        ("shim + bpftrace", &shim, on_shim(&bpftrace)),
+        ("C xenstored", &c, Ok(Attach::Nothing)),
+        ("C xenstored -T", &c_trace, Ok(Attach::Nothing)),
+        (
+            "shim + xenstore-snoop (tracefs)",
+            &shim,
+            on_shim(&snoop_tracefs),
+        ),
     ];
-    if before.is_some() {
-        configs.extend(["shim (before)", "shim (before) + xenstore-snoop (bpf)"]);
+    if let (Some(x), Some(d), Some(snoop)) = (before, &shim_before, &snoop_before) {
+        configs.push(("shim (before)", d, Ok(Attach::Nothing)));
+        let snooped = Ok(Attach::Tracer(snoop, &x.shim));
+        configs.push(("shim (before) + xenstore-snoop (bpf)", d, snooped));
     }
-    let comparison = Comparison::run("snooping", &configs, cases, budget.rounds, |case, k| {
-        let run = |d: &Started, t: TraceWith, counts: &mut Vec<Counts>| {
-            run_case(get(d)?, case, budget.run, None, t, counts)
-        };
-        match k {
-            0 => run(&shim, None, &mut other_counts),
-            1 => {
-                // What the snooper attaches per op.
-                let _floor = BareUprobes::enable(&b.shim, &[Probe::Reply], Fetch::SnoopArgs)?;
-                run(&shim, None, &mut other_counts)
-            }
-            2 => run(&shim, Some((&snoop, &b.shim)), &mut snoop_counts),
-            3 => run(&shim, Some((&bpftrace, &b.shim)), &mut bpftrace_counts),
-            4 => run(&c, None, &mut other_counts),
-            5 => run(&c_trace, None, &mut other_counts),
-            7 | 8 => {
-                let (Some(d), Some(snoop), Some(x)) = (&shim_before, &snoop_before, before) else {
-                    bail!("no --shim-before");
-                };
-                let tracer = (k == 8).then_some((snoop, x.shim.as_path()));
-                run(d, tracer, &mut other_counts)
-            }
-            _ => run(
-                &shim,
-                Some((&snoop_tracefs, &b.shim)),
-                &mut snoop_tracefs_counts,
-            ),
-        }
-    });
-    SnoopResult {
-        comparison,
-        snoop_counts,
-        bpftrace_counts,
-        snoop_tracefs_counts,
-    }
+    on_daemons("snooping", &configs, cases, budget.rounds, budget.run)
 }
 
 /// Section 3: what each tracer costs the shim per op.
-pub fn render(sn: &SnoopResult) -> Part {
+pub fn render(c: &Comparison) -> Part {
     let mut g = Vec::new();
-    let c = &sn.comparison;
     for (what, target, conns, want) in [
         ("1 connection (pinned)", "≥ 0.85", 1, 0.85),
         ("8 connections", "≥ 0.80", 8, 0.80),
@@ -134,7 +89,6 @@ pub fn render(sn: &SnoopResult) -> Part {
         min.map(|x| x >= 2.5),
     ));
     let mut limits = Vec::new();
-    let c = &sn.comparison;
     // The pinned single-connection case: the daemon alone on its CPU.
     if let Some(ci) = c.cases.iter().position(|k| k.conns == 1) {
         let cpu = |k| c.median(ci, k).map(|m| m.daemon_cpu_us);
@@ -157,7 +111,6 @@ pub fn render(sn: &SnoopResult) -> Part {
         }
     }
     let mut s = String::new();
-    let c = &sn.comparison;
     let mut ratios = vec![
         ("bare ÷ none", 1, 0),
         ("snoop ÷ none", 2, 0),
@@ -181,10 +134,10 @@ pub fn render(sn: &SnoopResult) -> Part {
         cpu_ratios.extend(before);
     }
     s += &table(c, &ratios, &cpu_ratios);
-    let seen: u64 = sn.snoop_counts.iter().filter_map(|c| c.seen).sum();
-    let lost: u64 = sn.snoop_counts.iter().filter_map(|c| c.lost).sum();
-    let cpu_per_op = |counts: &[crate::tracers::Counts], k: usize| {
-        let cpu: u64 = counts.iter().filter_map(|c| c.cpu_ns).sum();
+    let seen: u64 = c.counts[2].iter().filter_map(|c| c.seen).sum();
+    let lost: u64 = c.counts[2].iter().filter_map(|c| c.lost).sum();
+    let cpu_per_op = |k: usize| {
+        let cpu: u64 = c.counts[k].iter().filter_map(|c| c.cpu_ns).sum();
         let ops: u64 = c
             .samples
             .iter()
@@ -199,33 +152,13 @@ pub fn render(sn: &SnoopResult) -> Part {
         &[
             ("seen", seen.to_string()),
             ("lost", lost.to_string()),
-            ("bpf", format!("{:.1}", cpu_per_op(&sn.snoop_counts, 2))),
-            (
-                "tracefs",
-                format!("{:.1}", cpu_per_op(&sn.snoop_tracefs_counts, 6)),
-            ),
-            (
-                "bpftrace",
-                format!("{:.1}", cpu_per_op(&sn.bpftrace_counts, 3)),
-            ),
+            ("bpf", format!("{:.1}", cpu_per_op(2))),
+            ("tracefs", format!("{:.1}", cpu_per_op(6))),
+            ("bpftrace", format!("{:.1}", cpu_per_op(3))),
         ],
     );
-    let killed = [
-        &sn.snoop_counts,
-        &sn.bpftrace_counts,
-        &sn.snoop_tracefs_counts,
-    ]
-    .iter()
-    .flat_map(|c| c.iter())
-    .filter(|c| c.killed)
-    .count();
-    if killed > 0 {
-        let _ = writeln!(
-            s,
-            "\n{killed} tracer stop(s) took longer than {} s after SIGINT: killed, their runs kept              (measured before the signal), their own counts missing.",
-            crate::tracers::STOP_BOUND.as_secs()
-        );
-    }
+    let killed = c.counts.iter().flatten().filter(|c| c.killed).count();
+    s += &killed_note(killed, ", their own counts missing");
     part(
         include_str!("../../report/3-snooping-cost.md"),
         s,

@@ -5,7 +5,7 @@ use super::{get, part, ratios, run_case, seeded, table, Budget, Started, MAX_CON
 use crate::affinity::Pin;
 use crate::client::Conn;
 use crate::compare::{Case, Client, Comparison};
-use crate::daemons;
+use crate::daemons::{self, Start};
 use crate::scale::{Part, Scale, Size};
 use crate::workload::Workload;
 use anyhow::{bail, ensure, Result};
@@ -24,16 +24,14 @@ pub fn measure(s: &Scale, budget: &Budget, xs_load: Option<&Path>) -> Comparison
     } else {
         vec![Flavor::C, Flavor::Ocaml]
     };
-    let mut daemons = vec![("shim", seeded(daemons::shim("shim", &s.shims[0].1)))];
-    for flavor in upstream {
-        daemons.push(match flavor {
-            Flavor::C => (
-                "C xenstored",
-                seeded(daemons::c_xenstored("C xenstored", None)),
-            ),
-            Flavor::Ocaml => ("oxenstored", seeded(daemons::oxenstored("oxenstored"))),
-        });
-    }
+    let upstream = upstream
+        .into_iter()
+        .map(|f| (daemons::label(f), Start::Upstream(f)));
+    let daemons: Vec<(&str, Started)> = [("shim", Start::Shim(s.shims[0].1.clone()))]
+        .into_iter()
+        .chain(upstream)
+        .map(|(label, start)| (label, seeded(start.launch(label))))
+        .collect();
     let mut cases = Vec::new();
     if smoke {
         for w in Workload::ALL {
@@ -58,16 +56,8 @@ pub fn measure(s: &Scale, budget: &Budget, xs_load: Option<&Path>) -> Comparison
         }
     }
     let labels: Vec<&str> = daemons.iter().map(|d| d.0).collect();
-    let mut counts = Vec::new();
-    let mut c = Comparison::run("throughput", &labels, cases, budget.rounds, |case, k| {
-        run_case(
-            get(&daemons[k].1)?,
-            case,
-            budget.run,
-            xs_load,
-            None,
-            &mut counts,
-        )
+    let mut c = Comparison::run("throughput", &labels, cases, budget.rounds, |case, k, n| {
+        run_case(get(&daemons[k].1)?, case, budget.run, xs_load, None, n)
     });
     for (k, (label, d)) in daemons.iter().enumerate() {
         if let Err(e) = check_commits(&c, k, d) {

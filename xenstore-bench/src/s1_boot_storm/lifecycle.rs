@@ -19,12 +19,6 @@ pub enum Actor {
     Guest,
 }
 
-impl Actor {
-    pub fn index(self) -> usize {
-        self as usize
-    }
-}
-
 /// One request of the trace.
 #[derive(Clone, Debug)]
 pub struct Step {
@@ -88,15 +82,9 @@ impl Step {
 
     /// The request's payload for `vars`' domain.
     pub fn payload(&self, vars: &Vars) -> Vec<u8> {
-        let mut p = Vec::new();
-        let last = self.fields.len().saturating_sub(1);
-        for (i, f) in self.fields.iter().enumerate() {
-            p.extend_from_slice(vars.expand(f).as_bytes());
-            if !(self.ty == MsgType::Write && i == last) {
-                p.push(0);
-            }
-        }
-        if self.fields.is_empty() {
+        let fields: Vec<String> = self.fields.iter().map(|f| vars.expand(f)).collect();
+        let mut p = fields.join("\0").into_bytes();
+        if self.ty != MsgType::Write || fields.is_empty() {
             p.push(0);
         }
         p
@@ -125,24 +113,17 @@ pub fn load() -> Result<Lifecycle> {
 }
 
 pub fn parse(text: &str) -> Result<Lifecycle> {
-    let mut create = Vec::new();
-    let mut destroy = Vec::new();
-    let mut in_destroy = false;
+    let mut parts = [Vec::new(), Vec::new()];
+    let mut part = 0;
     for (n, line) in text.lines().enumerate() {
         if line == "# destroy" {
-            in_destroy = true;
-            continue;
-        }
-        if line.starts_with('#') || line.trim().is_empty() {
-            continue;
-        }
-        let step = parse_step(line).with_context(|| format!("line {}: {line}", n + 1))?;
-        if in_destroy {
-            destroy.push(step);
-        } else {
-            create.push(step);
+            part = 1;
+        } else if !line.starts_with('#') && !line.trim().is_empty() {
+            let step = parse_step(line).with_context(|| format!("line {}: {line}", n + 1))?;
+            parts[part].push(step);
         }
     }
+    let [create, destroy] = parts;
     if create.is_empty() || destroy.is_empty() {
         bail!("no create or no destroy part (the `# destroy` line)");
     }

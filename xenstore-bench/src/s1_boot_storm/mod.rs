@@ -17,13 +17,15 @@ pub mod verdict;
 
 use crate::daemons::{self, cpu_ns, Daemon};
 use crate::guests;
-use crate::s1_boot_storm::lifecycle::{Lifecycle, Vars};
+use crate::s1_boot_storm::lifecycle::Lifecycle;
 use crate::s1_boot_storm::reads::{percentile, read_every, Reads};
-use crate::s1_boot_storm::replay::{dom0, Domain, GuestSide, Introducer, Rings, Sockets, Tally};
+use crate::s1_boot_storm::replay::{dom0, Domain, GuestSide, Tally};
 use crate::s1_boot_storm::verdict::Leniency;
-use anyhow::{Context, Result};
+use crate::scale::{Part, Scale, Size};
+use anyhow::{anyhow, Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::thread::ScopedJoinHandle;
 use std::time::{Duration, Instant};
 use xenstore_guest::client::{SocketLink, Xs};
 use xenstore_testkit::upstream::Flavor;
@@ -42,14 +44,6 @@ const PROBE: &[u8] = b"/storm/probe";
 /// Idle domains are 1.., the storm's domains count up from here.
 const STORM_BASE: u16 = 10_000;
 
-pub struct Plan {
-    pub shims: Vec<(String, PathBuf)>,
-    /// The upstream daemons to run beside them.
-    pub upstream: Vec<Flavor>,
-    pub idle: Vec<usize>,
-    pub parallel: Vec<usize>,
-}
-
 /// One storm's figures.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Storm {
@@ -58,9 +52,7 @@ pub struct Storm {
     pub lifecycle_p99: Duration,
     pub tally: Tally,
     pub daemon_cpu: Duration,
-    pub reads: usize,
-    pub read_p99: Duration,
-    /// The unrelated reads in full (reads, read_p99: theirs).
+    /// The unrelated reads.
     pub read: Reads,
 }
 
@@ -89,18 +81,15 @@ pub struct StormResult {
     pub elapsed: Duration,
 }
 
-/// An idle domain's clients, kept open: xl's monitor and the guest hold
-/// their watches as long as the domain lives.
-struct Idle {
-    _xl: Xs<SocketLink>,
-    _guest: Option<GuestSide>,
-}
+/// An idle domain's clients (xl's, the guest's), kept open: xl's monitor
+/// and the guest hold their watches as long as the domain lives.
+type Idle = (Xs<SocketLink>, Option<GuestSide>);
 
 struct Host {
     daemon: Daemon,
     leniency: Leniency,
+    /// Where its domains' rings go; None: its guests speak over sockets.
     rings: Option<PathBuf>,
-    no_rings: Option<String>,
     /// dom0's kernel backends: the first idle domain's connection.
     backend: Xs<SocketLink>,
     /// And the others', one per bring-up thread (BRING_UP_AT_ONCE).
@@ -109,8 +98,31 @@ struct Host {
     next_storm: u16,
 }
 
+/// The results of scoped threads, a panic as an error.
+fn joined<T>(threads: Vec<ScopedJoinHandle<Result<T>>>) -> Vec<Result<T>> {
+    let join =
+        |t: ScopedJoinHandle<Result<T>>| t.join().unwrap_or_else(|_| Err(anyhow!("panicked")));
+    threads.into_iter().map(join).collect()
+}
+
+/// Idle domain `domid` brought up by replaying the lifecycle's create part,
+/// its backends' requests on `backend`.
+fn idle_domain(
+    life: &Lifecycle,
+    leniency: Leniency,
+    socket: &Path,
+    rings: Option<&Path>,
+    backend: &mut Xs<SocketLink>,
+    domid: u16,
+) -> Result<Idle> {
+    let mut d = Domain::new(domid, leniency, socket, rings, backend)?;
+    d.replay(&life.create, &mut Tally::default())
+        .with_context(|| format!("bring up idle domain {domid}"))?;
+    Ok((d.xl, d.guest))
+}
+
 impl Host {
-    fn start(daemon: Daemon, leniency: Leniency, rings: Option<PathBuf>) -> Result<Host> {
+    fn start(daemon: Daemon, leniency: Leniency, rings: PathBuf) -> Result<Host> {
         let mut backend = dom0(&daemon.socket)?;
         backend
             .write(0, &String::from_utf8_lossy(PROBE), "x")
@@ -118,8 +130,7 @@ impl Host {
         Ok(Host {
             daemon,
             leniency,
-            rings,
-            no_rings: None,
+            rings: Some(rings),
             backend,
             backends: Vec::new(),
             idle: Vec::new(),
@@ -128,88 +139,75 @@ impl Host {
     }
 
     /// Brings idle domains up to `k`; a daemon that cannot serve a ring
-    /// here gets its guests' requests over dom0 sockets, and says why.
-    fn grow(&mut self, life: &Lifecycle, k: usize) -> Result<()> {
-        while self.idle.is_empty() && k > 0 {
-            let domid = 1 + self.idle.len() as u16;
-            let xl = dom0(&self.daemon.socket)?;
-            let mut d = Domain::new(Vars::new(domid), self.leniency, xl, &mut self.backend);
-            let mut tally = Tally::default();
-            let got = match &self.rings {
-                Some(r) => d.replay(&life.create, &mut Rings(r), &mut tally),
-                None => d.replay(&life.create, &mut Sockets(&self.daemon.socket), &mut tally),
-            };
-            if let Err(e) = got {
-                if self.idle.is_empty() && self.rings.is_some() {
-                    self.no_rings = Some(format!("{e:#}"));
+    /// here gets its guests' requests over dom0 sockets: why, if so.
+    fn grow(&mut self, life: &Lifecycle, k: usize) -> Result<Option<String>> {
+        let (socket, leniency) = (&self.daemon.socket, self.leniency);
+        let mut no_rings = None;
+        if self.idle.is_empty() && k > 0 {
+            let rings = self.rings.as_deref();
+            let first = match idle_domain(life, leniency, socket, rings, &mut self.backend, 1) {
+                Err(e) if rings.is_some() => {
+                    no_rings = Some(format!("{e:#}"));
                     self.rings = None;
-                    // domain 1 again, its guest on a socket, with none
-                    // of the first try's watches
-                    self.backend = dom0(&self.daemon.socket)?;
-                    continue;
+                    // domain 1 again, its guest on a socket, with none of
+                    // the first try's watches
+                    self.backend = dom0(socket)?;
+                    idle_domain(life, leniency, socket, None, &mut self.backend, 1)
                 }
-                return Err(e.context(format!("bring up idle domain {domid}")));
-            }
-            let Domain { xl, guest, .. } = d;
-            self.idle.push(Idle {
-                _xl: xl,
-                _guest: guest,
-            });
+                got => got,
+            };
+            self.idle.push(first?);
         }
         let next = AtomicU16::new(1 + self.idle.len() as u16);
-        let (socket, rings) = (&self.daemon.socket, self.rings.as_deref());
-        let leniency = self.leniency;
-        let grown: Vec<Result<(Vec<Idle>, Xs<SocketLink>)>> = std::thread::scope(|s| {
-            let threads: Vec<_> = (0..BRING_UP_AT_ONCE)
-                .map(|_| s.spawn(|| bring_up(life, leniency, socket, rings, &next, k)))
-                .collect();
-            threads
-                .into_iter()
-                .map(|t| {
-                    t.join()
-                        .unwrap_or_else(|_| Err(anyhow::anyhow!("panicked")))
-                })
-                .collect()
+        let rings = self.rings.as_deref();
+        // Each thread takes domain ids from `next` up to `k`, with one
+        // backend connection for all of its domains.
+        let bring_up = || -> Result<(Vec<Idle>, Xs<SocketLink>)> {
+            let mut backend = dom0(socket)?;
+            let mut idle = Vec::new();
+            loop {
+                let domid = next.fetch_add(1, Ordering::Relaxed);
+                if usize::from(domid) > k {
+                    return Ok((idle, backend));
+                }
+                idle.push(idle_domain(
+                    life,
+                    leniency,
+                    socket,
+                    rings,
+                    &mut backend,
+                    domid,
+                )?);
+            }
+        };
+        let grown = std::thread::scope(|s| {
+            joined((0..BRING_UP_AT_ONCE).map(|_| s.spawn(bring_up)).collect())
         });
         for g in grown {
             let (idle, backend) = g?;
             self.idle.extend(idle);
             self.backends.push(backend);
         }
-        Ok(())
+        Ok(no_rings)
     }
 
     /// P whole lifecycles at once, and the unrelated reader meanwhile.
     fn storm(&mut self, life: &Lifecycle, p: usize) -> Result<Storm> {
         let first = self.next_storm;
         self.next_storm += p as u16;
-        let socket = self.daemon.socket.clone();
-        let rings = self.rings.clone();
-        let leniency = self.leniency;
-        let pid = self.daemon.pid();
+        let (socket, rings) = (&self.daemon.socket, self.rings.as_deref());
+        let (leniency, pid) = (self.leniency, self.daemon.pid());
         let stop = AtomicBool::new(false);
         let cpu_before = cpu_ns(pid)?;
         let began = Instant::now();
         let (lives, reads) = std::thread::scope(|s| {
-            let reader = s.spawn(|| read_every(&socket, PROBE, pid, &stop));
-            let workers: Vec<_> = (0..p as u16)
-                .map(|i| {
-                    let (socket, rings) = (&socket, rings.as_deref());
-                    s.spawn(move || one_life(life, leniency, socket, rings, first + i))
-                })
+            let reader = s.spawn(|| read_every(socket, PROBE, pid, &stop));
+            let lives = (first..first + p as u16)
+                .map(|domid| s.spawn(move || one_life(life, leniency, socket, rings, domid)))
                 .collect();
-            let lives: Vec<Result<(Duration, Tally)>> = workers
-                .into_iter()
-                .map(|w| {
-                    w.join()
-                        .unwrap_or_else(|_| Err(anyhow::anyhow!("panicked")))
-                })
-                .collect();
+            let lives = joined(lives);
             stop.store(true, Ordering::Relaxed);
-            let reads = reader
-                .join()
-                .unwrap_or_else(|_| Err(anyhow::anyhow!("reader panicked")));
-            (lives, reads)
+            (lives, joined(vec![reader]).remove(0))
         });
         let wall = began.elapsed();
         let cpu = cpu_ns(pid)? - cpu_before;
@@ -220,50 +218,24 @@ impl Host {
             times.push(t);
             tally.add(c);
         }
-        let read = Reads::of(&reads.context("the unrelated reader")?);
-        same_work(life, p, &tally)?;
+        // Each lifecycle's every commit, once (a daemon whose failures
+        // were worked around must still do it all).
+        let want = (p * life.commits()) as u64;
+        if tally.committed != want {
+            anyhow::bail!(
+                "{} commits, not {want} ({} a lifecycle)",
+                tally.committed,
+                life.commits()
+            );
+        }
         Ok(Storm {
             wall,
             lifecycle_p50: percentile(&mut times, 0.50),
             lifecycle_p99: percentile(&mut times, 0.99),
             tally,
             daemon_cpu: Duration::from_nanos(cpu),
-            reads: read.count,
-            read_p99: read.p99,
-            read,
+            read: Reads::of(&reads.context("the unrelated reader")?),
         })
-    }
-}
-
-/// Brings up idle domains, taking their ids from `next` up to `k`, with
-/// one backend connection for all of them: the domains' clients, and it.
-fn bring_up(
-    life: &Lifecycle,
-    leniency: Leniency,
-    socket: &Path,
-    rings: Option<&Path>,
-    next: &AtomicU16,
-    k: usize,
-) -> Result<(Vec<Idle>, Xs<SocketLink>)> {
-    let mut backend = dom0(socket)?;
-    let mut idle = Vec::new();
-    loop {
-        let domid = next.fetch_add(1, Ordering::Relaxed);
-        if usize::from(domid) > k {
-            return Ok((idle, backend));
-        }
-        let mut d = Domain::new(Vars::new(domid), leniency, dom0(socket)?, &mut backend);
-        let mut tally = Tally::default();
-        match rings {
-            Some(r) => d.replay(&life.create, &mut Rings(r), &mut tally),
-            None => d.replay(&life.create, &mut Sockets(socket), &mut tally),
-        }
-        .with_context(|| format!("bring up idle domain {domid}"))?;
-        let Domain { xl, guest, .. } = d;
-        idle.push(Idle {
-            _xl: xl,
-            _guest: guest,
-        });
     }
 }
 
@@ -276,17 +248,20 @@ fn one_life(
     rings: Option<&Path>,
     domid: u16,
 ) -> Result<(Duration, Tally)> {
-    lowest_priority_here()?;
+    // SCHED_IDLE: it runs only when no ordinary task (the daemon) wants
+    // its CPU and never preempts one. At nice 19 a hundred lifecycle
+    // threads still preempted the daemon on each reply that woke one and
+    // outweighed it (100 × 15 against 1024) on its CPU, so every daemon's
+    // unrelated READ waited for the bench's own clients. The clients still
+    // get every cycle the daemon leaves, so the storm's wall time stays
+    // the daemon's; C xenstored and oxenstored get the same clients.
+    reads::scheduler_here(libc::SCHED_IDLE, 0).context("SCHED_IDLE for a lifecycle")?;
     let began = Instant::now();
     let mut tally = Tally::default();
     let mut backend = dom0(socket)?;
-    let mut d = Domain::new(Vars::new(domid), leniency, dom0(socket)?, &mut backend);
-    let mut intro: Box<dyn Introducer> = match rings {
-        Some(r) => Box::new(Rings(r)),
-        None => Box::new(Sockets(socket)),
-    };
-    d.replay(&life.create, intro.as_mut(), &mut tally)?;
-    d.replay(&life.destroy, intro.as_mut(), &mut tally)?;
+    let mut d = Domain::new(domid, leniency, socket, rings, &mut backend)?;
+    d.replay(&life.create, &mut tally)?;
+    d.replay(&life.destroy, &mut tally)?;
     if matches!(d.guest, Some(GuestSide::Ring(_))) {
         d.guest = None;
         d.xl.release(domid)
@@ -295,169 +270,124 @@ fn one_life(
     Ok((began.elapsed(), tally))
 }
 
-/// Whether a storm did the work it should: each lifecycle's every commit,
-/// once (a daemon whose failures were worked around must still do it all).
-fn same_work(life: &Lifecycle, p: usize, tally: &Tally) -> Result<()> {
-    let want = (p * life.commits()) as u64;
-    if tally.committed != want {
-        anyhow::bail!(
-            "{} commits, not {want} ({} a lifecycle)",
-            tally.committed,
-            life.commits()
-        );
+impl Curve {
+    fn new(label: &str, leniency: Leniency) -> Curve {
+        Curve {
+            label: label.to_string(),
+            storms: Vec::new(),
+            failed: Vec::new(),
+            error: None,
+            no_rings: None,
+            leniency,
+        }
     }
-    Ok(())
+
+    /// Grows `h` to `k` idle domains, then a storm of each P; a storm that
+    /// fails is noted and the next one runs.
+    fn at(&mut self, h: &mut Host, life: &Lifecycle, k: usize, parallel: &[usize]) -> Result<()> {
+        let grown = h.grow(life, k);
+        let grown = grown.with_context(|| format!("bring up {k} idle domains"))?;
+        self.no_rings = self.no_rings.take().or(grown);
+        for &p in parallel {
+            let label = &self.label;
+            match h.storm(life, p) {
+                Ok(s) => {
+                    let t = &s.tally;
+                    eprintln!(
+                        "bench: S1 {label} K={k} P={p}: wall {:.2} s, {} EAGAIN, {} EINVAL \
+                         retried ({} transactions), {} oversized listings / {} commits",
+                        s.wall.as_secs_f64(),
+                        t.eagain,
+                        t.einval,
+                        t.einval_then_committed,
+                        t.oversized,
+                        t.committed
+                    );
+                    self.storms.push((k, p, s));
+                }
+                Err(e) => {
+                    eprintln!("bench: S1 {label} K={k} P={p} failed: {e:#}");
+                    self.failed.push((k, p, format!("{e:#}")));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
-/// The calling thread at SCHED_IDLE: it runs only when no ordinary task
-/// (the daemon) wants its CPU and never preempts one. At nice 19 a hundred
-/// lifecycle threads still preempted the daemon on each reply that woke
-/// one and outweighed it (100 × 15 against 1024) on its CPU, so every
-/// daemon's unrelated READ waited for the bench's own clients. The clients
-/// still get every cycle the daemon leaves, so the storm's wall time stays
-/// the daemon's; C xenstored and oxenstored get the same clients.
-fn lowest_priority_here() -> Result<()> {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: a valid sched_param; 0 is the calling thread.
-    if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("SCHED_IDLE for a lifecycle thread");
-    }
-    Ok(())
-}
-
-/// Runs the plan: at each K every daemon grows its idle domains, then
-/// runs a storm of each P.
-pub fn run(plan: &Plan) -> StormResult {
+/// At each K of `idle` every daemon of `s` (its shims and upstream
+/// daemons) grows its idle domains, then runs a storm of each P.
+pub fn run(s: &Scale, idle: Vec<usize>, parallel: Vec<usize>) -> StormResult {
     let started = Instant::now();
+    let result = |curves| StormResult {
+        idle: idle.clone(),
+        parallel: parallel.clone(),
+        curves,
+        elapsed: started.elapsed(),
+    };
     let life = match lifecycle::load() {
         Ok(l) => l,
         Err(e) => {
-            let why = format!("{e:#}");
-            return StormResult {
-                idle: plan.idle.clone(),
-                parallel: plan.parallel.clone(),
-                curves: vec![Curve {
-                    label: "all".into(),
-                    storms: Vec::new(),
-                    failed: Vec::new(),
-                    error: Some(anyhow::anyhow!(why)),
-                    no_rings: None,
-                    leniency: Leniency::Strict,
-                }],
-                elapsed: started.elapsed(),
-            };
+            let mut all = Curve::new("all", Leniency::Strict);
+            all.error = Some(e);
+            return result(vec![all]);
         }
     };
-    let most = plan.idle.iter().max().copied().unwrap_or(0)
-        + plan.idle.len() * plan.parallel.iter().sum::<usize>();
+    let most =
+        idle.iter().max().copied().unwrap_or(0) + idle.len() * parallel.iter().sum::<usize>();
     let room = guests::make_room(2 * most).unwrap_or_else(|e| {
         eprintln!("bench: {e:#}: the shim may run out of simulated domains");
         None
     });
-    let mut hosts: Vec<(String, Leniency, Result<Host>)> = Vec::new();
-    for (label, binary) in &plan.shims {
+    let shims = s.shims.iter().map(|(label, binary)| {
         let host = daemons::shim(label, binary).and_then(|d| {
             let rings = d.dir.join("run");
-            Host::start(d, Leniency::Strict, Some(rings))
+            Host::start(d, Leniency::Strict, rings)
         });
-        hosts.push((label.clone(), Leniency::Strict, host));
-    }
-    for &flavor in &plan.upstream {
+        (Curve::new(label, Leniency::Strict), host)
+    });
+    let upstream = s.upstream.iter().map(|&flavor| {
         let (label, leniency) = match flavor {
             Flavor::C => ("C xenstored", Leniency::Strict),
             Flavor::Ocaml => ("oxenstored", Leniency::Oxenstored),
         };
         let host = daemons::upstream_with_rings(flavor, label)
-            .and_then(|(d, rings)| Host::start(d, leniency, Some(rings)));
-        hosts.push((label.to_string(), leniency, host));
-    }
-    type Storms = (Vec<Row>, Vec<(usize, usize, String)>, Option<anyhow::Error>);
-    let mut storms: Vec<Storms> = hosts
-        .iter()
-        .map(|(_, _, h)| match h {
-            Ok(_) => (Vec::new(), Vec::new(), None),
-            Err(e) => (
-                Vec::new(),
-                Vec::new(),
-                Some(anyhow::anyhow!("did not start: {e:#}")),
-            ),
+            .and_then(|(d, rings)| Host::start(d, leniency, rings));
+        (Curve::new(label, leniency), host)
+    });
+    let mut runs: Vec<(Curve, Option<Host>)> = (shims.chain(upstream))
+        .map(|(mut c, host)| {
+            let host = host.map_err(|e| c.error = Some(anyhow!("did not start: {e:#}")));
+            (c, host.ok())
         })
         .collect();
-    for &k in &plan.idle {
-        for ((label, _, host), (list, failed, error)) in hosts.iter_mut().zip(storms.iter_mut()) {
-            let (Ok(h), None) = (host.as_mut(), &error) else {
+    for &k in &idle {
+        for (c, host) in &mut runs {
+            let Some(h) = host.as_mut().filter(|_| c.error.is_none()) else {
                 continue;
             };
-            let got = (|| -> Result<()> {
-                h.grow(&life, k)
-                    .with_context(|| format!("bring up {k} idle domains"))?;
-                for &p in &plan.parallel {
-                    let s = match h.storm(&life, p) {
-                        Ok(s) => s,
-                        Err(e) => {
-                            eprintln!("bench: S1 {label} K={k} P={p} failed: {e:#}");
-                            failed.push((k, p, format!("{e:#}")));
-                            continue;
-                        }
-                    };
-                    eprintln!(
-                        "bench: S1 {label} K={k} P={p}: wall {:.2} s, {} EAGAIN, {} EINVAL \
-                         retried ({} transactions), {} oversized listings / {} commits",
-                        s.wall.as_secs_f64(),
-                        s.tally.eagain,
-                        s.tally.einval,
-                        s.tally.einval_then_committed,
-                        s.tally.oversized,
-                        s.tally.committed
-                    );
-                    list.push((k, p, s));
-                }
-                Ok(())
-            })();
-            if let Err(e) = got {
-                *error = Some(e.context(format!("{label} at K={k}")));
+            if let Err(e) = c.at(h, &life, k, &parallel) {
+                c.error = Some(e.context(format!("{} at K={k}", c.label)));
             }
         }
-        eprintln!(
-            "bench: S1 K={k} done ({:.0} s)",
-            started.elapsed().as_secs_f64()
-        );
+        let secs = started.elapsed().as_secs_f64();
+        eprintln!("bench: S1 K={k} done ({secs:.0} s)");
     }
-    let curves = hosts
-        .into_iter()
-        .zip(storms)
-        .map(|((label, leniency, host), (storms, failed, error))| Curve {
-            no_rings: host.as_ref().ok().and_then(|h| h.no_rings.clone()),
-            label,
-            leniency,
-            storms,
-            failed,
-            error,
-        })
-        .collect();
+    let curves = runs.into_iter().map(|(c, _)| c).collect();
     guests::restore_room(room);
-    StormResult {
-        idle: plan.idle.clone(),
-        parallel: plan.parallel.clone(),
-        curves,
-        elapsed: started.elapsed(),
-    }
+    result(curves)
 }
 
 /// S1 on the shims and the upstream daemons: K idle domains, then P
 /// lifecycles at once.
-pub fn section(s: &crate::scale::Scale) -> crate::scale::Part {
+pub fn section(s: &Scale) -> Part {
     let oxenstored = s.upstream.contains(&Flavor::Ocaml);
     // oxenstored answers EINVAL (retried, counted) mostly at P=100.
     let smoke_parallel = vec![if oxenstored { 100 } else { 10 }];
     let idle = (s.storm_idle.clone())
         .unwrap_or_else(|| s.pick(vec![10], QUICK_IDLE.to_vec(), IDLE.to_vec()));
-    let r = run(&Plan {
-        shims: s.shims.clone(),
-        upstream: s.upstream.clone(),
-        idle,
-        parallel: s.pick(smoke_parallel, PARALLEL.to_vec(), PARALLEL.to_vec()),
-    });
+    let parallel = s.pick(smoke_parallel, PARALLEL.to_vec(), PARALLEL.to_vec());
+    let r = run(s, idle, parallel);
     let mut failures: Vec<String> = (r.curves.iter())
         .flat_map(|c| {
             c.failed
@@ -465,15 +395,12 @@ pub fn section(s: &crate::scale::Scale) -> crate::scale::Part {
                 .map(move |(k, p, why)| format!("{} at K={k}, P={p}: {why}", c.label))
         })
         .collect();
-    if s.size == crate::scale::Size::Smoke && oxenstored {
+    if s.size == Size::Smoke && oxenstored {
         // What its lenient rows rest on, checked on the real daemon.
-        failures.extend(
-            oxenstored::oversized_listing()
-                .err()
-                .map(|e| format!("{e:#}")),
-        );
+        let checked = oxenstored::oversized_listing();
+        failures.extend(checked.err().map(|e| format!("{e:#}")));
     }
-    crate::scale::Part {
+    Part {
         text: report::render(&r),
         failures,
         ..Default::default()

@@ -65,7 +65,10 @@ pub fn percentile(v: &mut [Duration], q: f64) -> Duration {
 /// the daemon `pid` listening on `socket`.
 pub fn read_every(socket: &Path, path: &[u8], pid: u32, stop: &AtomicBool) -> Result<Vec<Read>> {
     let mut c = crate::client::Conn::connect(socket)?;
-    realtime_here()?;
+    // SCHED_FIFO: on this shared two-CPU machine a storm's hundred client
+    // threads would otherwise keep the reader itself waiting for a CPU,
+    // and its latency would be the bench's, not the daemon's.
+    scheduler_here(libc::SCHED_FIFO, 1).context("SCHED_FIFO for the reader")?;
     let mut reads = Vec::new();
     let mut next = Instant::now();
     while !stop.load(Ordering::Relaxed) {
@@ -102,14 +105,14 @@ fn run_delay(pid: u32) -> Result<u64> {
     Ok(total)
 }
 
-/// The calling thread at SCHED_FIFO: on this shared two-CPU machine a
-/// storm's hundred client threads would otherwise keep the reader itself
-/// waiting for a CPU, and its latency would be the bench's, not the daemon's.
-fn realtime_here() -> Result<()> {
-    let param = libc::sched_param { sched_priority: 1 };
+/// The calling thread under scheduling `policy` at `priority`.
+pub fn scheduler_here(policy: libc::c_int, priority: libc::c_int) -> std::io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
     // SAFETY: a valid sched_param; 0 is the calling thread.
-    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("SCHED_FIFO for the reader");
+    if unsafe { libc::sched_setscheduler(0, policy, &param) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
     Ok(())
 }

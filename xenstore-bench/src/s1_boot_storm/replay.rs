@@ -53,34 +53,6 @@ pub enum GuestSide {
     Dom0(Xs<SocketLink>),
 }
 
-/// How a domain comes to be served when the trace's INTRODUCE is reached.
-pub trait Introducer {
-    fn introduce(&mut self, xl: &mut Xs<SocketLink>, domid: u16) -> Result<GuestSide>;
-}
-
-/// Boots domains on simulated rings under `rings` (the daemon maps them).
-pub struct Rings<'a>(pub &'a Path);
-
-impl Introducer for Rings<'_> {
-    fn introduce(&mut self, xl: &mut Xs<SocketLink>, domid: u16) -> Result<GuestSide> {
-        xenstore_guest::boot::introduce(xl, self.0, domid)
-            .with_context(|| format!("introduce domain {domid} on a simulated ring"))?;
-        let mut g = Guest::open(self.0, domid)
-            .with_context(|| format!("attach domain {domid}'s guest to its ring"))?;
-        g.timeout = REPLY_TIMEOUT;
-        Ok(GuestSide::Ring(g))
-    }
-}
-
-/// The guest's requests over a dom0 socket instead.
-pub struct Sockets<'a>(pub &'a Path);
-
-impl Introducer for Sockets<'_> {
-    fn introduce(&mut self, _xl: &mut Xs<SocketLink>, _domid: u16) -> Result<GuestSide> {
-        Ok(GuestSide::Dom0(dom0(self.0)?))
-    }
-}
-
 /// How long any one reply may take (a daemon that stops answering fails
 /// the run instead of hanging it).
 pub const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -92,10 +64,14 @@ pub fn dom0(socket: &Path) -> Result<Xs<SocketLink>> {
 }
 
 /// One domain's clients: xl's and the backends' dom0 connections, and
-/// the guest's once it is introduced.
+/// the guest's once it is introduced: over its ring under `rings`, or else
+/// over a dom0 socket with its relative paths made absolute (a daemon that
+/// cannot serve simulated rings here; the report says so).
 pub struct Domain<'a> {
     pub vars: Vars,
     leniency: Leniency,
+    socket: &'a Path,
+    rings: Option<&'a Path>,
     pub xl: Xs<SocketLink>,
     pub backend: &'a mut Xs<SocketLink>,
     pub guest: Option<GuestSide>,
@@ -107,34 +83,35 @@ pub struct Domain<'a> {
 }
 
 impl<'a> Domain<'a> {
+    /// Domain `domid` of the daemon on `socket`, its backends' requests
+    /// sent on `backend`.
     pub fn new(
-        vars: Vars,
+        domid: u16,
         leniency: Leniency,
-        mut xl: Xs<SocketLink>,
+        socket: &'a Path,
+        rings: Option<&'a Path>,
         backend: &'a mut Xs<SocketLink>,
-    ) -> Domain<'a> {
+    ) -> Result<Domain<'a>> {
+        let mut xl = dom0(socket)?;
         xl.reply_max = leniency.reply_max();
         backend.reply_max = leniency.reply_max();
-        Domain {
-            vars,
+        Ok(Domain {
+            vars: Vars::new(domid),
             leniency,
+            socket,
+            rings,
             xl,
             backend,
             guest: None,
             open: [None, None, None],
             kept: [None, None, None],
-        }
+        })
     }
 
     /// Replays `steps` in order; conflicts and commits go to `tally`.
-    pub fn replay(
-        &mut self,
-        steps: &'a [Step],
-        intro: &mut dyn Introducer,
-        tally: &mut Tally,
-    ) -> Result<()> {
+    pub fn replay(&mut self, steps: &'a [Step], tally: &mut Tally) -> Result<()> {
         for (i, step) in steps.iter().enumerate() {
-            self.step(step, intro, tally).with_context(|| {
+            self.step(step, tally).with_context(|| {
                 format!(
                     "domain {}: request {} ({:?} {})",
                     self.vars.domid,
@@ -147,29 +124,18 @@ impl<'a> Domain<'a> {
         Ok(())
     }
 
-    fn step(
-        &mut self,
-        step: &'a Step,
-        intro: &mut dyn Introducer,
-        tally: &mut Tally,
-    ) -> Result<()> {
-        let a = step.actor.index();
+    fn step(&mut self, step: &'a Step, tally: &mut Tally) -> Result<()> {
+        let a = step.actor as usize;
         match step.ty {
             MsgType::Introduce => {
-                let mut guest = intro.introduce(&mut self.xl, self.vars.domid)?;
-                match &mut guest {
-                    GuestSide::Ring(g) => g.reply_max = self.leniency.reply_max(),
-                    GuestSide::Dom0(x) => x.reply_max = self.leniency.reply_max(),
-                }
-                self.guest = Some(guest);
+                self.guest = Some(self.introduce()?);
                 return Ok(());
             }
             MsgType::TransactionStart => {
                 if self.open[a].is_some() {
                     bail!("a second transaction on one connection");
                 }
-                let id = self.start(step.actor)?;
-                self.open[a] = Some((id, Vec::new()));
+                self.open[a] = Some((self.start(step.actor)?, Vec::new()));
                 return Ok(());
             }
             MsgType::TransactionEnd => {
@@ -212,10 +178,26 @@ impl<'a> Domain<'a> {
         self.exec(step, tx, tally)
     }
 
+    /// The guest's side, as the trace's INTRODUCE makes it.
+    fn introduce(&mut self) -> Result<GuestSide> {
+        let (domid, reply_max) = (self.vars.domid, self.leniency.reply_max());
+        let Some(rings) = self.rings else {
+            let mut x = dom0(self.socket)?;
+            x.reply_max = reply_max;
+            return Ok(GuestSide::Dom0(x));
+        };
+        xenstore_guest::boot::introduce(&mut self.xl, rings, domid)
+            .with_context(|| format!("introduce domain {domid} on a simulated ring"))?;
+        let mut g = Guest::open(rings, domid)
+            .with_context(|| format!("attach domain {domid}'s guest to its ring"))?;
+        (g.timeout, g.reply_max) = (REPLY_TIMEOUT, reply_max);
+        Ok(GuestSide::Ring(g))
+    }
+
     /// Sends a request unless it belongs to a path cleanup that a
     /// non-empty listing stopped.
     fn exec(&mut self, step: &Step, tx: u32, tally: &mut Tally) -> Result<()> {
-        let a = step.actor.index();
+        let a = step.actor as usize;
         let path = step.path(&self.vars);
         let cleanup = matches!(step.ty, MsgType::Read | MsgType::Directory | MsgType::Rm);
         match &self.kept[a] {
@@ -247,15 +229,15 @@ impl<'a> Domain<'a> {
     /// Sends one request in transaction `tx`: what it came to.
     fn send(&mut self, step: &Step, tx: u32, tally: &mut Tally) -> Result<Sent> {
         let payload = step.payload(&self.vars);
-        let l = self.leniency;
+        let (l, ty) = (self.leniency, step.ty);
         match step.actor {
-            Actor::Xl => request(&mut self.xl, l, step, tx, &payload, tally),
-            Actor::Backend => request(self.backend, l, step, tx, &payload, tally),
+            Actor::Xl => request(&mut self.xl, l, ty, tx, &payload, tally),
+            Actor::Backend => request(self.backend, l, ty, tx, &payload, tally),
             Actor::Guest => match self.guest.as_mut().context("guest before INTRODUCE")? {
-                GuestSide::Ring(g) => request(g, l, step, tx, &payload, tally),
+                GuestSide::Ring(g) => request(g, l, ty, tx, &payload, tally),
                 GuestSide::Dom0(x) => {
                     let home = format!("/local/domain/{}/", self.vars.domid);
-                    request(x, l, step, tx, &absolute(&payload, &home), tally)
+                    request(x, l, ty, tx, &absolute(&payload, &home), tally)
                 }
             },
         }
@@ -276,12 +258,12 @@ enum Sent {
 fn request<L: Link>(
     xs: &mut Xs<L>,
     leniency: Leniency,
-    step: &Step,
+    ty: MsgType,
     tx: u32,
     payload: &[u8],
     tally: &mut Tally,
 ) -> Result<Sent> {
-    let got = xs.request(step.ty, tx, payload);
+    let got = xs.request(ty, tx, payload);
     // the events its watches fired: nobody waits for them here
     while let Some(_ev) = xs.next_event(std::time::Duration::ZERO)? {}
     let answer = match &got {
@@ -291,7 +273,7 @@ fn request<L: Link>(
             None => return Err(got.unwrap_err().into()),
         },
     };
-    Ok(match judge(leniency, step.ty, answer) {
+    Ok(match judge(leniency, ty, answer) {
         Verdict::Take => Sent::Reply(got?),
         Verdict::TakeOversized => {
             tally.oversized += 1;

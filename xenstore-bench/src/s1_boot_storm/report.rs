@@ -18,12 +18,7 @@ pub fn render(r: &StormResult) -> String {
         ],
     ) + "\n";
     for &p in &r.parallel {
-        let _ = writeln!(
-            s,
-            "### {p} lifecycles at once\n\n| K idle | daemon | wall s | lifecycle p50 / p99 s \
-             | EAGAIN per commit | daemon CPU s | unrelated READ p99 ms | EINVAL commits retried \
-             / listings over 4096 B taken |\n|---|---|---|---|---|---|---|---|"
-        );
+        s += &fill(TABLE, &[("p", p.to_string())]);
         for &k in &r.idle {
             for c in &r.curves {
                 if c.failed.iter().any(|f| (f.0, f.1) == (k, p)) {
@@ -47,7 +42,7 @@ pub fn render(r: &StormResult) -> String {
                     x.tally.eagain,
                     x.tally.committed,
                     x.daemon_cpu.as_secs_f64(),
-                    x.read_p99.as_secs_f64() * 1e3,
+                    x.read.p99.as_secs_f64() * 1e3,
                     worked_around(c, x),
                 );
             }
@@ -82,6 +77,8 @@ pub fn render(r: &StormResult) -> String {
     }
     s
 }
+
+const TABLE: &str = include_str!("../../report/s1-storm-table.md");
 
 /// oxenstored's answer to some conflicted commits, found in its debug log
 /// (`xenstored-log-level = debug`) of a K=10, P=100 storm.
@@ -119,6 +116,10 @@ fn lenient(c: &Curve) -> String {
     );
     format!("\n{text}")
 }
+fn curve<'a>(r: &'a StormResult, label: &str) -> Option<&'a Curve> {
+    r.curves.iter().find(|c| c.label == label)
+}
+
 fn find(storms: &[Row], k: usize, p: usize) -> Option<&Storm> {
     storms
         .iter()
@@ -135,22 +136,21 @@ fn goal(r: &StormResult) -> String {
     let (Some(&k), Some(&p)) = (r.idle.iter().max(), r.parallel.iter().max()) else {
         return String::new();
     };
-    let get = |label: &str| {
-        r.curves
-            .iter()
-            .find(|c| c.label == label)
-            .and_then(|c| find(&c.storms, k, p))
-    };
+    let get = |label: &str| curve(r, label).and_then(|c| find(&c.storms, k, p));
     let Some(shim) = get("shim") else {
         return String::new();
     };
-    let mut s = format!(
-        "Goal (issue 26) at K={k}, P={p}{}:\n\n| goal | measured | met |\n|---|---|---|\n",
-        if (k, p) == (1000, 100) {
-            ""
-        } else {
-            " (a quick run: the goal is stated for K=1000, P=100)"
-        }
+    let quick = match (k, p) {
+        (1000, 100) => "",
+        _ => " (a quick run: the goal is stated for K=1000, P=100)",
+    };
+    let mut s = fill(
+        include_str!("../../report/s1-goal.md"),
+        &[
+            ("k", k.to_string()),
+            ("p", p.to_string()),
+            ("quick", quick.into()),
+        ],
     );
     let mut row = |what: &str, measured: String, met: bool| {
         let _ = writeln!(
@@ -161,8 +161,7 @@ fn goal(r: &StormResult) -> String {
     };
     for (label, want) in [("C xenstored", 10.0), ("oxenstored", 3.0)] {
         let what = format!("wall ≥ {want}× faster than {label}");
-        let curve = r.curves.iter().find(|c| c.label == label);
-        match (get(label), curve) {
+        match (get(label), curve(r, label)) {
             (Some(o), Some(c)) => {
                 let x = o.wall.as_secs_f64() / shim.wall.as_secs_f64();
                 let against = match c.leniency {
@@ -193,10 +192,10 @@ fn goal(r: &StormResult) -> String {
         }
         None => row("EAGAIN per commit ≤ 1/10 of C's", "–".into(), false),
     }
-    let ms = shim.read_p99.as_secs_f64() * 1e3;
+    let ms = shim.read.p99.as_secs_f64() * 1e3;
     row(
         "unrelated READ p99 ≤ 1 ms",
-        format!("{ms:.2} ms ({} reads)", shim.reads),
+        format!("{ms:.2} ms ({} reads)", shim.read.count),
         ms <= 1.0,
     );
     s
@@ -245,8 +244,7 @@ fn read_limits(r: &StormResult) -> String {
 /// The shim's speed-up over `label` at K=`k` with the most lifecycles at
 /// once below `p` that both ran: (that P, the ratio of wall times).
 fn fewer_at_once(r: &StormResult, label: &str, k: usize, p: usize) -> Option<(usize, f64)> {
-    let curve = |l: &str| r.curves.iter().find(|c| c.label == l);
-    let (shim, other) = (curve("shim")?, curve(label)?);
+    let (shim, other) = (curve(r, "shim")?, curve(r, label)?);
     r.parallel
         .iter()
         .filter(|&&q| q < p)

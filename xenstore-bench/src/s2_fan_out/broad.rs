@@ -8,7 +8,7 @@
 use crate::client::Conn;
 use crate::daemons::Start;
 use crate::idle_hosts::timed;
-use crate::scale::head;
+use crate::scale::{growth_row, head};
 use crate::stats::{median_sample, Sample};
 use crate::template::fill;
 use anyhow::{bail, Result};
@@ -182,19 +182,9 @@ pub fn render(r: &BroadResult) -> String {
         }
         s += "\n";
     }
-    s += "| CPU per write, largest N ÷ smallest N |";
-    for c in &r.curves {
-        let ratio = match (c.points.first(), c.points.last()) {
-            (Some(a), Some(b)) if c.points.len() > 1 => Some(b.1.daemon_cpu_us / a.1.daemon_cpu_us),
-            _ => None,
-        };
-        let _ = write!(
-            s,
-            " {} |",
-            ratio.map_or("–".into(), |x| format!("**{x:.2}×**"))
-        );
-    }
-    s += "\n";
+    s += &growth_row("CPU per write, largest N ÷ smallest N", &r.curves, |p| {
+        p.1.daemon_cpu_us
+    });
     for c in &r.curves {
         if let Some(why) = &c.failed {
             let _ = writeln!(s, "\n{}: {why}", c.label);

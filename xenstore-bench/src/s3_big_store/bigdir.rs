@@ -2,19 +2,20 @@
 //! of thousands of children (`/local/domain`, `backend/vbd` and `/vm` on a
 //! host with that many guests), made cheaply with plain writes of empty
 //! leaves below `/bigdir`. At each number of children every daemon in
-//! turn: creating and removing a new child (at the list's end), removing
-//! the oldest child and writing it back (the whole list after it moves),
-//! DIRECTORY_PART of the directory, page by page (alone, in a
-//! transaction, and in one that removed a child), a write of the
-//! directory's own value, and transactions that add a child and remove it.
+//! turn: the operations of [`OPS`], one table each, one column a daemon,
+//! one row a number of children, and how much each daemon's cost grew
+//! from the fewest children to the most.
 
 use crate::client::Conn;
 use crate::daemons::Start;
 use crate::idle_hosts::timed;
 use crate::in_turn;
 use crate::s3_big_store::list_pages;
+use crate::scale::{cell, CurveTables};
 use crate::stats::Sample;
+use crate::template::fill;
 use anyhow::{bail, Context, Result};
+use std::fmt::Write;
 use std::time::{Duration, Instant};
 use xenstore_proto::wire::MsgType;
 
@@ -30,6 +31,28 @@ const TX_SCRATCH: &str = "/bigdir/tx-scratch";
 /// A daemon whose writes make the next level take longer stops there.
 const GROW_BUDGET: Duration = Duration::from_secs(120);
 
+/// What is measured at each level, in the template's order of tables:
+/// what, and the requests an op makes (0: a page of the listing each).
+const OPS: [(&str, usize); 7] = [
+    // A write creating a new child, then its `rm`.
+    ("create/remove", 2),
+    // `rm` of the oldest child, then its write (it goes to the end).
+    ("rm the oldest", 2),
+    // DIRECTORY_PART, every page of the listing.
+    ("DIRECTORY_PART", 0),
+    // The same in a transaction of its own, started and ended with the
+    // pages: the transaction's cost shared among them.
+    ("DIRECTORY_PART in a transaction", 0),
+    // The same in a transaction that first removed a child in the middle
+    // of the list (then aborted).
+    ("DIRECTORY_PART in a transaction that removed a child", 0),
+    // A write of the directory's own value.
+    ("write the directory's value", 1),
+    // A transaction writing a new child and committing, then one
+    // removing it and committing: 3 requests a transaction.
+    ("a child added and removed in transactions", 6),
+];
+
 pub struct Plan {
     /// (label, how to start it) in column order.
     pub daemons: Vec<(String, Start)>,
@@ -42,25 +65,10 @@ pub struct Point {
     pub children: usize,
     /// Bytes of the listing (names and their NULs).
     pub listing_bytes: usize,
-    /// A write creating a new child, then its `rm`: each request an op.
-    pub create_remove: Sample,
-    /// `rm` of the oldest child, then its write (it goes to the end): each
-    /// request an op.
-    pub oldest: Sample,
-    /// DIRECTORY_PART, every page of the listing: an op is a page.
-    pub page: Result<Sample, String>,
-    /// The same in a transaction of its own, started and ended with the
-    /// pages: an op is a page, the transaction's cost shared among them.
-    pub page_in_tx: Result<Sample, String>,
-    /// The same in a transaction that first removed a child in the middle
-    /// of the list (then aborted): an op is a page.
-    pub page_after_rm: Result<Sample, String>,
+    /// Pages the listing takes.
     pub pages: usize,
-    /// A write of the directory's own value: each request an op.
-    pub own_value: Sample,
-    /// A transaction writing a new child and committing, then one removing
-    /// it and committing: each request (3 a transaction) an op.
-    pub tx_child: Sample,
+    /// Each of [`OPS`], per request, or how the daemon failed it.
+    pub ops: Vec<Result<Sample, String>>,
 }
 
 pub type Curve = in_turn::Curve<Point>;
@@ -108,113 +116,92 @@ impl Host {
         Ok(())
     }
 
-    fn point(&mut self, run: Duration) -> Result<Point> {
-        let pid = self.daemon.pid();
-        let load = &mut self.load;
-        let mut create_remove = timed(pid, run, |_| {
-            load.write(0, SCRATCH.as_bytes(), b"")?.ok()?;
-            load.call(MsgType::Rm, 0, &[SCRATCH.as_bytes(), b"\0"])?
+    /// One op of [`OPS`] (`i`), its `n`th time.
+    fn op(&mut self, i: usize, n: usize) -> Result<()> {
+        let (load, children) = (&mut self.load, self.children);
+        let rm = |load: &mut Conn, tx, path: &str| -> Result<()> {
+            load.call(MsgType::Rm, tx, &[path.as_bytes(), b"\0"])?
                 .ok()?;
             Ok(())
-        })
-        .context("create/remove")?;
-        create_remove = create_remove.per_request(2);
-        // The children in creation order: each taken from the front of
-        // the list and written back at its end, so the next is first.
-        let (children, mut next) = (self.children, 0);
-        let mut oldest = timed(pid, run, |_| {
-            let path = format!("{DIR}/{}", next % children);
-            next += 1;
-            load.call(MsgType::Rm, 0, &[path.as_bytes(), b"\0"])?.ok()?;
-            load.write(0, path.as_bytes(), b"")?.ok()?;
-            Ok(())
-        })
-        .context("rm the oldest")?;
-        oldest = oldest.per_request(2);
-        let mut own_value = timed(pid, run, |i| {
-            let value: &[u8] = if i % 2 == 0 { b"a" } else { b"b" };
-            load.write(0, DIR.as_bytes(), value)?.ok()?;
-            Ok(())
-        })
-        .context("write the directory's value")?;
-        own_value = own_value.per_request(1);
-        let mut tx_child = timed(pid, run, |_| {
-            for remove in [false, true] {
-                let tx = load.tx_start()?;
-                if remove {
-                    load.call(MsgType::Rm, tx, &[TX_SCRATCH.as_bytes(), b"\0"])?
-                        .ok()?;
-                } else {
-                    load.write(tx, TX_SCRATCH.as_bytes(), b"")?.ok()?;
-                }
-                if !load.tx_commit(tx)? {
-                    bail!("a lone transaction on {TX_SCRATCH} conflicted");
-                }
-            }
-            Ok(())
-        })
-        .context("a child added and removed in transactions")?;
-        tx_child = tx_child.per_request(6);
-        let (pages, listing_bytes) = match list_pages(load, DIR, 0) {
-            Ok(l) if l.names.len() == children => (l.pages, l.bytes),
-            Ok(l) => bail!("DIRECTORY_PART listed {} of {children}", l.names.len()),
-            Err(e) => {
-                return Ok(Point {
-                    children,
-                    listing_bytes: 0,
-                    create_remove,
-                    oldest,
-                    page: Err(format!("{e:#}")),
-                    page_in_tx: Err(format!("{e:#}")),
-                    page_after_rm: Err(format!("{e:#}")),
-                    pages: 0,
-                    own_value,
-                    tx_child,
-                })
-            }
         };
-        let mut page = timed(pid, run, |_| {
-            list_pages(load, DIR, 0)?;
-            Ok(())
-        })
-        .context("DIRECTORY_PART")?;
-        page = page.per_request(pages);
-        let mut page_in_tx = timed(pid, run, |_| {
-            let tx = load.tx_start()?;
-            list_pages(load, DIR, tx)?;
-            load.tx_commit(tx)?;
-            Ok(())
-        })
-        .context("DIRECTORY_PART in a transaction")?;
-        page_in_tx = page_in_tx.per_request(pages);
-        let middle = format!("{DIR}/{}", children / 2);
-        let mut page_after_rm = timed(pid, run, |_| {
-            let tx = load.tx_start()?;
-            load.call(MsgType::Rm, tx, &[middle.as_bytes(), b"\0"])?
-                .ok()?;
-            let listed = list_pages(load, DIR, tx)?;
-            if listed.names.len() + 1 != children {
-                bail!(
-                    "DIRECTORY_PART after an rm listed {} of {children}",
-                    listed.names.len()
-                );
+        match i {
+            0 => {
+                load.write(0, SCRATCH.as_bytes(), b"")?.ok()?;
+                rm(load, 0, SCRATCH)?;
             }
-            load.call(MsgType::TransactionEnd, tx, &[b"F\0"])?.ok()?;
-            Ok(())
-        })
-        .context("DIRECTORY_PART in a transaction that removed a child")?;
-        page_after_rm = page_after_rm.per_request(pages);
+            1 => {
+                // The children in creation order: each taken from the front
+                // of the list and written back at its end, so the next is first.
+                let path = format!("{DIR}/{}", n % children);
+                rm(load, 0, &path)?;
+                load.write(0, path.as_bytes(), b"")?.ok()?;
+            }
+            2 => {
+                list_pages(load, DIR, 0)?;
+            }
+            3 => {
+                let tx = load.tx_start()?;
+                list_pages(load, DIR, tx)?;
+                load.tx_commit(tx)?;
+            }
+            4 => {
+                let tx = load.tx_start()?;
+                rm(load, tx, &format!("{DIR}/{}", children / 2))?;
+                let listed = list_pages(load, DIR, tx)?;
+                if listed.names.len() + 1 != children {
+                    bail!(
+                        "DIRECTORY_PART after an rm listed {} of {children}",
+                        listed.names.len()
+                    );
+                }
+                load.call(MsgType::TransactionEnd, tx, &[b"F\0"])?.ok()?;
+            }
+            5 => {
+                let value: &[u8] = if n.is_multiple_of(2) { b"a" } else { b"b" };
+                load.write(0, DIR.as_bytes(), value)?.ok()?;
+            }
+            _ => {
+                for remove in [false, true] {
+                    let tx = load.tx_start()?;
+                    if remove {
+                        rm(load, tx, TX_SCRATCH)?;
+                    } else {
+                        load.write(tx, TX_SCRATCH.as_bytes(), b"")?.ok()?;
+                    }
+                    if !load.tx_commit(tx)? {
+                        bail!("a lone transaction on {TX_SCRATCH} conflicted");
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn point(&mut self, run: Duration) -> Result<Point> {
+        let children = self.children;
+        let listed = match list_pages(&mut self.load, DIR, 0) {
+            Ok(l) if l.names.len() == children => Ok((l.pages, l.bytes)),
+            Ok(l) => bail!("DIRECTORY_PART listed {} of {children}", l.names.len()),
+            Err(e) => Err(format!("{e:#}")),
+        };
+        let (pages, listing_bytes) = *listed.as_ref().unwrap_or(&(0, 0));
+        let mut ops = Vec::new();
+        for (i, (what, per)) in OPS.into_iter().enumerate() {
+            if per == 0 {
+                if let Err(e) = &listed {
+                    ops.push(Err(e.clone()));
+                    continue;
+                }
+            }
+            let pid = self.daemon.pid();
+            let s = timed(pid, run, |n| self.op(i, n)).context(what)?;
+            ops.push(Ok(s.per_request(if per == 0 { pages } else { per })));
+        }
         Ok(Point {
             children,
             listing_bytes,
-            create_remove,
-            oldest,
-            page: Ok(page),
-            page_in_tx: Ok(page_in_tx),
-            page_after_rm: Ok(page_after_rm),
             pages,
-            own_value,
-            tx_child,
+            ops,
         })
     }
 }
@@ -239,4 +226,52 @@ pub fn run(plan: &Plan) -> BigDirResult {
         run: plan.run,
         elapsed: started.elapsed(),
     }
+}
+
+pub fn render(r: &BigDirResult) -> String {
+    let text = fill(
+        include_str!("../../report/s3-big-directory.md"),
+        &[
+            ("run", format!("{:.2}", r.run.as_secs_f64())),
+            ("elapsed", format!("{:.0}", r.elapsed.as_secs_f64())),
+        ],
+    );
+    let key = |p: &Point| (p.children, p.listing_bytes);
+    let (intro, mut tables) = CurveTables::new(&text, "children (listing bytes)", key, &r.curves);
+    let mut s = format!("{intro}\n");
+    for (i, (_, per)) in OPS.into_iter().enumerate() {
+        s += &tables.next(&|p| match &p.ops[i] {
+            Ok(x) if per == 0 => format!("{} [{} pages]", cell(x), p.pages),
+            Ok(x) => cell(x),
+            Err(e) => e.clone(),
+        });
+        s += &ratio_row(r, |p| {
+            p.ops[i].as_ref().map_or(f64::NAN, |x| x.daemon_cpu_us)
+        });
+    }
+    for c in &r.curves {
+        if let Some(why) = &c.failed {
+            let _ = writeln!(s, "\n{} stops {why}", c.label);
+        }
+    }
+    s
+}
+
+/// Daemon CPU per request at each curve's most children ÷ at its fewest.
+fn ratio_row(r: &BigDirResult, pick: impl Fn(&Point) -> f64) -> String {
+    let mut s = String::from("| daemon CPU, most children ÷ fewest |");
+    for c in &r.curves {
+        let ratio = match (c.points.first(), c.points.last()) {
+            (Some(a), Some(b)) if c.points.len() > 1 => Some((pick(b) / pick(a), b.children)),
+            _ => None,
+        };
+        let _ = write!(
+            s,
+            " {} |",
+            ratio
+                .filter(|x| x.0.is_finite())
+                .map_or("–".into(), |(x, n)| format!("**{x:.2}×** (to {n})"))
+        );
+    }
+    s + "\n"
 }

@@ -14,11 +14,10 @@
 //! something else freed.
 
 pub mod bigdir;
-pub mod bigdir_report;
 pub mod report;
 pub mod tree;
 
-pub use crate::daemons::Start;
+use crate::daemons::Start;
 pub use tree::{domain_tree, nodes_per_domain, SUBTREE_NODES};
 use tree::{victim_leaves, watched_in};
 
@@ -226,7 +225,7 @@ impl Host {
         };
         let load = &mut self.load;
         let s = timed(self.daemon.pid(), run, |_| {
-            list_part(load, "/local/domain")?;
+            list_pages(load, "/local/domain", 0)?;
             Ok(())
         })?;
         Ok((Ok(s), pages))
@@ -292,7 +291,11 @@ impl Host {
     /// Reads the watcher's events up to the one for the home's last node
     /// written: what the rewrite fired is not counted in the next `rm`.
     fn settle_victim(&mut self) -> Result<()> {
-        let last = last_home_path(VICTIM);
+        let leaves = victim_leaves(VICTIM);
+        let last = format!(
+            "/local/domain/{VICTIM}/{}",
+            leaves.last().expect("leaves").0
+        );
         while self.victim_watcher.event(EVENT_TIMEOUT)? != last.as_bytes() {}
         Ok(())
     }
@@ -333,8 +336,7 @@ fn write_trees(c: &mut Conn, from: usize, to: usize) -> Result<()> {
     Ok(())
 }
 
-/// Writes the victim's home (its 100 nodes), last the one
-/// `last_home_path` names.
+/// Writes the victim's home (its 100 nodes), its last leaf last.
 fn write_home(c: &mut Conn, domid: usize) -> Result<()> {
     for (p, v) in victim_leaves(domid) {
         let path = format!("/local/domain/{domid}/{p}");
@@ -345,16 +347,11 @@ fn write_home(c: &mut Conn, domid: usize) -> Result<()> {
     Ok(())
 }
 
-fn last_home_path(domid: usize) -> String {
-    let leaves = victim_leaves(domid);
-    format!("/local/domain/{domid}/{}", leaves.last().expect("leaves").0)
-}
-
 /// `path`'s children: DIRECTORY, or page by page when it is too long.
 fn list(c: &mut Conn, path: &str) -> Result<Vec<String>> {
     let reply = c.directory(path.as_bytes())?;
     if reply.ty == MsgType::Error as u32 && reply.payload.starts_with(b"E2BIG") {
-        return list_part(c, path);
+        return list_pages(c, path, 0).map(|l| l.names);
     }
     Ok(names(reply.ok()?))
 }
@@ -366,10 +363,6 @@ pub struct Listed {
     pub pages: usize,
     /// Bytes of the listing (each name and its NUL).
     pub bytes: usize,
-}
-
-fn list_part(c: &mut Conn, path: &str) -> Result<Vec<String>> {
-    list_pages(c, path, 0).map(|l| l.names)
 }
 
 /// `path`'s children through DIRECTORY_PART, from offset 0 until the
@@ -488,17 +481,17 @@ pub fn section(s: &crate::scale::Scale) -> crate::scale::Part {
                 .map(|f| format!("big directory, {}: {f}", c.label)),
         );
         for p in &c.points {
-            let errors = [p.page.as_ref().err(), p.page_in_tx.as_ref().err()];
-            failures.extend(
-                errors
-                    .into_iter()
-                    .flatten()
-                    .map(|e| format!("big directory, {} at {} children: {e}", c.label, p.children)),
-            );
+            failures.extend(p.ops.iter().filter_map(|op| {
+                let e = op.as_ref().err()?;
+                Some(format!(
+                    "big directory, {} at {} children: {e}",
+                    c.label, p.children
+                ))
+            }));
         }
     }
     crate::scale::Part {
-        text: report::render(&store) + &bigdir_report::render(&big) + "\n",
+        text: report::render(&store) + &bigdir::render(&big) + "\n",
         failures,
         ..Default::default()
     }

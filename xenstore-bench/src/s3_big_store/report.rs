@@ -4,8 +4,7 @@
 use crate::s3_big_store::{
     nodes_per_domain, Point, StoreResult, SUBTREE_NODES, WATCHES_PER_DOMAIN,
 };
-use crate::scale::cell;
-use crate::scale::CurveTables;
+use crate::scale::{cell, growth_row, CurveTables};
 use crate::template::fill;
 use std::fmt::Write;
 
@@ -21,8 +20,8 @@ pub fn render(r: &StoreResult) -> String {
             ("subtree", SUBTREE_NODES.to_string()),
         ],
     );
-    let key = ("domains (nodes)", (|p| p.domains) as fn(&Point) -> usize);
-    let (intro, mut tables) = CurveTables::new(&text, key, &r.curves, levels(r));
+    let key = |p: &Point| (p.domains, p.nodes);
+    let (intro, mut tables) = CurveTables::new(&text, "domains (nodes)", key, &r.curves);
     let mut s = format!("{intro}\n\n");
     let goal_rss = "RSS per node ≤ 0.8 × C xenstored's";
     s += &tables.next(&|p| format!("{:.0} B", p.rss_per_node));
@@ -46,44 +45,18 @@ pub fn render(r: &StoreResult) -> String {
         Err(e) => e.clone(),
     });
     s += &tables.next(&|p| format!("{} [{} events]", cell(&p.rm_subtree), p.rm_events));
-    s += &ratio_row(r, "`rm` latency (p50), largest N ÷ smallest N", |p| {
-        p.rm_subtree.p50_us
-    });
-    s += &ratio_row(r, "`rm` daemon CPU, largest N ÷ smallest N", |p| {
+    s += &growth_row(
+        "`rm` latency (p50), largest N ÷ smallest N",
+        &r.curves,
+        |p| p.rm_subtree.p50_us,
+    );
+    s += &growth_row("`rm` daemon CPU, largest N ÷ smallest N", &r.curves, |p| {
         p.rm_subtree.daemon_cpu_us
     });
     for c in &r.curves {
         if let Some(why) = &c.failed {
             let _ = writeln!(s, "\n{}: {why}", c.label);
         }
-    }
-    s + "\n"
-}
-
-/// (domains, nodes) of every level any daemon reached.
-fn levels(r: &StoreResult) -> Vec<(usize, usize)> {
-    let mut v: Vec<(usize, usize)> = r
-        .curves
-        .iter()
-        .flat_map(|c| c.points.iter().map(|p| (p.domains, p.nodes)))
-        .collect();
-    v.sort_unstable();
-    v.dedup();
-    v
-}
-
-fn ratio_row(r: &StoreResult, what: &str, pick: impl Fn(&Point) -> f64) -> String {
-    let mut s = format!("| {what} |");
-    for c in &r.curves {
-        let ratio = match (c.points.first(), c.points.last()) {
-            (Some(a), Some(b)) if c.points.len() > 1 => Some(pick(b) / pick(a)),
-            _ => None,
-        };
-        let _ = write!(
-            s,
-            " {} |",
-            ratio.map_or("–".into(), |x| format!("**{x:.2}×**"))
-        );
     }
     s + "\n"
 }

@@ -8,43 +8,22 @@
 //! every watcher has read an event fired after that, the state queries
 //! the daemon made and the firings it handled (the simulated hypervisor
 //! counts them), the events each watcher got, and the daemon's CPU.
+//! C xenstored and oxenstored run under the conformance stub, which keeps
+//! the same simulated hypervisor (its domain table and VIRQ_DOM_EXC socket
+//! in XENSTUB_RING_DIR/xen) and counts the same queries and firings. Then
+//! the same release in a big store (store.rs).
 
 pub mod report;
 pub mod store;
-pub mod store_report;
 
 use crate::client::Conn;
-use crate::daemons::{self, cpu_ns, Daemon};
+use crate::daemons::{cpu_ns, Start};
 use crate::guests;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use xenstore_proto::wire::MsgType;
-use xenstore_testkit::upstream::Flavor;
 use xenstored_probes::host::xen::simulated::SimXen;
-
-/// A daemon S4 runs: a shim binary, or C xenstored or oxenstored under the
-/// conformance stub, which keeps the same simulated hypervisor (its domain
-/// table and VIRQ_DOM_EXC socket in XENSTUB_RING_DIR/xen) and counts the
-/// same queries and firings.
-pub enum Subject {
-    Shim(PathBuf),
-    Upstream(Flavor),
-}
-
-impl Subject {
-    /// A fresh daemon and the directory its simulated rings live in.
-    fn start(&self, label: &str) -> Result<(Daemon, PathBuf)> {
-        match self {
-            Subject::Shim(binary) => {
-                let daemon = daemons::shim(label, binary)?;
-                let rings = daemon.dir.join("run");
-                Ok((daemon, rings))
-            }
-            Subject::Upstream(flavor) => daemons::upstream_with_rings(*flavor, label),
-        }
-    }
-}
 
 /// The curve's points: how many domains.
 pub const LEVELS: [usize; 4] = [10, 100, 500, 1000];
@@ -76,57 +55,95 @@ pub struct Point {
 }
 
 /// A daemon's curve, or why it has none.
-pub struct Curve {
+pub struct Curve<P> {
     pub label: String,
-    pub points: Result<Vec<Point>>,
+    pub points: Result<Vec<P>>,
 }
 
-pub struct DeathResult {
-    pub curves: Vec<Curve>,
+pub struct Deaths<P> {
+    pub curves: Vec<Curve<P>>,
     pub rounds: usize,
     pub elapsed: Duration,
 }
 
-/// Runs S4 on each daemon at each level, `rounds` times a level (a fresh
-/// daemon each time: the deaths shrink the host), medians.
-pub fn run(subjects: &[(String, Subject)], levels: &[usize], rounds: usize) -> DeathResult {
+impl<P> Deaths<P> {
+    fn failures(&self) -> impl Iterator<Item = String> + '_ {
+        (self.curves.iter())
+            .filter_map(|c| Some(format!("{}: {:#}", c.label, c.points.as_ref().err()?)))
+    }
+}
+
+/// Each daemon at each level, `rounds` fresh daemons a point (a death
+/// shrinks the host), the median by `order`.
+pub fn curves<S, P: Copy, K: Ord>(
+    daemons: &[(String, S)],
+    levels: &[usize],
+    rounds: usize,
+    measure: impl Fn(&str, &S, usize) -> Result<P>,
+    order: impl Fn(&P) -> K,
+) -> Deaths<P> {
     crate::idle_hosts::raise_fd_limit();
     let started = Instant::now();
-    let curves = subjects
-        .iter()
-        .map(|(label, subject)| {
-            let points = levels
-                .iter()
+    let curves = (daemons.iter())
+        .map(|(label, daemon)| Curve {
+            label: label.clone(),
+            points: (levels.iter())
                 .map(|&n| {
-                    let mut runs = (0..rounds)
-                        .map(|_| mass_destroy(label, subject, n))
-                        .collect::<Result<Vec<Point>>>()
+                    let mut runs = (0..rounds.max(1))
+                        .map(|_| measure(label, daemon, n))
+                        .collect::<Result<Vec<P>>>()
                         .with_context(|| format!("{label} at N={n}"))?;
-                    runs.sort_by_key(|p| p.notified);
-                    let median = runs[runs.len() / 2];
-                    eprintln!(
-                        "bench: S4 {label} N={n}: {:?}, {} queries, {} firings",
-                        median.notified, median.queries, median.firings
-                    );
-                    Ok(median)
+                    runs.sort_by_key(&order);
+                    Ok(runs[runs.len() / 2])
                 })
-                .collect();
-            Curve {
-                label: label.clone(),
-                points,
-            }
+                .collect(),
         })
         .collect();
-    DeathResult {
+    Deaths {
         curves,
         rounds,
         elapsed: started.elapsed(),
     }
 }
 
+/// Asks until none of `dying` is introduced any more, `between` each
+/// round of questions; fails past the deadline.
+fn wait_released(
+    ask: &mut Conn,
+    dying: &[u16],
+    began: Instant,
+    deadline: Duration,
+    mut between: impl FnMut() -> Result<()>,
+) -> Result<()> {
+    let mut left = dying.to_vec();
+    while !left.is_empty() {
+        if began.elapsed() > deadline {
+            bail!(
+                "{} of {} dying domains still introduced",
+                left.len(),
+                dying.len()
+            );
+        }
+        between()?;
+        let mut still = Vec::with_capacity(left.len());
+        for &domid in &left {
+            let id = format!("{domid}\0");
+            if ask
+                .call(MsgType::IsDomainIntroduced, 0, &[id.as_bytes()])?
+                .ok()?
+                == b"T\0"
+            {
+                still.push(domid);
+            }
+        }
+        left = still;
+    }
+    Ok(())
+}
+
 /// One fresh daemon with `n` domains and watchers; a tenth of them die.
-fn mass_destroy(label: &str, subject: &Subject, n: usize) -> Result<Point> {
-    let (daemon, rings) = subject.start(label)?;
+fn mass_destroy(label: &str, start: &Start, n: usize) -> Result<Point> {
+    let (daemon, rings) = start.launch_with_rings(label)?;
     let mut dom0 = xenstore_guest::client::Xs::connect(&daemon.socket)?;
     let domids: Vec<u16> = (0..n).map(|i| FIRST_DOMID + i as u16).collect();
     for &domid in &domids {
@@ -160,28 +177,7 @@ fn mass_destroy(label: &str, subject: &Subject, n: usize) -> Result<Point> {
         first_seen += 1;
     }
     // Released: every event of the releases was queued before this answer.
-    let mut left = dying.clone();
-    while !left.is_empty() {
-        if began.elapsed() > DEADLINE {
-            bail!(
-                "{} of {} dying domains still introduced",
-                left.len(),
-                dying.len()
-            );
-        }
-        let mut still = Vec::with_capacity(left.len());
-        for &domid in &left {
-            let reply = ask.call(
-                MsgType::IsDomainIntroduced,
-                0,
-                &[format!("{domid}\0").as_bytes()],
-            )?;
-            if reply.ok()? == b"T\0" {
-                still.push(domid);
-            }
-        }
-        left = still;
-    }
+    wait_released(&mut ask, &dying, began, DEADLINE, || Ok(()))?;
     let released = began.elapsed();
     // Every event of the releases was queued before that answer, so each
     // watcher has it once it has read what was queued before a request of
@@ -200,6 +196,7 @@ fn mass_destroy(label: &str, subject: &Subject, n: usize) -> Result<Point> {
     let notified = began.elapsed();
     let cpu = cpu_ns(daemon.pid())? - cpu_before;
     let after = xen.counters()?;
+    eprintln!("bench: S4 {label} N={n}: {notified:?}");
     Ok(Point {
         domains: n,
         dying: dying.len(),
@@ -214,39 +211,19 @@ fn mass_destroy(label: &str, subject: &Subject, n: usize) -> Result<Point> {
 
 /// S4 on every daemon, then S4 in a big store on the shims.
 pub fn section(s: &crate::scale::Scale) -> crate::scale::Part {
-    let mut subjects: Vec<(String, Subject)> = (s.shims.iter())
-        .map(|(label, binary)| (label.clone(), Subject::Shim(binary.clone())))
-        .collect();
-    for &flavor in &s.upstream {
-        let label = match flavor {
-            Flavor::C => "C xenstored",
-            Flavor::Ocaml => "oxenstored",
-        };
-        subjects.push((label.into(), Subject::Upstream(flavor)));
-    }
-    let deaths = run(
-        &subjects,
-        &s.pick(vec![10, 40], LEVELS.to_vec(), LEVELS.to_vec()),
-        s.rounds,
-    );
-    let big = store::run(
-        &s.shims,
-        &s.pick(vec![5], store::LEVELS.to_vec(), store::LEVELS.to_vec()),
-        s.rounds,
-    );
-    let failures = (deaths
-        .curves
-        .iter()
-        .map(|c| (&c.label, c.points.as_ref().err())))
-    .chain(
-        big.curves
-            .iter()
-            .map(|c| (&c.label, c.points.as_ref().err())),
-    )
-    .filter_map(|(label, e)| Some(format!("{label}: {:#}", e?)))
-    .collect();
+    let levels = s.pick(vec![10, 40], LEVELS.to_vec(), LEVELS.to_vec());
+    let deaths = curves(&s.shim_starts(), &levels, s.rounds, mass_destroy, |p| {
+        p.notified
+    });
+    let levels = s.pick(vec![5], store::LEVELS.to_vec(), store::LEVELS.to_vec());
+    let release = |label: &str, binary: &PathBuf, n| store::release_in_store(label, binary, n);
+    // (A positive f64's bits sort as the number does.)
+    let big = curves(&s.shims, &levels, s.rounds, release, |p| {
+        p.daemon_cpu_ms.to_bits()
+    });
+    let failures = deaths.failures().chain(big.failures()).collect();
     crate::scale::Part {
-        text: report::render(&deaths) + &store_report::render(&big),
+        text: report::render(&deaths) + &report::render_store(&big),
         failures,
         ..Default::default()
     }

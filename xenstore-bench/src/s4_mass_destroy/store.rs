@@ -10,15 +10,15 @@
 //! release through the store's index of where each domain is mentioned
 //! should not.
 
+use super::wait_released;
 use crate::client::Conn;
 use crate::daemons::{self, cpu_ns, rss_kib, Daemon};
 use crate::guests;
 use crate::s3_big_store::{domain_tree, nodes_per_domain};
 use anyhow::{bail, Context, Result};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 use xenstore_guest::client::{SocketLink, Xs};
-use xenstore_proto::wire::MsgType;
 
 /// Background domains at each point (2000: S3's ~212 000 nodes).
 pub const LEVELS: [usize; 4] = [10, 100, 500, 2000];
@@ -46,50 +46,6 @@ pub struct Point {
     pub setup_cpu_us_per_request: f64,
 }
 
-pub struct Curve {
-    pub label: String,
-    pub points: Result<Vec<Point>>,
-}
-
-pub struct StoreDeathResult {
-    pub curves: Vec<Curve>,
-    pub rounds: usize,
-    pub elapsed: Duration,
-}
-
-/// Each shim at each level, `rounds` fresh daemons a point (median by CPU).
-pub fn run(shims: &[(String, PathBuf)], levels: &[usize], rounds: usize) -> StoreDeathResult {
-    crate::idle_hosts::raise_fd_limit();
-    let started = Instant::now();
-    let curves = shims
-        .iter()
-        .map(|(label, binary)| Curve {
-            label: label.clone(),
-            points: levels
-                .iter()
-                .map(|&b| {
-                    let mut runs = (0..rounds.max(1))
-                        .map(|_| release_in_store(label, binary, b))
-                        .collect::<Result<Vec<Point>>>()
-                        .with_context(|| format!("{label} with {b} background domains"))?;
-                    runs.sort_by(|x, y| x.daemon_cpu_ms.total_cmp(&y.daemon_cpu_ms));
-                    let median = runs[runs.len() / 2];
-                    eprintln!(
-                        "bench: S4 big store {label} {} nodes: {:?}, CPU {:.2} ms",
-                        median.nodes, median.released, median.daemon_cpu_ms
-                    );
-                    Ok(median)
-                })
-                .collect(),
-        })
-        .collect();
-    StoreDeathResult {
-        curves,
-        rounds,
-        elapsed: started.elapsed(),
-    }
-}
-
 /// A domain's tree as libxl leaves it, permissions included: the
 /// directories that carry the domain's permissions first, so the nodes
 /// written below inherit them. Returns the requests it made.
@@ -115,7 +71,7 @@ fn write_tree(dom0: &mut Xs<SocketLink>, domid: usize) -> Result<usize> {
     Ok(2 + 2 * readable.len() + leaves.len())
 }
 
-fn release_in_store(label: &str, binary: &Path, background: usize) -> Result<Point> {
+pub fn release_in_store(label: &str, binary: &Path, background: usize) -> Result<Point> {
     let daemon = daemons::shim(label, binary)?;
     // Client and daemon share CPU 0, as in the rest of the scale section:
     // unpinned, a cross-CPU wake-up on this kind of VM costs the daemon
@@ -149,25 +105,10 @@ fn measure_release(daemon: &Daemon, background: usize) -> Result<Point> {
     for &d in &dying {
         guests::die(&rings, d)?;
     }
-    let mut left = dying.clone();
-    while !left.is_empty() {
-        if began.elapsed() > DEADLINE {
-            bail!("{} of {DYING} dying domains still introduced", left.len());
-        }
+    wait_released(&mut ask, &dying, began, DEADLINE, || {
         watcher.event(DEADLINE).context("@releaseDomain")?;
-        let mut still = Vec::new();
-        for &d in &left {
-            let reply = ask.call(
-                MsgType::IsDomainIntroduced,
-                0,
-                &[format!("{d}\0").as_bytes()],
-            )?;
-            if reply.ok()? == b"T\0" {
-                still.push(d);
-            }
-        }
-        left = still;
-    }
+        Ok(())
+    })?;
     let released = began.elapsed();
     let cpu = cpu_ns(daemon.pid())? - cpu_before;
     for &d in &dying {

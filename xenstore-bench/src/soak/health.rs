@@ -2,6 +2,7 @@
 //! memory, the store's own check, and uprobes left in tracefs.
 
 use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
 use std::path::Path;
 use xenstore_guest::client::{SocketLink, Xs};
 use xenstored_probes::wire::MsgType;
@@ -12,33 +13,29 @@ const UPROBE_EVENTS: &str = "/sys/kernel/tracing/uprobe_events";
 
 /// Open descriptors of process `pid`.
 pub fn fds(pid: u32) -> Result<usize> {
-    Ok(std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .with_context(|| format!("list /proc/{pid}/fd"))?
-        .count())
+    Ok(fd_kinds(pid)?.values().sum())
 }
 
 /// What `pid`'s descriptors are, counted by kind ("socket", "/dev/null", ...).
-pub fn fd_kinds(pid: u32) -> String {
-    let mut kinds = std::collections::BTreeMap::new();
-    for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let target = std::fs::read_link(fd.path()).unwrap_or_default();
-        let target = target.to_string_lossy();
-        let kind = target.split(':').next().unwrap_or_default().to_string();
-        *kinds.entry(kind).or_insert(0) += 1;
+pub fn fd_kinds(pid: u32) -> Result<BTreeMap<String, usize>> {
+    let dir = format!("/proc/{pid}/fd");
+    let mut kinds = BTreeMap::new();
+    for fd in std::fs::read_dir(&dir).with_context(|| format!("list {dir}"))? {
+        let target = std::fs::read_link(fd?.path()).unwrap_or_default();
+        let kind = target
+            .to_string_lossy()
+            .split(':')
+            .next()
+            .map(str::to_string);
+        *kinds.entry(kind.unwrap_or_default()).or_insert(0) += 1;
     }
-    format!("{kinds:?}")
+    Ok(kinds)
 }
 
 /// CONTROL check: the daemon's consistency check of its store (EIO with
 /// the problems logged when it finds any).
 pub fn store_check(admin: &mut Xs<SocketLink>) -> Result<()> {
-    let reply = admin
-        .request(MsgType::Control, 0, b"check\0")
-        .map_err(|e| anyhow::anyhow!("CONTROL check: {e}"))?;
+    let reply = admin.request(MsgType::Control, 0, b"check\0")?;
     if reply.strip_suffix(&[0]).unwrap_or(&reply) != b"OK" {
         bail!(
             "CONTROL check answered {:?}",
@@ -54,9 +51,6 @@ pub fn uprobes_on(binary: &Path) -> Result<Vec<String>> {
     let text =
         std::fs::read_to_string(UPROBE_EVENTS).with_context(|| format!("read {UPROBE_EVENTS}"))?;
     let binary = binary.to_string_lossy();
-    Ok(text
-        .lines()
-        .filter(|l| l.contains(binary.as_ref()))
-        .map(str::to_string)
-        .collect())
+    let on = text.lines().filter(|l| l.contains(binary.as_ref()));
+    Ok(on.map(str::to_string).collect())
 }

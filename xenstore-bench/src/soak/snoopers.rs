@@ -4,15 +4,15 @@
 //! request it saw go by: each serial between its first and last line was
 //! printed, or its final report counts at least that many events lost.
 
-use super::rng::Rng;
 use anyhow::{bail, Context, Result};
+use fastrand::Rng;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use xenstore_testkit::lines::Lines;
 use xenstore_testkit::wait_until;
 
 const SIGKILL: i32 = 9;
@@ -34,10 +34,8 @@ struct Tally {
 
 pub struct Snooper {
     child: Child,
-    tally: Arc<Mutex<Tally>>,
-    stdout: Option<JoinHandle<()>>,
-    stderr: Arc<Mutex<Vec<String>>>,
-    stderr_reader: Option<JoinHandle<()>>,
+    stdout: Option<JoinHandle<Tally>>,
+    stderr: Lines,
 }
 
 /// What one snooper stopped by SIGINT accounted for.
@@ -65,13 +63,10 @@ impl Snooper {
             .stderr(Stdio::piped())
             .spawn()
             .with_context(|| format!("start {}", binary.display()))?;
-        let tally = Arc::new(Mutex::new(Tally::default()));
-        let out = child.stdout.take().unwrap();
-        let sink = Arc::clone(&tally);
+        let out = BufReader::new(child.stdout.take().unwrap());
         let stdout = std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                let mut t = sink.lock().unwrap();
+            let mut t = Tally::default();
+            for line in out.lines().map_while(Result::ok) {
                 t.lines += 1;
                 match serde_json::from_str::<serde_json::Value>(&line) {
                     Ok(v) if v["kind"] == "op" => match v["serial"].as_u64() {
@@ -82,31 +77,18 @@ impl Snooper {
                     _ => t.garbled += 1,
                 }
             }
+            t
         });
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let err = child.stderr.take().unwrap();
-        let sink = Arc::clone(&stderr);
-        let stderr_reader = std::thread::spawn(move || {
-            for line in BufReader::new(err).lines() {
-                let Ok(line) = line else { break };
-                sink.lock().unwrap().push(line);
-            }
-        });
+        let stderr = Lines::collect("xenstore-snoop's stderr", child.stderr.take().unwrap());
         Ok(Snooper {
             child,
-            tally,
             stdout: Some(stdout),
             stderr,
-            stderr_reader: Some(stderr_reader),
         })
     }
 
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
     fn stderr(&self) -> Vec<String> {
-        self.stderr.lock().unwrap().clone()
+        self.stderr.snapshot()
     }
 
     /// Waits until it says it is tracing ("... Ctrl-C to end.").
@@ -122,39 +104,33 @@ impl Snooper {
                 self.stderr()
             );
         }
-        waited.with_context(|| format!("{:?}", self.stderr()))?;
-        Ok(())
+        waited.with_context(|| format!("{:?}", self.stderr()))
     }
 
     /// SIGKILL: nothing of it may be left once a later snooper has started.
     pub fn kill(mut self) -> Result<()> {
-        xenstore_testkit::signal(self.pid(), SIGKILL);
+        xenstore_testkit::signal(self.child.id(), SIGKILL);
         self.child.wait()?;
         Ok(())
     }
 
     /// SIGINT: it must exit 0 and account for every request it saw.
     pub fn interrupt(mut self) -> Result<Accounting> {
-        xenstore_testkit::signal(self.pid(), SIGINT);
+        xenstore_testkit::signal(self.child.id(), SIGINT);
         let mut status = None;
         wait_until("xenstore-snoop to exit on SIGINT", TIMEOUT, || {
             status = self.child.try_wait().ok().flatten();
             status.is_some()
         })?;
-        for reader in [self.stdout.take(), self.stderr_reader.take()]
-            .into_iter()
-            .flatten()
-        {
-            reader.join().expect("a snooper output reader panicked");
-        }
-        let stderr = self.stderr();
+        let stdout = self.stdout.take().unwrap().join();
+        let mut t = stdout.map_err(|_| anyhow::anyhow!("the stdout reader panicked"))?;
+        let stderr = self.stderr.finish(TIMEOUT);
         let status = status.unwrap();
         if !status.success() {
             bail!("xenstore-snoop exited {status} on SIGINT: {stderr:?}");
         }
         let lost = lost_count(&stderr)
             .with_context(|| format!("no \"N lost\" in the snooper's report: {stderr:?}"))?;
-        let mut t = std::mem::take(&mut *self.tally.lock().unwrap());
         if t.garbled > 0 {
             bail!(
                 "{} of {} output lines are not JSON records",
@@ -169,10 +145,8 @@ impl Snooper {
         if requests != printed {
             bail!("{} requests printed twice", printed - requests);
         }
-        let span = match (t.serials.first(), t.serials.last()) {
-            (Some(lo), Some(hi)) => hi - lo + 1,
-            _ => 0,
-        };
+        let (first, last) = (t.serials.first(), t.serials.last());
+        let span = first.zip(last).map_or(0, |(lo, hi)| hi - lo + 1);
         let a = Accounting {
             lines: t.lines,
             requests,
@@ -182,10 +156,9 @@ impl Snooper {
         };
         if span - requests > lost + a.own {
             bail!(
-                "{} requests between serials {:?} and {:?} neither printed nor counted lost: {a:?}, {stderr:?}",
+                "{} requests between serials {first:?} and {last:?} neither printed nor \
+                 counted lost: {a:?}, {stderr:?}",
                 span - requests - lost - a.own,
-                t.serials.first(),
-                t.serials.last()
             );
         }
         Ok(a)
@@ -220,6 +193,7 @@ fn count_before(stderr: &[String], what: &str) -> Option<u64> {
 /// The churn: one snooper after another until `stop`, each killed (SIGKILL
 /// during or after attaching) or stopped (SIGINT) at a random moment. The
 /// last is always stopped by SIGINT, after every kill.
+#[derive(Default)]
 pub struct Churn {
     pub started: u64,
     pub killed: u64,
@@ -227,37 +201,33 @@ pub struct Churn {
 }
 
 pub fn churn(
-    binary: PathBuf,
+    binary: &Path,
     daemon_pid: u32,
     ring_mb: u32,
     mut rng: Rng,
-    stop: Arc<AtomicBool>,
+    stop: &AtomicBool,
 ) -> Result<Churn> {
-    let mut c = Churn {
-        started: 0,
-        killed: 0,
-        interrupted: Vec::new(),
-    };
+    let mut c = Churn::default();
     loop {
         let last = stop.load(Ordering::Relaxed);
-        let mut s = Snooper::start(&binary, daemon_pid, ring_mb)?;
+        let mut s = Snooper::start(binary, daemon_pid, ring_mb)?;
         c.started += 1;
-        let roll = rng.below(10);
+        let roll = rng.u8(..10);
         if roll == 0 && !last {
             // Killed at any point of its start, attached or not.
-            std::thread::sleep(rng.millis(0, 300));
+            std::thread::sleep(Duration::from_millis(rng.u64(..300)));
             s.kill()?;
             c.killed += 1;
             continue;
         }
         s.wait_attached()?;
-        std::thread::sleep(rng.millis(200, 2000));
+        std::thread::sleep(Duration::from_millis(rng.u64(200..2000)));
         if roll < 4 && !last {
             s.kill()?;
             c.killed += 1;
         } else {
-            c.interrupted
-                .push(s.interrupt().context("a snooper stopped by SIGINT")?);
+            let a = s.interrupt().context("a snooper stopped by SIGINT")?;
+            c.interrupted.push(a);
         }
         if last {
             return Ok(c);
