@@ -7,6 +7,7 @@
 pub(crate) mod outstanding;
 pub(crate) mod poller;
 pub mod ring;
+pub(crate) mod table;
 pub mod transport;
 pub mod unix;
 

@@ -21,6 +21,7 @@ mod domains;
 mod live_update;
 mod log;
 mod nodes;
+mod queued_events;
 mod restore;
 #[cfg(test)]
 mod tests;
@@ -28,6 +29,7 @@ mod transactions;
 mod watches;
 
 use crate::conn::outstanding::{Outstanding, Ticket};
+use crate::conn::table::ConnTable;
 use crate::conn::transport::{Attachment, DomainBackend, Transport};
 use crate::conn::{Connection, SpareOutput};
 use crate::daemon::domain_registry::Domains;
@@ -41,7 +43,8 @@ use crate::wire::{Header, MsgType, XsError};
 pub use live_update::Ready as LiveUpdate;
 pub use live_update::Target as LiveUpdateTarget;
 use log::RateLimitedLog;
-use rustc_hash::{FxHashMap, FxHashSet};
+use queued_events::QueuedEvents;
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -65,7 +68,7 @@ pub struct Daemon {
     /// By id through a hash: every request and every watch hit looks one
     /// up, and a tree's search grew with the host. Walked in id order
     /// (`conn_ids`) where the order shows.
-    conns: FxHashMap<u32, Connection>,
+    conns: ConnTable,
     /// Each domain's connections, so per-domain work never scans them all.
     conns_of: FxHashMap<u32, Vec<u32>>,
     /// Every connection's watches.
@@ -88,10 +91,8 @@ pub struct Daemon {
     logfile: Option<String>,
     /// CONTROL log on|off.
     logging: bool,
-    /// Events (connection, path, token) queued by the current request:
-    /// upstream never queues one identical to one still queued, so one
-    /// request's fan-out sends each at most once.
-    queued_events: FxHashSet<(u32, String, Vec<u8>)>,
+    /// Events queued by the current request (see `QueuedEvents`).
+    queued_events: QueuedEvents,
     /// What the `reply` probe needs of the request being executed.
     in_flight: probes::InFlight,
     /// Unprivileged domains' requests not yet delivered (outstanding quota).
@@ -128,7 +129,7 @@ impl Daemon {
             store: Store::new(),
             quotas,
             domains: Domains::default(),
-            conns: FxHashMap::default(),
+            conns: ConnTable::default(),
             conns_of: FxHashMap::default(),
             watches: WatchTable::default(),
             watch_hits: Vec::new(),
@@ -142,7 +143,7 @@ impl Daemon {
             quota_log: BTreeMap::new(),
             logfile: None,
             logging: false,
-            queued_events: FxHashSet::default(),
+            queued_events: QueuedEvents::default(),
             in_flight: probes::InFlight::default(),
             outstanding: Outstanding::default(),
             ticket: None,
@@ -161,7 +162,7 @@ impl Daemon {
         let conn = Connection::new(id, domid, domid == 0, target, transport);
         let transport = conn.transport();
         probes::conn_open(&conn.who(), transport.kind(), || transport.peer());
-        self.conns.insert(id, conn);
+        self.conns.insert(conn);
         self.conns_of.entry(domid).or_default().push(id);
         id
     }
@@ -222,7 +223,7 @@ impl Daemon {
 
     /// Every connection's id, in the order they were opened.
     fn conn_ids(&self) -> Vec<u32> {
-        let mut ids: Vec<u32> = self.conns.keys().copied().collect();
+        let mut ids: Vec<u32> = self.conns.ids().collect();
         ids.sort_unstable();
         ids
     }
@@ -380,10 +381,7 @@ impl Daemon {
 
 /// The connection `call` came from, in `conns` (`Daemon::caller` where
 /// another of the daemon's fields is borrowed beside it).
-fn caller_in<'c>(
-    conns: &'c mut FxHashMap<u32, Connection>,
-    call: &Call,
-) -> Result<&'c mut Connection, Fail> {
+fn caller_in<'c>(conns: &'c mut ConnTable, call: &Call) -> Result<&'c mut Connection, Fail> {
     // handle() found it; only a handler that closed it could miss it
     conns
         .get_mut(&call.conn)
@@ -392,11 +390,7 @@ fn caller_in<'c>(
 
 /// What `domid`'s connections cost its memory quota (see
 /// `Daemon::conns_memory`), from the fields a caller may have split.
-fn conns_memory(
-    conns: &FxHashMap<u32, Connection>,
-    conns_of: &FxHashMap<u32, Vec<u32>>,
-    domid: u32,
-) -> usize {
+fn conns_memory(conns: &ConnTable, conns_of: &FxHashMap<u32, Vec<u32>>, domid: u32) -> usize {
     let ids = conns_of.get(&domid).map_or(&[][..], Vec::as_slice);
     let mine = ids.iter().filter_map(|id| conns.get(id));
     mine.map(|c| c.memory() + c.watches.bytes).sum()

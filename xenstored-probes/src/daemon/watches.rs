@@ -170,10 +170,7 @@ impl Daemon {
                     self.dropped_events += 1;
                     continue;
                 }
-                if !self
-                    .queued_events
-                    .insert((who.conn, event_path.to_string(), w.token.to_vec()))
-                {
+                if !self.queued_events.insert(who.conn, event_path, &w.token) {
                     continue;
                 }
                 let out = conn.output(&mut self.spare_output);
