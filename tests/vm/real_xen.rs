@@ -109,10 +109,12 @@ fn side_by_side(test: &str, release: &str) {
     let (shim, snoop) = (shim.to_str().unwrap(), snoop.to_str().unwrap());
     let (c, fresh) = {
         // The longest of the tier's boots: they go first.
-        let _slots = crate::slots::take(2, 200);
+        let mut slots = crate::slots::take(2, 200);
         xen_boot::prepare(release);
         std::thread::scope(|s| {
-            let c = s.spawn(|| {
+            let c_slot = slots.one();
+            let c = s.spawn(move || {
+                let _slot = c_slot;
                 xen_boot::boot(
                     &format!("xen-{release}-c"),
                     release,
@@ -147,6 +149,7 @@ fn side_by_side(test: &str, release: &str) {
                     "yes",
                 ],
             );
+            drop(slots);
             (c.join().expect("the C xenstored boot"), fresh)
         })
     };

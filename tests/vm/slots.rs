@@ -36,6 +36,19 @@ impl Drop for Slots {
     }
 }
 
+impl Slots {
+    /// One of the slots held, given back on its own when dropped (none when
+    /// only one is held: `XS_VM_SLOTS=1`): of boots started side by side,
+    /// the first to end frees its slot for a waiting boot at once, not when
+    /// the last ends.
+    pub fn one(&mut self) -> Option<Slots> {
+        (self.0 > 1).then(|| {
+            self.0 -= 1;
+            Slots(1)
+        })
+    }
+}
+
 fn capacity() -> usize {
     std::env::var("XS_VM_SLOTS")
         .ok()
