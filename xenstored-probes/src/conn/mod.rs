@@ -500,8 +500,8 @@ mod tests {
     use crate::wire::{frame, HEADER_LEN};
     use std::io;
 
-    /// A peer the tests write for by hand.
-    struct Quiet;
+    /// A peer the tests write for by hand (conn/table.rs's tests too).
+    pub(super) struct Quiet;
 
     impl Transport for Quiet {
         fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {

@@ -59,32 +59,8 @@ impl ConnTable {
 #[cfg(test)]
 mod tests {
     use super::ConnTable;
-    use crate::conn::transport::Transport;
+    use crate::conn::tests::Quiet;
     use crate::conn::Connection;
-    use std::io;
-
-    struct Quiet;
-
-    impl Transport for Quiet {
-        fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
-            Err(io::ErrorKind::WouldBlock.into())
-        }
-        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
-            Err(io::ErrorKind::WouldBlock.into())
-        }
-        fn source(&mut self) -> &mut dyn mio::event::Source {
-            unreachable!("no event loop here")
-        }
-        fn kind(&self) -> &'static str {
-            "socket"
-        }
-        fn peer(&self) -> String {
-            "test".into()
-        }
-        fn pid(&self) -> u32 {
-            0
-        }
-    }
 
     fn conn(id: u32, domid: u32) -> Connection {
         Connection::new(id, domid, domid == 0, None, Box::new(Quiet))
